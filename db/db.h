@@ -1,0 +1,168 @@
+/* db.h: tune's memory, one SQLite file.
+ *
+ * Owns: the schema and its migrations (db_schema.c), and every SQL statement
+ * tune runs (db.c, db_query.c). Nobody else writes SQL. Not called from
+ * search/. Identities are content hashes (hex xxh64 strings made by the
+ * caller): the same config or problem has the same hash in every database, so
+ * results can be matched across databases (replay, export).
+ *
+ * Writes are one transaction each (a killed tuner loses at most the result in
+ * flight). The file is in WAL mode. Strings in structs are fixed-size and
+ * owned by the struct; blobs returned by db_binary_get are malloc'd and owned
+ * by the caller (free with db_binary_release). */
+#ifndef DB_H
+#define DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../tuner/tune_err.h"
+
+#define DB_SCHEMA_VERSION 1
+
+typedef struct db_conn db_conn;
+
+/* Result statuses, stored as their names. */
+typedef enum db_status {
+  DB_OK = 0,          /* verified and timed */
+  DB_WRONG,           /* ran, output did not match the reference */
+  DB_COMPILE_ERROR,   /* NVRTC rejected it; log in error_text */
+  DB_LAUNCH_ERROR,    /* the launch was refused (resources, configuration) */
+  DB_CRASH,           /* the worker died or the context broke (illegal address...) */
+  DB_TIMEOUT,         /* the watchdog killed it */
+  DB_SKIPPED,         /* not run, with a reason (compile-only, pruned...) */
+  DB_NOT_RECORDED,    /* replay: the recorded database has no result for it */
+  DB_SUSPICIOUS,      /* faster than the device's measured physical limit */
+  DB_STATUS_COUNT
+} db_status;
+
+const char *db_status_name(db_status s);
+/* Parse a status name; returns -1 when unknown. */
+int db_status_parse(const char *name);
+
+typedef struct db_device {
+  char kind[16];        /* "gpu", or "arch" for a compile-only target */
+  char name[128];       /* e.g. "NVIDIA H200", or "sm_90" for kind arch */
+  char arch[16];        /* "sm_90" */
+  int cc_major, cc_minor;
+  int sm_count;
+  int sm_clock_khz;     /* max SM clock [kHz] */
+  int mem_clock_khz;    /* max memory clock [kHz] */
+  int mem_bus_bits;     /* memory bus width [bits] */
+  int64_t mem_bytes;    /* total global memory [bytes] */
+  int l2_bytes;         /* L2 size [bytes] */
+  int smem_per_block_optin; /* max dynamic shared memory per block [bytes] */
+  char driver[32];      /* driver version, e.g. "13.0" (cuDriverGetVersion) */
+  char cuda[32];        /* toolkit/NVRTC version tune was built with */
+  char uuid[64];        /* device UUID, "" for kind arch */
+} db_device;
+
+typedef struct db_run {
+  int64_t recipe_id, device_id;
+  char backend[64];     /* "cuda:0", "replay:FILE", "compile-only" */
+  char strategy[32];
+  int64_t budget;       /* evaluations, 0 = none */
+  double budget_s;      /* seconds, 0 = none */
+  uint64_t seed;
+  char tool_version[32];
+} db_run;
+
+typedef struct db_result {
+  int64_t id;           /* set by put/find */
+  int64_t run_id, recipe_id, device_id, config_id, problem_id;
+  db_status status;
+  double median_ns, min_ns, max_ns, stddev_ns; /* [ns], 0 when not timed */
+  int samples;
+  int registers;        /* per thread, -1 unknown */
+  int shared_bytes;     /* static shared memory [bytes], -1 unknown */
+  int dyn_shared_bytes; /* dynamic shared memory of the launch [bytes] */
+  int local_bytes;      /* stack frame [bytes], -1 unknown */
+  int spill_stores, spill_loads; /* [bytes], -1 unknown */
+  double compile_ms, measure_ms;
+  double err_rel_l2, err_max_abs; /* verification figures, -1 when not verified */
+  uint64_t seed;        /* seed of the inputs it was verified with */
+  char binary_key[40];  /* hex key into binaries, "" none */
+  char error_text[4096];/* compile log excerpt, CUDA error name, mismatch... */
+  char created_at[32];  /* set by the database (UTC ISO 8601) */
+} db_result;
+
+typedef struct db_binary {
+  char key[40];         /* hex content hash of (sources, options, arch, nvrtc version) */
+  char arch[16];
+  char nvrtc_version[16];
+  char options[1024];   /* the NVRTC options, space separated */
+  int ok;               /* 1 compiled, 0 compile error */
+  unsigned char *cubin; size_t cubin_size;   /* NULL/0 on compile error */
+  char *ptx; size_t ptx_size;                /* may be NULL */
+  char *log;            /* NVRTC log, may be NULL */
+  char lowered_name[512]; /* mangled kernel name to look up in the cubin */
+  int registers, shared_bytes, local_bytes, spill_stores, spill_loads;
+  double compile_ms;
+} db_binary;
+
+/* Open (creating and migrating) a database. readonly=1 opens an existing file
+ * without writing (replay). */
+int db_open(const char *path, int readonly, db_conn **out, tune_err *err);
+void db_close(db_conn *db);
+int db_schema_version(db_conn *db, int *version, tune_err *err);
+
+/* Idempotent upserts by identity; *id receives the row id. */
+int db_device_put(db_conn *db, const db_device *d, int64_t *id, tune_err *err);
+int db_recipe_put(db_conn *db, const char *name, const char *source_hash, const char *path,
+                  const char *source, int64_t *id, tune_err *err);
+int db_problem_put(db_conn *db, const char *recipe_name, const char *name, const char *hash,
+                   const char *dims_json, int64_t *id, tune_err *err);
+int db_config_put(db_conn *db, const char *recipe_name, const char *hash,
+                  const char *params_json, const char *origin, int64_t *id, tune_err *err);
+
+int db_run_begin(db_conn *db, const db_run *r, int64_t *id, tune_err *err);
+/* status: "done", "interrupted", "failed" */
+int db_run_end(db_conn *db, int64_t run_id, const char *status, tune_err *err);
+
+/* One transaction. r->id is set. */
+int db_result_put(db_conn *db, db_result *r, tune_err *err);
+/* Latest result for (recipe source, device, config, problem) that is a final
+ * answer (not skipped/not_recorded); TUNE_ENOTFOUND when none. */
+int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                   int64_t problem_id, db_result *out, tune_err *err);
+/* Replay lookup across databases: the latest GPU result for the recipe name,
+ * config hash and problem hash, with the device it was measured on.
+ * TUNE_ENOTFOUND when none. Like db_result_find it skips skipped and
+ * not_recorded rows. The ids in *out are the recorded database's. */
+int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash,
+                   const char *problem_hash, db_result *out, db_device *dev, tune_err *err);
+
+/* The GPU device whose results for recipe_name are the latest in this
+ * database (replay attributes its answers to it). TUNE_ENOTFOUND when none. */
+int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tune_err *err);
+
+/* Compile cache. get: TUNE_ENOTFOUND when absent; on success cubin, ptx
+ * (NUL-terminated, ptx_size excluding the added NUL) and log are new malloc'd
+ * copies, NULL when absent; on failure *out holds no allocation. put: INSERT
+ * OR REPLACE by key; ptx_size 0 with ptx set means strlen(ptx). */
+int db_binary_get(db_conn *db, const char *key, db_binary *out, tune_err *err);
+int db_binary_put(db_conn *db, const db_binary *b, tune_err *err);
+void db_binary_release(db_binary *b);
+
+/* Measured physical limits of a device (kind e.g. "copy_GBps", "bf16_TFLOPs";
+ * unit e.g. "GB/s"), used to flag results as suspicious. put appends a
+ * measurement; get returns the latest one, TUNE_ENOTFOUND when none. */
+int db_peak_put(db_conn *db, int64_t device_id, const char *kind, double value,
+                const char *unit, tune_err *err);
+int db_peak_get(db_conn *db, int64_t device_id, const char *kind, double *value,
+                tune_err *err);
+
+/* Queries for the CLI; *rows is a new JSON array of objects owned by the
+ * caller (json_decref). recipe/problem may be NULL for all. */
+int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t **rows,
+                  tune_err *err);
+int db_query_list(db_conn *db, const char *recipe, const char *problem, const char *status,
+                  int limit, json_t **rows, tune_err *err);
+int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err);
+/* Provenance of recorded GPU data for a recipe: devices with first/last
+ * result time and counts. */
+int db_query_provenance(db_conn *db, const char *recipe, json_t **rows, tune_err *err);
+
+#endif

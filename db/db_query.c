@@ -1,0 +1,369 @@
+/* db_query.c: the read-only queries behind `tune db` (best, list, show,
+ * provenance), each returning new jansson values owned by the caller.
+ *
+ * Rows become JSON objects column by column (row_object): INTEGER -> integer,
+ * REAL -> real (non-finite -> null), TEXT -> string, NULL -> null. Two naming
+ * rules apply to the selected column names: a name ending in "_json" is
+ * decoded and stored under the name without the suffix (params_json ->
+ * "params"), and a column named "seed" (uint64 stored as its int64 bit
+ * pattern) becomes an integer when it fits in int64, else a decimal string.
+ * These statements are not cached: the CLI runs each once. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "db_int.h"
+
+/* A JSON string from n bytes of text; bytes that are not valid UTF-8 become
+ * '?' (compile logs are not guaranteed to be). NULL on allocation failure. */
+static json_t *json_text(const char *s, size_t n) {
+  json_t *j = json_stringn(s, n);
+  if (j) return j;
+  char *copy = malloc(n + 1);
+  if (!copy) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    copy[i] = (c < 0x80 && c != 0) ? (char)c : '?';
+  }
+  copy[n] = 0;
+  j = json_stringn(copy, n);
+  free(copy);
+  return j;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int i, const char *name) {
+  switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: {
+      int64_t v = sqlite3_column_int64(st, i);
+      if (v < 0 && strcmp(name, "seed") == 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, db_i2u(v));
+        return json_string(buf);
+      }
+      return json_integer((json_int_t)v);
+    }
+    case SQLITE_FLOAT: {
+      double v = sqlite3_column_double(st, i);
+      return isfinite(v) ? json_real(v) : json_null();
+    }
+    case SQLITE_TEXT: {
+      const char *s = (const char *)sqlite3_column_text(st, i);
+      return s ? json_text(s, (size_t)sqlite3_column_bytes(st, i)) : NULL;
+    }
+    case SQLITE_BLOB: /* never selected whole: report its size */
+      return json_integer(sqlite3_column_bytes(st, i));
+    default:
+      return json_null();
+  }
+}
+
+/* The current row of st as a new object (see the naming rules above). */
+static int row_object(sqlite3_stmt *st, json_t **out, tune_err *err) {
+  json_t *obj = json_object();
+  if (!obj) goto nomem;
+  int n = sqlite3_column_count(st);
+  for (int i = 0; i < n; i++) {
+    const char *name = sqlite3_column_name(st, i);
+    if (!name) goto nomem;
+    size_t len = strlen(name);
+    json_t *v = NULL;
+    char key[128];
+    if (len > 5 && strcmp(name + len - 5, "_json") == 0 &&
+        sqlite3_column_type(st, i) == SQLITE_TEXT) {
+      snprintf(key, sizeof key, "%.*s", (int)(len - 5), name);
+      json_error_t jerr;
+      v = json_loadb((const char *)sqlite3_column_text(st, i),
+                     (size_t)sqlite3_column_bytes(st, i), JSON_DECODE_ANY, &jerr);
+      if (!v) v = col_json(st, i, name); /* not JSON after all: keep the text */
+    } else {
+      snprintf(key, sizeof key, "%s", name);
+      v = col_json(st, i, name);
+    }
+    if (json_object_set_new(obj, key, v) != 0) goto nomem;
+  }
+  *out = obj;
+  return TUNE_OK;
+nomem:
+  json_decref(obj);
+  *out = NULL;
+  return tune_fail(err, TUNE_ENOMEM, "db: out of memory building a JSON row");
+}
+
+/* Appends every row of st to arr. */
+static int rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step == SQLITE_DONE) break;
+    json_t *row = NULL;
+    if ((rc = row_object(st, &row, err))) goto fail;
+    if (json_array_append_new(arr, row) != 0) {
+      rc = tune_fail(err, TUNE_ENOMEM, "db: out of memory building a JSON array");
+      goto fail;
+    }
+  }
+fail:
+  return rc;
+}
+
+static int bind_opt(sqlite3_stmt *st, int i, const char *s) {
+  return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+/* ---- best -------------------------------------------------------------- */
+
+/* {status: count} of every result of (recipe_id, problem_id, device_id). */
+static int status_counts(db_conn *db, sqlite3_stmt *st, int64_t recipe_id, int64_t problem_id,
+                         int64_t device_id, json_t **out, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  json_t *obj = json_object();
+  if (!obj) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, recipe_id));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 2, problem_id));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 3, device_id));
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step == SQLITE_DONE) break;
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (json_object_set_new(obj, name ? name : "?", json_integer(sqlite3_column_int64(st, 1)))) {
+      rc = tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+      goto fail;
+    }
+  }
+fail:
+  db_stmt_done(st);
+  if (rc) json_decref(obj);
+  else *out = obj;
+  return rc;
+}
+
+int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t **rows,
+                  tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL, *counts = NULL;
+  json_t *arr = NULL;
+  if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_best: NULL argument");
+  *rows = NULL;
+  if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+  /* Rank the ok results of each (recipe source, problem, GPU) by median. */
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "WITH ranked AS ("
+      "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"
+      "                                  ORDER BY r.median_ns, r.id) AS rk"
+      "  FROM results r"
+      "  JOIN recipes rc ON rc.id = r.recipe_id"
+      "  JOIN problems p ON p.id = r.problem_id"
+      "  JOIN devices d ON d.id = r.device_id"
+      "  WHERE r.status = 'ok' AND d.kind = 'gpu'"
+      "    AND (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2))"
+      " SELECT rc.name AS recipe, rc.source_hash, p.name AS problem, p.hash AS problem_hash,"
+      "  p.dims_json AS problem_dims_json, d.name AS device, d.arch, c.hash AS config_hash,"
+      "  c.params_json, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples,"
+      "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"
+      "  r.recipe_id, r.problem_id, r.device_id"
+      " FROM ranked k JOIN results r ON r.id = k.id"
+      " JOIN recipes rc ON rc.id = r.recipe_id"
+      " JOIN problems p ON p.id = r.problem_id"
+      " JOIN devices d ON d.id = r.device_id"
+      " JOIN configs c ON c.id = r.config_id"
+      " WHERE k.rk = 1"
+      " ORDER BY rc.name, p.name, d.name, r.recipe_id, r.problem_id, r.device_id",
+      -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT status, count(*) FROM results"
+      " WHERE recipe_id = ?1 AND problem_id = ?2 AND device_id = ?3"
+      " GROUP BY status ORDER BY status",
+      -1, &counts, NULL));
+  SQL_TRY(db, err, bind_opt(st, 1, recipe));
+  SQL_TRY(db, err, bind_opt(st, 2, problem));
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step == SQLITE_DONE) break;
+    json_t *row = NULL, *statuses = NULL;
+    if ((rc = row_object(st, &row, err))) goto fail;
+    int64_t recipe_id = sqlite3_column_int64(st, 18), problem_id = sqlite3_column_int64(st, 19),
+            device_id = sqlite3_column_int64(st, 20);
+    if ((rc = status_counts(db, counts, recipe_id, problem_id, device_id, &statuses, err))) {
+      json_decref(row);
+      goto fail;
+    }
+    if (json_object_set_new(row, "statuses", statuses) || json_array_append_new(arr, row)) {
+      rc = tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+      goto fail;
+    }
+  }
+  *rows = arr;
+  arr = NULL;
+fail:
+  sqlite3_finalize(st);
+  sqlite3_finalize(counts);
+  json_decref(arr);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+/* ---- list -------------------------------------------------------------- */
+
+int db_query_list(db_conn *db, const char *recipe, const char *problem, const char *status,
+                  int limit, json_t **rows, tune_err *err) {
+  int rc = TUNE_OK;
+  sqlite3_stmt *st = NULL;
+  json_t *arr = NULL;
+  if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_list: NULL argument");
+  *rows = NULL;
+  if (status && db_status_parse(status) < 0)
+    return tune_fail(err, TUNE_EINVAL,
+                     "db: unknown status '%s' (ok, wrong, compile_error, launch_error, crash, "
+                     "timeout, skipped, not_recorded, suspicious)",
+                     status);
+  if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT r.id, rc.name AS recipe, p.name AS problem, d.name AS device, c.params_json,"
+      "  r.status, r.median_ns, r.registers, r.shared_bytes, r.spill_stores, r.spill_loads,"
+      "  NULLIF(substr(r.error_text, 1, instr(r.error_text || char(10), char(10)) - 1), '')"
+      "    AS error_text,"
+      "  r.created_at"
+      " FROM results r"
+      " JOIN recipes rc ON rc.id = r.recipe_id"
+      " JOIN problems p ON p.id = r.problem_id"
+      " JOIN devices d ON d.id = r.device_id"
+      " JOIN configs c ON c.id = r.config_id"
+      " WHERE (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2)"
+      "   AND (?3 IS NULL OR r.status = ?3)"
+      " ORDER BY rc.name, p.name, r.status <> 'ok', r.status, r.median_ns, r.id"
+      " LIMIT ?4",
+      -1, &st, NULL));
+  SQL_TRY(db, err, bind_opt(st, 1, recipe));
+  SQL_TRY(db, err, bind_opt(st, 2, problem));
+  SQL_TRY(db, err, bind_opt(st, 3, status));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 4, limit > 0 ? limit : -1));
+  if ((rc = rows_to_array(db, st, arr, err))) goto fail;
+  *rows = arr;
+  arr = NULL;
+fail:
+  sqlite3_finalize(st);
+  json_decref(arr);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+/* ---- show -------------------------------------------------------------- */
+
+/* The single row of sql bound to one int64 (key NULL) or one text (key);
+ * *out is JSON null when there is none. */
+static int one_row(db_conn *db, const char *sql, int64_t id, const char *key, json_t **out,
+                   tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  *out = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
+  if (key) SQL_TRY(db, err, sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC));
+  else SQL_TRY(db, err, sqlite3_bind_int64(st, 1, id));
+  SQL_STEP(db, err, st, step);
+  if (step == SQLITE_ROW) rc = row_object(st, out, err);
+  else *out = json_null();
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int64_t get_int(json_t *obj, const char *key) {
+  json_t *v = json_object_get(obj, key);
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err) {
+  int rc = TUNE_OK;
+  json_t *res = NULL, *part = NULL;
+  if (!db || !obj) return tune_fail(err, TUNE_EINVAL, "db_query_show: NULL argument");
+  *obj = NULL;
+  DB_LOCK(db);
+  if ((rc = one_row(db, "SELECT * FROM results WHERE id = ?1", result_id, NULL, &res, err)))
+    goto fail;
+  if (json_is_null(res)) {
+    rc = tune_fail(err, TUNE_ENOTFOUND, "db: no result %lld", (long long)result_id);
+    goto fail;
+  }
+  static const struct {
+    const char *name, *id_col, *sql;
+  } parts[] = {
+      {"recipe", "recipe_id",
+       "SELECT id, name, source_hash, path, created_at FROM recipes WHERE id = ?1"},
+      {"problem", "problem_id",
+       "SELECT id, recipe_name, name, hash, dims_json, created_at FROM problems WHERE id = ?1"},
+      {"config", "config_id",
+       "SELECT id, recipe_name, hash, params_json, origin, created_at FROM configs"
+       " WHERE id = ?1"},
+      {"device", "device_id", "SELECT * FROM devices WHERE id = ?1"},
+      {"run", "run_id", "SELECT * FROM runs WHERE id = ?1"},
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    if ((rc = one_row(db, parts[i].sql, get_int(res, parts[i].id_col), NULL, &part, err)))
+      goto fail;
+    if (json_object_set_new(res, parts[i].name, part)) goto nomem;
+    part = NULL;
+  }
+  const char *key = json_string_value(json_object_get(res, "binary_key"));
+  if (key) {
+    rc = one_row(db,
+                 "SELECT key, arch, nvrtc_version, options, ok, lowered_name, registers,"
+                 " shared_bytes, local_bytes, spill_stores, spill_loads, compile_ms,"
+                 " length(cubin) AS cubin_bytes, length(ptx) AS ptx_bytes, log, created_at"
+                 " FROM binaries WHERE key = ?1",
+                 0, key, &part, err);
+    if (rc) goto fail;
+  } else {
+    part = json_null();
+  }
+  if (json_object_set_new(res, "binary", part)) goto nomem;
+  part = NULL;
+  *obj = res;
+  res = NULL;
+  goto fail;
+nomem:
+  rc = tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+fail:
+  json_decref(res);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+/* ---- provenance -------------------------------------------------------- */
+
+int db_query_provenance(db_conn *db, const char *recipe, json_t **rows, tune_err *err) {
+  int rc = TUNE_OK;
+  sqlite3_stmt *st = NULL;
+  json_t *arr = NULL;
+  if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_provenance: NULL argument");
+  *rows = NULL;
+  if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT rc.name AS recipe, d.id AS device_id, d.name AS device, d.arch, d.uuid,"
+      "  d.driver, d.cuda, count(*) AS results, sum(r.status = 'ok') AS ok,"
+      "  min(r.created_at) AS first_at, max(r.created_at) AS last_at,"
+      "  json_group_array(DISTINCT ru.tool_version) FILTER (WHERE ru.tool_version IS NOT NULL)"
+      "    AS tool_versions_json,"
+      "  json_group_array(DISTINCT ru.backend) FILTER (WHERE ru.backend IS NOT NULL)"
+      "    AS backends_json"
+      " FROM results r"
+      " JOIN recipes rc ON rc.id = r.recipe_id"
+      " JOIN devices d ON d.id = r.device_id"
+      " LEFT JOIN runs ru ON ru.id = r.run_id"
+      " WHERE d.kind = 'gpu' AND (?1 IS NULL OR rc.name = ?1)"
+      " GROUP BY rc.name, d.id"
+      " ORDER BY rc.name, d.name, d.id",
+      -1, &st, NULL));
+  SQL_TRY(db, err, bind_opt(st, 1, recipe));
+  if ((rc = rows_to_array(db, st, arr, err))) goto fail;
+  *rows = arr;
+  arr = NULL;
+fail:
+  sqlite3_finalize(st);
+  json_decref(arr);
+  DB_UNLOCK(db);
+  return rc;
+}

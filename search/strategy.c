@@ -1,0 +1,176 @@
+/* strategy.c: the generic strategy (registry, argument checks, best point)
+ * and the two plain strategies, exhaustive and random.
+ *
+ * exhaustive: the space's points in space order (ascending), no state.
+ * random:     a Fisher-Yates shuffle of the space's points, done lazily: step i
+ *             swaps a uniformly drawn j in [i, n) into place i and proposes it.
+ *             The order depends only on the seed, never on batch sizes.
+ * Both ignore observations; the generic part still keeps the best point. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+#include "search_int.h"
+
+/* ---- registry ---------------------------------------------------------- */
+
+/* Keep in the same order as registry[] (search_test checks they agree). */
+const char *const search_strategy_names[] = {"exhaustive", "random", NULL};
+
+static const search_strategy_vt *const registry[] = {&search_exhaustive_vt, &search_random_vt};
+
+#define N_REGISTRY ((int)(sizeof registry / sizeof registry[0]))
+
+/* ---- exhaustive -------------------------------------------------------- */
+
+static int exhaustive_next(search_strategy *s, uint64_t *out, int max, int *n_out,
+                           tune_err *err) {
+  (void)err;
+  uint64_t left = (uint64_t)s->space->n_points - s->n_proposed;
+  int n = left < (uint64_t)max ? (int)left : max;
+  if (n > 0) memcpy(out, s->space->points + s->n_proposed, (size_t)n * sizeof(uint64_t));
+  *n_out = n;
+  return TUNE_OK;
+}
+
+const search_strategy_vt search_exhaustive_vt = {
+    .name = "exhaustive", .init = NULL, .next_batch = exhaustive_next, .observe = NULL,
+    .free = NULL};
+
+/* ---- random ------------------------------------------------------------ */
+
+typedef struct random_state {
+  search_rng rng;  /* seeded from the strategy's seed */
+  uint64_t *perm;  /* [n_points] copy of the points; [0, n_proposed) is the
+                      shuffled prefix already proposed */
+} random_state;
+
+static int random_init(search_strategy *s, tune_err *err) {
+  size_t n = s->space->n_points;
+  random_state *st = calloc(1, sizeof *st);
+  if (!st) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for random");
+  search_rng_seed(&st->rng, s->seed);
+  if (n > 0) {
+    st->perm = malloc(n * sizeof(uint64_t));
+    if (!st->perm) {
+      free(st);
+      return tune_fail(err, TUNE_ENOMEM,
+                       "search_strategy_new: no memory to shuffle %zu points (random)", n);
+    }
+    memcpy(st->perm, s->space->points, n * sizeof(uint64_t));
+  }
+  s->state = st;
+  return TUNE_OK;
+}
+
+static int random_next(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  (void)err;
+  random_state *st = s->state;
+  uint64_t n = (uint64_t)s->space->n_points, i = s->n_proposed;
+  int k = 0;
+  for (; k < max && i < n; k++, i++) {
+    uint64_t j = i + search_rng_below(&st->rng, n - i);
+    uint64_t t = st->perm[j];
+    st->perm[j] = st->perm[i];
+    st->perm[i] = t;
+    out[k] = t;
+  }
+  *n_out = k;
+  return TUNE_OK;
+}
+
+static void random_free(search_strategy *s) {
+  random_state *st = s->state;
+  if (!st) return;
+  free(st->perm);
+  free(st);
+  s->state = NULL;
+}
+
+const search_strategy_vt search_random_vt = {
+    .name = "random", .init = random_init, .next_batch = random_next, .observe = NULL,
+    .free = random_free};
+
+/* ---- generic ----------------------------------------------------------- */
+
+int search_strategy_new(const char *name, const search_space *space, uint64_t seed,
+                        search_strategy **out, tune_err *err) {
+  if (!out) return tune_fail(err, TUNE_EINVAL, "search_strategy_new: out is NULL");
+  *out = NULL;
+  if (!name) return tune_fail(err, TUNE_EINVAL, "search_strategy_new: name is NULL");
+  if (!space) return tune_fail(err, TUNE_EINVAL, "search_strategy_new: space is NULL");
+  const search_strategy_vt *vt = NULL;
+  for (int i = 0; i < N_REGISTRY; i++)
+    if (strcmp(registry[i]->name, name) == 0) vt = registry[i];
+  if (!vt) {
+    char known[256] = "";
+    for (int i = 0; search_strategy_names[i]; i++) {
+      size_t len = strlen(known);
+      snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", search_strategy_names[i]);
+    }
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_new: unknown strategy '%s' (known: %s)",
+                     name, known);
+  }
+  search_strategy *s = calloc(1, sizeof *s);
+  if (!s) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for '%s'", name);
+  s->vt = vt;
+  s->space = space;
+  s->seed = seed;
+  if (vt->init) {
+    int rc = vt->init(s, err);
+    if (rc) {
+      if (vt->free) vt->free(s);
+      free(s);
+      return rc;
+    }
+  }
+  *out = s;
+  return TUNE_OK;
+}
+
+int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *n_out,
+                               tune_err *err) {
+  if (n_out) *n_out = 0;
+  if (!s || !out || !n_out)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_next_batch: NULL argument");
+  if (max < 1)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_next_batch: max is %d, must be >= 1",
+                     max);
+  int n = 0;
+  int rc = s->vt->next_batch(s, out, max, &n, err);
+  if (rc) return rc;
+  TUNE_ASSERT(n >= 0 && n <= max);
+  s->n_proposed += (uint64_t)n;
+  *n_out = n;
+  return TUNE_OK;
+}
+
+void search_strategy_observe(search_strategy *s, uint64_t point, double cost_ns) {
+  s->n_observed++;
+  if (cost_ns >= 0) { /* false for NaN too: a NaN cost counts as a failure */
+    if (!s->has_best || cost_ns < s->best_cost_ns) {
+      s->has_best = 1;
+      s->best_point = point;
+      s->best_cost_ns = cost_ns;
+    }
+  } else {
+    s->n_failed++;
+  }
+  if (s->vt->observe) s->vt->observe(s, point, cost_ns);
+}
+
+int search_strategy_best(const search_strategy *s, uint64_t *point, double *cost_ns) {
+  if (!s->has_best) return 0;
+  if (point) *point = s->best_point;
+  if (cost_ns) *cost_ns = s->best_cost_ns;
+  return 1;
+}
+
+const char *search_strategy_name(const search_strategy *s) { return s->vt->name; }
+
+void search_strategy_free(search_strategy *s) {
+  if (!s) return;
+  if (s->vt->free) s->vt->free(s);
+  free(s);
+}

@@ -1,0 +1,475 @@
+// decode.cuh: split-KV decode attention over a paged KV cache (one query token per sequence).
+//
+//   o[b,hq,:] = sum_j softmax_j(q[b,hq,:] . k[b,j,hkv,:] * scale) v[b,j,hkv,:],  hkv = hq / GQA_RATIO
+//
+// Layouts (vLLM style): q, o [B, HQ, D] bf16; k_cache, v_cache [NUM_PAGES, PAGE_SIZE, HKV, D] bf16;
+// block_table [B, max_pages_per_seq] int32: KV row j of sequence b is row j % PAGE_SIZE of page
+// block_table[b, j / PAGE_SIZE]. A contiguous cache is the case PAGE_SIZE == L: one page per
+// sequence, the same code path (no separate define); the block table then just permutes sequences.
+// Math is fp32. Scores are in log2 units, s = (q . k) * scale_log2 with scale_log2 = scale * log2(e),
+// so every exponential is a single exp2.
+//
+// Tunables (recipes/attention/decode.lua):
+//   SPLITS     1 | 2 | 4 | 8 | 16 | 32  chunks of the KV length per (sequence, KV head): more blocks
+//                                      for small B * HKV, one more fp32 partial per chunk to merge
+//   BLOCK_N    16 | 32 | 64 | 128       KV rows per block tile (all loaded before any is used)
+//   WARPS      2 | 4 | 8                warps per block of the split kernel
+//   VEC_BYTES  8 | 16                   bytes per K/V load instruction per thread; a KV row
+//                                      (HEAD_DIM * 2 bytes) is read by HEAD_DIM * 2 / VEC_BYTES lanes
+//   GQA_PACK   0 | 1                    1: one block serves all GQA_RATIO query heads of its KV head,
+//                                      so each K/V tile is read once; 0: one query head per block
+//                                      (GQA_RATIO blocks read the same K/V, adjacent in launch order)
+//   STAGES     1 | 2 (default 1)        register tiles in flight: 2 issues tile t+1's loads before
+//                                      computing tile t (register double buffer)
+//   KV_HINT    0 | 1 | 2 (default 1)    K/V loads: 0 plain ld.global; 1 ld.global.nc.L1::no_allocate
+//                                      (read-only, streams past L1); 2 as 1 plus .L2::256B prefetch
+//   COMBINE_WARPS (default 4)           warps per block of the combine kernel
+// Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), PAGE_SIZE, GQA_RATIO (= HQ / HKV).
+//
+// Two kernels, both always launched, in this order (the launch list is the same for every config):
+//   attn_decode_split    grid (GQA_PACK ? 1 : GQA_RATIO, SPLITS * HKV, B), block WARPS * 32, no
+//                        dynamic shared memory. Block (x, y, b): KV head hkv = y / SPLITS, split
+//                        y % SPLITS = rows [split * L / SPLITS, (split + 1) * L / SPLITS), query heads
+//                        hkv * GQA_RATIO + {0 .. GQA_RATIO - 1} (GQA_PACK) or hkv * GQA_RATIO + x.
+//                        SPLITS > 1: writes its unnormalised fp32 partial (m, l, acc) to `partial`.
+//                        SPLITS == 1: normalises and writes o itself; `partial` is not touched.
+//   attn_decode_combine  grid (ceil(B * HQ / COMBINE_WARPS)), block COMBINE_WARPS * 32; one warp per
+//                        (b, hq) merges the SPLITS partials by the log-sum-exp rule and writes o.
+//                        SPLITS == 1: returns at once (the recipe launches it on a 1x1x1 grid).
+// Scratch (floats; R = B * HQ * SPLITS records, record (b * HQ + hq) * SPLITS + split; R * (D + 2)):
+//   partial[0, R*D)          acc = sum_j 2^(s_j - m) v_j (unnormalised), D floats per record
+//   partial[R*D, R*D + R)    m   = max_j s_j over the split (log2 units)
+//   partial[R*D + R, R*D+2R) l   = sum_j 2^(s_j - m)
+// Requirements (recipe `applies` skips other problems): L % (SPLITS * BLOCK_N) == 0,
+// L <= max_pages_per_seq * PAGE_SIZE, HQ == HKV * GQA_RATIO. PAGE_SIZE need not divide BLOCK_N or be
+// divided by it: a tile inside one page looks its page up once, otherwise each row looks up its own.
+//
+// Thread map of the split kernel: the kLanesPerRow lanes of a row group read one KV row (K and V),
+// each lane kVecElems consecutive head-dim elements; a warp holds kRowsPerWarp groups, the block
+// kGroups. Tile row i * kGroups + g belongs to group g (i < kRows), so a warp's groups read adjacent
+// rows. Each group keeps its own online-softmax state (m, l, acc slice) per query head; q . k is
+// reduced across the group by xor shuffles, so every lane of a group holds the same scores.
+//
+// Stages: tile_setup (indices, q into registers, pre-scaled); per tile page_stage (block-table
+// look-up, one tile ahead), load_stage (16/8-byte K and V loads into registers), compute_stage
+// (scores, online softmax, P V); epilogue (merge groups by shuffles, warps through shared memory,
+// write partial or o). Combine kernel: combine_stage.
+#include <cuda_bf16.h>
+
+#if !defined(SPLITS) || !defined(BLOCK_N) || !defined(WARPS) || !defined(VEC_BYTES) || !defined(GQA_PACK) || \
+    !defined(HEAD_DIM) || !defined(PAGE_SIZE) || !defined(GQA_RATIO)
+#error "decode.cuh needs -D SPLITS BLOCK_N WARPS VEC_BYTES GQA_PACK HEAD_DIM PAGE_SIZE GQA_RATIO"
+#endif
+#ifndef STAGES
+#define STAGES 1
+#endif
+#ifndef KV_HINT
+#define KV_HINT 1
+#endif
+#ifndef COMBINE_WARPS
+#define COMBINE_WARPS 4
+#endif
+
+typedef __nv_bfloat16 bf16;
+
+namespace decode {
+
+constexpr int kD = HEAD_DIM;
+constexpr int kVecElems = VEC_BYTES / 2;             // bf16 per K/V load
+constexpr int kWords = VEC_BYTES / 4;                // 32-bit words per K/V load
+constexpr int kLanesPerRow = HEAD_DIM / kVecElems;   // lanes reading one KV row
+constexpr int kRowsPerWarp = 32 / kLanesPerRow;      // row groups per warp
+constexpr int kThreads = WARPS * 32;
+constexpr int kGroups = WARPS * kRowsPerWarp;        // row groups per block
+constexpr int kRows = BLOCK_N / kGroups;             // rows per group per tile
+constexpr int kHeads = GQA_PACK ? GQA_RATIO : 1;     // query heads per block
+constexpr bool kTileInPage = PAGE_SIZE % BLOCK_N == 0;
+constexpr int kPageIds = kTileInPage ? 1 : kRows;    // block-table entries a thread holds per tile
+constexpr int kChunks = HEAD_DIM / 4;                // float4 chunks of one output row
+constexpr int kSmemBytes = WARPS * kHeads * (kD + 2) * 4;
+constexpr int kKvRegs = 2 * kRows * kWords * STAGES; // registers holding K/V tiles
+
+static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "HEAD_DIM must be 64, 128 or 256");
+static_assert(VEC_BYTES == 8 || VEC_BYTES == 16, "VEC_BYTES must be 8 or 16");
+static_assert(kLanesPerRow >= 1 && kLanesPerRow <= 32 && 32 % kLanesPerRow == 0,
+              "a KV row must be read by one warp or a power-of-two part of one: HEAD_DIM * 2 / VEC_BYTES <= 32");
+static_assert(SPLITS >= 1 && SPLITS <= 32, "SPLITS must be 1..32 (the combine gives each split one lane)");
+static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 16..128");
+static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "WARPS must be 1, 2, 4 or 8");
+static_assert(BLOCK_N % kGroups == 0 && kRows >= 1,
+              "every row group needs whole rows: BLOCK_N must be a multiple of WARPS * 32 / lanes-per-row");
+static_assert(GQA_PACK == 0 || GQA_PACK == 1, "GQA_PACK must be 0 or 1");
+static_assert(GQA_RATIO >= 1 && GQA_RATIO <= 8, "GQA_RATIO must be 1..8");
+static_assert(PAGE_SIZE >= 1, "PAGE_SIZE must be positive");
+static_assert(STAGES == 1 || STAGES == 2, "STAGES must be 1 or 2");
+static_assert(KV_HINT >= 0 && KV_HINT <= 2, "KV_HINT must be 0, 1 or 2");
+static_assert(COMBINE_WARPS >= 1 && COMBINE_WARPS <= 32, "COMBINE_WARPS must be 1..32");
+static_assert(kSmemBytes <= 48 * 1024, "epilogue shared memory over the 48 KiB static limit");
+static_assert(kKvRegs <= 128, "K/V register tiles over 128 registers per thread: smaller BLOCK_N or more WARPS");
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: K/V vector loads with cache hints, bf16 unpacking, exp2, warp reductions.
+
+struct kv_vec { unsigned w[kWords]; };  // kVecElems bf16, little-endian pairs per word
+
+#if KV_HINT == 1
+#define DECODE_LD "ld.global.nc.L1::no_allocate"
+#elif KV_HINT == 2
+#define DECODE_LD "ld.global.nc.L1::no_allocate.L2::256B"
+#endif
+
+// VEC_BYTES of K or V at p (VEC_BYTES-aligned), global -> registers.
+__device__ __forceinline__ kv_vec g2r_load_kv(const bf16 *p) {
+  kv_vec r;
+#if KV_HINT == 0
+  if constexpr (kWords == 4) {
+    const uint4 t = *reinterpret_cast<const uint4 *>(p);
+    r.w[0] = t.x; r.w[1] = t.y; r.w[2] = t.z; r.w[3] = t.w;
+  } else {
+    const uint2 t = *reinterpret_cast<const uint2 *>(p);
+    r.w[0] = t.x; r.w[1] = t.y;
+  }
+#else
+  if constexpr (kWords == 4)
+    asm(DECODE_LD ".v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3]) : "l"(p));
+  else
+    asm(DECODE_LD ".v2.u32 {%0, %1}, [%2];" : "=r"(r.w[0]), "=r"(r.w[1]) : "l"(p));
+#endif
+  return r;
+}
+
+// Element 2k (low half) and 2k+1 (high half) of a bf16 pair, exactly, as fp32.
+__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+
+// 2^x on the SFU (ex2.approx.ftz: 2^-inf = 0, relative error ~2^-22).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+__device__ __forceinline__ float warp_reduce_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ __forceinline__ float warp_reduce_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Four floats -> four bf16 (round to nearest even), stored as 8 bytes at p (8-byte aligned).
+__device__ __forceinline__ void r2g_store_bf16x4(bf16 *p, float a, float b, float c, float d) {
+  __nv_bfloat162 lo = __floats2bfloat162_rn(a, b), hi = __floats2bfloat162_rn(c, d);
+  uint2 u;
+  u.x = *reinterpret_cast<unsigned *>(&lo);
+  u.y = *reinterpret_cast<unsigned *>(&hi);
+  *reinterpret_cast<uint2 *>(p) = u;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split kernel stages.
+
+struct split_ctx {
+  int b;           // sequence
+  int hq0;         // first query head of the block
+  int split;       // KV chunk index
+  int warp, lane;
+  int group;       // row group of this thread in the block (0 .. kGroups-1)
+  int row0;        // first KV row (within the sequence) of the split
+  int n_tiles;     // BLOCK_N tiles in the split
+  int row_stride;  // elements between consecutive rows of a page (HKV * D)
+  const int *bt;   // block_table row of sequence b
+  const bf16 *k;   // k_cache + hkv * D + this lane's head-dim offset (page 0, row 0)
+  const bf16 *v;   // same for v_cache
+};
+
+// Online-softmax state of one row group, per query head: running max m (log2 units), running
+// sum l = sum 2^(s - m), and this lane's kVecElems slice of acc = sum 2^(s - m) v.
+struct softmax_state {
+  float m[kHeads];
+  float l[kHeads];
+  float acc[kHeads][kVecElems];
+};
+
+// Block -> (b, heads, split, rows); this lane's q slice of every head into qf, pre-scaled.
+__device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache,
+                                                const bf16 *__restrict__ v_cache, const int *__restrict__ block_table,
+                                                int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2,
+                                                float (&qf)[kHeads][kVecElems]) {
+  split_ctx c;
+  c.b = blockIdx.z;
+  const int hkv = blockIdx.y / SPLITS;
+  c.split = blockIdx.y % SPLITS;
+  c.hq0 = hkv * GQA_RATIO + (GQA_PACK ? 0 : (int)blockIdx.x);
+  c.warp = threadIdx.x / 32;
+  c.lane = threadIdx.x % 32;
+  c.group = c.warp * kRowsPerWarp + c.lane / kLanesPerRow;
+  const int d_off = (c.lane % kLanesPerRow) * kVecElems;
+  const int chunk = L / SPLITS;
+  c.row0 = c.split * chunk;
+  c.n_tiles = chunk / BLOCK_N;
+  c.row_stride = HKV * kD;
+  c.bt = block_table + (long long)c.b * max_pages_per_seq;
+  c.k = k_cache + (long long)hkv * kD + d_off;
+  c.v = v_cache + (long long)hkv * kD + d_off;
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    const kv_vec qv = *reinterpret_cast<const kv_vec *>(q + ((long long)c.b * HQ + c.hq0 + h) * kD + d_off);
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      qf[h][2 * w] = bf16_lo(qv.w[w]) * scale_log2;
+      qf[h][2 * w + 1] = bf16_hi(qv.w[w]) * scale_log2;
+    }
+  }
+  return c;
+}
+
+// Block-table entries for tile t: one (tile inside a page) or one per row of this thread.
+__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kPageIds]) {
+  const int r0 = c.row0 + t * BLOCK_N;
+  if constexpr (kTileInPage) {
+    pages[0] = __ldg(c.bt + r0 / PAGE_SIZE);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kPageIds; ++i) pages[i] = __ldg(c.bt + (r0 + i * kGroups + c.group) / PAGE_SIZE);
+  }
+}
+
+// Issue this thread's K and V loads of tile t (kRows rows each); nothing waits here.
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kPageIds],
+                                           kv_vec (&kb)[kRows], kv_vec (&vb)[kRows]) {
+  const int r0 = c.row0 + t * BLOCK_N;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const int r = r0 + i * kGroups + c.group;
+    const int page = pages[kTileInPage ? 0 : i];
+    const long long off = ((long long)page * PAGE_SIZE + r % PAGE_SIZE) * c.row_stride;
+    kb[i] = g2r_load_kv(c.k + off);
+    vb[i] = g2r_load_kv(c.v + off);
+  }
+}
+
+// Scores of the tile's rows for every head, online-softmax update, acc += P V.
+__device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElems], const kv_vec (&kb)[kRows],
+                                              const kv_vec (&vb)[kRows], softmax_state &st) {
+  float s[kHeads][kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    float kf[kVecElems];
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      kf[2 * w] = bf16_lo(kb[i].w[w]);
+      kf[2 * w + 1] = bf16_hi(kb[i].w[w]);
+    }
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      float acc = 0.f;
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) acc = fmaf(qf[h][e], kf[e], acc);
+      s[h][i] = acc;
+    }
+  }
+  // Sum the partial dots over the lanes of the row group (xor stays inside aligned lane groups).
+#pragma unroll
+  for (int off = kLanesPerRow / 2; off > 0; off >>= 1)
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) s[h][i] += __shfl_xor_sync(0xffffffffu, s[h][i], off);
+
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    float m_tile = s[h][0];
+#pragma unroll
+    for (int i = 1; i < kRows; ++i) m_tile = fmaxf(m_tile, s[h][i]);
+    const float m_new = fmaxf(st.m[h], m_tile);
+    const float alpha = exp2_approx(st.m[h] - m_new);  // 0 on the first tile (m = -inf)
+    st.m[h] = m_new;
+    float l = st.l[h] * alpha;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      s[h][i] = exp2_approx(s[h][i] - m_new);
+      l += s[h][i];
+    }
+    st.l[h] = l;
+#pragma unroll
+    for (int e = 0; e < kVecElems; ++e) st.acc[h][e] *= alpha;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    float vf[kVecElems];
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      vf[2 * w] = bf16_lo(vb[i].w[w]);
+      vf[2 * w + 1] = bf16_hi(vb[i].w[w]);
+    }
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h)
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) st.acc[h][e] = fmaf(s[h][i], vf[e], st.acc[h][e]);
+  }
+}
+
+// Merge the block's row groups (lanes of a warp by shuffles, then warps through shared memory)
+// and write the split's partial (SPLITS > 1) or the normalised output (SPLITS == 1).
+__device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, float *__restrict__ s_acc,
+                                         float *__restrict__ s_m, float *__restrict__ s_l, bf16 *__restrict__ o,
+                                         float *__restrict__ partial, int B, int HQ) {
+  // Groups of one warp: lanes lane and lane ^ off (off a multiple of kLanesPerRow) hold the same slice.
+#pragma unroll
+  for (int off = kLanesPerRow; off < 32; off <<= 1) {
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      const float m_o = __shfl_xor_sync(0xffffffffu, st.m[h], off);
+      const float l_o = __shfl_xor_sync(0xffffffffu, st.l[h], off);
+      const float m_new = fmaxf(st.m[h], m_o);  // finite: every group saw at least one row
+      const float a = exp2_approx(st.m[h] - m_new), b = exp2_approx(m_o - m_new);
+      st.m[h] = m_new;
+      st.l[h] = st.l[h] * a + l_o * b;
+#pragma unroll
+      for (int e = 0; e < kVecElems; ++e) {
+        const float acc_o = __shfl_xor_sync(0xffffffffu, st.acc[h][e], off);
+        st.acc[h][e] = st.acc[h][e] * a + acc_o * b;
+      }
+    }
+  }
+  if (c.lane < kLanesPerRow) {
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      float *dst = s_acc + (c.warp * kHeads + h) * kD + c.lane * kVecElems;
+#pragma unroll
+      for (int e = 0; e < kVecElems; e += 4)
+        *reinterpret_cast<float4 *>(dst + e) = make_float4(st.acc[h][e], st.acc[h][e + 1], st.acc[h][e + 2], st.acc[h][e + 3]);
+      if (c.lane == 0) {
+        s_m[c.warp * kHeads + h] = st.m[h];
+        s_l[c.warp * kHeads + h] = st.l[h];
+      }
+    }
+  }
+  __syncthreads();
+  const long long R = (long long)B * HQ * SPLITS;
+  for (int idx = threadIdx.x; idx < kHeads * kChunks; idx += kThreads) {
+    const int h = idx / kChunks, ch = idx % kChunks;
+    float m = neg_inf();
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, s_m[w * kHeads + h]);
+    float l = 0.f;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const float sc = exp2_approx(s_m[w * kHeads + h] - m);
+      l = fmaf(s_l[w * kHeads + h], sc, l);
+      const float4 x = *reinterpret_cast<const float4 *>(s_acc + (w * kHeads + h) * kD + ch * 4);
+      a.x = fmaf(x.x, sc, a.x); a.y = fmaf(x.y, sc, a.y); a.z = fmaf(x.z, sc, a.z); a.w = fmaf(x.w, sc, a.w);
+    }
+    const long long bh = (long long)c.b * HQ + c.hq0 + h;
+    if constexpr (SPLITS == 1) {
+      const float inv = 1.f / l;
+      r2g_store_bf16x4(o + bh * kD + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+    } else {
+      const long long rec = bh * SPLITS + c.split;
+      *reinterpret_cast<float4 *>(partial + rec * kD + ch * 4) = a;
+      if (ch == 0) {
+        partial[R * kD + rec] = m;
+        partial[R * kD + R + rec] = l;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Combine kernel stage: one warp merges the SPLITS partials of record (b * HQ + hq).
+__device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float *__restrict__ partial, int B, int HQ) {
+  const int lane = threadIdx.x % 32;
+  const long long bh = (long long)blockIdx.x * COMBINE_WARPS + threadIdx.x / 32;
+  if (bh >= (long long)B * HQ) return;
+  const long long R = (long long)B * HQ * SPLITS;
+  const float *acc = partial + bh * SPLITS * kD;
+  const float *pm = partial + R * kD + bh * SPLITS;
+  const float *pl = pm + R;
+  const float m = lane < SPLITS ? __ldcg(pm + lane) : neg_inf();
+  const float m_all = warp_reduce_max(m);
+  const float w = lane < SPLITS ? exp2_approx(m - m_all) : 0.f;
+  const float l_all = warp_reduce_sum(lane < SPLITS ? __ldcg(pl + lane) * w : 0.f);
+  const float inv = 1.f / l_all;
+  for (int ch = lane; ch < kChunks; ch += 32) {
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+      const float ws = __shfl_sync(0xffffffffu, w, s);
+      const float4 x = __ldcg(reinterpret_cast<const float4 *>(acc + s * kD) + ch);
+      a.x = fmaf(x.x, ws, a.x); a.y = fmaf(x.y, ws, a.y); a.z = fmaf(x.z, ws, a.z); a.w = fmaf(x.w, ws, a.w);
+    }
+    r2g_store_bf16x4(o + bh * kD + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+  }
+}
+
+}  // namespace decode
+
+// ---------------------------------------------------------------------------------------------
+// Kernels. Both take the same parameters (recipe args ABI).
+
+extern "C" __global__ void __launch_bounds__(decode::kThreads)
+attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
+                  const int *__restrict__ block_table, bf16 *__restrict__ o, float *__restrict__ partial, int B,
+                  int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2) {
+  using namespace decode;
+  __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
+  __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
+
+  float qf[kHeads][kVecElems];
+  const split_ctx c = tile_setup(q, k_cache, v_cache, block_table, HQ, HKV, L, max_pages_per_seq, scale_log2, qf);
+  softmax_state st;
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    st.m[h] = neg_inf();
+    st.l[h] = 0.f;
+#pragma unroll
+    for (int e = 0; e < kVecElems; ++e) st.acc[h][e] = 0.f;
+  }
+
+  int pages[kPageIds];
+  page_stage(c, 0, pages);
+#if STAGES == 1
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    kv_vec kb[kRows], vb[kRows];
+    load_stage(c, t, pages, kb, vb);
+    if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
+    compute_stage(qf, kb, vb, st);
+  }
+#else
+  // Register double buffer: tile t+1 is loaded into (kn, vn) before tile t is computed from (kc, vc).
+  kv_vec kc[kRows], vc[kRows];
+  load_stage(c, 0, pages, kc, vc);
+  if (c.n_tiles > 1) page_stage(c, 1, pages);
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    kv_vec kn[kRows], vn[kRows];
+    if (t + 1 < c.n_tiles) {
+      load_stage(c, t + 1, pages, kn, vn);
+      if (t + 2 < c.n_tiles) page_stage(c, t + 2, pages);
+    }
+    compute_stage(qf, kc, vc, st);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      kc[i] = kn[i];
+      vc[i] = vn[i];
+    }
+  }
+#endif
+  epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ);
+}
+
+extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32)
+attn_decode_combine(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
+                    const int *__restrict__ block_table, bf16 *__restrict__ o, float *__restrict__ partial, int B,
+                    int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2) {
+  if constexpr (SPLITS > 1) decode::combine_stage(o, partial, B, HQ);
+}

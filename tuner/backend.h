@@ -1,0 +1,53 @@
+/* backend.h: where measurements come from, behind one interface.
+ *
+ * cuda:N   a `tune worker` child process owning GPU N (backend_cuda.c); it is
+ *          restarted when a variant crashes it or hangs past the watchdog.
+ * replay:F answers from a recorded database exactly as measured there; a
+ *          (config, problem) it does not hold is not_recorded, never invented
+ *          (backend_replay.c).
+ * The session fills a tune_measure_req per variant and gets a db_result whose
+ * status and figures the backend set; ids are the session's business. */
+#ifndef TUNE_BACKEND_H
+#define TUNE_BACKEND_H
+
+#include "db.h"
+#include "recipe.h"
+#include "tune_err.h"
+
+typedef struct tune_measure_req {
+  const tune_recipe *recipe;
+  const tune_problem *problem;
+  const tune_problem_setup *setup;
+  const tune_variant *variant;
+  const db_binary *bin;                       /* compiled variant (ok) */
+  const char (*lowered)[512];                 /* symbol per launch */
+  const char *config_hash;
+} tune_measure_req;
+
+typedef struct tune_backend tune_backend;
+struct tune_backend {
+  char name[300];          /* "cuda:0", "replay:FILE" */
+  db_device device;        /* what the results are attributed to */
+  int timeout_ms;          /* watchdog per variant (0: derived from the reference) */
+  int needs_binaries;      /* 1: variants must be compiled before measure() */
+  char provenance[512];    /* replay: where and when the data was recorded */
+  /* Prepare a problem (buffers, inputs, reference). ref_bin: the compiled
+   * reference (cuda only). */
+  int (*set_problem)(tune_backend *b, const tune_recipe *r, const tune_problem *p,
+                     const tune_problem_setup *s, const db_binary *ref_bin, const char *ref_lowered,
+                     uint64_t seed, tune_err *err);
+  /* Measure one variant into *out (status and figures). TUNE_OK unless the
+   * backend itself cannot go on. */
+  int (*measure)(tune_backend *b, const tune_measure_req *q, db_result *out, tune_err *err);
+  void (*close)(tune_backend *b);
+  void *impl;
+};
+
+/* Start a worker for GPU `ordinal` and read its device facts. exe: path of
+ * the tune binary to run as `tune worker`. TUNE_ENOGPU without a driver. */
+int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tune_err *err);
+/* Open a recorded database read-only. recipe_name selects the device whose
+ * data is replayed (the latest one that measured it). */
+int tune_backend_replay_open(const char *path, const char *recipe_name, tune_backend **out, tune_err *err);
+
+#endif

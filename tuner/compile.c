@@ -1,0 +1,231 @@
+/* compile.c: NVRTC on a thread pool, with content-hash compile keys. */
+#include "compile.h"
+
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "source_hash.h"
+
+#ifndef TUNE_CUDA_INCLUDE
+#define TUNE_CUDA_INCLUDE "/usr/local/cuda/include"
+#endif
+
+const char *tune_nvrtc_version(void) {
+  static char v[16];
+  if (!v[0]) {
+    int maj = 0, min = 0;
+    nvrtcVersion(&maj, &min);
+    snprintf(v, sizeof v, "%d.%d", maj, min);
+  }
+  return v;
+}
+
+const char *tune_cuda_include_dir(void) {
+  static char dir[4096];
+  if (dir[0]) return dir;
+  const char *env = getenv("CUDA_HOME");
+  const char *cands[3] = {NULL, "/usr/local/cuda/include", TUNE_CUDA_INCLUDE};
+  char buf[4096];
+  if (env) { snprintf(buf, sizeof buf, "%s/include", env); cands[0] = buf; }
+  for (int i = 0; i < 3; ++i) {
+    if (!cands[i]) continue;
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/cuda_bf16.h", cands[i]);
+    if (!access(probe, R_OK)) { snprintf(dir, sizeof dir, "%s", cands[i]); return dir; }
+  }
+  return NULL;
+}
+
+/* Options in a fixed order: they are part of the key. */
+static int build_options(const tune_compile_job *job, const char **opts, char (*own)[4200], int *n_opts) {
+  int n = 0;
+  snprintf(own[0], 4200, "-arch=%s", job->arch);
+  snprintf(own[1], 4200, "-I%s", job->include_root);
+  const char *cinc = tune_cuda_include_dir();
+  snprintf(own[2], 4200, "-I%s", cinc ? cinc : TUNE_CUDA_INCLUDE);
+  opts[n++] = own[0];
+  opts[n++] = "-std=c++17";
+  opts[n++] = own[1];
+  opts[n++] = own[2];
+  opts[n++] = "--ptxas-options=-v";
+  opts[n++] = "-lineinfo";
+  for (int i = 0; i < job->n_defines; ++i) opts[n++] = job->defines[i];
+  *n_opts = n;
+  return 0;
+}
+
+int tune_compile_key(tune_compile_job *job, tune_err *err) {
+  const char *opts[TUNE_MAX_DEFINES + 8];
+  char own[3][4200];
+  int n;
+  build_options(job, opts, own, &n);
+  XXH64_state_t *h = XXH64_createState();
+  if (!h) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
+  XXH64_reset(h, 0);
+  int rc = tune_source_hash_update(h, job->source_path, job->include_root, err);
+  size_t len = 0;
+  job->bin.options[0] = 0;
+  for (int i = 0; i < n; ++i) {
+    /* the CUDA include path varies between machines; its headers are
+       covered by the NVRTC version */
+    const char *o = (i == 3) ? "-I<cuda>" : (i == 2 ? "-I<templates>" : opts[i]);
+    XXH64_update(h, o, strlen(o) + 1);
+    if (len < sizeof job->bin.options)
+      len += (size_t)snprintf(job->bin.options + len, sizeof job->bin.options - len, "%s%s", i ? " " : "", o);
+  }
+  for (int i = 0; i < job->n_names; ++i) XXH64_update(h, job->names[i], strlen(job->names[i]) + 1);
+  const char *ver = tune_nvrtc_version();
+  XXH64_update(h, ver, strlen(ver));
+  snprintf(job->bin.key, sizeof job->bin.key, "%016llx", (unsigned long long)XXH64_digest(h));
+  XXH64_freeState(h);
+  snprintf(job->bin.arch, sizeof job->bin.arch, "%s", job->arch);
+  snprintf(job->bin.nvrtc_version, sizeof job->bin.nvrtc_version, "%s", ver);
+  return rc;
+}
+
+static int parse_int_before(const char *line, const char *word) {
+  const char *w = strstr(line, word);
+  if (!w) return -1;
+  const char *p = w;
+  while (p > line && p[-1] == ' ') --p;
+  while (p > line && p[-1] >= '0' && p[-1] <= '9') --p;
+  return atoi(p);
+}
+
+void tune_compile_parse_resources(const char *log, db_binary *b) {
+  b->registers = b->shared_bytes = b->local_bytes = b->spill_stores = b->spill_loads = -1;
+  if (!log) return;
+  const char *line = log;
+  while (line && *line) {
+    const char *end = strchr(line, '\n');
+    char buf[1024];
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    if (n >= sizeof buf) n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n] = 0;
+    int v;
+    if (strstr(buf, "Used") && (v = parse_int_before(buf, " registers")) >= 0 && v > b->registers) b->registers = v;
+    if ((v = parse_int_before(buf, " bytes smem")) >= 0 && v > b->shared_bytes) b->shared_bytes = v;
+    if ((v = parse_int_before(buf, " bytes stack frame")) >= 0 && v > b->local_bytes) b->local_bytes = v;
+    if ((v = parse_int_before(buf, " bytes spill stores")) >= 0) b->spill_stores = (b->spill_stores < 0 ? 0 : b->spill_stores) + v;
+    if ((v = parse_int_before(buf, " bytes spill loads")) >= 0) b->spill_loads = (b->spill_loads < 0 ? 0 : b->spill_loads) + v;
+    line = end ? end + 1 : NULL;
+  }
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+  if (s) s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+#define NVRTC_TRY(err, call)                                                                  \
+  do {                                                                                        \
+    nvrtcResult nv_r_ = (call);                                                               \
+    if (nv_r_ != NVRTC_SUCCESS) {                                                             \
+      tune_fail((err), TUNE_ENVRTC, "%s:%d: %s: %s", __FILE__, __LINE__, #call,               \
+                nvrtcGetErrorString(nv_r_));                                                  \
+      goto fail;                                                                              \
+    }                                                                                         \
+  } while (0)
+
+static void compile_one(tune_compile_job *job) {
+  tune_err *err = &job->err;
+  nvrtcProgram prog = NULL;
+  char *src = NULL;
+  double t0 = now_ms();
+  const char *opts[TUNE_MAX_DEFINES + 8];
+  char own[3][4200];
+  int n_opts;
+  db_binary *b = &job->bin;
+  if (!b->key[0] && tune_compile_key(job, err)) return;
+  build_options(job, opts, own, &n_opts);
+  src = read_all(job->source_path);
+  if (!src) { tune_fail(err, TUNE_EIO, "%s: cannot read template", job->source_path); return; }
+  const char *base = strrchr(job->source_path, '/');
+  NVRTC_TRY(err, nvrtcCreateProgram(&prog, src, base ? base + 1 : job->source_path, 0, NULL, NULL));
+  for (int i = 0; i < job->n_names; ++i)
+    if (job->is_expr[i]) NVRTC_TRY(err, nvrtcAddNameExpression(prog, job->names[i]));
+  nvrtcResult cr = nvrtcCompileProgram(prog, n_opts, opts);
+  size_t log_n = 0;
+  NVRTC_TRY(err, nvrtcGetProgramLogSize(prog, &log_n));
+  b->log = malloc(log_n + 1);
+  if (!b->log) { tune_fail(err, TUNE_ENOMEM, "compile: out of memory"); goto fail; }
+  NVRTC_TRY(err, nvrtcGetProgramLog(prog, b->log));
+  b->log[log_n] = 0;
+  tune_compile_parse_resources(b->log, b);
+  if (cr == NVRTC_SUCCESS) {
+    NVRTC_TRY(err, nvrtcGetCUBINSize(prog, &b->cubin_size));
+    b->cubin = malloc(b->cubin_size);
+    if (!b->cubin) { tune_fail(err, TUNE_ENOMEM, "compile: out of memory"); goto fail; }
+    NVRTC_TRY(err, nvrtcGetCUBIN(prog, (char *)b->cubin));
+    size_t lowered_len = 0;
+    for (int i = 0; i < job->n_names; ++i) {
+      const char *low = job->names[i];
+      if (job->is_expr[i]) NVRTC_TRY(err, nvrtcGetLoweredName(prog, job->names[i], &low));
+      snprintf(job->lowered[i], sizeof job->lowered[i], "%s", low);
+      lowered_len += (size_t)snprintf(b->lowered_name + lowered_len, sizeof b->lowered_name - lowered_len,
+                                      "%s%s", i ? " " : "", low);
+    }
+    b->ok = 1;
+  } else if (cr == NVRTC_ERROR_COMPILATION) {
+    b->ok = 0; /* the variant's result, not the pool's failure */
+  } else {
+    tune_fail(err, TUNE_ENVRTC, "nvrtcCompileProgram: %s", nvrtcGetErrorString(cr));
+  }
+fail:
+  b->compile_ms = now_ms() - t0;
+  if (prog) nvrtcDestroyProgram(&prog);
+  free(src);
+}
+
+typedef struct pool { tune_compile_job *jobs; int n; atomic_int next; } pool;
+
+static void *pool_main(void *arg) {
+  pool *p = arg;
+  for (;;) {
+    int i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->n) break;
+    compile_one(&p->jobs[i]);
+  }
+  return NULL;
+}
+
+int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
+  if (n <= 0) return TUNE_OK;
+  if (n_threads < 1) n_threads = 1;
+  if (n_threads > n) n_threads = n;
+  pool p = {.jobs = jobs, .n = n};
+  atomic_init(&p.next, 0);
+  pthread_t th[256];
+  if (n_threads > 256) n_threads = 256;
+  int started = 0;
+  for (int i = 1; i < n_threads; ++i) {
+    if (pthread_create(&th[i], NULL, pool_main, &p)) break;
+    ++started;
+  }
+  pool_main(&p);
+  for (int i = 1; i <= started; ++i) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; ++i)
+    if (jobs[i].err.code) return tune_fail(err, jobs[i].err.code, "%s", jobs[i].err.msg);
+  return TUNE_OK;
+}

@@ -1,0 +1,46 @@
+/* compile.h: the NVRTC compile pool.
+ *
+ * Owns: turning (template, defines, kernel names, arch) into a cubin with its
+ * resource usage (registers, shared memory, stack, spills parsed from the
+ * ptxas report, so no GPU is needed), and the compile key: a content hash of
+ * the template and every local header it includes, the options, the arch,
+ * the kernel names and the NVRTC version. A compile error is a result (ok=0,
+ * log kept), never a failure of the pool. Threads: one job per worker thread;
+ * jobs share nothing. The cache lives in the database and is consulted by the
+ * caller on the main thread. */
+#ifndef TUNE_COMPILE_H
+#define TUNE_COMPILE_H
+
+#include "db.h"
+#include "recipe.h"
+#include "tune_err.h"
+
+typedef struct tune_compile_job {
+  /* in */
+  const char *source_path;          /* the template (absolute) */
+  const char *include_root;         /* templates/ folder */
+  const char *arch;                 /* "sm_90a" */
+  int n_defines;
+  const char (*defines)[160];       /* "-DNAME=VALUE" */
+  int n_names;
+  const char *names[TUNE_MAX_LAUNCHES]; /* kernel names or name expressions */
+  int is_expr[TUNE_MAX_LAUNCHES];
+  /* out */
+  db_binary bin;                    /* key, options, cubin, log, resources */
+  char lowered[TUNE_MAX_LAUNCHES][512]; /* symbol of each kernel in the cubin */
+  tune_err err;                     /* failure of the pool itself (not a compile error) */
+} tune_compile_job;
+
+/* Fill job->bin.key (and options) without compiling. */
+int tune_compile_key(tune_compile_job *job, tune_err *err);
+/* Compile jobs[0..n) on n_threads threads. Returns TUNE_OK unless the pool
+ * itself failed; each job's bin.ok says whether NVRTC accepted it. */
+int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err);
+/* Parse a ptxas -v report into bin's resource fields (max over kernels). */
+void tune_compile_parse_resources(const char *log, db_binary *bin);
+/* "13.0" */
+const char *tune_nvrtc_version(void);
+/* CUDA include folder for <cuda_bf16.h> and friends, NULL when not found. */
+const char *tune_cuda_include_dir(void);
+
+#endif

@@ -1,0 +1,101 @@
+/* inputs.c: random inputs and comparisons. */
+#include "inputs.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static inline double uniform01(uint64_t key) { return ((splitmix64(key) >> 11) + 0.5) * 0x1.0p-53; }
+
+static inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffff) > 0x7f800000) return 0x7fc0;
+  u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
+  return (uint16_t)(u >> 16);
+}
+static inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void store(tune_dtype t, void *dst, int64_t i, double v) {
+  switch (t) {
+  case TUNE_F32: ((float *)dst)[i] = (float)v; break;
+  case TUNE_F64: ((double *)dst)[i] = v; break;
+  case TUNE_F16: ((_Float16 *)dst)[i] = (_Float16)v; break;
+  case TUNE_BF16: ((uint16_t *)dst)[i] = f32_to_bf16((float)v); break;
+  case TUNE_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
+  case TUNE_I64: ((int64_t *)dst)[i] = (int64_t)v; break;
+  }
+}
+
+double tune_inputs_get(tune_dtype t, const void *buf, int64_t i) {
+  switch (t) {
+  case TUNE_F32: return ((const float *)buf)[i];
+  case TUNE_F64: return ((const double *)buf)[i];
+  case TUNE_F16: return (double)((const _Float16 *)buf)[i];
+  case TUNE_BF16: return bf16_to_f32(((const uint16_t *)buf)[i]);
+  case TUNE_I32: return ((const int32_t *)buf)[i];
+  case TUNE_I64: return (double)((const int64_t *)buf)[i];
+  }
+  return NAN;
+}
+
+void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
+  uint64_t base = splitmix64(seed ^ splitmix64((uint64_t)arg_index + 1));
+  if (def->init == TUNE_INIT_PERMUTATION) {
+    for (int64_t i = 0; i < numel; ++i) store(def->dtype, dst, i, (double)i);
+    for (int64_t i = numel - 1; i > 0; --i) { /* Fisher-Yates */
+      int64_t j = (int64_t)(splitmix64(base + (uint64_t)i) % (uint64_t)(i + 1));
+      double a = tune_inputs_get(def->dtype, dst, i), b = tune_inputs_get(def->dtype, dst, j);
+      store(def->dtype, dst, i, b);
+      store(def->dtype, dst, j, a);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < numel; ++i) {
+    uint64_t k = base + 2 * (uint64_t)i;
+    double v;
+    switch (def->init) {
+    case TUNE_INIT_NORMAL: {
+      double u1 = uniform01(k), u2 = uniform01(k + 1);
+      v = def->init_a + def->init_b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+      break;
+    }
+    case TUNE_INIT_RANDINT: {
+      long long lo = (long long)def->init_a, hi = (long long)def->init_b;
+      v = (double)(lo + (long long)(splitmix64(k) % (uint64_t)(hi - lo + 1)));
+      break;
+    }
+    default: v = def->init_a + (def->init_b - def->init_a) * uniform01(k); break;
+    }
+    store(def->dtype, dst, i, v);
+  }
+}
+
+void tune_inputs_compare(tune_dtype t, const void *out, const double *ref, int64_t n, double tol_max_abs,
+                         tune_compare *c) {
+  double num = 0, den = 0, mx = 0;
+  c->n_nan = 0;
+  c->first_bad = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    double o = tune_inputs_get(t, out, i), r = ref[i];
+    if (!isfinite(o) || !isfinite(r)) { if (!c->n_nan++ && c->first_bad < 0) c->first_bad = i; continue; }
+    double d = fabs(o - r);
+    num += d * d;
+    den += r * r;
+    if (d > mx) mx = d;
+    if (d > tol_max_abs && c->first_bad < 0) c->first_bad = i;
+  }
+  c->rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+  c->max_abs = mx;
+}

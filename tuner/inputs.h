@@ -1,0 +1,27 @@
+/* inputs.h: seeded random inputs, dtype conversions and verification math,
+ * on the host. Counter-based (splitmix64 of seed, arg and index), so the same
+ * seed gives the same tensor whatever the order of generation. */
+#ifndef TUNE_INPUTS_H
+#define TUNE_INPUTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recipe.h"
+
+/* Fill dst (numel elements of def->dtype) from def's distribution. */
+void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
+/* Element i of a typed buffer as a double. */
+double tune_inputs_get(tune_dtype t, const void *buf, int64_t i);
+
+typedef struct tune_compare {
+  double rel_l2;      /* ||out - ref|| / ||ref|| (||out - ref|| when ref is 0) */
+  double max_abs;     /* max |out - ref| */
+  int64_t n_nan;      /* NaN or Inf elements in out (NaN in ref are errors too) */
+  int64_t first_bad;  /* index of the first element over max_abs tolerance, -1 none */
+} tune_compare;
+
+void tune_inputs_compare(tune_dtype t, const void *out, const double *ref, int64_t n, double tol_max_abs,
+                         tune_compare *c);
+
+#endif

@@ -1,0 +1,92 @@
+/* protocol.c: length-prefixed frames over pipes. */
+#include "protocol.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int tune_msg_write(int fd, json_t *msg, const void *blob, size_t blob_n, tune_err *err) {
+  char *text = json_dumps(msg, JSON_COMPACT);
+  if (!text) return tune_fail(err, TUNE_ENOMEM, "protocol: cannot encode a message");
+  uint32_t hdr[2] = {(uint32_t)strlen(text), (uint32_t)(blob ? blob_n : 0)};
+  int bad = write_all(fd, hdr, sizeof hdr) || write_all(fd, text, hdr[0]) ||
+            (hdr[1] && write_all(fd, blob, hdr[1]));
+  free(text);
+  if (bad) return tune_fail(err, TUNE_EIO, "protocol: write failed (peer gone?): %s", strerror(errno));
+  return TUNE_OK;
+}
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* 0 ok, 1 closed, 2 timeout, -1 error */
+static int read_all(int fd, void *p, size_t n, long long deadline) {
+  char *c = p;
+  while (n) {
+    if (deadline >= 0) {
+      long long left = deadline - now_ms();
+      if (left <= 0) return 2;
+      struct pollfd pf = {.fd = fd, .events = POLLIN};
+      int pr = poll(&pf, 1, left > 0x7fffffff ? 0x7fffffff : (int)left);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr < 0) return -1;
+      if (pr == 0) return 2;
+    }
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) return 1;
+    c += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+int tune_msg_read(int fd, json_t **msg, void **blob, size_t *blob_n, int timeout_ms, tune_err *err) {
+  *msg = NULL;
+  if (blob) *blob = NULL;
+  if (blob_n) *blob_n = 0;
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  uint32_t hdr[2];
+  int rc = read_all(fd, hdr, sizeof hdr, deadline);
+  if (rc == 1) return tune_fail(err, TUNE_EIO, "protocol: peer closed");
+  if (rc == 2) return tune_fail(err, TUNE_EWORKER, "protocol: timeout");
+  if (rc) return tune_fail(err, TUNE_EIO, "protocol: read failed: %s", strerror(errno));
+  if (hdr[0] > TUNE_MSG_MAX_JSON || hdr[1] > TUNE_MSG_MAX_BLOB)
+    return tune_fail(err, TUNE_EWORKER, "protocol: oversized frame (%u, %u bytes)", hdr[0], hdr[1]);
+  char *text = malloc(hdr[0] + 1);
+  void *b = hdr[1] ? malloc(hdr[1]) : NULL;
+  if (!text || (hdr[1] && !b)) { free(text); free(b); return tune_fail(err, TUNE_ENOMEM, "protocol: out of memory"); }
+  rc = read_all(fd, text, hdr[0], deadline);
+  if (!rc && hdr[1]) rc = read_all(fd, b, hdr[1], deadline);
+  if (rc) {
+    free(text); free(b);
+    return tune_fail(err, rc == 2 ? TUNE_EWORKER : TUNE_EIO, "protocol: %s mid-frame", rc == 2 ? "timeout" : "peer closed");
+  }
+  text[hdr[0]] = 0;
+  json_error_t je;
+  *msg = json_loads(text, 0, &je);
+  free(text);
+  if (!*msg) { free(b); return tune_fail(err, TUNE_EWORKER, "protocol: bad JSON: %s", je.text); }
+  if (blob) *blob = b; else free(b);
+  if (blob_n) *blob_n = hdr[1];
+  return TUNE_OK;
+}

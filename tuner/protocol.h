@@ -1,0 +1,28 @@
+/* protocol.h: messages between the tuner and its GPU worker over pipes.
+ *
+ * A frame is [u32 json_len][u32 blob_len][json][blob], little-endian as the
+ * host: both ends are the same binary on the same machine. The JSON header
+ * says what the message is ({"op": ...}); the blob carries a cubin when one
+ * is needed. Reads can time out (the tuner's watchdog). */
+#ifndef TUNE_PROTOCOL_H
+#define TUNE_PROTOCOL_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "tune_err.h"
+
+#define TUNE_MSG_MAX_JSON (16u << 20)
+#define TUNE_MSG_MAX_BLOB (512u << 20)
+
+/* Write one frame. blob may be NULL. */
+int tune_msg_write(int fd, json_t *msg, const void *blob, size_t blob_n, tune_err *err);
+
+/* Read one frame; *msg (json_decref) and *blob (free, may be NULL) belong to
+ * the caller. timeout_ms < 0 waits forever. Returns TUNE_OK, TUNE_EIO with
+ * "closed" in the message on EOF, or TUNE_EWORKER with "timeout" when the
+ * deadline passed. */
+int tune_msg_read(int fd, json_t **msg, void **blob, size_t *blob_n, int timeout_ms, tune_err *err);
+
+#endif

@@ -1,0 +1,965 @@
+/* recipe.c: the sandboxed Lua state, recipe validation and evaluation. */
+#include "recipe.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "search.h"
+#include "source_hash.h"
+
+static char unbound_sentinel; /* error value: a constraint read an unbound param */
+
+void tune_hash_hex(const void *data, size_t n, char out[17]) {
+  snprintf(out, 17, "%016llx", (unsigned long long)XXH64(data, n, 0));
+}
+
+int tune_dtype_size(tune_dtype t) {
+  static const int s[] = {4, 2, 2, 4, 8, 8};
+  return s[t];
+}
+const char *tune_dtype_name(tune_dtype t) {
+  static const char *n[] = {"f32", "f16", "bf16", "i32", "i64", "f64"};
+  return n[t];
+}
+static int dtype_parse(const char *s, tune_dtype *t) {
+  for (int i = 0; i <= TUNE_F64; ++i)
+    if (!strcmp(s, tune_dtype_name((tune_dtype)i))) { *t = (tune_dtype)i; return 0; }
+  return -1;
+}
+
+/* ---- sandbox ------------------------------------------------------------ */
+
+typedef struct loader_state {
+  char root[PATH_MAX];
+  XXH64_state_t *hash; /* every recipe text loaded, for source hashes */
+} loader_state;
+
+static loader_state *get_loader(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "tune.loader");
+  loader_state *ls = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return ls;
+}
+
+static char *read_file(const char *path, size_t *n_out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
+  fclose(f);
+  if (buf) { buf[n] = 0; if (n_out) *n_out = (size_t)n; }
+  return buf;
+}
+
+/* Load a text chunk from a file, hashing its text. Pushes the chunk. */
+static int load_text_file(lua_State *L, const char *path, const char *chunkname) {
+  size_t n;
+  char *text = read_file(path, &n);
+  if (!text) { lua_pushfstring(L, "cannot read %s", path); return LUA_ERRFILE; }
+  loader_state *ls = get_loader(L);
+  XXH64_update(ls->hash, text, n);
+  int rc = luaL_loadbufferx(L, text, n, chunkname, "t");
+  free(text);
+  return rc;
+}
+
+/* require "a.b" -> <root>/recipes/a/b.lua, text only, cached. */
+static int sandbox_require(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  for (const char *c = name; *c; ++c)
+    if (!(*c == '.' || *c == '_' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+          (*c >= 'A' && *c <= 'Z')))
+      return luaL_error(L, "require '%s': only recipe modules (letters, digits, '_', '.')", name);
+  lua_getfield(L, LUA_REGISTRYINDEX, "tune.required");
+  lua_getfield(L, -1, name);
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  loader_state *ls = get_loader(L);
+  char rel[512], path[PATH_MAX + 600];
+  snprintf(rel, sizeof rel, "recipes/%s.lua", name);
+  for (char *c = rel + 8; *c; ++c)
+    if (*c == '.' && strcmp(c, ".lua")) *c = '/';
+  snprintf(path, sizeof path, "%s/%s", ls->root, rel);
+  char chunk[600];
+  snprintf(chunk, sizeof chunk, "@%s", rel);
+  if (load_text_file(L, path, chunk) != LUA_OK)
+    return luaL_error(L, "require '%s': %s", name, lua_tostring(L, -1));
+  lua_call(L, 0, 1);
+  if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushboolean(L, 1); }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  return 1;
+}
+
+static lua_State *sandbox_new(loader_state *ls) {
+  lua_State *L = luaL_newstate();
+  if (!L) return NULL;
+  static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},     {LUA_STRLIBNAME, luaopen_string},
+                                  {LUA_MATHLIBNAME, luaopen_math}, {LUA_TABLIBNAME, luaopen_table},
+                                  {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
+  for (const luaL_Reg *l = libs; l->func; ++l) {
+    luaL_requiref(L, l->name, l->func, 1);
+    lua_pop(L, 1);
+  }
+  static const char *removed[] = {"dofile", "loadfile", "load", "collectgarbage", NULL};
+  for (const char **r = removed; *r; ++r) {
+    lua_pushnil(L);
+    lua_setglobal(L, *r);
+  }
+  lua_pushcfunction(L, sandbox_require);
+  lua_setglobal(L, "require");
+  lua_pushlightuserdata(L, ls);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.loader");
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.required");
+  return L;
+}
+
+/* ---- validation helpers --------------------------------------------------- */
+
+static char *sdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+/* "file:line" of the function at stack index idx, or the file alone. */
+static void func_where(lua_State *L, int idx, const char *file, char *buf, size_t n) {
+  lua_Debug ar;
+  lua_pushvalue(L, idx);
+  if (lua_isfunction(L, -1) && lua_getinfo(L, ">S", &ar) && ar.linedefined > 0)
+    snprintf(buf, n, "%s:%d", ar.short_src, ar.linedefined);
+  else {
+    if (!lua_isfunction(L, -1)) lua_pop(L, 1);
+    snprintf(buf, n, "%s", file);
+  }
+}
+
+/* The value at idx as an integer (integral floats accepted). */
+static int to_int(lua_State *L, int idx, long long *out) {
+  int isnum;
+  lua_Integer i = lua_tointegerx(L, idx, &isnum);
+  if (isnum) { *out = i; return 0; }
+  if (lua_type(L, idx) == LUA_TBOOLEAN) { *out = lua_toboolean(L, idx); return 0; }
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    double d = lua_tonumber(L, idx);
+    if (d == floor(d) && fabs(d) < 9e18) { *out = (long long)d; return 0; }
+  }
+  return -1;
+}
+
+static int value_from_lua(lua_State *L, int idx, tune_value *v) {
+  switch (lua_type(L, idx)) {
+  case LUA_TBOOLEAN: v->kind = 'b'; v->i = lua_toboolean(L, idx); return 0;
+  case LUA_TNUMBER:
+    if (to_int(L, idx, &v->i)) return -1;
+    v->kind = 'i';
+    return 0;
+  case LUA_TSTRING: v->kind = 's'; v->s = sdup(lua_tostring(L, idx)); return v->s ? 0 : -1;
+  default: return -1;
+  }
+}
+
+static void push_value(lua_State *L, const tune_value *v) {
+  if (v->kind == 'b') lua_pushboolean(L, (int)v->i);
+  else if (v->kind == 's') lua_pushstring(L, v->s);
+  else lua_pushinteger(L, v->i);
+}
+
+/* ---- config tables -------------------------------------------------------- */
+
+/* __index of config tables: an unbound parameter raises the sentinel, a
+ * global (math...) is returned for expression strings, anything else is an
+ * error naming the unknown key. Upvalue 1: set of parameter names. */
+static int config_index(lua_State *L) {
+  const char *key = lua_tostring(L, 2);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
+    lua_pushlightuserdata(L, &unbound_sentinel);
+    return lua_error(L);
+  }
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1; /* problem dim */
+  lua_getglobal(L, key ? key : "");
+  if (!lua_isnil(L, -1)) return 1;
+  return luaL_error(L, "unknown name '%s' (not a parameter, problem dimension or library)",
+                    key ? key : "?");
+}
+
+/* Push a config table for r with the first n_bound values set; its
+ * metatable also resolves problem dims (problem may be NULL). */
+static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound, const tune_problem *p) {
+  lua_createtable(L, 0, r->n_params);
+  for (int i = 0; i < n_bound; ++i) {
+    push_value(L, &r->params[i].values[vi[i]]);
+    lua_setfield(L, -2, r->params[i].name);
+  }
+  lua_createtable(L, 0, 1);
+  lua_newtable(L); /* names of unbound params */
+  for (int i = n_bound; i < r->n_params; ++i) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, r->params[i].name);
+  }
+  if (p) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
+  else lua_newtable(L);
+  lua_pushcclosure(L, config_index, 2);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
+}
+
+static void push_device(lua_State *L, const tune_device_facts *d) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, d->sm_count);
+  lua_setfield(L, -2, "sm_count");
+  lua_pushinteger(L, d->smem_per_block);
+  lua_setfield(L, -2, "smem_per_block");
+  lua_pushinteger(L, d->l2_bytes);
+  lua_setfield(L, -2, "l2_bytes");
+  lua_pushstring(L, d->arch);
+  lua_setfield(L, -2, "arch");
+}
+
+/* Registry table of the recipe: field f pushed (nil if absent). */
+static int push_field(lua_State *L, tune_recipe *r, const char *f) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ref);
+  int t = lua_getfield(L, -1, f);
+  lua_remove(L, -2);
+  return t;
+}
+
+static int msgh(lua_State *L) {
+  if (lua_touserdata(L, 1) == &unbound_sentinel) return 1;
+  if (!lua_isstring(L, 1)) lua_pushliteral(L, "(error object is not a string)");
+  return 1;
+}
+
+/* Call the function below nargs arguments with a message handler; leaves 1 result. */
+static int pcall1(lua_State *L, int nargs) {
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, msgh);
+  lua_insert(L, base);
+  int rc = lua_pcall(L, nargs, 1, base);
+  lua_remove(L, base);
+  return rc;
+}
+
+/* Evaluate a recipe value at the top of the stack: a function is called with
+ * (a1, a2, a3) already pushed by the caller as n args... For simplicity the
+ * value is replaced by its evaluation: functions are called with the config
+ * (index cfg, may be 0), problem and device; strings are expressions over the
+ * config/problem names; other values stay. Returns LUA_OK or an error with the
+ * message at the top. */
+static int eval_top(lua_State *L, int cfg, int prob, int dev, int problem_first) {
+  int t = lua_type(L, -1);
+  if (t == LUA_TFUNCTION) {
+    if (problem_first && !cfg) { /* problem-level: f(p, d) */
+      lua_pushvalue(L, prob);
+      lua_pushvalue(L, dev);
+      return pcall1(L, 2);
+    }
+    if (problem_first) {
+      lua_pushvalue(L, prob);
+      if (cfg) lua_pushvalue(L, cfg); else lua_pushnil(L);
+    } else {
+      if (cfg) lua_pushvalue(L, cfg); else lua_pushnil(L);
+      lua_pushvalue(L, prob);
+    }
+    lua_pushvalue(L, dev);
+    return pcall1(L, 3);
+  }
+  if (t == LUA_TSTRING) {
+    const char *expr = lua_tostring(L, -1);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "return (%s)", expr);
+    char chunk[300];
+    snprintf(chunk, sizeof chunk, "=expression \"%.200s\"", expr);
+    if (luaL_loadbufferx(L, buf, strlen(buf), chunk, "t") != LUA_OK) { lua_remove(L, -2); return LUA_ERRSYNTAX; }
+    lua_remove(L, -2);
+    /* _ENV: the config table if any (its metatable falls back to problem dims
+     * and globals), else the problem table with globals behind it. */
+    if (cfg) lua_pushvalue(L, cfg);
+    else {
+      lua_newtable(L);
+      lua_newtable(L);
+      lua_newtable(L);
+      lua_pushvalue(L, prob);
+      lua_pushcclosure(L, config_index, 2);
+      lua_setfield(L, -2, "__index");
+      lua_setmetatable(L, -2);
+    }
+    lua_setupvalue(L, -2, 1);
+    return pcall1(L, 0);
+  }
+  return LUA_OK;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+#define RFAIL(...) do { tune_fail(err, TUNE_ERECIPE, __VA_ARGS__); goto fail; } while (0)
+
+static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
+  /* Accept an ordered list { {"NAME", {values}} } or a map NAME -> {values} (sorted by name). */
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, tidx)) { ++n; lua_pop(L, 1); }
+  if (n == 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': params is empty", r->file, r->name);
+  if (n > SEARCH_MAX_PARAMS) return tune_fail(err, TUNE_ERECIPE, "%s: too many params (%d > %d)", r->file, n, SEARCH_MAX_PARAMS);
+  r->params = calloc((size_t)n, sizeof *r->params);
+  r->n_params = n;
+  int is_list = lua_rawlen(L, tidx) == (lua_Unsigned)n;
+  const char **names = calloc((size_t)n, sizeof *names);
+  int k = 0;
+  if (is_list) {
+    for (int i = 1; i <= n; ++i) {
+      lua_rawgeti(L, tidx, i);
+      if (!lua_istable(L, -1) || lua_rawgeti(L, -1, 1) != LUA_TSTRING) {
+        free(names);
+        return tune_fail(err, TUNE_ERECIPE, "%s: params[%d] must be {\"NAME\", {values...}}", r->file, i);
+      }
+      names[k++] = sdup(lua_tostring(L, -1));
+      lua_pop(L, 2);
+    }
+  } else {
+    lua_pushnil(L);
+    while (lua_next(L, tidx)) {
+      if (lua_type(L, -2) != LUA_TSTRING) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: params keys must be names", r->file); }
+      names[k++] = sdup(lua_tostring(L, -2));
+      lua_pop(L, 1);
+    }
+    for (int i = 1; i < n; ++i) /* insertion sort: small n */
+      for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; --j) {
+        const char *t = names[j]; names[j] = names[j - 1]; names[j - 1] = t;
+      }
+  }
+  for (int i = 0; i < n; ++i) {
+    tune_param *pp = &r->params[i];
+    pp->name = names[i];
+    for (int j = 0; j < i; ++j)
+      if (!strcmp(r->params[j].name, pp->name)) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s given twice", r->file, pp->name); }
+    if (is_list) { lua_rawgeti(L, tidx, i + 1); lua_rawgeti(L, -1, 2); lua_remove(L, -2); }
+    else lua_getfield(L, tidx, pp->name);
+    int m = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+    if (m == 0) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s: values must be a non-empty list", r->file, pp->name); }
+    pp->values = calloc((size_t)m, sizeof *pp->values);
+    pp->n_values = m;
+    for (int j = 0; j < m; ++j) {
+      lua_rawgeti(L, -1, j + 1);
+      if (value_from_lua(L, -1, &pp->values[j])) {
+        free(names);
+        return tune_fail(err, TUNE_ERECIPE, "%s: param %s: value %d must be an integer, boolean or string", r->file, pp->name, j + 1);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  free(names);
+  return TUNE_OK;
+}
+
+/* Canonical JSON of a problem's dims (sorted keys, "name" excluded). */
+static int problem_json(lua_State *L, int tidx, char **out) {
+  const char *keys[128];
+  int n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, tidx)) {
+    if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "name") && n < 128)
+      keys[n++] = lua_tostring(L, -2);
+    lua_pop(L, 1);
+  }
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; --j) { const char *t = keys[j]; keys[j] = keys[j - 1]; keys[j - 1] = t; }
+  size_t cap = 64 + (size_t)n * 96, len = 0;
+  char *s = malloc(cap);
+  if (!s) return -1;
+  len += (size_t)snprintf(s + len, cap - len, "{");
+  for (int i = 0; i < n; ++i) {
+    lua_getfield(L, tidx, keys[i]);
+    char v[64];
+    long long iv;
+    if (lua_type(L, -1) == LUA_TBOOLEAN) snprintf(v, sizeof v, "%s", lua_toboolean(L, -1) ? "true" : "false");
+    else if (lua_type(L, -1) == LUA_TNUMBER && !to_int(L, -1, &iv)) snprintf(v, sizeof v, "%lld", iv);
+    else if (lua_type(L, -1) == LUA_TNUMBER) snprintf(v, sizeof v, "%.17g", lua_tonumber(L, -1));
+    else if (lua_type(L, -1) == LUA_TSTRING) snprintf(v, sizeof v, "\"%.58s\"", lua_tostring(L, -1));
+    else { lua_pop(L, 1); free(s); return -2; }
+    lua_pop(L, 1);
+    len += (size_t)snprintf(s + len, cap - len, "%s\"%.40s\":%s", i ? "," : "", keys[i], v);
+  }
+  snprintf(s + len, cap - len, "}");
+  *out = s;
+  return 0;
+}
+
+static int parse_problems(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
+  int n = lua_istable(L, tidx) ? (int)lua_rawlen(L, tidx) : 0;
+  if (n == 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': problems must be a non-empty list", r->file, r->name);
+  r->problems = calloc((size_t)n, sizeof *r->problems);
+  r->n_problems = n;
+  for (int i = 0; i < n; ++i) {
+    tune_problem *p = &r->problems[i];
+    lua_rawgeti(L, tidx, i + 1);
+    if (!lua_istable(L, -1)) return tune_fail(err, TUNE_ERECIPE, "%s: problems[%d] must be a table", r->file, i + 1);
+    if (lua_getfield(L, -1, "name") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: problems[%d] needs a name", r->file, i + 1);
+    p->name = sdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+    int rc = problem_json(L, lua_gettop(L), &p->dims_json);
+    if (rc) return tune_fail(err, TUNE_ERECIPE, "%s: problem %s: dims must be numbers, booleans or strings", r->file, p->name);
+    tune_hash_hex(p->dims_json, strlen(p->dims_json), p->hash);
+    for (int j = 0; j < i; ++j) {
+      if (!strcmp(r->problems[j].name, p->name)) return tune_fail(err, TUNE_ERECIPE, "%s: problem name %s used twice", r->file, p->name);
+      if (!strcmp(r->problems[j].hash, p->hash)) return tune_fail(err, TUNE_ERECIPE, "%s: problems %s and %s have the same dims", r->file, r->problems[j].name, p->name);
+    }
+    p->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  return TUNE_OK;
+}
+
+static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
+  int n = lua_istable(L, tidx) ? (int)lua_rawlen(L, tidx) : 0;
+  if (n == 0 || n > TUNE_MAX_ARGS) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': args must be a list of 1..%d entries", r->file, r->name, TUNE_MAX_ARGS);
+  r->n_args = n;
+  int n_out = 0;
+  for (int i = 0; i < n; ++i) {
+    tune_arg_def *a = &r->args[i];
+    lua_rawgeti(L, tidx, i + 1);
+    int e = lua_gettop(L);
+    if (!lua_istable(L, e) || lua_rawgeti(L, e, 1) != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: args[%d] must start with its name", r->file, i + 1);
+    a->name = sdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+    const char *dt = NULL;
+    if (lua_getfield(L, e, "tensor") == LUA_TSTRING) { a->is_tensor = 1; dt = lua_tostring(L, -1); }
+    lua_pop(L, 1);
+    if (!dt) { if (lua_getfield(L, e, "scalar") == LUA_TSTRING) dt = lua_tostring(L, -1); lua_pop(L, 1); }
+    if (!dt || dtype_parse(dt, &a->dtype)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: needs tensor = or scalar = one of f32, f16, bf16, i32, i64, f64", r->file, a->name);
+    lua_getfield(L, e, "output"); a->output = lua_toboolean(L, -1); lua_pop(L, 1);
+    lua_getfield(L, e, "scratch"); a->scratch = lua_toboolean(L, -1); lua_pop(L, 1);
+    n_out += a->output;
+    if (a->is_tensor) {
+      if (lua_getfield(L, e, "shape") == LUA_TNIL) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensor needs a shape", r->file, a->name);
+      lua_pop(L, 1);
+      if (lua_getfield(L, e, "init") == LUA_TTABLE) {
+        lua_rawgeti(L, -1, 1);
+        const char *k = lua_tostring(L, -1);
+        lua_rawgeti(L, -2, 2); a->init_a = lua_tonumber(L, -1);
+        lua_rawgeti(L, -3, 3); a->init_b = lua_tonumber(L, -1);
+        lua_pop(L, 3);
+        if (!k) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init must be {\"uniform\", lo, hi}, {\"normal\", mean, std}, {\"randint\", lo, hi} or {\"permutation\"}", r->file, a->name);
+        if (!strcmp(k, "uniform")) a->init = TUNE_INIT_UNIFORM;
+        else if (!strcmp(k, "normal")) { a->init = TUNE_INIT_NORMAL; if (a->init_b == 0) a->init_b = 1; }
+        else if (!strcmp(k, "randint")) a->init = TUNE_INIT_RANDINT;
+        else if (!strcmp(k, "permutation")) a->init = TUNE_INIT_PERMUTATION;
+        else return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown init '%s'", r->file, a->name, k);
+        if (a->init == TUNE_INIT_UNIFORM && !(a->init_b > a->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: uniform needs lo < hi", r->file, a->name);
+      }
+      lua_pop(L, 1);
+      if (!a->output && !a->scratch && a->init == TUNE_INIT_NONE) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: an input tensor needs init (never zeros)", r->file, a->name);
+    } else {
+      if (lua_getfield(L, e, "value") == LUA_TNIL) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: scalar needs a value", r->file, a->name);
+      lua_pop(L, 1);
+      if (a->output || a->scratch) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: a scalar cannot be output or scratch", r->file, a->name);
+    }
+    lua_pop(L, 1);
+  }
+  if (n_out == 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': no arg has output = true: nothing could be verified", r->file, r->name);
+  return TUNE_OK;
+}
+
+static int resolve_path(const char *root, const char *rel, const char **out) {
+  char buf[PATH_MAX * 2];
+  snprintf(buf, sizeof buf, "%s/%s", root, rel);
+  *out = sdup(buf);
+  return *out ? 0 : -1;
+}
+
+static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const char *file,
+                        const char *root, XXH64_hash_t texts_hash, tune_err *err) {
+  int t = lua_gettop(L);
+  r->set = set;
+  r->file = file;
+  r->root = root;
+  if (lua_getfield(L, t, "name") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe needs name = \"...\"", file);
+  r->name = sdup(lua_tostring(L, -1));
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "template") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs template = \"templates/...\"", file, r->name);
+  resolve_path(root, lua_tostring(L, -1), &r->template_path);
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "params") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs params", file, r->name);
+  if (parse_params(L, r, lua_gettop(L), err)) return err->code;
+  lua_pop(L, 1);
+  /* constraints: compile expression strings into functions now, so syntax errors show at load */
+  int ct = lua_getfield(L, t, "constraints");
+  if (ct != LUA_TNIL && ct != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: constraints must be a list", file);
+  lua_newtable(L); /* compiled constraints */
+  if (ct == LUA_TTABLE) {
+    int n = (int)lua_rawlen(L, -2);
+    for (int i = 1; i <= n; ++i) {
+      lua_rawgeti(L, -2, i);
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        const char *expr = lua_tostring(L, -1);
+        char buf[2048], chunk[300];
+        snprintf(buf, sizeof buf, "return (%s)", expr);
+        snprintf(chunk, sizeof chunk, "=%s: constraint %d \"%.200s\"", file, i, expr);
+        if (luaL_loadbufferx(L, buf, strlen(buf), chunk, "t") != LUA_OK)
+          return tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1));
+        lua_remove(L, -2);
+      } else if (!lua_isfunction(L, -1))
+        return tune_fail(err, TUNE_ERECIPE, "%s: constraint %d must be a function(c) or an expression string", file, i);
+      lua_rawseti(L, -2, i);
+      r->n_constraints = i;
+    }
+  }
+  lua_setfield(L, t, "__constraints");
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "problems") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs problems", file, r->name);
+  if (parse_problems(L, r, lua_gettop(L), err)) return err->code;
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "args") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs args", file, r->name);
+  if (parse_args(L, r, lua_gettop(L), err)) return err->code;
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "launch") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs launch = {grid=..., block=..., shared=...} or a list of them", file, r->name);
+  lua_pop(L, 1);
+  if (lua_getfield(L, t, "reference") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs reference = {source=..., kernel=..., grid=..., block=...}", file, r->name);
+  if (lua_getfield(L, -1, "source") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': reference needs source", file, r->name);
+  resolve_path(root, lua_tostring(L, -1), &r->ref_source);
+  lua_pop(L, 2);
+  /* source hash: every recipe text loaded + template tree + reference tree */
+  XXH64_state_t *h = XXH64_createState();
+  XXH64_reset(h, 0);
+  XXH64_update(h, &texts_hash, sizeof texts_hash);
+  char inc[PATH_MAX + 16];
+  snprintf(inc, sizeof inc, "%s/templates", root);
+  int rc = tune_source_hash_update(h, r->template_path, inc, err);
+  if (!rc) rc = tune_source_hash_update(h, r->ref_source, inc, err);
+  snprintf(r->source_hash, sizeof r->source_hash, "%016llx", (unsigned long long)XXH64_digest(h));
+  XXH64_freeState(h);
+  if (rc) return rc;
+  lua_pushvalue(L, t);
+  r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return TUNE_OK;
+}
+
+int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
+  *out = NULL;
+  tune_recipes *set = calloc(1, sizeof *set);
+  loader_state *ls = calloc(1, sizeof *ls);
+  if (!set || !ls) { free(set); free(ls); return tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); }
+  ls->hash = XXH64_createState();
+  XXH64_reset(ls->hash, 0);
+  /* root: parent of the recipes/ folder that holds the file (or of the file's folder) */
+  char abs[PATH_MAX];
+  if (!realpath(path, abs)) { tune_fail(err, TUNE_EINVAL, "%s: no such recipe file", path); goto fail_early; }
+  char *slash = strrchr(abs, '/');
+  *slash = 0;
+  char *rec = strstr(abs, "/recipes");
+  if (rec) *rec = 0;
+  else if ((slash = strrchr(abs, '/'))) *slash = 0;
+  snprintf(ls->root, sizeof ls->root, "%s", abs[0] ? abs : "/");
+  lua_State *L = sandbox_new(ls);
+  if (!L) { tune_fail(err, TUNE_ENOMEM, "lua: cannot create a state"); goto fail_early; }
+  set->L = L;
+  lua_pushlightuserdata(L, ls);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.loader_owned");
+  char chunk[PATH_MAX + 2];
+  snprintf(chunk, sizeof chunk, "@%s", path);
+  set->file_text = read_file(path, NULL);
+  if (load_text_file(L, path, chunk) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  if (pcall1(L, 0) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
+  int top = lua_gettop(L);
+  int single = lua_getfield(L, top, "name") != LUA_TNIL;
+  lua_pop(L, 1);
+  set->n = single ? 1 : (int)lua_rawlen(L, top);
+  if (set->n == 0) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path); goto fail; }
+  set->r = calloc((size_t)set->n, sizeof *set->r);
+  XXH64_hash_t texts = XXH64_digest(ls->hash);
+  const char *file = sdup(path), *root = sdup(ls->root);
+  for (int i = 0; i < set->n; ++i) {
+    if (single) lua_pushvalue(L, top);
+    else lua_rawgeti(L, top, i + 1);
+    if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: element %d of the recipe list is not a table", path, i + 1); goto fail; }
+    if (parse_recipe(L, set, &set->r[i], file, root, texts, err)) goto fail;
+    lua_pop(L, 1);
+    for (int j = 0; j < i; ++j)
+      if (!strcmp(set->r[j].name, set->r[i].name)) { tune_fail(err, TUNE_ERECIPE, "%s: two recipes are named %s", path, set->r[i].name); goto fail; }
+  }
+  lua_settop(L, 0);
+  *out = set;
+  return TUNE_OK;
+fail:
+  tune_recipes_free(set);
+  return err->code;
+fail_early:
+  XXH64_freeState(ls->hash);
+  free(ls);
+  free(set);
+  return err->code;
+}
+
+void tune_recipes_free(tune_recipes *set) {
+  if (!set) return;
+  if (set->L) {
+    lua_State *L = set->L;
+    lua_getfield(L, LUA_REGISTRYINDEX, "tune.loader_owned");
+    loader_state *ls = lua_touserdata(L, -1);
+    if (ls) { XXH64_freeState(ls->hash); free(ls); }
+    lua_close(L);
+  }
+  for (int i = 0; set->r && i < set->n; ++i) {
+    tune_recipe *r = &set->r[i];
+    for (int j = 0; j < r->n_params; ++j) {
+      for (int k = 0; k < r->params[j].n_values; ++k)
+        if (r->params[j].values[k].kind == 's') free((char *)r->params[j].values[k].s);
+      free(r->params[j].values);
+      free((char *)r->params[j].name);
+    }
+    free(r->params);
+    for (int j = 0; j < r->n_problems; ++j) { free((char *)r->problems[j].name); free(r->problems[j].dims_json); }
+    free(r->problems);
+    for (int j = 0; j < r->n_args; ++j) free((char *)r->args[j].name);
+    free((char *)r->name);
+    free((char *)r->template_path);
+    free((char *)r->ref_source);
+    if (i == 0) { free((char *)r->file); free((char *)r->root); }
+  }
+  free(set->r);
+  free(set->file_text);
+  free(set);
+}
+
+/* ---- constraints --------------------------------------------------------- */
+
+int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *err) {
+  tune_recipe *r = ctx;
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  push_field(L, r, "__constraints");
+  lua_rawgeti(L, -1, ci + 1);
+  int is_expr = 0;
+  lua_Debug ar;
+  lua_pushvalue(L, -1);
+  if (lua_getinfo(L, ">S", &ar) && ar.source[0] == '=') is_expr = 1;
+  push_config(L, r, vi, n_bound, NULL);
+  int rc;
+  if (is_expr) {
+    lua_setupvalue(L, -2, 1);
+    rc = pcall1(L, 0);
+  } else rc = pcall1(L, 1);
+  int ans;
+  if (rc != LUA_OK) {
+    if (lua_touserdata(L, -1) == &unbound_sentinel) ans = SEARCH_UNDECIDED;
+    else { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); ans = SEARCH_ERROR; }
+  } else if (lua_type(L, -1) != LUA_TBOOLEAN) {
+    char where[PATH_MAX + 32];
+    lua_rawgeti(L, top + 1, ci + 1);
+    func_where(L, -1, r->file, where, sizeof where);
+    tune_fail(err, TUNE_ERECIPE, "%s: constraint %d returned %s, want a boolean", where, ci + 1, luaL_typename(L, -2));
+    ans = SEARCH_ERROR;
+  } else ans = lua_toboolean(L, -1) ? SEARCH_PASS : SEARCH_FAIL;
+  lua_settop(L, top);
+  return ans;
+}
+
+/* ---- configs --------------------------------------------------------------- */
+
+static void value_text(const tune_value *v, char *buf, size_t n, int json) {
+  if (v->kind == 'b') snprintf(buf, n, json ? "%s" : "%s", v->i ? (json ? "true" : "1") : (json ? "false" : "0"));
+  else if (v->kind == 's') snprintf(buf, n, json ? "\"%s\"" : "%s", v->s);
+  else snprintf(buf, n, "%lld", v->i);
+}
+
+void tune_recipe_config_json(const tune_recipe *r, const int *vi, char *buf, size_t n) {
+  size_t len = (size_t)snprintf(buf, n, "{");
+  for (int i = 0; i < r->n_params && len < n; ++i) {
+    char v[256];
+    value_text(&r->params[i].values[vi[i]], v, sizeof v, 1);
+    len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":%s", i ? "," : "", r->params[i].name, v);
+  }
+  if (len < n) snprintf(buf + len, n - len, "}");
+}
+
+void tune_recipe_config_hash(const tune_recipe *r, const int *vi, char out[17]) {
+  char buf[8192];
+  tune_recipe_config_json(r, vi, buf, sizeof buf);
+  tune_hash_hex(buf, strlen(buf), out);
+}
+
+/* ---- evaluation -------------------------------------------------------------- */
+
+static int lua_fail(lua_State *L, tune_err *err, const char *what, tune_recipe *r) {
+  const char *m = lua_tostring(L, -1);
+  return tune_fail(err, TUNE_ERECIPE, "%s: %s: %s", r->file, what, m ? m : "error");
+}
+
+/* Read {x,y,z} (or a number) at the top into v[3]; missing entries are 1. */
+static int read_dim3(lua_State *L, unsigned v[3]) {
+  v[0] = v[1] = v[2] = 1;
+  long long x;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    if (to_int(L, -1, &x) || x < 1 || x > 0x7fffffff) return -1;
+    v[0] = (unsigned)x;
+    return 0;
+  }
+  if (!lua_istable(L, -1)) return -1;
+  int n = (int)lua_rawlen(L, -1);
+  if (n < 1 || n > 3) return -1;
+  for (int i = 0; i < n; ++i) {
+    lua_rawgeti(L, -1, i + 1);
+    int bad = to_int(L, -1, &x) || x < 1 || x > 0x7fffffff;
+    lua_pop(L, 1);
+    if (bad) return -1;
+    v[i] = (unsigned)x;
+  }
+  return 0;
+}
+
+static int add_define(char (*defs)[160], int *n, const char *name, lua_State *L, int idx) {
+  if (*n >= TUNE_MAX_DEFINES) return -1;
+  char v[128];
+  long long iv;
+  int t = lua_type(L, idx);
+  if (t == LUA_TBOOLEAN) snprintf(v, sizeof v, "%d", lua_toboolean(L, idx));
+  else if (t == LUA_TNUMBER && !to_int(L, idx, &iv)) snprintf(v, sizeof v, "%lld", iv);
+  else if (t == LUA_TNUMBER) snprintf(v, sizeof v, "%.17g", lua_tonumber(L, idx));
+  else if (t == LUA_TSTRING) snprintf(v, sizeof v, "%s", lua_tostring(L, idx));
+  else return -2;
+  snprintf(defs[(*n)++], 160, "-D%s=%s", name, v);
+  return 0;
+}
+
+/* Add the defines returned by the function at the top (a table) to defs. */
+static int add_define_table(lua_State *L, char (*defs)[160], int *n, tune_recipe *r, tune_err *err) {
+  if (lua_isnil(L, -1)) return TUNE_OK;
+  if (!lua_istable(L, -1)) return tune_fail(err, TUNE_ERECIPE, "%s: defines must return a table NAME -> value", r->file);
+  /* sorted, so the compile key does not depend on table order */
+  const char *keys[TUNE_MAX_DEFINES];
+  int k = 0;
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) == LUA_TSTRING && k < TUNE_MAX_DEFINES) keys[k++] = lua_tostring(L, -2);
+    lua_pop(L, 1);
+  }
+  for (int i = 1; i < k; ++i)
+    for (int j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; --j) { const char *t = keys[j]; keys[j] = keys[j - 1]; keys[j - 1] = t; }
+  for (int i = 0; i < k; ++i) {
+    lua_getfield(L, -1, keys[i]);
+    int rc = add_define(defs, n, keys[i], L, -1);
+    lua_pop(L, 1);
+    if (rc) return tune_fail(err, TUNE_ERECIPE, "%s: define %s: too many defines or a value that is not a number, boolean or string", r->file, keys[i]);
+  }
+  return TUNE_OK;
+}
+
+static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, int dev,
+                       const char *top_kernel_or_null, int top_kernel_idx, tune_launch *out, tune_err *err) {
+  memset(out, 0, sizeof *out);
+  /* kernel: this launch's, else the recipe's */
+  int kt = lua_getfield(L, lt, "kernel");
+  if (kt == LUA_TNIL) { lua_pop(L, 1); if (top_kernel_idx) lua_pushvalue(L, top_kernel_idx); else lua_pushnil(L); }
+  if (lua_isfunction(L, -1)) {
+    lua_pushvalue(L, cfg); lua_pushvalue(L, prob);
+    if (pcall1(L, 2) != LUA_OK) return lua_fail(L, err, "kernel", r);
+  }
+  if (lua_type(L, -1) != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': kernel must be a name or a function returning one", r->file, r->name);
+  snprintf(out->kernel, sizeof out->kernel, "%s", lua_tostring(L, -1));
+  out->is_expr = strchr(out->kernel, '<') || strchr(out->kernel, ':');
+  lua_pop(L, 1);
+  const char *f[3] = {"grid", "block", "shared"};
+  for (int i = 0; i < 3; ++i) {
+    lua_getfield(L, lt, f[i]);
+    if (lua_isnil(L, -1) && i == 2) { lua_pop(L, 1); break; }
+    if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) return lua_fail(L, err, f[i], r);
+    if (i < 2) {
+      if (read_dim3(L, i == 0 ? out->grid : out->block))
+        return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s must be a positive integer or {x, y, z}", r->file, r->name, f[i]);
+    } else {
+      long long s;
+      if (to_int(L, -1, &s) || s < 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': shared must be bytes >= 0", r->file, r->name);
+      out->shared = (unsigned)s;
+    }
+    lua_pop(L, 1);
+  }
+  (void)top_kernel_or_null;
+  return TUNE_OK;
+}
+
+int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *p,
+                             const tune_device_facts *d, tune_variant *out, tune_err *err) {
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  memset(out, 0, sizeof *out);
+  push_config(L, r, vi, r->n_params, p);
+  int cfg = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
+  int prob = lua_gettop(L);
+  push_device(L, d);
+  int dev = lua_gettop(L);
+  int rc = TUNE_OK;
+  /* applies(c, p) */
+  if (push_field(L, r, "applies") == LUA_TFUNCTION) {
+    lua_pushvalue(L, cfg); lua_pushvalue(L, prob);
+    int base = lua_gettop(L) - 3;
+    lua_pushcfunction(L, msgh); lua_insert(L, base + 1);
+    if (lua_pcall(L, 2, 2, base + 1) != LUA_OK) { rc = lua_fail(L, err, "applies", r); goto done; }
+    if (!lua_toboolean(L, -2)) {
+      out->skip = 1;
+      snprintf(out->skip_reason, sizeof out->skip_reason, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "applies() returned false");
+      goto done;
+    }
+  }
+  lua_settop(L, dev);
+  /* defines: params, then defines(c, p) */
+  for (int i = 0; i < r->n_params; ++i) {
+    push_value(L, &r->params[i].values[vi[i]]);
+    add_define(out->defines, &out->n_defines, r->params[i].name, L, -1);
+    lua_pop(L, 1);
+  }
+  if (push_field(L, r, "defines") != LUA_TNIL) {
+    if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) { rc = lua_fail(L, err, "defines", r); goto done; }
+    if ((rc = add_define_table(L, out->defines, &out->n_defines, r, err))) goto done;
+  }
+  lua_settop(L, dev);
+  /* launches */
+  push_field(L, r, "kernel");
+  int kidx = lua_isnil(L, -1) ? 0 : lua_gettop(L);
+  push_field(L, r, "launch");
+  int lt = lua_gettop(L);
+  lua_getfield(L, lt, "grid");
+  int single = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  out->n_launches = single ? 1 : (int)lua_rawlen(L, lt);
+  if (out->n_launches < 1 || out->n_launches > TUNE_MAX_LAUNCHES) { rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': launch must be {grid=...} or a list of 1..%d of them", r->file, r->name, TUNE_MAX_LAUNCHES); goto done; }
+  for (int i = 0; i < out->n_launches; ++i) {
+    if (single) lua_pushvalue(L, lt); else lua_rawgeti(L, lt, i + 1);
+    if ((rc = eval_launch(L, r, lua_gettop(L), cfg, prob, dev, NULL, kidx, &out->launch[i], err))) goto done;
+    lua_pop(L, 1);
+  }
+  /* scratch sizes: shape(p, c) */
+  push_field(L, r, "args");
+  int at = lua_gettop(L);
+  for (int i = 0; i < r->n_args; ++i) {
+    if (!r->args[i].scratch) continue;
+    lua_rawgeti(L, at, i + 1);
+    lua_getfield(L, -1, "shape");
+    if (eval_top(L, cfg, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
+    int64_t numel = 1;
+    int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+    for (int j = 0; j < n; ++j) {
+      lua_rawgeti(L, -1, j + 1);
+      if (eval_top(L, cfg, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
+      long long x;
+      if (to_int(L, -1, &x) || x < 1) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: shape entries must be positive integers", r->file, r->args[i].name); goto done; }
+      numel *= x;
+      lua_pop(L, 1);
+    }
+    if (n == 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: shape must be a list", r->file, r->args[i].name); goto done; }
+    out->scratch_numel[i] = numel;
+    lua_pop(L, 2);
+  }
+done:
+  lua_settop(L, top);
+  return rc;
+}
+
+int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
+                             tune_problem_setup *out, tune_err *err) {
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  memset(out, 0, sizeof *out);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
+  int prob = lua_gettop(L);
+  push_device(L, d);
+  int dev = lua_gettop(L);
+  int rc = TUNE_OK;
+  out->n_args = r->n_args;
+  push_field(L, r, "args");
+  int at = lua_gettop(L);
+  tune_dtype out_dt = TUNE_F32;
+  for (int i = 0; i < r->n_args; ++i) {
+    out->def[i] = r->args[i];
+    if (r->args[i].output) out_dt = r->args[i].dtype;
+    lua_rawgeti(L, at, i + 1);
+    if (r->args[i].is_tensor && !r->args[i].scratch) {
+      lua_getfield(L, -1, "shape");
+      if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
+      int n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+      if (n == 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: shape must be a list of sizes or dim names", r->file, r->args[i].name); goto done; }
+      int64_t numel = 1;
+      for (int j = 0; j < n; ++j) {
+        lua_rawgeti(L, -1, j + 1);
+        if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
+        long long x;
+        if (to_int(L, -1, &x) || x < 1) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: shape entry %d is not a positive integer for problem %s", r->file, r->args[i].name, j + 1, p->name); goto done; }
+        numel *= x;
+        lua_pop(L, 1);
+      }
+      out->numel[i] = numel;
+      lua_pop(L, 1);
+    } else if (!r->args[i].is_tensor) {
+      lua_getfield(L, -1, "value");
+      if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
+      if (lua_type(L, -1) != LUA_TNUMBER && lua_type(L, -1) != LUA_TBOOLEAN) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: value must be a number", r->file, r->args[i].name); goto done; }
+      if (r->args[i].dtype == TUNE_F32 || r->args[i].dtype == TUNE_F64) out->scalar_f[i] = lua_tonumber(L, -1);
+      else if (to_int(L, -1, &out->scalar_i[i])) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: value must be an integer", r->file, r->args[i].name); goto done; }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, dev);
+  /* reference */
+  push_field(L, r, "reference");
+  int rt = lua_gettop(L);
+  lua_getfield(L, rt, "kernel");
+  if (lua_type(L, -1) != LUA_TSTRING) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference needs kernel = \"name\"", r->file); goto done; }
+  snprintf(out->ref_launch.kernel, sizeof out->ref_launch.kernel, "%s", lua_tostring(L, -1));
+  out->ref_launch.is_expr = strchr(out->ref_launch.kernel, '<') != NULL;
+  lua_pop(L, 1);
+  const char *f[3] = {"grid", "block", "shared"};
+  for (int i = 0; i < 3; ++i) {
+    lua_getfield(L, rt, f[i]);
+    if (lua_isnil(L, -1) && i == 2) { lua_pop(L, 1); break; }
+    if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, "reference", r); goto done; }
+    if (i < 2 && read_dim3(L, i == 0 ? out->ref_launch.grid : out->ref_launch.block)) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference %s must be {x, y, z}", r->file, f[i]); goto done; }
+    if (i == 2) { long long s; if (to_int(L, -1, &s) || s < 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference shared must be bytes", r->file); goto done; } out->ref_launch.shared = (unsigned)s; }
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, rt, "defines") != LUA_TNIL) {
+    if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, "reference defines", r); goto done; }
+    if ((rc = add_define_table(L, out->ref_defines, &out->n_ref_defines, r, err))) goto done;
+  }
+  lua_settop(L, dev);
+  /* tolerance: defaults by output dtype */
+  int half = out_dt == TUNE_BF16 || out_dt == TUNE_F16;
+  int integer = out_dt == TUNE_I32 || out_dt == TUNE_I64;
+  out->tol_rel_l2 = integer ? 0 : half ? 1e-2 : 1e-5;
+  out->tol_max_abs = integer ? 0 : half ? 1e-1 : 1e-3;
+  if (push_field(L, r, "tolerance") == LUA_TTABLE) {
+    if (lua_getfield(L, -1, "rel_l2") == LUA_TNUMBER) out->tol_rel_l2 = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    if (lua_getfield(L, -1, "max_abs") == LUA_TNUMBER) out->tol_max_abs = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_settop(L, dev);
+  if (push_field(L, r, "metrics") == LUA_TTABLE) {
+    int mt = lua_gettop(L);
+    const char *m[2] = {"flops", "bytes"};
+    double *dst[2] = {&out->flops, &out->bytes};
+    for (int i = 0; i < 2; ++i) {
+      lua_getfield(L, mt, m[i]);
+      if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, m[i], r); goto done; }
+      *dst[i] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+      lua_pop(L, 1);
+    }
+  }
+done:
+  lua_settop(L, top);
+  return rc;
+}

@@ -1,0 +1,140 @@
+/* recipe.h: loading a Lua recipe and evaluating it for configs and problems.
+ *
+ * Owns: the embedded, sandboxed Lua state (no os, io, debug, package,
+ * load/dofile/loadfile; require resolves only inside recipes/), validation of
+ * the recipe table with file:line errors, and every call into recipe
+ * functions. Lua is single-threaded: all evaluation happens on the main
+ * thread; the compile pool only sees the plain C results.
+ * Memory: tune_recipes_load returns a set owned by the caller
+ * (tune_recipes_free); strings inside are owned by the set. */
+#ifndef TUNE_RECIPE_H
+#define TUNE_RECIPE_H
+
+#include <stdint.h>
+
+#include "tune_err.h"
+
+#define TUNE_MAX_ARGS 32
+#define TUNE_MAX_LAUNCHES 4
+#define TUNE_MAX_DEFINES 64
+
+typedef enum tune_dtype { TUNE_F32, TUNE_F16, TUNE_BF16, TUNE_I32, TUNE_I64, TUNE_F64 } tune_dtype;
+int tune_dtype_size(tune_dtype t);
+const char *tune_dtype_name(tune_dtype t);
+
+typedef enum tune_init { TUNE_INIT_NONE, TUNE_INIT_UNIFORM, TUNE_INIT_NORMAL, TUNE_INIT_RANDINT,
+                         TUNE_INIT_PERMUTATION } tune_init;
+
+typedef struct tune_value {
+  char kind;        /* 'i' integer, 'b' boolean, 's' string */
+  long long i;      /* integer or 0/1 */
+  const char *s;    /* string (owned by the recipe set) */
+} tune_value;
+
+typedef struct tune_param {
+  const char *name;
+  int n_values;
+  tune_value *values;
+} tune_param;
+
+typedef struct tune_problem {
+  const char *name;
+  char hash[17];        /* xxh64 hex of the canonical dims */
+  char *dims_json;      /* {"B":4,...} sorted by name */
+  int ref;              /* Lua registry ref of the problem table */
+} tune_problem;
+
+typedef struct tune_arg_def {
+  const char *name;
+  int is_tensor;
+  tune_dtype dtype;
+  int output, scratch;
+  tune_init init;
+  double init_a, init_b;
+} tune_arg_def;
+
+typedef struct tune_recipe {
+  const char *name;
+  const char *file;           /* recipe file as given */
+  const char *root;           /* repository root (parent of recipes/) */
+  const char *template_path;  /* absolute */
+  const char *ref_source;     /* absolute path of the reference source */
+  char source_hash[17];       /* recipe file + template + reference + includes */
+  int n_params;
+  tune_param *params;
+  int n_constraints;
+  int n_problems;
+  tune_problem *problems;
+  int n_args;
+  tune_arg_def args[TUNE_MAX_ARGS];
+  int ref;                    /* registry ref of the recipe table */
+  struct tune_recipes *set;
+} tune_recipe;
+
+typedef struct tune_recipes {
+  void *L;                    /* lua_State */
+  char *file_text;            /* text of the top recipe file */
+  int n;
+  tune_recipe *r;
+} tune_recipes;
+
+/* Facts about the target handed to recipe functions as `d`. */
+typedef struct tune_device_facts {
+  int sm_count;
+  int smem_per_block;   /* opt-in max dynamic shared memory per block [bytes] */
+  int l2_bytes;
+  char arch[16];        /* "sm_90" */
+} tune_device_facts;
+
+typedef struct tune_launch {
+  char kernel[256];     /* extern "C" name or C++ name expression */
+  int is_expr;          /* 1: resolve with NVRTC name expressions */
+  unsigned grid[3], block[3];
+  unsigned shared;      /* dynamic shared memory [bytes] */
+} tune_launch;
+
+/* A config evaluated for one problem: what to compile and how to launch. */
+typedef struct tune_variant {
+  int skip;                       /* 1: applies() said no */
+  char skip_reason[256];
+  int n_defines;
+  char defines[TUNE_MAX_DEFINES][160];  /* "-DNAME=VALUE" */
+  int n_launches;
+  tune_launch launch[TUNE_MAX_LAUNCHES];
+  int64_t scratch_numel[TUNE_MAX_ARGS]; /* elements of each scratch arg, 0 others */
+} tune_variant;
+
+/* A problem evaluated: buffers, scalars, reference, tolerance, metrics. */
+typedef struct tune_problem_setup {
+  int n_args;
+  tune_arg_def def[TUNE_MAX_ARGS];
+  int64_t numel[TUNE_MAX_ARGS];   /* tensors (scratch: 0, sized per variant) */
+  double scalar_f[TUNE_MAX_ARGS]; /* scalars, float dtypes */
+  long long scalar_i[TUNE_MAX_ARGS]; /* scalars, integer dtypes */
+  tune_launch ref_launch;
+  int n_ref_defines;
+  char ref_defines[TUNE_MAX_DEFINES][160];
+  double tol_rel_l2, tol_max_abs;
+  double flops, bytes;            /* per launch of the variant */
+} tune_problem_setup;
+
+/* Load a recipe file (a table, or a list of tables). Errors carry file:line. */
+int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err);
+void tune_recipes_free(tune_recipes *set);
+
+/* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */
+int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bound, tune_err *err);
+
+/* Canonical text, JSON and hash of a config (value indexes per param). */
+void tune_recipe_config_json(const tune_recipe *r, const int *value_idx, char *buf, size_t n);
+void tune_recipe_config_hash(const tune_recipe *r, const int *value_idx, char out[17]);
+
+int tune_recipe_eval_variant(tune_recipe *r, const int *value_idx, const tune_problem *p,
+                             const tune_device_facts *d, tune_variant *out, tune_err *err);
+int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
+                             tune_problem_setup *out, tune_err *err);
+
+/* xxh64 hex of a buffer. */
+void tune_hash_hex(const void *data, size_t n, char out[17]);
+
+#endif

@@ -1,0 +1,409 @@
+/* session.c: the tuning loop of `tune run`. */
+#include "session.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "compile.h"
+#include "cuda_dl.h"
+#include "db.h"
+#include "recipe.h"
+#include "search.h"
+#include "version.h"
+
+volatile int tune_interrupted;
+
+#define BATCH 32
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Does problem p pass the --problem filters? NAME, or K=V[,K=V] on its dims. */
+static int problem_selected(const tune_run_opts *o, const tune_problem *p) {
+  if (o->n_problems == 0) return 1;
+  for (int i = 0; i < o->n_problems; ++i) {
+    const char *f = o->problems[i];
+    if (!strchr(f, '=')) { if (!strcmp(f, p->name)) return 1; continue; }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", f);
+    int all = 1;
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+      char *eq = strchr(kv, '=');
+      if (!eq) { all = 0; break; }
+      *eq = 0;
+      char pat[300];
+      snprintf(pat, sizeof pat, "\"%s\":%s", kv, eq + 1);
+      size_t n = strlen(pat);
+      const char *hit = strstr(p->dims_json, pat);
+      if (!hit || (hit[n] != ',' && hit[n] != '}')) { all = 0; break; }
+    }
+    if (all) return 1;
+  }
+  return 0;
+}
+
+static void facts_from_device(const db_device *d, tune_device_facts *f) {
+  memset(f, 0, sizeof *f);
+  f->sm_count = d->sm_count;
+  f->smem_per_block = d->smem_per_block_optin;
+  f->l2_bytes = d->l2_bytes;
+  snprintf(f->arch, sizeof f->arch, "%s", d->arch);
+}
+
+/* Recorded replay data: <root>/data/recorded/<recipe file stem>.db */
+static void default_replay_path(const tune_recipes *set, const char *recipe_path, char *out, size_t n) {
+  const char *base = strrchr(recipe_path, '/');
+  base = base ? base + 1 : recipe_path;
+  char stem[256];
+  snprintf(stem, sizeof stem, "%s", base);
+  char *dot = strrchr(stem, '.');
+  if (dot) *dot = 0;
+  snprintf(out, n, "%s/data/recorded/%s.db", set->r[0].root, stem);
+}
+
+typedef struct stats {
+  int n_status[DB_STATUS_COUNT];
+  int compiled, cached, resumed, total;
+  double best_ns;
+  char best_params[1024];
+} stats;
+
+static void print_metrics(double ns, const tune_problem_setup *s, char *buf, size_t n) {
+  size_t len = 0;
+  if (ns >= 1e6) len += (size_t)snprintf(buf, n, "%9.3f ms", ns / 1e6);
+  else len += (size_t)snprintf(buf, n, "%9.2f us", ns / 1e3);
+  if (s->bytes > 0) len += (size_t)snprintf(buf + len, n - len, " %8.1f GB/s", s->bytes / ns);
+  if (s->flops > 0) snprintf(buf + len, n - len, " %7.1f TFLOP/s", s->flops / ns / 1e3);
+}
+
+typedef struct pending {
+  uint64_t point;
+  int vi[SEARCH_MAX_PARAMS];
+  char hash[17];
+  char json[2048];
+  int64_t config_id;
+  tune_variant v;
+  int done;               /* result already known (resumed/skipped) */
+  int job;                /* index into jobs, -1 none */
+} pending;
+
+static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, search_space *space, db_conn *db,
+                       tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
+                       int64_t device_id, uint64_t seed, double t_deadline, stats *st, tune_err *err) {
+  tune_device_facts facts;
+  facts_from_device(dev, &facts);
+  tune_problem_setup setup;
+  int64_t problem_id;
+  search_strategy *strat = NULL;
+  pending *pend = NULL;
+  tune_compile_job *jobs = NULL;
+  char templates[PATH_MAX + 16];
+  snprintf(templates, sizeof templates, "%s/templates", r->root);
+  if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
+  if (tune_recipe_eval_problem(r, p, &facts, &setup, err)) return err->code;
+  printf("\n== %s / %s %s: %zu configs, backend %s\n", r->name, p->name, p->dims_json, space->n_points, be ? be->name : "compile-only");
+  if (be && !strncmp(be->name, "cuda", 4)) {
+    /* the reference, compiled like any variant and cached */
+    tune_compile_job ref;
+    memset(&ref, 0, sizeof ref);
+    ref.source_path = r->ref_source;
+    ref.include_root = templates;
+    ref.arch = dev->arch;
+    ref.n_defines = setup.n_ref_defines;
+    ref.defines = (const char(*)[160])setup.ref_defines;
+    ref.n_names = 1;
+    ref.names[0] = setup.ref_launch.kernel;
+    ref.is_expr[0] = setup.ref_launch.is_expr;
+    if (tune_compile_batch(&ref, 1, 1, err)) return err->code;
+    if (!ref.bin.ok) {
+      tune_fail(err, TUNE_ERECIPE, "%s: the reference %s does not compile:\n%s", r->file, r->ref_source, ref.bin.log ? ref.bin.log : "");
+      db_binary_release(&ref.bin);
+      return err->code;
+    }
+    int rc = be->set_problem(be, r, p, &setup, &ref.bin, ref.lowered[0], seed, err);
+    db_binary_release(&ref.bin);
+    if (rc) return rc;
+  }
+  if (search_strategy_new(o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
+  pend = calloc(BATCH, sizeof *pend);
+  jobs = calloc(BATCH, sizeof *jobs);
+  if (!pend || !jobs) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
+  long long evaluated = 0;
+  double best = INFINITY;
+  int n_width = snprintf(NULL, 0, "%zu", space->n_points);
+  while (!tune_interrupted) {
+    int want = BATCH;
+    if (o->budget > 0 && o->budget - evaluated < want) want = (int)(o->budget - evaluated);
+    if (want <= 0) break;
+    if (t_deadline > 0 && now_s() > t_deadline) { printf("time budget reached\n"); break; }
+    uint64_t pts[BATCH];
+    int n = 0;
+    if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail;
+    if (n == 0) break;
+    /* 1. evaluate configs, resume, prepare compile jobs */
+    int n_jobs = 0;
+    for (int i = 0; i < n; ++i) {
+      pending *q = &pend[i];
+      memset(q, 0, sizeof *q);
+      q->job = -1;
+      q->point = pts[i];
+      search_point_decode(space, pts[i], q->vi);
+      tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
+      tune_recipe_config_hash(r, q->vi, q->hash);
+      if (db_config_put(db, r->name, q->hash, q->json, o->strategy ? o->strategy : "exhaustive", &q->config_id, err)) goto fail;
+      if (tune_recipe_eval_variant(r, q->vi, p, &facts, &q->v, err)) goto fail;
+      db_result prev;
+      tune_err e;
+      tune_err_clear(&e);
+      if (be && !db_result_find(db, recipe_id, device_id, q->config_id, problem_id, &prev, &e)) {
+        q->done = 1;
+        st->resumed++;
+        search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
+        if (prev.status == DB_OK && prev.median_ns < best) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
+        st->n_status[prev.status]++;
+        continue;
+      }
+      if (q->v.skip || (be && !be->needs_binaries)) continue;
+      tune_compile_job *j = &jobs[n_jobs];
+      db_binary_release(&j->bin);
+      memset(j, 0, sizeof *j);
+      j->source_path = r->template_path;
+      j->include_root = templates;
+      j->arch = o->arch ? o->arch : dev->arch;
+      j->n_defines = q->v.n_defines;
+      j->defines = (const char(*)[160])q->v.defines;
+      j->n_names = q->v.n_launches;
+      for (int k = 0; k < q->v.n_launches; ++k) { j->names[k] = q->v.launch[k].kernel; j->is_expr[k] = q->v.launch[k].is_expr; }
+      if (tune_compile_key(j, err)) goto fail;
+      db_binary cached;
+      tune_err e2;
+      tune_err_clear(&e2);
+      int got = db_binary_get(db, j->bin.key, &cached, &e2);
+      if (got == TUNE_OK) {
+        j->bin = cached;
+        /* lowered names are stored space-separated */
+        char names[512];
+        snprintf(names, sizeof names, "%s", cached.lowered_name);
+        int k = 0;
+        for (char *save = NULL, *t = strtok_r(names, " ", &save); t && k < TUNE_MAX_LAUNCHES; t = strtok_r(NULL, " ", &save))
+          snprintf(j->lowered[k++], sizeof j->lowered[0], "%s", t);
+        j->err.code = -1; /* marker: from cache */
+        st->cached++;
+      } else if (got != TUNE_ENOTFOUND) { tune_fail(err, got, "%s", e2.msg); goto fail; }
+      q->job = n_jobs++;
+    }
+    /* 2. compile the misses on the pool */
+    tune_compile_job *todo[BATCH];
+    int n_todo = 0;
+    for (int i = 0; i < n_jobs; ++i)
+      if (jobs[i].err.code != -1) todo[n_todo++] = &jobs[i];
+    if (n_todo) {
+      /* the pool works on a contiguous array: compile in place via copies */
+      tune_compile_job *tmp = calloc((size_t)n_todo, sizeof *tmp);
+      if (!tmp) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
+      for (int i = 0; i < n_todo; ++i) tmp[i] = *todo[i];
+      int rc = tune_compile_batch(tmp, n_todo, o->jobs, err);
+      for (int i = 0; i < n_todo; ++i) *todo[i] = tmp[i];
+      free(tmp);
+      if (rc) goto fail;
+      for (int i = 0; i < n_todo; ++i) {
+        if (db_binary_put(db, &todo[i]->bin, err)) goto fail;
+        st->compiled++;
+      }
+    }
+    /* 3. measure and store, one transaction per result */
+    for (int i = 0; i < n && !tune_interrupted; ++i) {
+      pending *q = &pend[i];
+      if (q->done) continue;
+      db_result res;
+      memset(&res, 0, sizeof res);
+      res.run_id = run_id;
+      res.recipe_id = recipe_id;
+      res.device_id = device_id;
+      res.config_id = q->config_id;
+      res.problem_id = problem_id;
+      res.seed = seed;
+      res.err_rel_l2 = res.err_max_abs = -1;
+      res.registers = res.shared_bytes = res.local_bytes = res.spill_stores = res.spill_loads = -1;
+      if (q->v.skip) {
+        res.status = DB_SKIPPED;
+        snprintf(res.error_text, sizeof res.error_text, "%s", q->v.skip_reason);
+      } else if (be && !be->needs_binaries) {
+        tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .config_hash = q->hash};
+        if (be->measure(be, &req, &res, err)) goto fail;
+      } else {
+        tune_compile_job *j = &jobs[q->job];
+        db_binary *b = &j->bin;
+        res.registers = b->registers;
+        res.shared_bytes = b->shared_bytes;
+        res.local_bytes = b->local_bytes;
+        res.spill_stores = b->spill_stores;
+        res.spill_loads = b->spill_loads;
+        res.compile_ms = j->err.code == -1 ? 0 : b->compile_ms;
+        res.dyn_shared_bytes = (int)q->v.launch[0].shared;
+        snprintf(res.binary_key, sizeof res.binary_key, "%s", b->key);
+        if (!b->ok) {
+          res.status = DB_COMPILE_ERROR;
+          snprintf(res.error_text, sizeof res.error_text, "%s", b->log ? b->log : "compile error");
+        } else if (!be) {
+          res.status = DB_SKIPPED;
+          snprintf(res.error_text, sizeof res.error_text, "compile-only");
+        } else {
+          tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .bin = b,
+                                  .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash};
+          if (be->measure(be, &req, &res, err)) goto fail;
+        }
+      }
+      if (db_result_put(db, &res, err)) goto fail;
+      ++evaluated;
+      st->total++;
+      st->n_status[res.status]++;
+      search_strategy_observe(strat, q->point, res.status == DB_OK ? res.median_ns : -1);
+      char line[256] = "";
+      if (res.status == DB_OK) {
+        print_metrics(res.median_ns, &setup, line, sizeof line);
+        if (res.median_ns < best) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
+      } else {
+        const char *t = res.error_text;
+        snprintf(line, sizeof line, "%.*s", (int)(strcspn(t, "\n") > 100 ? 100 : strcspn(t, "\n")), t);
+      }
+      if (!o->quiet)
+        printf("[%*lld/%zu] %-13s %s %s%s\n", n_width, (long long)(st->total + st->resumed), space->n_points,
+               db_status_name(res.status), q->json, line, res.registers >= 0 ? "" : "");
+      fflush(stdout);
+    }
+  }
+  st->best_ns = best;
+  if (isfinite(best)) {
+    char m[128];
+    print_metrics(best, &setup, m, sizeof m);
+    printf("best for %s: %s  %s\n", p->name, st->best_params, m);
+  } else printf("no verified result for %s\n", p->name);
+fail:
+  for (int i = 0; jobs && i < BATCH; ++i) db_binary_release(&jobs[i].bin);
+  free(jobs);
+  free(pend);
+  search_strategy_free(strat);
+  return err->code;
+}
+
+int tune_session_run(const tune_run_opts *o, tune_err *err) {
+  tune_recipes *set = NULL;
+  db_conn *db = NULL;
+  tune_backend *be = NULL;
+  search_space *space = NULL;
+  int replay_default = 0;
+  char replay_path[PATH_MAX + 64];
+  if (tune_recipes_load(o->recipe_path, &set, err)) return err->code;
+  if (db_open(o->db_path ? o->db_path : "tune.db", 0, &db, err)) goto fail;
+  /* choose the backend */
+  const char *device = o->device;
+  if (!o->compile_only && !device) {
+    tune_err probe;
+    tune_err_clear(&probe);
+    if (tune_cuda_load(&probe) == TUNE_OK) device = "cuda:0";
+    else {
+      default_replay_path(set, o->recipe_path, replay_path, sizeof replay_path);
+      if (access(replay_path, R_OK)) {
+        tune_fail(err, TUNE_ENOGPU, "%s\nand there is no recorded data to replay at %s (use --compile-only to compile without a GPU)", probe.msg, replay_path);
+        goto fail;
+      }
+      replay_default = 1;
+      printf("no GPU here (%s)\n", probe.msg);
+    }
+  }
+  uint64_t seed = o->seed_given ? o->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
+  for (int ri = 0; ri < set->n && !tune_interrupted; ++ri) {
+    tune_recipe *r = &set->r[ri];
+    db_device dev;
+    memset(&dev, 0, sizeof dev);
+    if (o->compile_only) {
+      snprintf(dev.kind, sizeof dev.kind, "arch");
+      snprintf(dev.arch, sizeof dev.arch, "%s", o->arch ? o->arch : "sm_90a");
+      snprintf(dev.name, sizeof dev.name, "%s", dev.arch);
+      snprintf(dev.cuda, sizeof dev.cuda, "%s", tune_nvrtc_version());
+      /* launch geometry needs some facts: Hopper's, stated as such */
+      dev.sm_count = 132;
+      dev.smem_per_block_optin = 232448;
+      dev.l2_bytes = 50 * 1024 * 1024;
+    } else if (replay_default || (device && !strncmp(device, "replay:", 7))) {
+      const char *path = replay_default ? replay_path : device + 7;
+      if (be) { be->close(be); be = NULL; }
+      if (tune_backend_replay_open(path, r->name, &be, err)) goto fail;
+      dev = be->device;
+      printf("replaying %s from %s:\n  measurements made on %s (%s, %d SMs, driver %s); %s\n", r->name, path, dev.name,
+             dev.arch, dev.sm_count, dev.driver, be->provenance[0] ? be->provenance : "");
+    } else if (!be) {
+      int ordinal = 0;
+      if (device && strncmp(device, "cuda", 4)) { tune_fail(err, TUNE_EINVAL, "--device %s: want cuda:N or replay:FILE", device); goto fail; }
+      if (device && device[4] == ':') ordinal = atoi(device + 5);
+      if (tune_backend_cuda_open(o->exe, ordinal, &be, err)) goto fail;
+      be->timeout_ms = o->timeout_ms;
+      dev = be->device;
+      printf("measuring on %s (%s, %d SMs, driver %s) as %s\n", dev.name, dev.arch, dev.sm_count, dev.driver, be->name);
+    } else dev = be->device;
+    int64_t device_id, recipe_id, run_id;
+    if (db_device_put(db, &dev, &device_id, err)) goto fail;
+    if (db_recipe_put(db, r->name, r->source_hash, r->file, set->file_text, &recipe_id, err)) goto fail;
+    /* the space, pruned by the recipe's constraints as parameters are bound */
+    int nv[SEARCH_MAX_PARAMS];
+    for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+    search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                            .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
+    double t0 = now_s();
+    if (search_space_enumerate(&def, &space, err)) goto fail;
+    printf("%s: %zu of %llu configs satisfy the constraints (%.3f s)\n", r->name, space->n_points,
+           (unsigned long long)space->n_total, now_s() - t0);
+    db_run run;
+    memset(&run, 0, sizeof run);
+    run.recipe_id = recipe_id;
+    run.device_id = device_id;
+    snprintf(run.backend, sizeof run.backend, "%.63s", be ? be->name : "compile-only");
+    snprintf(run.strategy, sizeof run.strategy, "%s", o->strategy ? o->strategy : "exhaustive");
+    run.budget = o->budget;
+    run.budget_s = o->budget_s;
+    run.seed = seed;
+    snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
+    if (db_run_begin(db, &run, &run_id, err)) goto fail;
+    stats st;
+    memset(&st, 0, sizeof st);
+    double deadline = o->budget_s > 0 ? now_s() + o->budget_s : 0;
+    int selected = 0, rc = TUNE_OK;
+    for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
+      if (!problem_selected(o, &r->problems[pi])) continue;
+      ++selected;
+      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &st, err);
+      if (rc) break;
+    }
+    db_run_end(db, run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
+    if (rc) goto fail;
+    if (!selected) printf("%s: no problem matches --problem\n", r->name);
+    printf("\n%s: %d results", r->name, st.total);
+    for (int s = 0; s < DB_STATUS_COUNT; ++s)
+      if (st.n_status[s]) printf(", %d %s", st.n_status[s], db_status_name((db_status)s));
+    printf("; %d resumed from the database\n", st.resumed);
+    printf("compile: %d compiled, %d from the compile cache%s\n", st.compiled, st.cached,
+           st.compiled == 0 && st.cached > 0 ? " (nothing to compile)" : "");
+    search_space_free(space);
+    space = NULL;
+  }
+  if (tune_interrupted) printf("interrupted: results so far are stored; run again to resume\n");
+  if (be) be->close(be);
+  db_close(db);
+  tune_recipes_free(set);
+  return TUNE_OK;
+fail:
+  search_space_free(space);
+  if (be) be->close(be);
+  db_close(db);
+  tune_recipes_free(set);
+  return err->code;
+}

@@ -1,0 +1,40 @@
+/* session.h: one `tune run`: the loop that asks the strategy for batches,
+ * compiles them on the pool, measures them on the backend and stores each
+ * result in its own transaction, so a killed run loses at most the variant in
+ * flight and a second run resumes where it stopped. */
+#ifndef TUNE_SESSION_H
+#define TUNE_SESSION_H
+
+#include <stdint.h>
+
+#include "tune_err.h"
+
+#define TUNE_MAX_PROBLEM_FILTERS 32
+
+typedef struct tune_run_opts {
+  const char *recipe_path;
+  const char *db_path;         /* default "tune.db" */
+  const char *device;          /* "cuda:N", "replay:FILE" or NULL (auto) */
+  const char *strategy;        /* default "exhaustive" */
+  long long budget;            /* evaluations per problem, 0 = all */
+  double budget_s;             /* seconds per recipe, 0 = none */
+  int n_problems;
+  const char *problems[TUNE_MAX_PROBLEM_FILTERS]; /* NAME or K=V[,K=V] filters */
+  int jobs;                    /* compile threads, default: cores */
+  int compile_only;
+  const char *arch;            /* "sm_90a"; default from the device */
+  uint64_t seed;
+  int seed_given;
+  int timeout_ms;              /* watchdog override, 0 = derived */
+  const char *exe;             /* this binary, for `tune worker` */
+  int quiet;
+} tune_run_opts;
+
+/* Run the recipe file's recipes. Returns TUNE_OK when the run completed (even
+ * if variants failed: those are results). */
+int tune_session_run(const tune_run_opts *o, tune_err *err);
+
+/* Set by SIGINT: the session stops after the variant in flight. */
+extern volatile int tune_interrupted;
+
+#endif

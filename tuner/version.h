@@ -1,0 +1,1 @@
+#define TUNE_VERSION "0.1.0"

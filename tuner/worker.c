@@ -1,0 +1,456 @@
+/* worker.c: the GPU side: buffers, reference, verification and timing. */
+#include "worker.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "cuda_dl.h"
+#include "inputs.h"
+#include "protocol.h"
+#include "recipe.h"
+
+typedef struct wstate {
+  CUdevice dev;
+  CUcontext ctx;
+  CUevent e0, e1;
+  int l2_bytes;
+  CUdeviceptr flush;         /* 2 x L2, written between timed repeats */
+  size_t flush_bytes;
+  /* the current problem */
+  int n_args;
+  tune_arg_def def[TUNE_MAX_ARGS];
+  int64_t numel[TUNE_MAX_ARGS];
+  double scalar_f[TUNE_MAX_ARGS];
+  long long scalar_i[TUNE_MAX_ARGS];
+  CUdeviceptr ptr[TUNE_MAX_ARGS];
+  size_t bytes[TUNE_MAX_ARGS];
+  double *ref[TUNE_MAX_ARGS];     /* reference outputs */
+  uint64_t in_hash[TUNE_MAX_ARGS];/* xxh64 of each input tensor */
+  void *host;                     /* staging buffer */
+  size_t host_n;
+  double tol_rel, tol_abs;
+  uint64_t seed;                  /* of the current problem's inputs */
+} wstate;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int host_reserve(wstate *w, size_t n, tune_err *err) {
+  if (w->host_n >= n) return TUNE_OK;
+  free(w->host);
+  w->host = malloc(n);
+  w->host_n = w->host ? n : 0;
+  return w->host ? TUNE_OK : tune_fail(err, TUNE_ENOMEM, "worker: cannot allocate %zu host bytes", n);
+}
+
+static void free_problem(wstate *w) {
+  for (int i = 0; i < w->n_args; ++i) {
+    if (w->ptr[i]) tune_cu.cuMemFree(w->ptr[i]);
+    free(w->ref[i]);
+    w->ptr[i] = 0;
+    w->ref[i] = NULL;
+    w->bytes[i] = 0;
+  }
+  w->n_args = 0;
+}
+
+static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
+  char name[256];
+  int v[8];
+  size_t mem = 0;
+  int drv = 0;
+  CUuuid uuid;
+  if (tune_cuda_load(err)) return err->code;
+  CU_TRY(err, cuDeviceGet(&w->dev, ordinal));
+  CU_TRY(err, cuDevicePrimaryCtxRetain(&w->ctx, w->dev));
+  CU_TRY(err, cuCtxSetCurrent(w->ctx));
+  CU_TRY(err, cuDeviceGetName(name, sizeof name, w->dev));
+  static const CUdevice_attribute attrs[8] = {
+      CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+      CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,     CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+      CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,        CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+      CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN};
+  for (int i = 0; i < 8; ++i) CU_TRY(err, cuDeviceGetAttribute(&v[i], attrs[i], w->dev));
+  CU_TRY(err, cuDeviceTotalMem(&mem, w->dev));
+  CU_TRY(err, cuDriverGetVersion(&drv));
+  CU_TRY(err, cuDeviceGetUuid(&uuid, w->dev));
+  CU_TRY(err, cuEventCreate(&w->e0, CU_EVENT_DEFAULT));
+  CU_TRY(err, cuEventCreate(&w->e1, CU_EVENT_DEFAULT));
+  w->l2_bytes = v[6];
+  w->flush_bytes = (size_t)(v[6] > 0 ? v[6] : (64 << 20)) * 2;
+  CU_TRY(err, cuMemAlloc(&w->flush, w->flush_bytes));
+  char u[64], drvs[32];
+  const unsigned char *b = (const unsigned char *)uuid.bytes;
+  snprintf(u, sizeof u, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  snprintf(drvs, sizeof drvs, "%d.%d", drv / 1000, (drv % 1000) / 10);
+  /* the kernel module's version (e.g. 580.159.04) says more than the API level */
+  FILE *vf = fopen("/proc/driver/nvidia/version", "r");
+  if (vf) {
+    char line[512];
+    if (fgets(line, sizeof line, vf)) {
+      char *k = strstr(line, "Kernel Module");
+      if (k) {
+        k += strlen("Kernel Module");
+        while (*k == ' ') ++k;
+        char ver[24];
+        if (sscanf(k, "%23s", ver) == 1) snprintf(drvs, sizeof drvs, "%s (CUDA %d.%d)", ver, drv / 1000, (drv % 1000) / 10);
+      }
+    }
+    fclose(vf);
+  }
+  *info = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:s,s:s}", "name", name, "cc_major", v[0],
+                    "cc_minor", v[1], "sm_count", v[2], "sm_clock_khz", v[3], "mem_clock_khz", v[4],
+                    "mem_bus_bits", v[5], "l2_bytes", v[6], "smem_per_block_optin", v[7],
+                    "mem_bytes", (json_int_t)mem, "driver", drvs, "uuid", u);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+/* Pack the kernel arguments with natural alignment. */
+static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap) {
+  size_t off = 0;
+  for (int i = 0; i < w->n_args; ++i) {
+    size_t sz = w->def[i].is_tensor ? sizeof(CUdeviceptr) : (size_t)tune_dtype_size(w->def[i].dtype);
+    off = (off + sz - 1) / sz * sz;
+    if (off + sz > cap) return 0;
+    if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
+    else {
+      switch (w->def[i].dtype) {
+      case TUNE_F32: { float f = (float)w->scalar_f[i]; memcpy(buf + off, &f, 4); break; }
+      case TUNE_F64: memcpy(buf + off, &w->scalar_f[i], 8); break;
+      case TUNE_I32: { int32_t x = (int32_t)w->scalar_i[i]; memcpy(buf + off, &x, 4); break; }
+      case TUNE_I64: { int64_t x = w->scalar_i[i]; memcpy(buf + off, &x, 8); break; }
+      default: { uint16_t h = 0; memcpy(buf + off, &h, 2); break; } /* half scalars: unsupported, zero */
+      }
+    }
+    off += sz;
+  }
+  return off;
+}
+
+static int poison_outputs(wstate *w, tune_err *err) {
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].output) continue;
+    switch (w->def[i].dtype) {
+    case TUNE_F32: case TUNE_I32: CU_TRY(err, cuMemsetD32(w->ptr[i], 0x7fc00000u, (size_t)w->numel[i])); break;
+    case TUNE_BF16: CU_TRY(err, cuMemsetD16(w->ptr[i], 0x7fc0, (size_t)w->numel[i])); break;
+    case TUNE_F16: CU_TRY(err, cuMemsetD16(w->ptr[i], 0x7e00, (size_t)w->numel[i])); break;
+    default: CU_TRY(err, cuMemsetD8(w->ptr[i], 0xff, w->bytes[i])); break;
+    }
+  }
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared; } launch;
+
+/* Load the module and its kernels; a refusal is the variant's launch_error. */
+static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches, launch *l, int *n, char *why, size_t why_n) {
+  CUresult r = tune_cu.cuModuleLoadData(mod, cubin);
+  if (r != CUDA_SUCCESS) { snprintf(why, why_n, "cuModuleLoadData: %s", tune_cuda_error_name(r)); return r; }
+  *n = (int)json_array_size(launches);
+  for (int i = 0; i < *n && i < TUNE_MAX_LAUNCHES; ++i) {
+    json_t *j = json_array_get(launches, i);
+    const char *k = json_string_value(json_object_get(j, "kernel"));
+    r = tune_cu.cuModuleGetFunction(&l[i].fn, *mod, k ? k : "");
+    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "kernel %s not found: %s", k ? k : "?", tune_cuda_error_name(r)); return r; }
+    for (int d = 0; d < 3; ++d) {
+      l[i].grid[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "grid"), d));
+      l[i].block[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "block"), d));
+    }
+    l[i].shared = (unsigned)json_integer_value(json_object_get(j, "shared"));
+    if (l[i].shared > 48 * 1024) {
+      r = tune_cu.cuFuncSetAttribute(l[i].fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l[i].shared);
+      if (r != CUDA_SUCCESS) { snprintf(why, why_n, "%u bytes of dynamic shared memory refused: %s", l[i].shared, tune_cuda_error_name(r)); return r; }
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
+  unsigned char args[1024];
+  size_t size = pack_args(w, args, sizeof args);
+  for (int i = 0; i < n; ++i) {
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
+                                       l[i].block[1], l[i].block[2], l[i].shared, 0, NULL, extra);
+    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared, tune_cuda_error_name(r)); return r; }
+  }
+  return CUDA_SUCCESS;
+}
+
+static json_t *crash_reply(CUresult r, const char *where) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s: %s", where, tune_cuda_error_name(r));
+  return json_pack("{s:s,s:s,s:b}", "status", "crash", "error", buf, "fatal", 1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Set up a problem: buffers, inputs, reference outputs. Reply {ok, ref_ms}. */
+static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubin_n, tune_err *err) {
+  CUmodule mod = NULL;
+  free_problem(w);
+  json_t *args = json_object_get(msg, "args");
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(msg, "seed"));
+  w->seed = seed;
+  w->tol_rel = json_real_value(json_object_get(msg, "tol_rel_l2"));
+  w->tol_abs = json_real_value(json_object_get(msg, "tol_max_abs"));
+  w->n_args = (int)json_array_size(args);
+  if (w->n_args > TUNE_MAX_ARGS) { tune_fail(err, TUNE_EINVAL, "worker: too many args"); return NULL; }
+  for (int i = 0; i < w->n_args; ++i) {
+    json_t *a = json_array_get(args, i);
+    tune_arg_def *d = &w->def[i];
+    memset(d, 0, sizeof *d);
+    d->is_tensor = json_is_true(json_object_get(a, "tensor"));
+    d->dtype = (tune_dtype)json_integer_value(json_object_get(a, "dtype"));
+    d->output = json_is_true(json_object_get(a, "output"));
+    d->scratch = json_is_true(json_object_get(a, "scratch"));
+    d->init = (tune_init)json_integer_value(json_object_get(a, "init"));
+    d->init_a = json_number_value(json_object_get(a, "a"));
+    d->init_b = json_number_value(json_object_get(a, "b"));
+    w->numel[i] = json_integer_value(json_object_get(a, "numel"));
+    w->scalar_f[i] = json_number_value(json_object_get(a, "f"));
+    w->scalar_i[i] = json_integer_value(json_object_get(a, "i"));
+    if (!d->is_tensor || d->scratch || w->numel[i] <= 0) continue;
+    w->bytes[i] = (size_t)w->numel[i] * (size_t)tune_dtype_size(d->dtype);
+    CU_TRY(err, cuMemAlloc(&w->ptr[i], w->bytes[i]));
+    if (!d->output) {
+      if (host_reserve(w, w->bytes[i], err)) goto fail;
+      tune_inputs_fill(d, w->numel[i], seed, i, w->host);
+      w->in_hash[i] = XXH64(w->host, w->bytes[i], 0);
+      CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+    }
+  }
+  /* the reference: same args, writes the outputs */
+  json_t *ref = json_object_get(msg, "ref");
+  json_t *one = json_array();
+  json_array_append(one, ref);
+  launch l[TUNE_MAX_LAUNCHES];
+  int n = 0;
+  char why[1024];
+  CUresult r = load_kernels(&mod, cubin, one, l, &n, why, sizeof why);
+  json_decref(one);
+  if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
+  (void)cubin_n;
+  if (poison_outputs(w, err)) goto fail;
+  CU_TRY(err, cuEventRecord(w->e0, 0));
+  r = run_launches(w, l, n, why, sizeof why);
+  if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
+  CU_TRY(err, cuEventRecord(w->e1, 0));
+  CU_TRY(err, cuCtxSynchronize());
+  float ref_ms = 0;
+  CU_TRY(err, cuEventElapsedTime(&ref_ms, w->e0, w->e1));
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].output) continue;
+    if (host_reserve(w, w->bytes[i], err)) goto fail;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    w->ref[i] = malloc((size_t)w->numel[i] * sizeof(double));
+    if (!w->ref[i]) { tune_fail(err, TUNE_ENOMEM, "worker: no memory for the reference"); goto fail; }
+    int64_t bad = 0;
+    for (int64_t k = 0; k < w->numel[i]; ++k) {
+      w->ref[i][k] = tune_inputs_get(w->def[i].dtype, w->host, k);
+      bad += !isfinite(w->ref[i][k]);
+    }
+    if (bad) { tune_fail(err, TUNE_EINVAL, "reference: output %s has %lld NaN/Inf (unwritten?)", w->def[i].name ? w->def[i].name : "", (long long)bad); goto fail; }
+  }
+  tune_cu.cuModuleUnload(mod);
+  return json_pack("{s:s,s:f}", "status", "ok", "ref_ms", (double)ref_ms);
+fail:
+  if (mod) tune_cu.cuModuleUnload(mod);
+  return NULL;
+}
+
+static int is_sticky(CUresult r) {
+  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
+         r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_HARDWARE_STACK_ERROR ||
+         r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_ASSERT ||
+         r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+/* Verify then time one variant. The reply always has a status. */
+static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
+  CUmodule mod = NULL;
+  launch l[TUNE_MAX_LAUNCHES];
+  int n = 0;
+  char why[1024] = "";
+  json_t *reply = NULL;
+  double *samples = NULL;
+  double t_start = now_ms();
+  /* scratch buffers grow to the variant's need */
+  json_t *scratch = json_object_get(msg, "scratch");
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].scratch) continue;
+    int64_t need = json_integer_value(json_array_get(scratch, i));
+    size_t bytes = (size_t)need * (size_t)tune_dtype_size(w->def[i].dtype);
+    if (bytes > w->bytes[i]) {
+      if (w->ptr[i]) tune_cu.cuMemFree(w->ptr[i]);
+      w->ptr[i] = 0;
+      w->bytes[i] = 0;
+      CUresult r = tune_cu.cuMemAlloc(&w->ptr[i], bytes);
+      if (r != CUDA_SUCCESS) { snprintf(why, sizeof why, "scratch %s (%zu bytes): %s", w->def[i].name ? w->def[i].name : "", bytes, tune_cuda_error_name(r)); return json_pack("{s:s,s:s}", "status", "launch_error", "error", why); }
+      w->bytes[i] = bytes;
+    }
+    w->numel[i] = need;
+  }
+  CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
+  if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
+  /* 1. verify */
+  if (poison_outputs(w, err)) goto fail;
+  r = run_launches(w, l, n, why, sizeof why);
+  if (r != CUDA_SUCCESS) {
+    reply = is_sticky(r) ? crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+    goto done;
+  }
+  r = tune_cu.cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) { reply = crash_reply(r, "after the verified run"); goto done; }
+  double worst_rel = 0, worst_abs = 0;
+  char wrong[1024] = "";
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].scratch) continue;
+    if (host_reserve(w, w->bytes[i], err)) goto fail;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    if (w->def[i].output) {
+      tune_compare c;
+      tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+      if (c.rel_l2 > worst_rel) worst_rel = c.rel_l2;
+      if (c.max_abs > worst_abs) worst_abs = c.max_abs;
+      if (!wrong[0] && c.n_nan)
+        snprintf(wrong, sizeof wrong, "output %s: %lld NaN/Inf elements (unwritten or overflow), first at %lld",
+                 w->def[i].name ? w->def[i].name : "?", (long long)c.n_nan, (long long)c.first_bad);
+      else if (!wrong[0] && (c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs))
+        snprintf(wrong, sizeof wrong, "output %s: rel_l2 %.3g (tol %.3g), max_abs %.3g (tol %.3g), first bad at %lld: got %.6g want %.6g",
+                 w->def[i].name ? w->def[i].name : "?", c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs, (long long)c.first_bad,
+                 c.first_bad >= 0 ? tune_inputs_get(w->def[i].dtype, w->host, c.first_bad) : 0.0,
+                 c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
+    } else if (XXH64(w->host, w->bytes[i], 0) != w->in_hash[i] && !wrong[0]) {
+      snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
+    }
+  }
+  if (wrong[0]) {
+    reply = json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", worst_rel, "max_abs", worst_abs);
+    /* a variant that wrote its inputs poisons later runs: restore them */
+    goto done_restore;
+  }
+  /* 2. time: warm up, then repeat until the median is known to 1% or a cap */
+  int min_samples = (int)json_integer_value(json_object_get(msg, "min_samples"));
+  int max_samples = (int)json_integer_value(json_object_get(msg, "max_samples"));
+  double max_ms = json_number_value(json_object_get(msg, "max_ms"));
+  if (min_samples < 3) min_samples = 10;
+  if (max_samples < min_samples) max_samples = 200;
+  if (max_ms <= 0) max_ms = 2000;
+  double w0 = now_ms();
+  for (int i = 0; i < 50 && (i < 3 || now_ms() - w0 < 20); ++i) {
+    r = run_launches(w, l, n, why, sizeof why);
+    if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
+    r = tune_cu.cuCtxSynchronize();
+    if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during warm-up"); goto done; }
+  }
+  samples = malloc((size_t)max_samples * sizeof *samples);
+  if (!samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
+  int ns = 0;
+  double t0 = now_ms(), rel_ci = 1;
+  while (ns < max_samples) {
+    CU_TRY(err, cuMemsetD8Async(w->flush, (unsigned char)ns, w->flush_bytes, 0)); /* evict the inputs from L2 */
+    CU_TRY(err, cuEventRecord(w->e0, 0));
+    r = run_launches(w, l, n, why, sizeof why);
+    if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
+    CU_TRY(err, cuEventRecord(w->e1, 0));
+    r = tune_cu.cuEventSynchronize(w->e1);
+    if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during timing"); goto done; }
+    float ms;
+    CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
+    samples[ns++] = ms * 1e6;
+    if (ns >= min_samples) {
+      double *s = malloc((size_t)ns * sizeof *s);
+      if (!s) break;
+      memcpy(s, samples, (size_t)ns * sizeof *s);
+      qsort(s, (size_t)ns, sizeof *s, cmp_double);
+      /* 95% interval of the median from order statistics */
+      double h = 0.98 * sqrt((double)ns);
+      int lo = (int)floor(ns / 2.0 - h), hi = (int)ceil(ns / 2.0 + h);
+      if (lo < 0) lo = 0;
+      if (hi > ns - 1) hi = ns - 1;
+      double med = s[ns / 2];
+      rel_ci = med > 0 ? (s[hi] - s[lo]) / med : 1;
+      free(s);
+      if (rel_ci < 0.01 || now_ms() - t0 > max_ms) break;
+    }
+  }
+  qsort(samples, (size_t)ns, sizeof *samples, cmp_double);
+  double mean = 0, var = 0;
+  for (int i = 0; i < ns; ++i) mean += samples[i];
+  mean /= ns;
+  for (int i = 0; i < ns; ++i) var += (samples[i] - mean) * (samples[i] - mean);
+  double median = ns % 2 ? samples[ns / 2] : 0.5 * (samples[ns / 2 - 1] + samples[ns / 2]);
+  reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
+                    "max_ns", samples[ns - 1], "stddev_ns", ns > 1 ? sqrt(var / (ns - 1)) : 0.0, "samples", ns,
+                    "rel_l2", worst_rel, "max_abs", worst_abs, "rel_ci", rel_ci);
+  goto done;
+done_restore:
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].output || w->def[i].scratch) continue;
+    if (host_reserve(w, w->bytes[i], err)) goto fail;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    if (XXH64(w->host, w->bytes[i], 0) == w->in_hash[i]) continue;
+    /* regenerate: same seed, same arg index, same values */
+    tune_inputs_fill(&w->def[i], w->numel[i], w->seed, i, w->host);
+    CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+  }
+done:
+  if (mod) tune_cu.cuModuleUnload(mod);
+  free(samples);
+  if (reply) json_object_set_new(reply, "measure_ms", json_real(now_ms() - t_start));
+  return reply;
+fail:
+  if (mod) tune_cu.cuModuleUnload(mod);
+  free(samples);
+  json_decref(reply);
+  return NULL;
+}
+
+int tune_worker_main(int ordinal, int in_fd, int out_fd) {
+  wstate w;
+  memset(&w, 0, sizeof w);
+  tune_err err;
+  tune_err_clear(&err);
+  for (;;) {
+    json_t *msg = NULL, *reply = NULL;
+    void *blob = NULL;
+    size_t blob_n = 0;
+    tune_err_clear(&err);
+    if (tune_msg_read(in_fd, &msg, &blob, &blob_n, -1, &err)) return err.code == TUNE_EIO ? 0 : 2;
+    const char *op = json_string_value(json_object_get(msg, "op"));
+    int fatal = 0;
+    if (!op) tune_fail(&err, TUNE_EINVAL, "worker: message without op");
+    else if (!strcmp(op, "hello")) {
+      json_t *info = NULL;
+      if (!worker_init(&w, ordinal, &info, &err)) reply = json_pack("{s:s,s:o}", "status", "ok", "device", info);
+    } else if (!strcmp(op, "problem")) reply = do_problem(&w, msg, blob, blob_n, &err);
+    else if (!strcmp(op, "measure")) {
+      reply = do_measure(&w, msg, blob, &err);
+      fatal = reply && json_is_true(json_object_get(reply, "fatal"));
+    } else tune_fail(&err, TUNE_EINVAL, "worker: unknown op '%s'", op);
+    if (!reply) reply = json_pack("{s:s,s:s}", "status", "error", "error", err.msg[0] ? err.msg : "unknown failure");
+    tune_err e2;
+    tune_err_clear(&e2);
+    int wr = tune_msg_write(out_fd, reply, NULL, 0, &e2);
+    json_decref(reply);
+    json_decref(msg);
+    free(blob);
+    if (wr) return 2;
+    if (fatal) return 3; /* the context is broken: a fresh worker takes over */
+  }
+}
