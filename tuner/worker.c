@@ -85,7 +85,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   w->l2_bytes = v[6];
   w->flush_bytes = (size_t)(v[6] > 0 ? v[6] : (64 << 20)) * 2;
   CU_TRY(err, cuMemAlloc(&w->flush, w->flush_bytes));
-  char u[64], drvs[32];
+  char u[64], drvs[64];
   const unsigned char *b = (const unsigned char *)uuid.bytes;
   snprintf(u, sizeof u, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);

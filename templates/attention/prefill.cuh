@@ -83,6 +83,9 @@ static_assert((BLOCK_M * kChunks) % kThreads == 0 && (BLOCK_N * kChunks) % kThre
 static_assert((kWarpRows * kChunks) % 32 == 0, "epilogue: every lane stores the same number of chunks");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
+// -inf without <math.h> (NVRTC defines no INF macro).
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
+
 // Element offset of 16-byte chunk `chunk` of row `row` in a tile (padded or XOR-swizzled).
 __device__ __forceinline__ int tile_off(int row, int chunk) {
   return row * kPitch + (SWIZZLE ? (chunk ^ (row & 7)) : chunk) * 8;
@@ -191,7 +194,7 @@ __device__ __forceinline__ void apply_causal_mask(float (&s)[kMT][kNT][4], int r
       for (int e = 0; e < 4; ++e) {
         const int row = row0 + mt * 16 + g + (e >> 1) * 8;
         const int key = key0 + nt * 8 + 2 * t + (e & 1);
-        if (key > row) s[mt][nt][e] = -INFINITY;
+        if (key > row) s[mt][nt][e] = neg_inf();
       }
 }
 
@@ -211,7 +214,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[kMT][kNT][4], float (&
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       // A row with no unmasked key so far keeps m = -inf; use 0 so that exp2(-inf - 0) = 0, not NaN.
-      const float m_scaled = (mx == -INFINITY) ? 0.f : mx * scale_log2;
+      const float m_scaled = (mx == neg_inf()) ? 0.f : mx * scale_log2;
       const float alpha = tune::exp2_approx(m[mt][h] * scale_log2 - m_scaled);
       m[mt][h] = mx;
       float sum = 0.f;
@@ -386,7 +389,7 @@ __device__ __forceinline__ void process_tile(const bf16 *__restrict__ q, const b
     for (int dt = 0; dt < kDT; ++dt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.f;
-    m[mt][0] = m[mt][1] = -INFINITY;
+    m[mt][0] = m[mt][1] = neg_inf();
     l[mt][0] = l[mt][1] = 0.f;
   }
 

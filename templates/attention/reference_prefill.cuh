@@ -29,7 +29,7 @@ extern "C" __global__ void attn_prefill_reference(const bf16 *q, const bf16 *k, 
   for (int d = 0; d < HEAD_DIM; ++d) qf[d] = __bfloat162float(qr[d]);
 
   // Pass 1: the largest score of the row.
-  float mx = -INFINITY;
+  float mx = __int_as_float(0xff800000u);  // -inf (NVRTC defines no INF macro)
   for (int j = 0; j < n_keys; ++j) {
     float s = 0.f;
     for (int d = 0; d < HEAD_DIM; ++d) s += qf[d] * __bfloat162float(kh[(size_t)j * HEAD_DIM + d]);
