@@ -39,6 +39,9 @@ struct tune_backend {
   /* Measure one variant into *out (status and figures). TUNE_OK unless the
    * backend itself cannot go on. */
   int (*measure)(tune_backend *b, const tune_measure_req *q, db_result *out, tune_err *err);
+  /* Measure device copy bandwidth [GB/s] with tune's own copy kernel
+   * (kernel(const float4*, float4*, long long n)); NULL when not possible. */
+  int (*measure_copy_peak)(tune_backend *b, const db_binary *bin, const char *kernel, double *gbps, tune_err *err);
   void (*close)(tune_backend *b);
   void *impl;
 };

@@ -60,7 +60,7 @@ static int call(cuda_impl *c, json_t *msg, const void *blob, size_t n, int timeo
   return tune_msg_read(c->from_w, reply, NULL, NULL, timeout_ms, err);
 }
 
-static int hello(cuda_impl *c, db_device *d, tune_err *err) {
+static int hello(cuda_impl *c, db_device *d, char *notes, size_t notes_n, tune_err *err) {
   json_t *msg = json_pack("{s:s}", "op", "hello"), *rep = NULL;
   int rc = call(c, msg, NULL, 0, 120000, &rep, err);
   json_decref(msg);
@@ -89,13 +89,14 @@ static int hello(cuda_impl *c, db_device *d, tune_err *err) {
     snprintf(d->cuda, sizeof d->cuda, "%s", tune_nvrtc_version());
     snprintf(d->uuid, sizeof d->uuid, "%s", json_string_value(json_object_get(v, "uuid")) ?: "");
   }
+  if (notes) snprintf(notes, notes_n, "%s", json_string_value(json_object_get(v, "timer")) ?: "?");
   json_decref(rep);
   return TUNE_OK;
 }
 
 static int restart(cuda_impl *c, tune_err *err) {
   worker_stop(c, 1);
-  if (worker_start(c, err) || hello(c, NULL, err)) return err->code;
+  if (worker_start(c, err) || hello(c, NULL, NULL, 0, err)) return err->code;
   if (!c->problem_msg) return TUNE_OK;
   json_t *rep = NULL;
   int rc = call(c, c->problem_msg, c->ref_cubin, c->ref_cubin_n, 600000, &rep, err);
@@ -189,6 +190,20 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   return TUNE_OK;
 }
 
+static int cuda_copy_peak(tune_backend *b, const db_binary *bin, const char *kernel, double *gbps, tune_err *err) {
+  cuda_impl *c = b->impl;
+  json_t *msg = json_pack("{s:s,s:s}", "op", "copy_peak", "kernel", kernel), *rep = NULL;
+  int rc = call(c, msg, bin->cubin, bin->cubin_size, 120000, &rep, err);
+  json_decref(msg);
+  if (rc) return tune_fail(err, TUNE_EWORKER, "cuda: the worker died measuring copy bandwidth");
+  if (strcmp(json_string_value(json_object_get(rep, "status")) ?: "", "ok"))
+    rc = tune_fail(err, TUNE_EWORKER, "copy bandwidth: %s", json_string_value(json_object_get(rep, "error")) ?: "?");
+  else *gbps = json_number_value(json_object_get(rep, "GBps"));
+  json_decref(rep);
+  /* the worker's problem buffers are untouched: nothing to restore */
+  return rc;
+}
+
 static void cuda_close(tune_backend *b) {
   cuda_impl *c = b->impl;
   if (c) {
@@ -213,7 +228,8 @@ int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tun
   b->measure = cuda_measure;
   b->close = cuda_close;
   b->needs_binaries = 1;
-  if (worker_start(c, err) || hello(c, &b->device, err)) { cuda_close(b); return err->code; }
+  b->measure_copy_peak = cuda_copy_peak;
+  if (worker_start(c, err) || hello(c, &b->device, b->provenance, sizeof b->provenance, err)) { cuda_close(b); return err->code; }
   *out = b;
   return TUNE_OK;
 }

@@ -68,7 +68,8 @@ int tune_compile_key(tune_compile_job *job, tune_err *err) {
   XXH64_state_t *h = XXH64_createState();
   if (!h) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
   XXH64_reset(h, 0);
-  int rc = tune_source_hash_update(h, job->source_path, job->include_root, err);
+  int rc = job->source_text ? (XXH64_update(h, job->source_text, strlen(job->source_text)), TUNE_OK)
+                            : tune_source_hash_update(h, job->source_path, job->include_root, err);
   size_t len = 0;
   job->bin.options[0] = 0;
   for (int i = 0; i < n; ++i) {
@@ -101,6 +102,7 @@ static int parse_int_before(const char *line, const char *word) {
 void tune_compile_parse_resources(const char *log, db_binary *b) {
   b->registers = b->shared_bytes = b->local_bytes = b->spill_stores = b->spill_loads = -1;
   if (!log) return;
+  int seen_used = 0;
   const char *line = log;
   while (line && *line) {
     const char *end = strchr(line, '\n');
@@ -115,7 +117,14 @@ void tune_compile_parse_resources(const char *log, db_binary *b) {
     if ((v = parse_int_before(buf, " bytes stack frame")) >= 0 && v > b->local_bytes) b->local_bytes = v;
     if ((v = parse_int_before(buf, " bytes spill stores")) >= 0) b->spill_stores = (b->spill_stores < 0 ? 0 : b->spill_stores) + v;
     if ((v = parse_int_before(buf, " bytes spill loads")) >= 0) b->spill_loads = (b->spill_loads < 0 ? 0 : b->spill_loads) + v;
+    seen_used |= strstr(buf, "Used") != NULL;
     line = end ? end + 1 : NULL;
+  }
+  if (seen_used) { /* ptxas omits what is zero */
+    if (b->shared_bytes < 0) b->shared_bytes = 0;
+    if (b->local_bytes < 0) b->local_bytes = 0;
+    if (b->spill_stores < 0) b->spill_stores = 0;
+    if (b->spill_loads < 0) b->spill_loads = 0;
   }
 }
 
@@ -159,7 +168,7 @@ static void compile_one(tune_compile_job *job) {
   db_binary *b = &job->bin;
   if (!b->key[0] && tune_compile_key(job, err)) return;
   build_options(job, opts, own, &n_opts);
-  src = read_all(job->source_path);
+  src = job->source_text ? strdup(job->source_text) : read_all(job->source_path);
   if (!src) { tune_fail(err, TUNE_EIO, "%s: cannot read template", job->source_path); return; }
   const char *base = strrchr(job->source_path, '/');
   NVRTC_TRY(err, nvrtcCreateProgram(&prog, src, base ? base + 1 : job->source_path, 0, NULL, NULL));

@@ -17,7 +17,8 @@
 
 typedef struct tune_compile_job {
   /* in */
-  const char *source_path;          /* the template (absolute) */
+  const char *source_path;          /* the template (absolute), or a name when source_text is set */
+  const char *source_text;          /* built-in source (tune's own kernels), NULL: read source_path */
   const char *include_root;         /* templates/ folder */
   const char *arch;                 /* "sm_90a" */
   int n_defines;

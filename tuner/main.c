@@ -44,6 +44,7 @@ static const char *usage_run =
     "                       duration such as 90s, 10m, 1h\n"
     "  --problem P          only problems named P, or whose dims match K=V[,K=V...];\n"
     "                       repeatable\n"
+    "  --only K=V[,K=V]     only configs whose parameters match; repeatable\n"
     "  --jobs N             compile threads (default: number of cores)\n"
     "  --compile-only       compile every variant and store its resource usage; no GPU\n"
     "  --arch ARCH          target for --compile-only (default sm_90a)\n"
@@ -108,6 +109,10 @@ static int cmd_run(int argc, char **argv) {
       NEED_VALUE();
       if (o.n_problems == TUNE_MAX_PROBLEM_FILTERS) { fprintf(stderr, "tune run: too many --problem\n"); return 2; }
       o.problems[o.n_problems++] = v;
+    } else if (!strcmp(a, "--only")) {
+      NEED_VALUE();
+      if (o.n_only == TUNE_MAX_PROBLEM_FILTERS) { fprintf(stderr, "tune run: too many --only\n"); return 2; }
+      o.only[o.n_only++] = v;
     } else if (!strcmp(a, "--jobs")) {
       NEED_VALUE();
       o.jobs = atoi(v);

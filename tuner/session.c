@@ -12,6 +12,7 @@
 #include "compile.h"
 #include "cuda_dl.h"
 #include "db.h"
+#include "peaks.h"
 #include "recipe.h"
 #include "search.h"
 #include "version.h"
@@ -26,29 +27,42 @@ static double now_s(void) {
   return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* Does a canonical JSON object (sorted or ordered keys, compact) hold every
+ * K=V pair of one filter "K=V[,K=V...]"? */
+static int json_matches(const char *json, const char *filter) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", filter);
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    if (!eq) return 0;
+    *eq = 0;
+    char pat[300];
+    snprintf(pat, sizeof pat, "\"%s\":%s", kv, eq + 1);
+    size_t n = strlen(pat);
+    const char *hit = strstr(json, pat);
+    if (!hit || (hit[n] != ',' && hit[n] != '}')) return 0;
+  }
+  return 1;
+}
+
+static int config_selected(const tune_run_opts *o, const char *json) {
+  if (o->n_only == 0) return 1;
+  for (int i = 0; i < o->n_only; ++i)
+    if (json_matches(json, o->only[i])) return 1;
+  return 0;
+}
+
 /* Does problem p pass the --problem filters? NAME, or K=V[,K=V] on its dims. */
 static int problem_selected(const tune_run_opts *o, const tune_problem *p) {
   if (o->n_problems == 0) return 1;
   for (int i = 0; i < o->n_problems; ++i) {
     const char *f = o->problems[i];
     if (!strchr(f, '=')) { if (!strcmp(f, p->name)) return 1; continue; }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", f);
-    int all = 1;
-    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-      char *eq = strchr(kv, '=');
-      if (!eq) { all = 0; break; }
-      *eq = 0;
-      char pat[300];
-      snprintf(pat, sizeof pat, "\"%s\":%s", kv, eq + 1);
-      size_t n = strlen(pat);
-      const char *hit = strstr(p->dims_json, pat);
-      if (!hit || (hit[n] != ',' && hit[n] != '}')) { all = 0; break; }
-    }
-    if (all) return 1;
+    if (json_matches(p->dims_json, f)) return 1;
   }
   return 0;
 }
+
 
 static void facts_from_device(const db_device *d, tune_device_facts *f) {
   memset(f, 0, sizeof *f);
@@ -97,7 +111,8 @@ typedef struct pending {
 
 static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, search_space *space, db_conn *db,
                        tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
-                       int64_t device_id, uint64_t seed, double t_deadline, stats *st, tune_err *err) {
+                       int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
+                       tune_err *err) {
   tune_device_facts facts;
   facts_from_device(dev, &facts);
   tune_problem_setup setup;
@@ -158,6 +173,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       search_point_decode(space, pts[i], q->vi);
       tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
       tune_recipe_config_hash(r, q->vi, q->hash);
+      if (!config_selected(o, q->json)) { q->done = 1; continue; }
       if (db_config_put(db, r->name, q->hash, q->json, o->strategy ? o->strategy : "exhaustive", &q->config_id, err)) goto fail;
       if (tune_recipe_eval_variant(r, q->vi, p, &facts, &q->v, err)) goto fail;
       db_result prev;
@@ -260,6 +276,9 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
           tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .bin = b,
                                   .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash};
           if (be->measure(be, &req, &res, err)) goto fail;
+          if (res.status == DB_OK &&
+              tune_peaks_judge(peaks, setup.bytes, setup.flops, res.median_ns, res.error_text, sizeof res.error_text) != DB_OK)
+            res.status = DB_SUSPICIOUS;
         }
       }
       if (db_result_put(db, &res, err)) goto fail;
@@ -271,6 +290,10 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       if (res.status == DB_OK) {
         print_metrics(res.median_ns, &setup, line, sizeof line);
         if (res.median_ns < best) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
+      } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, "compile-only")) {
+        snprintf(line, sizeof line, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
+                 res.registers, res.shared_bytes, q->v.launch[0].shared, res.local_bytes,
+                 (res.spill_stores > 0 ? res.spill_stores : 0) + (res.spill_loads > 0 ? res.spill_loads : 0));
       } else {
         const char *t = res.error_text;
         snprintf(line, sizeof line, "%.*s", (int)(strcspn(t, "\n") > 100 ? 100 : strcspn(t, "\n")), t);
@@ -348,7 +371,8 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
       if (tune_backend_cuda_open(o->exe, ordinal, &be, err)) goto fail;
       be->timeout_ms = o->timeout_ms;
       dev = be->device;
-      printf("measuring on %s (%s, %d SMs, driver %s) as %s\n", dev.name, dev.arch, dev.sm_count, dev.driver, be->name);
+      printf("measuring on %s (%s, %d SMs, driver %s) as %s; kernel timer: %s\n", dev.name, dev.arch, dev.sm_count,
+             dev.driver, be->name, be->provenance);
     } else dev = be->device;
     int64_t device_id, recipe_id, run_id;
     if (db_device_put(db, &dev, &device_id, err)) goto fail;
@@ -373,6 +397,10 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     run.seed = seed;
     snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
     if (db_run_begin(db, &run, &run_id, err)) goto fail;
+    tune_peaks peaks;
+    if (tune_peaks_ensure(db, device_id, &dev, be, &peaks, err)) goto fail;
+    if (peaks.copy_GBps > 0 && be && be->measure_copy_peak)
+      printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (computed bound)\n", peaks.copy_GBps, peaks.tensor_TFLOPs);
     stats st;
     memset(&st, 0, sizeof st);
     double deadline = o->budget_s > 0 ? now_s() + o->budget_s : 0;
@@ -380,7 +408,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
       if (!problem_selected(o, &r->problems[pi])) continue;
       ++selected;
-      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &st, err);
+      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st, err);
       if (rc) break;
     }
     db_run_end(db, run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});

@@ -20,6 +20,8 @@ typedef struct tune_run_opts {
   double budget_s;             /* seconds per recipe, 0 = none */
   int n_problems;
   const char *problems[TUNE_MAX_PROBLEM_FILTERS]; /* NAME or K=V[,K=V] filters */
+  int n_only;
+  const char *only[TUNE_MAX_PROBLEM_FILTERS];    /* K=V[,K=V] filters on configs */
   int jobs;                    /* compile threads, default: cores */
   int compile_only;
   const char *arch;            /* "sm_90a"; default from the device */

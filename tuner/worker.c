@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "cuda_dl.h"
+#include "cupti_timer.h"
 #include "inputs.h"
 #include "protocol.h"
 #include "recipe.h"
@@ -67,6 +68,10 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   int drv = 0;
   CUuuid uuid;
   if (tune_cuda_load(err)) return err->code;
+  /* CUPTI before the context exists, so every kernel of it is recorded */
+  tune_err cerr;
+  tune_err_clear(&cerr);
+  tune_cupti_open(&cerr);
   CU_TRY(err, cuDeviceGet(&w->dev, ordinal));
   CU_TRY(err, cuDevicePrimaryCtxRetain(&w->ctx, w->dev));
   CU_TRY(err, cuCtxSetCurrent(w->ctx));
@@ -109,6 +114,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
                     "cc_minor", v[1], "sm_count", v[2], "sm_clock_khz", v[3], "mem_clock_khz", v[4],
                     "mem_bus_bits", v[5], "l2_bytes", v[6], "smem_per_block_optin", v[7],
                     "mem_bytes", (json_int_t)mem, "driver", drvs, "uuid", u);
+  json_object_set_new(*info, "timer", json_string(tune_cupti_available() ? "cupti" : cerr.msg));
   return TUNE_OK;
 fail:
   return err->code;
@@ -287,7 +293,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   int n = 0;
   char why[1024] = "";
   json_t *reply = NULL;
-  double *samples = NULL;
+  double *samples = NULL, *event_samples = NULL;
   double t_start = now_ms();
   /* scratch buffers grow to the variant's need */
   json_t *scratch = json_object_get(msg, "scratch");
@@ -316,6 +322,16 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   }
   r = tune_cu.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) { reply = crash_reply(r, "after the verified run"); goto done; }
+  if (tune_cupti_available()) {
+    double ns;
+    int nk;
+    if (tune_cupti_collect(&ns, &nk, err)) goto fail;
+    if (nk < n) {
+      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n);
+      reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+      goto done;
+    }
+  }
   double worst_rel = 0, worst_abs = 0;
   char wrong[1024] = "";
   for (int i = 0; i < w->n_args; ++i) {
@@ -359,7 +375,14 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during warm-up"); goto done; }
   }
   samples = malloc((size_t)max_samples * sizeof *samples);
-  if (!samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
+  event_samples = malloc((size_t)max_samples * sizeof *event_samples);
+  if (!samples || !event_samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
+  int use_cupti = tune_cupti_available();
+  if (use_cupti) { /* drop the warm-up's records */
+    double d;
+    int k;
+    if (tune_cupti_collect(&d, &k, err)) goto fail;
+  }
   int ns = 0;
   double t0 = now_ms(), rel_ci = 1;
   while (ns < max_samples) {
@@ -372,7 +395,18 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during timing"); goto done; }
     float ms;
     CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
-    samples[ns++] = ms * 1e6;
+    event_samples[ns] = ms * 1e6;
+    if (use_cupti) {
+      /* the sum of every kernel that ran in the context, on any stream */
+      double kns;
+      int nk;
+      if (tune_cupti_collect(&kns, &nk, err)) goto fail;
+      if (nk == 0) {
+        reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", "no kernel ran during a measured launch");
+        goto done;
+      }
+      samples[ns++] = kns;
+    } else samples[ns++] = ms * 1e6;
     if (ns >= min_samples) {
       double *s = malloc((size_t)ns * sizeof *s);
       if (!s) break;
@@ -395,9 +429,11 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   mean /= ns;
   for (int i = 0; i < ns; ++i) var += (samples[i] - mean) * (samples[i] - mean);
   double median = ns % 2 ? samples[ns / 2] : 0.5 * (samples[ns / 2 - 1] + samples[ns / 2]);
-  reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
+  qsort(event_samples, (size_t)ns, sizeof *event_samples, cmp_double);
+  reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
                     "max_ns", samples[ns - 1], "stddev_ns", ns > 1 ? sqrt(var / (ns - 1)) : 0.0, "samples", ns,
-                    "rel_l2", worst_rel, "max_abs", worst_abs, "rel_ci", rel_ci);
+                    "rel_l2", worst_rel, "max_abs", worst_abs, "rel_ci", rel_ci, "timer", use_cupti ? "cupti" : "events",
+                    "event_median_ns", event_samples[ns / 2]);
   goto done;
 done_restore:
   for (int i = 0; i < w->n_args; ++i) {
@@ -412,13 +448,50 @@ done_restore:
 done:
   if (mod) tune_cu.cuModuleUnload(mod);
   free(samples);
+  free(event_samples);
   if (reply) json_object_set_new(reply, "measure_ms", json_real(now_ms() - t_start));
   return reply;
 fail:
   if (mod) tune_cu.cuModuleUnload(mod);
   free(samples);
+  free(event_samples);
   json_decref(reply);
   return NULL;
+}
+
+/* Copy bandwidth with tune's own kernel: 1 GiB, best of 20, read + write bytes. */
+static json_t *do_copy_peak(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
+  CUmodule mod = NULL;
+  CUfunction fn;
+  CUdeviceptr s = 0, d = 0;
+  json_t *reply = NULL;
+  const size_t bytes = (size_t)1 << 30;
+  long long n = (long long)(bytes / 16);
+  int sms = 0;
+  CU_TRY(err, cuModuleLoadData(&mod, cubin));
+  CU_TRY(err, cuModuleGetFunction(&fn, mod, json_string_value(json_object_get(msg, "kernel")) ?: ""));
+  CU_TRY(err, cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, w->dev));
+  CU_TRY(err, cuMemAlloc(&s, bytes));
+  CU_TRY(err, cuMemAlloc(&d, bytes));
+  CU_TRY(err, cuMemsetD32(s, 0x3f800000u, bytes / 4));
+  void *args[] = {&s, &d, &n};
+  float best = 1e30f;
+  for (int i = 0; i < 25; ++i) {
+    CU_TRY(err, cuEventRecord(w->e0, 0));
+    CU_TRY(err, cuLaunchKernel(fn, (unsigned)sms * 4, 1, 1, 512, 1, 1, 0, NULL, args, NULL));
+    CU_TRY(err, cuEventRecord(w->e1, 0));
+    CU_TRY(err, cuEventSynchronize(w->e1));
+    float ms;
+    CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
+    if (i >= 5 && ms < best) best = ms;
+  }
+  if (tune_cupti_available()) { double x; int k; tune_cupti_collect(&x, &k, err); }
+  reply = json_pack("{s:s,s:f}", "status", "ok", "GBps", 2.0 * (double)bytes / (best * 1e6));
+fail:
+  if (s) tune_cu.cuMemFree(s);
+  if (d) tune_cu.cuMemFree(d);
+  if (mod) tune_cu.cuModuleUnload(mod);
+  return reply;
 }
 
 int tune_worker_main(int ordinal, int in_fd, int out_fd) {
@@ -439,6 +512,7 @@ int tune_worker_main(int ordinal, int in_fd, int out_fd) {
       json_t *info = NULL;
       if (!worker_init(&w, ordinal, &info, &err)) reply = json_pack("{s:s,s:o}", "status", "ok", "device", info);
     } else if (!strcmp(op, "problem")) reply = do_problem(&w, msg, blob, blob_n, &err);
+    else if (!strcmp(op, "copy_peak")) reply = do_copy_peak(&w, msg, blob, &err);
     else if (!strcmp(op, "measure")) {
       reply = do_measure(&w, msg, blob, &err);
       fatal = reply && json_is_true(json_object_get(reply, "fatal"));

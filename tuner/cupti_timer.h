@@ -1,0 +1,23 @@
+/* cupti_timer.h: kernel time from CUPTI activity records (worker only).
+ *
+ * Every kernel that runs in the context is recorded
+ * (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), whatever stream launched it, so
+ * work on a side stream cannot hide and a measured launch that ran no kernel
+ * is seen. libcupti is opened with dlopen: where it is missing, the worker
+ * falls back to CUDA events and says so in each reply ("timer"). The record
+ * buffers are process state (CUPTI's callbacks take no user pointer); the
+ * worker is the only user. */
+#ifndef TUNE_CUPTI_TIMER_H
+#define TUNE_CUPTI_TIMER_H
+
+#include "tune_err.h"
+
+/* Open libcupti, register the buffers and enable kernel records. Call after
+ * cuInit and before the context is created. TUNE_ECUPTI when unavailable. */
+int tune_cupti_open(tune_err *err);
+/* Flush (forced) and return the kernels recorded since the previous call:
+ * their count and the sum of their durations [ns]. */
+int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err);
+int tune_cupti_available(void);
+
+#endif
