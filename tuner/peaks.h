@@ -1,11 +1,11 @@
 /* peaks.h: the device's physical limits, against which results are judged.
  *
- * Copy bandwidth is measured once per device by tune's own kernel (a
- * grid-stride 16-byte copy of 1 GiB, best of 20, bytes read + written) and
+ * Copy bandwidth is measured once per device by tune's own kernel (two
+ * 16-byte vectors per thread, 1 GiB, best of 20, bytes read + written) and
  * kept in the database's peaks table. The dense bf16 tensor-core bound is
  * computed, not measured: 4096 FLOP per clock per SM (Hopper) x SMs x the
  * maximum SM clock, an upper bound no kernel can pass. A result faster than
- * either (with 3% slack for clock and timer granularity) is `suspicious`. */
+ * either (with 5% slack for clock and timer granularity) is `suspicious`. */
 #ifndef TUNE_PEAKS_H
 #define TUNE_PEAKS_H
 

@@ -54,6 +54,8 @@ static void free_problem(wstate *w) {
   for (int i = 0; i < w->n_args; ++i) {
     if (w->ptr[i]) tune_cu.cuMemFree(w->ptr[i]);
     free(w->ref[i]);
+    free((char *)w->def[i].name);
+    w->def[i].name = NULL;
     w->ptr[i] = 0;
     w->ref[i] = NULL;
     w->bytes[i] = 0;
@@ -100,13 +102,14 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   if (vf) {
     char line[512];
     if (fgets(line, sizeof line, vf)) {
-      char *k = strstr(line, "Kernel Module");
-      if (k) {
-        k += strlen("Kernel Module");
-        while (*k == ' ') ++k;
-        char ver[24];
-        if (sscanf(k, "%23s", ver) == 1) snprintf(drvs, sizeof drvs, "%s (CUDA %d.%d)", ver, drv / 1000, (drv % 1000) / 10);
-      }
+      /* "NVRM version: NVIDIA UNIX [Open ]Kernel Module for x86_64  580.159.04 ...": the first
+         token after "Module" that starts with a digit */
+      char *k = strstr(line, "Module");
+      for (char *t = k ? strtok(k + 6, " \t\n") : NULL; t; t = strtok(NULL, " \t\n"))
+        if (t[0] >= '0' && t[0] <= '9' && strchr(t, '.')) {
+          snprintf(drvs, sizeof drvs, "%.24s (CUDA %d.%d)", t, drv / 1000, (drv % 1000) / 10);
+          break;
+        }
     }
     fclose(vf);
   }
@@ -220,6 +223,7 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     json_t *a = json_array_get(args, i);
     tune_arg_def *d = &w->def[i];
     memset(d, 0, sizeof *d);
+    d->name = strdup(json_string_value(json_object_get(a, "name")) ?: "?");
     d->is_tensor = json_is_true(json_object_get(a, "tensor"));
     d->dtype = (tune_dtype)json_integer_value(json_object_get(a, "dtype"));
     d->output = json_is_true(json_object_get(a, "output"));
@@ -467,10 +471,8 @@ static json_t *do_copy_peak(wstate *w, json_t *msg, const void *cubin, tune_err 
   json_t *reply = NULL;
   const size_t bytes = (size_t)1 << 30;
   long long n = (long long)(bytes / 16);
-  int sms = 0;
   CU_TRY(err, cuModuleLoadData(&mod, cubin));
   CU_TRY(err, cuModuleGetFunction(&fn, mod, json_string_value(json_object_get(msg, "kernel")) ?: ""));
-  CU_TRY(err, cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, w->dev));
   CU_TRY(err, cuMemAlloc(&s, bytes));
   CU_TRY(err, cuMemAlloc(&d, bytes));
   CU_TRY(err, cuMemsetD32(s, 0x3f800000u, bytes / 4));
@@ -478,7 +480,7 @@ static json_t *do_copy_peak(wstate *w, json_t *msg, const void *cubin, tune_err 
   float best = 1e30f;
   for (int i = 0; i < 25; ++i) {
     CU_TRY(err, cuEventRecord(w->e0, 0));
-    CU_TRY(err, cuLaunchKernel(fn, (unsigned)sms * 4, 1, 1, 512, 1, 1, 0, NULL, args, NULL));
+    CU_TRY(err, cuLaunchKernel(fn, (unsigned)(n / 512), 1, 1, 256, 1, 1, 0, NULL, args, NULL));
     CU_TRY(err, cuEventRecord(w->e1, 0));
     CU_TRY(err, cuEventSynchronize(w->e1));
     float ms;

@@ -28,9 +28,11 @@
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
 //   attn_decode_split    grid (GQA_PACK ? 1 : GQA_RATIO, SPLITS * HKV, B), block WARPS * 32, no
-//                        dynamic shared memory. Block (x, y, b): KV head hkv = y / SPLITS, split
-//                        y % SPLITS = rows [split * L / SPLITS, (split + 1) * L / SPLITS), query heads
+//                        dynamic shared memory. Block (x, y, b): KV head hkv = y % HKV, split
+//                        y / HKV = rows [split * L / SPLITS, (split + 1) * L / SPLITS), query heads
 //                        hkv * GQA_RATIO + {0 .. GQA_RATIO - 1} (GQA_PACK) or hkv * GQA_RATIO + x.
+//                        Blocks adjacent in launch order share a split and differ in head, so they
+//                        read neighbouring rows of the same pages at about the same time.
 //                        SPLITS > 1: writes its unnormalised fp32 partial (m, l, acc) to `partial`.
 //                        SPLITS == 1: normalises and writes o itself; `partial` is not touched.
 //   attn_decode_combine  grid (ceil(B * HQ / COMBINE_WARPS)), block COMBINE_WARPS * 32; one warp per
@@ -204,8 +206,8 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
                                                 float (&qf)[kHeads][kVecElems]) {
   split_ctx c;
   c.b = blockIdx.z;
-  const int hkv = blockIdx.y / SPLITS;
-  c.split = blockIdx.y % SPLITS;
+  const int hkv = blockIdx.y % HKV;
+  c.split = blockIdx.y / HKV;
   c.hq0 = hkv * GQA_RATIO + (GQA_PACK ? 0 : (int)blockIdx.x);
   c.warp = threadIdx.x / 32;
   c.lane = threadIdx.x % 32;

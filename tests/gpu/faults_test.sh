@@ -7,7 +7,7 @@ rc=$?
 if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
 cat run.txt
 check "the run completes (rc $rc)" test $rc -eq 0
-status() { sqlite3 f.db "select r.status from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":$1}' order by r.id desc limit 1"; }
+status() { sql f.db "select r.status from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":$1}' order by r.id desc limit 1"; }
 expect() { local got; got=$(status "$1"); check "FAULT=$1 is $2 (got $got)" test "$got" = "$2"; }
 expect 0 ok
 expect 1 crash
@@ -19,7 +19,7 @@ expect 6 wrong
 expect 7 wrong
 expect 8 wrong
 expect 9 wrong
-n_ok=$(sqlite3 f.db "select count(*) from results where status='ok' and median_ns > 0 and err_rel_l2 = 0")
+n_ok=$(sql f.db "select count(*) from results where status='ok' and median_ns > 0 and err_rel_l2 = 0")
 check "the good variant is verified and timed" test "$n_ok" -eq 1
 # a second run resumes: nothing is measured again
 "$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device cuda:0 --db f.db --timeout 4000 --seed 3 >again.txt 2>&1

@@ -7,9 +7,9 @@ check "first run exits 0" test $? -eq 0
 n_space=$(sed -n 's/^copy: \([0-9]*\) of .*/\1/p' first.txt)
 check "space size printed" test -n "$n_space"
 check "every variant compiled" contains first.txt "compile: $n_space compiled, 0 from the compile cache"
-n_bin=$(sqlite3 c.db "select count(*) from binaries where ok=1 and registers > 0")
+n_bin=$(sql c.db "select count(*) from binaries where ok=1 and registers > 0")
 check "binaries stored with registers ($n_bin of $n_space)" test "$n_bin" = "$n_space"
-n_res=$(sqlite3 c.db "select count(*) from results where registers > 0 and spill_stores >= 0")
+n_res=$(sql c.db "select count(*) from results where registers > 0 and spill_stores >= 0")
 check "results carry resource usage" test "$n_res" = "$n_space"
 "$TUNE" run "$SRC/recipes/copy.lua" --compile-only --arch sm_90a --db c.db --problem 64MiB >second.txt 2>&1
 check "second run exits 0" test $? -eq 0

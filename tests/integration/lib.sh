@@ -15,3 +15,8 @@ check() { # check "what" command...
 contains() { grep -q -- "$2" "$1" || { echo "  '$2' not in $1:" >&2; sed 's/^/    /' "$1" | tail -15 >&2; return 1; }; }
 lacks() { ! grep -q -- "$2" "$1" || { echo "  '$2' unexpectedly in $1" >&2; return 1; }; }
 finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+# sql DB "SELECT ..." prints rows '|'-separated, like the sqlite3 CLI (python's sqlite3 module:
+# present on the GPU machine too, where there is no sqlite3 CLI).
+sql() { python3 -c 'import sqlite3,sys
+c=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)
+for r in c.execute(sys.argv[2]): print("|".join("" if v is None else str(v) for v in r))' "$1" "$2"; }

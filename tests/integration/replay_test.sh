@@ -9,7 +9,7 @@ check "says it replays and from which device" contains run.txt "measurements mad
 "$TUNE" db best --db r.db --json >best.json
 check "db best --json exits 0" test $? -eq 0
 for p in 64MiB 256MiB; do
-  want=$(sqlite3 "$REC" "select printf('%.2f', min(r.median_ns)) from results r join problems p on p.id=r.problem_id where p.name='$p' and r.status='ok'")
+  want=$(sql "$REC" "select printf('%.2f', min(r.median_ns)) from results r join problems p on p.id=r.problem_id where p.name='$p' and r.status='ok'")
   got=$(python3 -c "import json,sys; rows=[r for r in json.load(open('best.json')) if r['problem']=='$p']; print('%.2f' % rows[0]['median_ns'])")
   check "best of $p equals the recorded minimum ($got vs $want)" test "$got" = "$want"
 done
@@ -21,8 +21,8 @@ sed 's/{ 128, 256, 512, 1024 }/{ 64, 128, 256, 512, 1024 }/' "$SRC/recipes/copy.
 rc=$?
 rm -f "$SRC/recipes/.copy_extra_test.lua"
 check "extended recipe replays (rc $rc)" test $rc -eq 0
-n_nr=$(sqlite3 x.db "select count(*) from results where status='not_recorded'")
-n_ok=$(sqlite3 x.db "select count(*) from results where status='ok'")
+n_nr=$(sql x.db "select count(*) from results where status='not_recorded'")
+n_ok=$(sql x.db "select count(*) from results where status='ok'")
 check "new values come back not_recorded ($n_nr)" test "$n_nr" -gt 0
 check "recorded values still answer ($n_ok)" test "$n_ok" -gt 0
 finish

@@ -9,6 +9,9 @@ set -uo pipefail
 out=${1:?OUTDIR}
 mkdir -p "$out"
 T=build/tune
+sql() { python3 -c 'import sqlite3,sys
+c=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)
+for r in c.execute(sys.argv[2]): print("|".join("" if v is None else str(v) for v in r))' "$1" "$2"; }
 cases=(
   "recipes/copy.lua|256MiB|VEC_BYTES=8,ILP=2,BLOCK=256,GRID_STRIDE=false,MIN_BLOCKS=1|copy_kernel"
   "recipes/copy.lua|64MiB|VEC_BYTES=16,ILP=1,BLOCK=256,GRID_STRIDE=false,MIN_BLOCKS=1|copy_kernel"
@@ -19,7 +22,7 @@ for c in "${cases[@]}"; do
   IFS='|' read -r recipe problem only kernel <<<"$c"
   db="$out/ncu_$(basename "$recipe" .lua)_$problem.db"
   $T run "$recipe" --db "$db" --problem "$problem" --only "$only" --seed 11 >"$out/tune_$problem.log" 2>&1
-  cupti=$(sqlite3 "$db" "select median_ns from results where status='ok' order by id desc limit 1")
+  cupti=$(sql "$db" "select median_ns from results where status='ok' order by id desc limit 1")
   ncu --clock-control none --target-processes all -k "regex:^${kernel}\$" --launch-count 60 \
       --metrics gpu__time_duration.sum --csv \
       $T run "$recipe" --db "$out/ncu_scratch_$problem.db" --problem "$problem" --only "$only" --seed 11 \
@@ -40,7 +43,7 @@ done
 : > "$out/repeat.txt"
 for i in 1 2 3 4 5; do
   $T run recipes/copy.lua --db "$out/rep_$i.db" --problem 256MiB --only "VEC_BYTES=8,ILP=2,BLOCK=256,GRID_STRIDE=false,MIN_BLOCKS=1" --seed $((100 + i)) >/dev/null 2>&1
-  sqlite3 "$out/rep_$i.db" "select median_ns from results where status='ok'" >> "$out/repeat.txt"
+  sql "$out/rep_$i.db" "select median_ns from results where status='ok'" >> "$out/repeat.txt"
 done
 python3 - "$out/repeat.txt" <<'PY' > "$out/repeat_table.txt"
 import sys, statistics
