@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -164,5 +165,45 @@ int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err);
 /* Provenance of recorded GPU data for a recipe: devices with first/last
  * result time and counts. */
 int db_query_provenance(db_conn *db, const char *recipe, json_t **rows, tune_err *err);
+
+/* ---- search benchmark and exports (db_bench.c, db_export.c) ---------------- */
+
+/* One config's recorded answer for a problem (db_bench_rows). */
+typedef struct db_bench_row {
+  char config_hash[40];    /* the config's identity */
+  const char *params_json; /* its parameter values, a JSON object; valid during the callback */
+  db_status status;        /* of the latest final result (ok, wrong, ...), else of the
+                              latest result (skipped) */
+  double median_ns;        /* [ns] NaN when not timed */
+  double compile_ms;       /* [ms] as recorded: 0 when the binary came from the compile cache */
+  double measure_ms;       /* [ms] verifying and timing it */
+  double build_ms;         /* [ms] compile time of its binary: compile_ms, or where that is 0
+                              (cached), the largest compile_ms recorded for the same binary */
+  char binary_key[40];     /* "" none */
+} db_bench_row;
+
+/* Return 0 to go on; non-zero stops the iteration and is returned. */
+typedef int (*db_bench_fn)(void *ctx, const db_bench_row *row);
+
+/* Call fn once per config of recipe_name that has a GPU result for the problem
+ * of hash problem_hash (any recipe source, any GPU device): the latest result
+ * that is a final answer, else the latest one (skipped, not_recorded). Rows
+ * come in config-hash order. */
+int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash, db_bench_fn fn,
+                  void *ctx, tune_err *err);
+
+/* Find a problem of recipe_name by name or hash; fills the non-NULL outputs
+ * (hash: 17 bytes). TUNE_ENOTFOUND when none. */
+int db_problem_lookup(db_conn *db, const char *recipe_name, const char *problem, char *name,
+                      size_t name_n, char hash[17], char *dims_json, size_t dims_n,
+                      tune_err *err);
+
+/* Write the recorded results of one problem of a recipe (db_bench_rows) to
+ * out in another tuner's format: "kernel_tuner" (Kernel Tuner's cache file,
+ * readable by its simulation mode) or "t4" (the T4 results schema 1.0.0 of
+ * the auto-tuning community, as Kernel Tuner writes it). TUNE_EINVAL for an
+ * unknown format, TUNE_ENOTFOUND when the problem or its results are absent. */
+int db_export(db_conn *db, const char *format, const char *recipe_name, const char *problem,
+              FILE *out, tune_err *err);
 
 #endif

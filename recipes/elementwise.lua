@@ -28,10 +28,13 @@ return {
       local b = c.VEC_BYTES * c.ILP
       return b >= 16 and b <= 64 and not (c.VEC_BYTES == 8 and c.ILP == 8)
     end,
-    -- MIN_BLOCKS = 2 only binds (caps registers at 32) for 1024-thread blocks; below that this
-    -- kernel's ~20-40 registers leave it without effect.
-    "MIN_BLOCKS == 1 or BLOCK == 1024",
-    "BLOCK * MIN_BLOCKS <= 2048",
+    -- 64 B per thread in 1024-thread blocks (capped at 64 registers) spills: the compiler hoists
+    -- the scale and bias loads of all ILP vectors next to x (~110 registers unbounded).
+    "BLOCK * VEC_BYTES * ILP <= 32768",
+    -- MIN_BLOCKS = 2 only binds for 1024-thread blocks (it caps registers at 32: two resident
+    -- blocks, full occupancy); at 32 registers only 16 B per thread fits without spilling.
+    -- Elsewhere this kernel's 27-77 registers leave it without effect.
+    "MIN_BLOCKS == 1 or (BLOCK == 1024 and VEC_BYTES * ILP <= 16)",
   },
 
   applies = function(c, p)

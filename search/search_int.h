@@ -41,5 +41,9 @@ struct search_strategy {
 /* The strategies, one per file in time; registered in strategy.c. */
 extern const search_strategy_vt search_exhaustive_vt;
 extern const search_strategy_vt search_random_vt;
+extern const search_strategy_vt search_anneal_vt;  /* strategy_anneal.c */
+extern const search_strategy_vt search_genetic_vt; /* strategy_genetic.c */
+extern const search_strategy_vt search_bayes_vt;   /* strategy_bayes.c */
+extern const search_strategy_vt search_bandit_vt;  /* strategy_bandit.c */
 
 #endif

@@ -16,9 +16,12 @@
 /* ---- registry ---------------------------------------------------------- */
 
 /* Keep in the same order as registry[] (search_test checks they agree). */
-const char *const search_strategy_names[] = {"exhaustive", "random", NULL};
+const char *const search_strategy_names[] = {"exhaustive", "random", "anneal", "genetic",
+                                             "bayes", "bandit", NULL};
 
-static const search_strategy_vt *const registry[] = {&search_exhaustive_vt, &search_random_vt};
+static const search_strategy_vt *const registry[] = {&search_exhaustive_vt, &search_random_vt,
+                                                     &search_anneal_vt, &search_genetic_vt,
+                                                     &search_bayes_vt, &search_bandit_vt};
 
 #define N_REGISTRY ((int)(sizeof registry / sizeof registry[0]))
 

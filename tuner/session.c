@@ -98,6 +98,24 @@ static void print_metrics(double ns, const tune_problem_setup *s, char *buf, siz
   if (s->flops > 0) snprintf(buf + len, n - len, " %7.1f TFLOP/s", s->flops / ns / 1e3);
 }
 
+/* One line, redrawn in place on a terminal: done/total, ETA, best so far, failures. */
+static void progress_bar(long long done, size_t total, double elapsed, double best_ns, const tune_problem_setup *s,
+                         const stats *st) {
+  int width = 24, fill = total ? (int)(width * (double)done / (double)total) : 0;
+  char bar[32];
+  for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  double eta = done > 0 && (size_t)done < total ? elapsed / (double)done * (double)(total - (size_t)done) : 0;
+  char best[96] = "none yet";
+  if (isfinite(best_ns)) print_metrics(best_ns, s, best, sizeof best);
+  printf("[%s] %lld/%zu  ETA %dm%02ds  best %s", bar, done, total, (int)eta / 60, (int)eta % 60, best);
+  int fails = 0;
+  for (int k = 0; k < DB_STATUS_COUNT; ++k)
+    if (k != DB_OK && k != DB_SKIPPED && st->n_status[k]) {
+      printf("%s%d %s", fails++ ? ", " : "  | ", st->n_status[k], db_status_name((db_status)k));
+    }
+}
+
 typedef struct pending {
   uint64_t point;
   int vi[SEARCH_MAX_PARAMS];
@@ -152,6 +170,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   jobs = calloc(BATCH, sizeof *jobs);
   if (!pend || !jobs) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
   long long evaluated = 0;
+  int tty = isatty(1);
+  double t_problem = now_s();
   double best = INFINITY;
   int n_width = snprintf(NULL, 0, "%zu", space->n_points);
   while (!tune_interrupted) {
@@ -298,12 +318,16 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         const char *t = res.error_text;
         snprintf(line, sizeof line, "%.*s", (int)(strcspn(t, "\n") > 100 ? 100 : strcspn(t, "\n")), t);
       }
+      if (tty) printf("\r\033[K"); /* erase the progress bar */
       if (!o->quiet)
-        printf("[%*lld/%zu] %-13s %s %s%s\n", n_width, (long long)(st->total + st->resumed), space->n_points,
-               db_status_name(res.status), q->json, line, res.registers >= 0 ? "" : "");
+        printf("[%*lld/%zu] %-13s %s %s\n", n_width, (long long)(st->total + st->resumed), space->n_points,
+               db_status_name(res.status), q->json, line);
+      if (tty) progress_bar(evaluated, o->budget > 0 && (size_t)o->budget < space->n_points ? (size_t)o->budget : space->n_points,
+                            now_s() - t_problem, best, &setup, st);
       fflush(stdout);
     }
   }
+  if (tty) printf("\r\033[K");
   st->best_ns = best;
   if (isfinite(best)) {
     char m[128];

@@ -1,0 +1,289 @@
+/* tunert.h: libtunert, the deployment runtime of tune.
+ *
+ * Owns: reading a bundle made by `tune bundle` (one SQLite file: per kernel
+ * family and tuned problem the chosen variant, its cubins and PTX, its launch
+ * geometry as expressions, its argument layout and provenance), choosing a
+ * variant for a problem (tunert_select), and launching it (tunert_launch).
+ * Must not: link Lua, NVRTC or CUPTI; allocate or lock on the hot path
+ * (a select of a problem seen before, a launch of a loaded selection).
+ * libcuda is opened with dlopen on first need: a program linked with
+ * libtunert starts, opens bundles and selects on a machine without a driver;
+ * only tunert_launch needs one, and says so (TUNERT_ENODRIVER).
+ *
+ * Memory: a tunert_ctx owns everything reachable from it; pointers handed out
+ * (selections, names, info fields) stay valid until tunert_close. Threads:
+ * every function taking a ctx may be called from any thread at once, except
+ * tunert_close. No globals: two contexts share nothing.
+ *
+ * Stability: signatures never change. New behaviour comes as new functions
+ * (`_v2`) or as new fields at the end of the structs that start with
+ * `struct_size` (the library reads or fills only the bytes the caller has). */
+#ifndef TUNERT_H
+#define TUNERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TUNERT_API
+#else
+#define TUNERT_API __attribute__((visibility("default")))
+#endif
+
+#define TUNERT_VERSION_MAJOR 0
+#define TUNERT_VERSION_MINOR 1
+#define TUNERT_VERSION_PATCH 0
+/* The bundle format this library reads: any 1.x bundle; a bundle of another
+ * major version is refused with TUNERT_EVERSION. */
+#define TUNERT_FORMAT_MAJOR 1
+#define TUNERT_FORMAT_MINOR 0
+
+/* Status codes. 0 is success; every failure fills a tunert_err when one is
+ * given. The numbers never change. */
+typedef enum tunert_status {
+  TUNERT_OK = 0,
+  TUNERT_EINVAL = 1,      /* bad argument (NULL, wrong count, wrong kind of argument) */
+  TUNERT_ENOMEM = 2,      /* the allocator failed */
+  TUNERT_EIO = 3,         /* the bundle file cannot be opened or read */
+  TUNERT_EFORMAT = 4,     /* not a tune bundle, or corrupt, or truncated */
+  TUNERT_EVERSION = 5,    /* bundle format major version unknown to this library */
+  TUNERT_ENOFAMILY = 6,   /* no such kernel family in the bundle */
+  TUNERT_ENOVARIANT = 7,  /* no variant of the family may run this problem (message says why) */
+  TUNERT_EARCH = 8,       /* no binary in the bundle runs on this device's architecture */
+  TUNERT_ENODRIVER = 9,   /* libcuda cannot be opened or reports no device */
+  TUNERT_ECUDA = 10,      /* a CUDA driver call failed (message has the driver's error) */
+  TUNERT_EEXPR = 11,      /* an expression of the bundle failed for this problem (e.g. n // 0) */
+  TUNERT_ECONTEXT = 12    /* the calling thread's current CUDA context is not the one of the
+                             bundle's device (see tunert_launch) */
+} tunert_status;
+
+/* A failure: code and "where: what". Caller-owned; functions only write it on
+ * failure (the hot path never touches it when all goes well). */
+typedef struct tunert_err {
+  int code;               /* a tunert_status */
+  char msg[1024];         /* NUL-terminated */
+} tunert_err;
+
+/* The short name of a status ("ok", "no variant", ...). Static storage. */
+TUNERT_API const char *tunert_status_name(int code);
+
+/* Optional host allocator for everything the context allocates. alloc returns
+ * NULL on failure; free gets the size given to alloc. Note: SQLite's own
+ * allocations while reading the bundle (tunert_open, first load of a binary)
+ * and the driver's go through their own allocators. */
+typedef struct tunert_allocator {
+  void *(*alloc)(void *ud, size_t size);
+  void (*free)(void *ud, void *ptr, size_t size);
+  void *ud;
+} tunert_allocator;
+
+typedef struct tunert_ctx tunert_ctx;
+typedef struct tunert_selection tunert_selection;
+
+/* Open flags. */
+#define TUNERT_OPEN_EXACT_ONLY 0x1u   /* tunert_select never uses a variant for a problem it was
+                                         not tuned for (TUNERT_ENOVARIANT instead) */
+#define TUNERT_OPEN_NO_DEVICE 0x2u    /* do not open libcuda at open time (select only; the
+                                         arch check is skipped unless .arch is given) */
+#define TUNERT_OPEN_ANY_ARCH 0x4u     /* open even when no binary runs on the device (selection
+                                         then reports TUNERT_EARCH per family) */
+
+typedef struct tunert_options {
+  uint32_t struct_size;                /* sizeof(tunert_options): set by tunert_options_init */
+  uint32_t flags;                      /* TUNERT_OPEN_* */
+  int device;                          /* CUDA device ordinal for launches (default 0) */
+  const char *arch;                    /* NULL: the device's ("sm_90a" for cc 9.0); else the
+                                          architecture to check the bundle against, e.g. for
+                                          selection on a machine without a GPU */
+  const tunert_allocator *allocator;   /* NULL: malloc/free; must outlive the context */
+  int max_selections;                  /* distinct problems cached per family before the cache
+                                          grows (default 64; growing takes the slow path once) */
+} tunert_options;
+
+/* Fill *o with the defaults. */
+TUNERT_API void tunert_options_init(tunert_options *o);
+
+/* Open a bundle: checks that it is a tune bundle of a known format version
+ * (TUNERT_EVERSION names both versions otherwise), that it is intact
+ * (TUNERT_EFORMAT for a truncated or corrupt file), compiles its expressions,
+ * and checks that every family has a binary for the device (TUNERT_EARCH
+ * unless TUNERT_OPEN_ANY_ARCH). Without a driver (or with TUNERT_OPEN_NO_DEVICE)
+ * the device is unknown: opening and selection work, launches fail with
+ * TUNERT_ENODRIVER. opt may be NULL (defaults). On failure *out is NULL and
+ * nothing is left allocated. Binaries are read and loaded lazily (first
+ * launch of a variant). */
+TUNERT_API int tunert_open(const char *path, const tunert_options *opt, tunert_ctx **out,
+                           tunert_err *err);
+/* Unload the modules, free everything. NULL is ignored. No other call on ctx
+ * may be in flight. */
+TUNERT_API void tunert_close(tunert_ctx *ctx);
+
+/* ---- families ------------------------------------------------------------ */
+
+/* Number of kernel families in the bundle, and the i-th name (NULL when out of
+ * range). */
+TUNERT_API int tunert_family_count(const tunert_ctx *ctx);
+TUNERT_API const char *tunert_family_name(const tunert_ctx *ctx, int i);
+
+/* Argument roles. */
+#define TUNERT_ROLE_INPUT 0    /* tensor read by the kernel */
+#define TUNERT_ROLE_OUTPUT 1   /* tensor written by the kernel */
+#define TUNERT_ROLE_SCRATCH 2  /* workspace tensor the caller provides (size: tunert_selection_info) */
+#define TUNERT_ROLE_SCALAR 3   /* scalar passed by value */
+
+typedef struct tunert_family_info {
+  uint32_t struct_size;        /* set by the caller: sizeof(tunert_family_info) */
+  const char *name;            /* "attention.prefill" */
+  int n_dims;                  /* problem dimensions, in the order tunert_select takes them */
+  const char *const *dims;     /* their names (sorted by name, as in the recipe's problem) */
+  const char *const *dim_types;/* "int" or "bool" (bool: pass 0 or 1) */
+  int n_args;                  /* kernel arguments, in the order tunert_launch takes them */
+  const char *const *arg_names;
+  const int *arg_roles;        /* TUNERT_ROLE_* */
+  const char *const *arg_dtypes; /* "f32", "f16", "bf16", "i32", "i64", "f64" */
+  int n_problems;              /* tuned problems (see tunert_family_problem) */
+  int n_variants;              /* distinct compiled variants */
+  const char *source_hash;     /* of the recipe and templates the variants were measured with */
+  const char *recipe_file;     /* the recipe file, as recorded */
+} tunert_family_info;
+
+/* Describe a family. TUNERT_ENOFAMILY when absent (the message lists the
+ * families there are). */
+TUNERT_API int tunert_family_info_get(const tunert_ctx *ctx, const char *family,
+                                      tunert_family_info *info, tunert_err *err);
+
+/* The i-th tuned problem of a family: its name and its dims (n_dims values,
+ * in tunert_family_info order). TUNERT_EINVAL when out of range. */
+TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, int i,
+                                     const char **name, const int64_t **dims, tunert_err *err);
+
+/* ---- selection ------------------------------------------------------------- */
+
+/* Choose the variant of `family` for the problem dims[0..n_dims) (family order,
+ * see tunert_family_info). Policy:
+ *  1. exact: a tuned problem with these dims: its chosen variant.
+ *  2. otherwise, among the variants whose launch geometry, argument shapes and
+ *     compile-time defines are expressions (not frozen Lua results) and whose
+ *     recorded requirements hold for the problem: the one tuned for the
+ *     problem nearest in log scale (sqrt of the sum over dims of
+ *     ln(dim / tuned dim)^2; a differing bool or non-positive dim counts 1);
+ *     ties: the faster measured time, then the first in the bundle.
+ *  3. else TUNERT_ENOVARIANT, with every candidate's reason in the message.
+ * With TUNERT_OPEN_EXACT_ONLY step 2 is skipped. Variants without a binary for
+ * the device are never chosen. The result is cached: the first select of a
+ * problem computes it (and may allocate, under a lock); later selects of the
+ * same dims are lock-free and allocate nothing. *out stays valid until
+ * tunert_close. */
+TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                             const tunert_selection **out, tunert_err *err);
+
+typedef struct tunert_launch_info {
+  const char *kernel;          /* symbol in the binary */
+  unsigned grid[3], block[3];
+  unsigned shared;             /* dynamic shared memory [bytes] */
+} tunert_launch_info;
+
+typedef struct tunert_arg_info {
+  const char *name;
+  int role;                    /* TUNERT_ROLE_* */
+  const char *dtype;
+  int rank;                    /* tensors: number of shape entries (<= 8) */
+  int64_t shape[8];            /* tensors: the shape for this problem */
+  int64_t numel;               /* tensors: elements */
+  int64_t bytes;               /* tensors: numel * dtype size; scratch: what to provide */
+  int has_value;               /* scalars: 1 when the bundle has a value for this problem */
+  double value;                /* scalars: that value (TUNERT_ARG_AUTO passes it) */
+} tunert_arg_info;
+
+typedef struct tunert_selection_info {
+  uint32_t struct_size;        /* set by the caller: sizeof(tunert_selection_info) */
+  const char *family;
+  const char *variant;         /* the variant's parameters, canonical JSON {"BLOCK":256,...} */
+  const char *tuned_problem;   /* name of the tuned problem the variant was chosen for */
+  const char *tuned_dims;      /* its dims, JSON */
+  int exact;                   /* 1: the problem is that tuned problem */
+  double distance;             /* log-scale distance to it (0 when exact) */
+  const char *reason;          /* why this variant, in words (and what was rejected) */
+  double measured_ns;          /* median time at the tuned problem [ns] */
+  const char *measured_on;     /* device name it was measured on */
+  const char *binary;          /* "cubin sm_90a", "ptx compute_90a (JIT)", or why none */
+  int n_launches;              /* kernels launched in order by tunert_launch */
+  const tunert_launch_info *launches;
+  int n_args;
+  const tunert_arg_info *args;
+} tunert_selection_info;
+
+/* Describe a selection. Pointers are valid until tunert_close. */
+TUNERT_API int tunert_selection_info_get(const tunert_selection *sel, tunert_selection_info *info);
+
+/* ---- launch ---------------------------------------------------------------- */
+
+#define TUNERT_ARG_PTR 1       /* a device pointer (tensor arguments) */
+#define TUNERT_ARG_INT 2       /* an integer scalar (converted to the argument's dtype) */
+#define TUNERT_ARG_FLOAT 3     /* a floating scalar (converted to the argument's dtype) */
+#define TUNERT_ARG_AUTO 4      /* a scalar whose value the bundle computes for the problem */
+
+typedef struct tunert_arg {
+  int kind;                    /* TUNERT_ARG_* */
+  union {
+    uint64_t ptr;              /* CUdeviceptr, or a cudaMalloc pointer cast to uint64_t */
+    int64_t i;
+    double f;
+  } v;
+} tunert_arg;
+
+static inline tunert_arg tunert_arg_ptr(const void *p) {
+  tunert_arg a; a.kind = TUNERT_ARG_PTR; a.v.ptr = (uint64_t)(uintptr_t)p; return a;
+}
+static inline tunert_arg tunert_arg_devptr(uint64_t p) {
+  tunert_arg a; a.kind = TUNERT_ARG_PTR; a.v.ptr = p; return a;
+}
+static inline tunert_arg tunert_arg_int(int64_t i) {
+  tunert_arg a; a.kind = TUNERT_ARG_INT; a.v.i = i; return a;
+}
+static inline tunert_arg tunert_arg_float(double f) {
+  tunert_arg a; a.kind = TUNERT_ARG_FLOAT; a.v.f = f; return a;
+}
+static inline tunert_arg tunert_arg_auto(void) {
+  tunert_arg a; a.kind = TUNERT_ARG_AUTO; a.v.i = 0; return a;
+}
+
+/* Launch the selection's kernels in order on `stream` (a CUstream or
+ * cudaStream_t; NULL: the default stream) with args[0..n_args), one per
+ * kernel argument in tunert_family_info order: device pointers for tensors
+ * (scratch included, at least tunert_arg_info.bytes), values or
+ * TUNERT_ARG_AUTO for scalars. Asynchronous, like cuLaunchKernel.
+ * The first launch of a variant loads its binary (cubin for the device, else
+ * the PTX through the driver's JIT) under a lock; later launches take no lock
+ * and allocate nothing. Launches use the calling thread's current CUDA
+ * context; a thread with none gets the device's primary context made current
+ * (as the CUDA runtime does); another context is TUNERT_ECONTEXT. */
+TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void *stream,
+                             const tunert_arg *args, int n_args, tunert_err *err);
+
+/* ---- bundle facts ---------------------------------------------------------- */
+
+typedef struct tunert_bundle_info {
+  uint32_t struct_size;        /* set by the caller: sizeof(tunert_bundle_info) */
+  int format_major, format_minor;
+  const char *created_at;      /* UTC ISO 8601 */
+  const char *tool_version;    /* tune version that wrote it */
+  const char *nvrtc_version;   /* NVRTC that compiled the binaries */
+  const char *device_name;     /* the GPU the variants were measured on */
+  const char *device_arch;
+  const char *archs;           /* binaries it holds, e.g. "sm_90a" */
+  const char *device_arch_here;/* the arch checked against ("unknown" without a driver) */
+  double open_ms;              /* time tunert_open took [ms] */
+} tunert_bundle_info;
+
+TUNERT_API int tunert_bundle_info_get(const tunert_ctx *ctx, tunert_bundle_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

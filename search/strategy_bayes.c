@@ -1,0 +1,445 @@
+/* strategy_bayes.c: Bayesian optimization, a Gaussian process with expected
+ * improvement.
+ *
+ * Inputs: each parameter with more than one value is one coordinate, its
+ * value index scaled to [0, 1] (the recipe's value order is taken as the
+ * order of the values). Output: log of the cost; a failed point is given the
+ * worst log cost observed, so the model learns to avoid its region.
+ * Targets are standardized before fitting.
+ *
+ * Model: zero-mean GP, Matern 5/2 kernel with one length scale per
+ * coordinate (ARD), signal variance s2 and noise variance s2 * g. s2 has a
+ * closed-form maximum-likelihood value; the length scales and g are fitted by
+ * coordinate search on the log marginal likelihood (factor-2 then factor-
+ * sqrt(2) steps on each length scale, g from a short list), with a weak
+ * log-normal prior on the length scales (median BAYES_LS_PRIOR). The fit
+ * starts from the previous one and is redone while the training set is
+ * small, then every time it has grown by about 5 %.
+ *
+ * Proposal: BAYES_INIT(n) space-filling random points first (each the
+ * farthest from the ones chosen so far among BAYES_INIT_DRAWS random unseen
+ * points), in one batch. Then one point per batch: the unseen point of
+ * largest expected improvement (xi = BAYES_XI in standardized units) among
+ * all unseen points when there are at most BAYES_MAX_CAND, else among
+ * BAYES_MAX_CAND random ones plus the unseen neighbours of the best points.
+ * With no success observed yet (nothing to model) it draws at random. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strategy_common.h"
+
+#define BAYES_MAX_CAND 2048   /* candidates scored per step, at most */
+#define BAYES_INIT_DRAWS 16   /* random draws per space-filling initial point */
+#define BAYES_XI 0.01         /* expected-improvement margin [standardized log cost] */
+#define BAYES_LS_PRIOR 0.5    /* median of the length-scale prior [normalized index] */
+#define BAYES_LS_PRIOR_SD 1.5 /* its spread [ln units] */
+#define BAYES_LS_MIN 0.03
+#define BAYES_LS_MAX 20.0
+#define BAYES_N_BEST 4        /* best points whose neighbours join large candidate sets */
+
+static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
+#define N_NOISE ((int)(sizeof noise_grid / sizeof noise_grid[0]))
+
+typedef struct bayes_state {
+  search_pool pool;
+  int d;             /* coordinates (parameters with more than one value) */
+  int n_init;        /* random points before the model is used */
+  int n_obs, cap;    /* training points, allocated capacity */
+  uint32_t *obs;     /* [cap] their positions */
+  double *X;         /* [cap * d] their coordinates */
+  double *y;         /* [cap] log cost, NAN for a failure */
+  double *ys;        /* [cap] standardized targets of the current fit */
+  double *L;         /* [cap * cap] Cholesky factor of the kernel matrix */
+  double *alpha;     /* [cap] K^-1 ys */
+  double *work;      /* [cap] scratch */
+  double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
+  double g;          /* fitted noise ratio */
+  double s2;         /* fitted signal variance */
+  int fit_n;         /* training size at the last hyperparameter fit, 0 never */
+  uint32_t *cand;    /* [BAYES_MAX_CAND + BAYES_N_BEST * 2 * d] candidate positions */
+} bayes_state;
+
+static int bayes_init(search_strategy *s, tune_err *err) {
+  bayes_state *st = calloc(1, sizeof *st);
+  if (!st) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for bayes");
+  s->state = st;
+  int rc = search_pool_init(&st->pool, s, 0xba7e5ull, err);
+  if (rc) return rc;
+  st->d = st->pool.n_free;
+  int n0 = st->d + 1;
+  st->n_init = n0 < 3 ? 3 : n0 > 8 ? 8 : n0;
+  for (int k = 0; k < st->d; k++) st->log_ls[k] = log(BAYES_LS_PRIOR);
+  st->g = 1e-3;
+  st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *
+                    sizeof(uint32_t));
+  if (!st->cand) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for bayes");
+  return TUNE_OK;
+}
+
+static void bayes_free(search_strategy *s) {
+  bayes_state *st = s->state;
+  if (!st) return;
+  search_pool_free(&st->pool);
+  free(st->obs);
+  free(st->X);
+  free(st->y);
+  free(st->ys);
+  free(st->L);
+  free(st->alpha);
+  free(st->work);
+  free(st->cand);
+  free(st);
+  s->state = NULL;
+}
+
+/* ---- the Gaussian process ------------------------------------------------ */
+
+static double matern52(const double *a, const double *b, const double *inv_ls, int d) {
+  double r2 = 0;
+  for (int k = 0; k < d; k++) {
+    double t = (a[k] - b[k]) * inv_ls[k];
+    r2 += t * t;
+  }
+  double r = sqrt(5.0 * r2);
+  return (1.0 + r + r * r / 3.0) * exp(-r);
+}
+
+/* Kernel matrix (unit signal variance, noise ratio g) of the n training
+ * points into L, factored in place (lower triangle). Returns 0, or -1 when
+ * not positive definite. */
+static int factor(bayes_state *st, const double *log_ls, double g, int n) {
+  int d = st->d;
+  double inv_ls[SEARCH_MAX_PARAMS];
+  for (int k = 0; k < d; k++) inv_ls[k] = exp(-log_ls[k]);
+  double *L = st->L;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++) L[i * n + j] = matern52(st->X + i * d, st->X + j * d, inv_ls, d);
+    L[i * n + i] = 1.0 + g + 1e-9;
+  }
+  for (int j = 0; j < n; j++) {
+    double s = L[j * n + j];
+    for (int k = 0; k < j; k++) s -= L[j * n + k] * L[j * n + k];
+    if (!(s > 0)) return -1;
+    double ljj = sqrt(s);
+    L[j * n + j] = ljj;
+    for (int i = j + 1; i < n; i++) {
+      double t = L[i * n + j];
+      const double *li = L + i * n, *lj = L + j * n;
+      for (int k = 0; k < j; k++) t -= li[k] * lj[k];
+      L[i * n + j] = t / ljj;
+    }
+  }
+  return 0;
+}
+
+/* Solve L v = b in place (forward substitution). */
+static void solve_lower(const double *L, int n, double *v) {
+  for (int i = 0; i < n; i++) {
+    double t = v[i];
+    const double *li = L + i * n;
+    for (int k = 0; k < i; k++) t -= li[k] * v[k];
+    v[i] = t / li[i];
+  }
+}
+
+/* Solve L^T v = b in place (back substitution). */
+static void solve_upper(const double *L, int n, double *v) {
+  for (int i = n - 1; i >= 0; i--) {
+    double t = v[i];
+    for (int k = i + 1; k < n; k++) t -= L[k * n + i] * v[k];
+    v[i] = t / L[i * n + i];
+  }
+}
+
+/* Log marginal likelihood, s2 profiled out, plus the length-scale prior.
+ * -INFINITY when the matrix does not factor. Leaves L factored. */
+static double log_likelihood(bayes_state *st, const double *log_ls, double g, int n) {
+  if (factor(st, log_ls, g, n)) return -INFINITY;
+  double *v = st->work, quad = 0, logdet = 0;
+  memcpy(v, st->ys, (size_t)n * sizeof(double));
+  solve_lower(st->L, n, v);
+  for (int i = 0; i < n; i++) {
+    quad += v[i] * v[i];
+    logdet += log(st->L[i * n + i]);
+  }
+  double s2 = quad / n;
+  if (s2 < 1e-12) s2 = 1e-12;
+  double ll = -0.5 * n * log(s2) - logdet;
+  for (int k = 0; k < st->d; k++) {
+    double z = (log_ls[k] - log(BAYES_LS_PRIOR)) / BAYES_LS_PRIOR_SD;
+    ll -= 0.5 * z * z;
+  }
+  return ll;
+}
+
+static void fit_hyper(bayes_state *st, int n) {
+  double best = log_likelihood(st, st->log_ls, st->g, n);
+  double ls[SEARCH_MAX_PARAMS];
+  memcpy(ls, st->log_ls, sizeof ls);
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N_NOISE; i++) {
+      double ll = log_likelihood(st, ls, noise_grid[i], n);
+      if (ll > best) {
+        best = ll;
+        st->g = noise_grid[i];
+      }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+      double step = pass == 0 ? log(2.0) : 0.5 * log(2.0);
+      int moved = 1;
+      for (int sweep = 0; sweep < 4 && moved; sweep++) {
+        moved = 0;
+        for (int k = 0; k < st->d; k++) {
+          for (int dir = -1; dir <= 1; dir += 2) {
+            double old = ls[k], cand = old + dir * step;
+            if (cand < log(BAYES_LS_MIN) || cand > log(BAYES_LS_MAX)) continue;
+            ls[k] = cand;
+            double ll = log_likelihood(st, ls, st->g, n);
+            if (ll > best + 1e-9) {
+              best = ll;
+              moved = 1;
+              break;
+            }
+            ls[k] = old;
+          }
+        }
+      }
+    }
+  }
+  memcpy(st->log_ls, ls, sizeof ls);
+  st->fit_n = n;
+}
+
+/* Standardize the targets, refit if due, factor, and solve for alpha.
+ * Returns 0, or -1 when there is nothing to model. */
+static int build_model(bayes_state *st, double *best_ys) {
+  int n = st->n_obs;
+  double worst = -INFINITY, mean = 0, var = 0;
+  int n_ok = 0;
+  for (int i = 0; i < n; i++)
+    if (!isnan(st->y[i])) {
+      n_ok++;
+      if (st->y[i] > worst) worst = st->y[i];
+    }
+  if (n_ok == 0) return -1;
+  for (int i = 0; i < n; i++) {
+    st->ys[i] = isnan(st->y[i]) ? worst : st->y[i];
+    mean += st->ys[i];
+  }
+  mean /= n;
+  for (int i = 0; i < n; i++) var += (st->ys[i] - mean) * (st->ys[i] - mean);
+  double sd = sqrt(var / n);
+  if (sd < 1e-9) sd = 1.0;
+  *best_ys = INFINITY;
+  for (int i = 0; i < n; i++) {
+    st->ys[i] = (st->ys[i] - mean) / sd;
+    if (!isnan(st->y[i]) && st->ys[i] < *best_ys) *best_ys = st->ys[i];
+  }
+  if (st->fit_n == 0 || n < 40 || n >= st->fit_n + (st->fit_n + 19) / 20) fit_hyper(st, n);
+  /* Factor with the fitted values (a fit leaves L at its last trial). */
+  double ll = log_likelihood(st, st->log_ls, st->g, n);
+  for (int i = 0; !isfinite(ll) && i < 6; i++) { /* numerically stuck: more noise */
+    st->g *= 10;
+    ll = log_likelihood(st, st->log_ls, st->g, n);
+  }
+  if (!isfinite(ll)) return -1;
+  double *a = st->alpha, quad = 0;
+  memcpy(a, st->ys, (size_t)n * sizeof(double));
+  solve_lower(st->L, n, a);
+  for (int i = 0; i < n; i++) quad += a[i] * a[i];
+  st->s2 = quad / n > 1e-12 ? quad / n : 1e-12;
+  solve_upper(st->L, n, a);
+  return 0;
+}
+
+/* Expected improvement below best_ys at position pos. */
+static double expected_improvement(bayes_state *st, uint32_t pos, double best_ys) {
+  int n = st->n_obs, d = st->d;
+  double x[SEARCH_MAX_PARAMS], inv_ls[SEARCH_MAX_PARAMS];
+  search_pool_coords(&st->pool, pos, x);
+  for (int k = 0; k < d; k++) inv_ls[k] = exp(-st->log_ls[k]);
+  double *v = st->work, mu = 0;
+  for (int i = 0; i < n; i++) {
+    v[i] = matern52(x, st->X + i * d, inv_ls, d);
+    mu += v[i] * st->alpha[i];
+  }
+  solve_lower(st->L, n, v);
+  double vv = 0;
+  for (int i = 0; i < n; i++) vv += v[i] * v[i];
+  double var = st->s2 * (1.0 - vv);
+  double sd = sqrt(var > 1e-12 * st->s2 ? var : 1e-12 * st->s2);
+  double imp = best_ys - mu - BAYES_XI;
+  double z = imp / sd;
+  double cdf = 0.5 * erfc(-z / sqrt(2.0));
+  double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+  return imp * cdf + sd * pdf;
+}
+
+/* ---- proposals ----------------------------------------------------------- */
+
+/* Squared distance between positions a and b in normalized coordinates. */
+static double dist2(const bayes_state *st, uint32_t a, uint32_t b) {
+  double xa[SEARCH_MAX_PARAMS], xb[SEARCH_MAX_PARAMS], s = 0;
+  search_pool_coords(&st->pool, a, xa);
+  search_pool_coords(&st->pool, b, xb);
+  for (int k = 0; k < st->d; k++) s += (xa[k] - xb[k]) * (xa[k] - xb[k]);
+  return s;
+}
+
+/* The initial design: n_init points, each the unseen draw farthest from the
+ * points chosen or seen so far (maximin over BAYES_INIT_DRAWS draws). */
+static int initial_design(bayes_state *st, tune_err *err) {
+  search_pool *p = &st->pool;
+  for (int c = 0; c < st->n_init && p->n_seen < p->n; c++) {
+    long pick = -1;
+    double pick_d = -1;
+    uint32_t draws[BAYES_INIT_DRAWS];
+    int nd = 0;
+    for (int t = 0; t < BAYES_INIT_DRAWS; t++) {
+      long q = search_pool_random_unseen(p);
+      if (q < 0) break;
+      p->seen[q] = 2; /* keep the draws distinct; undone below */
+      draws[nd++] = (uint32_t)q;
+      double dmin = INFINITY;
+      for (uint32_t i = 0; i < p->queue_len; i++) {
+        double dd = dist2(st, (uint32_t)q, p->queue[i]);
+        if (dd < dmin) dmin = dd;
+      }
+      for (int i = 0; i < st->n_obs; i++) {
+        double dd = dist2(st, (uint32_t)q, st->obs[i]);
+        if (dd < dmin) dmin = dd;
+      }
+      if (dmin > pick_d) {
+        pick_d = dmin;
+        pick = q;
+      }
+    }
+    for (int i = 0; i < nd; i++) p->seen[draws[i]] = 0;
+    /* The draws not picked were consumed from the shuffle; the pool finds
+     * them again by its final scan, so nothing is lost. */
+    int rc = search_pool_push(p, (uint32_t)pick, err);
+    if (rc) return rc;
+  }
+  return TUNE_OK;
+}
+
+/* Candidate positions for the next pick into st->cand; returns the count. */
+static int candidates(bayes_state *st) {
+  search_pool *p = &st->pool;
+  uint32_t n_unseen = p->n - p->n_seen;
+  int n = 0;
+  if (n_unseen <= BAYES_MAX_CAND) {
+    for (uint32_t i = 0; i < p->n; i++)
+      if (!p->seen[i]) st->cand[n++] = i;
+    return n;
+  }
+  /* Random unseen points (rejection: more than BAYES_MAX_CAND are unseen),
+   * then the unseen neighbours of the best observed points. */
+  for (int t = 0; n < BAYES_MAX_CAND && t < 64 * BAYES_MAX_CAND; t++) {
+    uint32_t q = (uint32_t)search_rng_below(&p->rng, p->n);
+    if (p->seen[q]) continue;
+    p->seen[q] = 2;
+    st->cand[n++] = q;
+  }
+  uint32_t best[BAYES_N_BEST];
+  int nb = 0;
+  for (int i = 0; i < st->n_obs; i++) {
+    if (isnan(st->y[i])) continue;
+    int j = nb < BAYES_N_BEST ? nb++ : BAYES_N_BEST;
+    while (j > 0 && st->y[i] < st->y[best[j - 1]]) {
+      if (j < BAYES_N_BEST) best[j] = best[j - 1];
+      j--;
+    }
+    if (j < BAYES_N_BEST) best[j] = (uint32_t)i;
+  }
+  for (int b = 0; b < nb; b++) {
+    uint32_t nbr[2 * SEARCH_MAX_PARAMS];
+    int k = search_pool_neighbours(p, st->obs[best[b]], nbr, 2 * st->d);
+    for (int i = 0; i < k; i++)
+      if (!p->seen[nbr[i]]) {
+        p->seen[nbr[i]] = 2;
+        st->cand[n++] = nbr[i];
+      }
+  }
+  for (int i = 0; i < n; i++) p->seen[st->cand[i]] = 0;
+  return n;
+}
+
+static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  bayes_state *st = s->state;
+  search_pool *p = &st->pool;
+  if (search_pool_queued(p) == 0 && p->n_seen < p->n) {
+    double best_ys = 0;
+    int rc;
+    if (st->n_obs < st->n_init && p->n_seen < (uint32_t)st->n_init) {
+      rc = initial_design(st, err);
+    } else if (build_model(st, &best_ys) != 0) {
+      rc = search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
+    } else {
+      int nc = candidates(st);
+      long pick = -1;
+      double pick_ei = -1;
+      for (int i = 0; i < nc; i++) {
+        double ei = expected_improvement(st, st->cand[i], best_ys);
+        if (ei > pick_ei) {
+          pick_ei = ei;
+          pick = st->cand[i];
+        }
+      }
+      if (pick < 0) pick = search_pool_random_unseen(p);
+      rc = search_pool_push(p, (uint32_t)pick, err);
+    }
+    if (rc) return rc;
+  }
+  *n_out = search_pool_serve(p, out, max);
+  return TUNE_OK;
+}
+
+/* Grow the training arrays to hold one more point; -1 on no memory. */
+static int grow(bayes_state *st) {
+  if (st->n_obs < st->cap) return 0;
+  int cap = st->cap ? 2 * st->cap : 32;
+  size_t c = (size_t)cap;
+  uint32_t *obs = realloc(st->obs, c * sizeof(uint32_t));
+  if (obs) st->obs = obs;
+  double *X = realloc(st->X, c * (size_t)(st->d ? st->d : 1) * sizeof(double));
+  if (X) st->X = X;
+  double *y = realloc(st->y, c * sizeof(double));
+  if (y) st->y = y;
+  double *ys = realloc(st->ys, c * sizeof(double));
+  if (ys) st->ys = ys;
+  double *alpha = realloc(st->alpha, c * sizeof(double));
+  if (alpha) st->alpha = alpha;
+  double *work = realloc(st->work, c * sizeof(double));
+  if (work) st->work = work;
+  double *L = malloc(c * c * sizeof(double));
+  if (!obs || !X || !y || !ys || !alpha || !work || !L) {
+    free(L);
+    return -1;
+  }
+  free(st->L);
+  st->L = L;
+  st->cap = cap;
+  return 0;
+}
+
+static void bayes_observe(search_strategy *s, uint64_t point, double cost_ns) {
+  bayes_state *st = s->state;
+  long pos = search_pool_observe(&st->pool, point, cost_ns);
+  if (pos < 0) return;
+  for (int i = 0; i < st->n_obs; i++)
+    if (st->obs[i] == (uint32_t)pos) { /* measured again: keep the latest */
+      st->y[i] = cost_ns >= 0 ? search_pool_score(&st->pool, (uint32_t)pos) : NAN;
+      return;
+    }
+  if (grow(st)) return; /* no memory: the model goes without this point */
+  int i = st->n_obs++;
+  st->obs[i] = (uint32_t)pos;
+  search_pool_coords(&st->pool, (uint32_t)pos, st->X + (size_t)i * (size_t)st->d);
+  st->y[i] = cost_ns >= 0 ? search_pool_score(&st->pool, (uint32_t)pos) : NAN;
+}
+
+const search_strategy_vt search_bayes_vt = {
+    .name = "bayes", .init = bayes_init, .next_batch = bayes_next, .observe = bayes_observe,
+    .free = bayes_free};
