@@ -12,6 +12,7 @@
 
 #define MAX_TEXT (64 * 1024)
 #define MAX_DEPTH 100
+#define MAX_HEIGHT 1000  /* tree height: bounds the evaluator's recursion */
 
 enum {
   OP_CONST, OP_VAR, OP_NEG, OP_NOT, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_IDIV, OP_MOD, OP_POW,
@@ -21,6 +22,7 @@ enum {
 
 typedef struct xnode {
   int op;
+  int height;               /* 1 + the children's */
   int a, b;                 /* children (node indexes), or the env slot for OP_VAR */
   tunert_xval k;            /* OP_CONST */
 } xnode;
@@ -61,7 +63,14 @@ static void pfail(parser *p, const char *fmt, ...) {
 static int new_node(parser *p, int op, int a, int b) {
   if (p->e->n_nodes >= p->cap) { pfail(p, "too many nodes"); return -1; }
   xnode *n = &p->e->nodes[p->e->n_nodes];
+  int h = 0;
+  if (op != OP_VAR && op != OP_CONST) {
+    if (a >= 0 && p->e->nodes[a].height > h) h = p->e->nodes[a].height;
+    if (b >= 0 && p->e->nodes[b].height > h) h = p->e->nodes[b].height;
+  }
+  if (h + 1 > MAX_HEIGHT) { pfail(p, "nested too deeply (more than %d levels of operators)", MAX_HEIGHT); return -1; }
   n->op = op;
+  n->height = h + 1;
   n->a = a;
   n->b = b;
   n->k = tunert_xint(0);
@@ -95,6 +104,15 @@ static int at_op(parser *p, const char *o) {
 }
 
 static int parse_expr(parser *p);
+
+/* An unexpected character, with a hint for operators of other languages. */
+static void unexpected(parser *p, char c, const char *after) {
+  if (c == '!' && (p->s[p->pos + 1] == '=')) pfail(p, "'!=' is not an operator: write '~=' (Lua)");
+  else if (c == '&' || c == '|') pfail(p, "'%c' is not an operator: write 'and' / 'or' (Lua)", c);
+  else if (c == '?') pfail(p, "'?' is not an operator: write 'c and a or b' (Lua)");
+  else if (c == '!') pfail(p, "'!' is not an operator: write 'not' (Lua)");
+  else pfail(p, "unexpected '%c'%s", c, after);
+}
 
 static int parse_number(parser *p) {
   const char *start = p->s + p->pos;
@@ -232,10 +250,7 @@ static int parse_primary(parser *p) {
     return -1;
   }
   if (c == 0) pfail(p, "unexpected end of expression");
-  else if (c == '!' && p->s[p->pos + 1] == '=') pfail(p, "'!=' is not an operator: write '~=' (Lua)");
-  else if (c == '&' || c == '|') pfail(p, "'%c' is not an operator: write 'and' / 'or' (Lua)", c);
-  else if (c == '?') pfail(p, "'?' is not an operator: write 'c and a or b' (Lua)");
-  else pfail(p, "unexpected '%c'", c);
+  else unexpected(p, c, "");
   return -1;
 }
 
@@ -372,10 +387,12 @@ int tunert_expr_parse(const char *text, const char *const *names, int n_names,
   e->text = (char *)(e->items + cap);
   memcpy(e->text, text, len + 1);
   parser p = {.s = e->text, .names = names, .n_names = n_names, .e = e, .cap = cap, .msg = msg, .msg_n = msg_n};
+  const char *dash = strstr(e->text, "--");
+  if (dash) { p.pos = (size_t)(dash - e->text); pfail(&p, "'--' starts a comment in Lua: write '- -' or use parentheses"); }
   skip_ws(&p);
   int braces = 0;
   if (p.s[p.pos] == '{') { braces = 1; p.pos++; }
-  for (;;) {
+  for (; !p.failed;) {
     skip_ws(&p);
     if (braces && p.s[p.pos] == '}' && e->n_items > 0) break; /* trailing comma */
     int root = parse_expr(&p);
@@ -393,7 +410,7 @@ int tunert_expr_parse(const char *text, const char *const *names, int n_names,
       else p.pos++;
       skip_ws(&p);
     }
-    if (!p.failed && p.s[p.pos]) pfail(&p, "unexpected '%c' after the expression", p.s[p.pos]);
+    if (!p.failed && p.s[p.pos]) unexpected(&p, p.s[p.pos], " after the expression");
   }
   if (!p.failed && e->n_items == 0) pfail(&p, "empty expression");
   if (p.failed) {
@@ -460,7 +477,7 @@ static int num_eq(const tunert_xval *a, const tunert_xval *b) {
 }
 
 static int eval_node(evalctx *c, int ni, tunert_xval *out, int depth) {
-  if (depth > 4 * MAX_DEPTH + 64) return efail(c, "nested too deeply");
+  if (depth > MAX_HEIGHT + 8) return efail(c, "nested too deeply");
   const xnode *n = &c->e->nodes[ni];
   tunert_xval a, b;
   switch (n->op) {
@@ -529,7 +546,7 @@ static int eval_node(evalctx *c, int ni, tunert_xval *out, int depth) {
       *out = tunert_xint(r);
     } else {
       double x = num(&a), y = num(&b), m = fmod(x, y);
-      if ((m > 0) ? y < 0 : (m < 0 && y != m)) m += y;
+      if ((m > 0) ? y < 0 : (m < 0 && y > 0)) m += y; /* as Lua 5.4's luai_nummod */
       *out = tunert_xfloat(m);
     }
     return 0;

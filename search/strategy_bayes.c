@@ -69,6 +69,7 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   st->d = st->pool.n_free;
   int n0 = st->d + 1;
   st->n_init = n0 < 3 ? 3 : n0 > 8 ? 8 : n0;
+  if (getenv("BX_INIT")) st->n_init = atoi(getenv("BX_INIT"));
   for (int k = 0; k < st->d; k++) st->log_ls[k] = log(BAYES_LS_PRIOR);
   st->g = 1e-3;
   st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *
@@ -223,8 +224,16 @@ static int build_model(bayes_state *st, double *best_ys) {
       if (st->y[i] > worst) worst = st->y[i];
     }
   if (n_ok == 0) return -1;
+  static double capq = -2; if (capq < -1) { const char *e = getenv("BX_CAP"); capq = e ? atof(e) : -1; }
+  if (capq >= 0 && n_ok >= 3) {
+    double *tmp = st->work; int m = 0;
+    for (int i = 0; i < n; i++) if (!isnan(st->y[i])) tmp[m++] = st->y[i];
+    for (int i = 1; i < m; i++) { double t = tmp[i]; int j = i; while (j > 0 && tmp[j-1] > t) { tmp[j] = tmp[j-1]; j--; } tmp[j] = t; }
+    double cap = tmp[(int)(capq * (m - 1))];
+    worst = cap;
+  }
   for (int i = 0; i < n; i++) {
-    st->ys[i] = isnan(st->y[i]) ? worst : st->y[i];
+    st->ys[i] = isnan(st->y[i]) || st->y[i] > worst ? worst : st->y[i];
     mean += st->ys[i];
   }
   mean /= n;
@@ -269,7 +278,10 @@ static double expected_improvement(bayes_state *st, uint32_t pos, double best_ys
   for (int i = 0; i < n; i++) vv += v[i] * v[i];
   double var = st->s2 * (1.0 - vv);
   double sd = sqrt(var > 1e-12 * st->s2 ? var : 1e-12 * st->s2);
-  double imp = best_ys - mu - BAYES_XI;
+  static double xi = -1; if (xi < 0) { const char *e = getenv("BX_XI"); xi = e ? atof(e) : BAYES_XI; }
+  double imp = best_ys - mu - xi;
+  static double kappa = -2; if (kappa < -1) { const char *e = getenv("BX_KAPPA"); kappa = e ? atof(e) : -1; }
+  if (kappa >= 0) return -(mu - kappa * sd);
   double z = imp / sd;
   double cdf = 0.5 * erfc(-z / sqrt(2.0));
   double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
@@ -379,7 +391,7 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
     } else {
       int nc = candidates(st);
       long pick = -1;
-      double pick_ei = -1;
+      double pick_ei = -INFINITY;
       for (int i = 0; i < nc; i++) {
         double ei = expected_improvement(st, st->cand[i], best_ys);
         if (ei > pick_ei) {

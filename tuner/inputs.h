@@ -11,6 +11,8 @@
 
 /* Fill dst (numel elements of def->dtype) from def's distribution. */
 void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
+/* The same values as tune_inputs_fill, generated on all cores. */
+void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
 /* Element i of a typed buffer as a double. */
 double tune_inputs_get(tune_dtype t, const void *buf, int64_t i);
 

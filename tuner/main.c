@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_search.h"
+#include "bundle.h"
 #include "db.h"
 #include "session.h"
 #include "version.h"
@@ -20,6 +22,8 @@ static const char *usage_main =
     "verbs:\n"
     "  run RECIPE      tune the kernels a Lua recipe describes (tune run --help)\n"
     "  db best|list|show   query a results database (tune db --help)\n"
+    "  bundle          export the best variants for libtunert (tune bundle --help)\n"
+    "  bench-search RECIPE  benchmark the search strategies on recorded data\n"
     "  worker          the GPU worker process (started by tune run; not for direct use)\n"
     "  version         print the version\n"
     "\n"
@@ -54,7 +58,7 @@ static const char *usage_run =
     "  --quiet              only summaries, no line per variant\n";
 
 static const char *usage_db =
-    "usage: tune db <best|list|show> [options]\n"
+    "usage: tune db <best|list|show|export> [options]\n"
     "\n"
     "  best [--recipe R] [--problem P]       fastest verified variant per recipe,\n"
     "                                        problem and device\n"
@@ -62,6 +66,9 @@ static const char *usage_db =
     "                                        results, fastest first\n"
     "  show ID                               one result with its config, device,\n"
     "                                        run and compile log\n"
+    "  export --format kernel_tuner|t4 --recipe R --problem P [-o FILE]\n"
+    "                                        one problem's results in Kernel Tuner's\n"
+    "                                        cache format or the T4 results schema\n"
     "options:\n"
     "  --db FILE    database (default tune.db)\n"
     "  --json       print JSON instead of a table\n";
@@ -165,6 +172,7 @@ static void params_text(json_t *params, char *b, size_t n) {
 
 static int cmd_db(int argc, char **argv) {
   const char *db_path = "tune.db", *recipe = NULL, *problem = NULL, *status = NULL, *verb = NULL;
+  const char *format = NULL, *out_path = NULL; /* export */
   int json = 0, limit = 0;
   long long id = -1;
   for (int i = 0; i < argc; ++i) {
@@ -179,6 +187,8 @@ static int cmd_db(int argc, char **argv) {
     else if (!strcmp(a, "--status")) { NEED_VALUE(); status = v; }
     else if (!strcmp(a, "--limit")) { NEED_VALUE(); limit = atoi(v); }
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--format")) { NEED_VALUE(); format = v; }
+    else if (!strcmp(a, "-o") || !strcmp(a, "--output")) { NEED_VALUE(); out_path = v; }
     else if (a[0] == '-') { fprintf(stderr, "tune db: unknown option %s (see tune db --help)\n", a); return 2; }
     else if (!verb) verb = a;
     else if (!strcmp(verb, "show") && id < 0) id = atoll(a);
@@ -227,6 +237,8 @@ static int cmd_db(int argc, char **argv) {
              (long long)json_integer_value(json_object_get(r, "registers")), p, e && *e ? "  | " : "", e ? e : "");
     }
     rc = 0;
+  } else if (!strcmp(verb, "export")) {
+    rc = tune_db_export_cli(db, format, recipe, problem, out_path);
   } else if (!strcmp(verb, "show")) {
     if (id < 0) { fprintf(stderr, "tune db show: which result? (an id from tune db list)\n"); rc = 2; goto out; }
     json_t *obj = NULL;
@@ -236,7 +248,7 @@ static int cmd_db(int argc, char **argv) {
     json_decref(obj);
     rc = 0;
   } else {
-    fprintf(stderr, "tune db: unknown verb %s (best, list, show)\n", verb);
+    fprintf(stderr, "tune db: unknown verb %s (best, list, show, export)\n", verb);
     rc = 2;
   }
 out:
@@ -254,6 +266,8 @@ int main(int argc, char **argv) {
   const char *verb = argv[1];
   if (!strcmp(verb, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(verb, "db")) return cmd_db(argc - 2, argv + 2);
+  if (!strcmp(verb, "bundle")) return tune_bundle_main(argc - 2, argv + 2);
+  if (!strcmp(verb, "bench-search")) return tune_bench_search_main(argc - 2, argv + 2);
   if (!strcmp(verb, "version") || !strcmp(verb, "--version")) { puts("tune " TUNE_VERSION); return 0; }
   if (!strcmp(verb, "worker")) {
     int dev = 0;

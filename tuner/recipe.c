@@ -192,6 +192,10 @@ static int config_index(lua_State *L) {
   if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1; /* problem dim */
   lua_getglobal(L, key ? key : "");
   if (!lua_isnil(L, -1)) return 1;
+  /* the functions of the bundle expression language (runtime/tunert_expr.h) */
+  static const char *const expr_funcs[] = {"min", "max", "floor", "ceil", "abs", "sqrt", NULL};
+  for (int i = 0; key && expr_funcs[i]; ++i)
+    if (!strcmp(key, expr_funcs[i])) { lua_getglobal(L, "math"); lua_getfield(L, -1, key); return 1; }
   return luaL_error(L, "unknown name '%s' (not a parameter, problem dimension or library)",
                     key ? key : "?");
 }
@@ -527,6 +531,9 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   lua_pop(L, 1);
   if (lua_getfield(L, t, "launch") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs launch = {grid=..., block=..., shared=...} or a list of them", file, r->name);
   lua_pop(L, 1);
+  int qtype = lua_getfield(L, t, "requires");
+  lua_pop(L, 1);
+  if (qtype != LUA_TNIL && qtype != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': requires must be a list of expression strings", file, r->name);
   if (lua_getfield(L, t, "reference") != LUA_TTABLE) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s' needs reference = {source=..., kernel=..., grid=..., block=...}", file, r->name);
   if (lua_getfield(L, -1, "source") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': reference needs source", file, r->name);
   resolve_path(root, lua_tostring(L, -1), &r->ref_source);
@@ -758,6 +765,26 @@ static int add_define_table(lua_State *L, char (*defs)[160], int *n, tune_recipe
   return TUNE_OK;
 }
 
+/* Entries of the table at the top that are expression strings are replaced
+ * (in a copy) by their values: grid = {"ceil(N / 256)", 1, 1}. On error the
+ * message is at the top. */
+static int eval_entries(lua_State *L, int cfg, int prob, int dev) {
+  if (!lua_istable(L, -1)) return LUA_OK;
+  int t = lua_gettop(L);
+  int n = (int)lua_rawlen(L, t);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; ++i) {
+    lua_rawgeti(L, t, i);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      int rc = eval_top(L, cfg, prob, dev, 0);
+      if (rc != LUA_OK) { lua_replace(L, t); lua_settop(L, t); return rc; }
+    }
+    lua_rawseti(L, -2, i);
+  }
+  lua_replace(L, t);
+  return LUA_OK;
+}
+
 static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, int dev,
                        const char *top_kernel_or_null, int top_kernel_idx, tune_launch *out, tune_err *err) {
   memset(out, 0, sizeof *out);
@@ -777,6 +804,7 @@ static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, 
     lua_getfield(L, lt, f[i]);
     if (lua_isnil(L, -1) && i == 2) { lua_pop(L, 1); break; }
     if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) return lua_fail(L, err, f[i], r);
+    if (i < 2 && eval_entries(L, cfg, prob, dev) != LUA_OK) return lua_fail(L, err, f[i], r);
     if (i < 2) {
       if (read_dim3(L, i == 0 ? out->grid : out->block))
         return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s must be a positive integer or {x, y, z}", r->file, r->name, f[i]);
@@ -816,6 +844,28 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
     }
   }
   lua_settop(L, dev);
+  /* requires: expression strings over params and dims that must all be true
+     (the form of applies that libtunert can check without Lua) */
+  if (push_field(L, r, "requires") == LUA_TTABLE) {
+    int qt = lua_gettop(L);
+    int nq = (int)lua_rawlen(L, qt);
+    for (int i = 1; i <= nq; ++i) {
+      lua_rawgeti(L, qt, i);
+      const char *q = lua_tostring(L, -1);
+      if (lua_type(L, -1) != LUA_TSTRING) { rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': requires[%d] must be an expression string", r->file, r->name, i); goto done; }
+      char qtext[256];
+      snprintf(qtext, sizeof qtext, "%s", q);
+      if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) { rc = lua_fail(L, err, "requires", r); goto done; }
+      if (lua_type(L, -1) != LUA_TBOOLEAN) { rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': requires \"%s\" gave %s, want a boolean", r->file, r->name, qtext, luaL_typename(L, -1)); goto done; }
+      if (!lua_toboolean(L, -1)) {
+        out->skip = 1;
+        snprintf(out->skip_reason, sizeof out->skip_reason, "requires %.240s", qtext);
+        goto done;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, dev);
   /* defines: params, then defines(c, p) */
   for (int i = 0; i < r->n_params; ++i) {
     push_value(L, &r->params[i].values[vi[i]]);
@@ -823,7 +873,18 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
     lua_pop(L, 1);
   }
   if (push_field(L, r, "defines") != LUA_TNIL) {
-    if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) { rc = lua_fail(L, err, "defines", r); goto done; }
+    if (lua_istable(L, -1)) { /* NAME = "expression" (bundle expression language) or a constant */
+      int t = lua_gettop(L);
+      lua_newtable(L);
+      lua_pushnil(L);
+      while (lua_next(L, t)) {
+        if (lua_type(L, -1) == LUA_TSTRING && eval_top(L, cfg, prob, dev, 0) != LUA_OK) { rc = lua_fail(L, err, "defines", r); goto done; }
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, t + 1);
+      }
+      lua_replace(L, t);
+    } else if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) { rc = lua_fail(L, err, "defines", r); goto done; }
     if ((rc = add_define_table(L, out->defines, &out->n_defines, r, err))) goto done;
   }
   lua_settop(L, dev);
@@ -927,6 +988,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     lua_getfield(L, rt, f[i]);
     if (lua_isnil(L, -1) && i == 2) { lua_pop(L, 1); break; }
     if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, "reference", r); goto done; }
+    if (i < 2 && eval_entries(L, 0, prob, dev) != LUA_OK) { rc = lua_fail(L, err, "reference", r); goto done; }
     if (i < 2 && read_dim3(L, i == 0 ? out->ref_launch.grid : out->ref_launch.block)) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference %s must be {x, y, z}", r->file, f[i]); goto done; }
     if (i == 2) { long long s; if (to_int(L, -1, &s) || s < 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference shared must be bytes", r->file); goto done; } out->ref_launch.shared = (unsigned)s; }
     lua_pop(L, 1);

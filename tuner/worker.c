@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "cuda_dl.h"
+#include "compile.h"
 #include "cupti_timer.h"
 #include "inputs.h"
 #include "protocol.h"
@@ -29,7 +30,10 @@ typedef struct wstate {
   CUdeviceptr ptr[TUNE_MAX_ARGS];
   size_t bytes[TUNE_MAX_ARGS];
   double *ref[TUNE_MAX_ARGS];     /* reference outputs */
-  uint64_t in_hash[TUNE_MAX_ARGS];/* xxh64 of each input tensor */
+  uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
+  CUmodule sum_mod;               /* tune's own checksum kernel */
+  CUfunction sum_fn;
+  CUdeviceptr sum_out;            /* 8 bytes */
   void *host;                     /* staging buffer */
   size_t host_n;
   double tol_rel, tol_abs;
@@ -208,6 +212,68 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Order-independent checksum of a device buffer's 32-bit words (each mixed
+ * with its index) plus its last bytes: any change to an input shows, at the
+ * cost of one pass at device bandwidth instead of a copy to the host. */
+static const char checksum_src[] =
+    "extern \"C\" __global__ void tune_checksum(const unsigned *p, unsigned long long n,\n"
+    "    unsigned long long *out) {\n"
+    "  unsigned long long acc = 0;\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = p[i] ^ (i * 0x9E3779B97F4A7C15ull);\n"
+    "    x *= 0xff51afd7ed558ccdull; acc += x ^ (x >> 33);\n"
+    "  }\n"
+    "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
+    "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
+    "}\n";
+
+static int checksum_init(wstate *w, tune_err *err) {
+  if (w->sum_fn) return TUNE_OK;
+  int maj = 0, min = 0;
+  CU_TRY(err, cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, w->dev));
+  CU_TRY(err, cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, w->dev));
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%d%d", maj, min);
+  tune_compile_job job;
+  memset(&job, 0, sizeof job);
+  job.source_path = "tune_checksum.cu";
+  job.source_text = checksum_src;
+  job.include_root = ".";
+  job.arch = arch;
+  job.n_names = 1;
+  job.names[0] = "tune_checksum";
+  if (tune_compile_batch(&job, 1, 1, err)) return err->code;
+  if (!job.bin.ok) {
+    tune_fail(err, TUNE_EINTERNAL, "worker: the checksum kernel does not compile: %s", job.bin.log ? job.bin.log : "");
+    db_binary_release(&job.bin);
+    return err->code;
+  }
+  CUresult r = tune_cu.cuModuleLoadData(&w->sum_mod, job.bin.cubin);
+  db_binary_release(&job.bin);
+  if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: checksum module: %s", tune_cuda_error_name(r));
+  CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
+  CU_TRY(err, cuMemAlloc(&w->sum_out, 8));
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+static int device_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
+  unsigned long long n = w->bytes[i] / 4, h = 0;
+  unsigned char tail[4] = {0};
+  size_t rest = w->bytes[i] % 4;
+  void *args[] = {&w->ptr[i], &n, &w->sum_out};
+  CU_TRY(err, cuMemsetD8(w->sum_out, 0, 8));
+  if (n) CU_TRY(err, cuLaunchKernel(w->sum_fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  CU_TRY(err, cuMemcpyDtoH(&h, w->sum_out, 8));
+  if (rest) CU_TRY(err, cuMemcpyDtoH(tail, w->ptr[i] + n * 4, rest));
+  *sum = h ^ XXH64(tail, rest, (uint64_t)rest);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
 /* Set up a problem: buffers, inputs, reference outputs. Reply {ok, ref_ms}. */
 static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubin_n, tune_err *err) {
   CUmodule mod = NULL;
@@ -239,9 +305,9 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     CU_TRY(err, cuMemAlloc(&w->ptr[i], w->bytes[i]));
     if (!d->output) {
       if (host_reserve(w, w->bytes[i], err)) goto fail;
-      tune_inputs_fill(d, w->numel[i], seed, i, w->host);
-      w->in_hash[i] = XXH64(w->host, w->bytes[i], 0);
+      tune_inputs_fill_parallel(d, w->numel[i], seed, i, w->host);
       CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+      if (checksum_init(w, err) || device_checksum(w, i, &w->in_hash[i], err)) goto fail;
     }
   }
   /* the reference: same args, writes the outputs */
@@ -340,9 +406,16 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   char wrong[1024] = "";
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].is_tensor || w->def[i].scratch) continue;
+    if (!w->def[i].output) {
+      uint64_t h;
+      if (device_checksum(w, i, &h, err)) goto fail;
+      if (h != w->in_hash[i] && !wrong[0])
+        snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
+      continue;
+    }
     if (host_reserve(w, w->bytes[i], err)) goto fail;
     CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    if (w->def[i].output) {
+    {
       tune_compare c;
       tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
       if (c.rel_l2 > worst_rel) worst_rel = c.rel_l2;
@@ -355,8 +428,6 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
                  w->def[i].name ? w->def[i].name : "?", c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs, (long long)c.first_bad,
                  c.first_bad >= 0 ? tune_inputs_get(w->def[i].dtype, w->host, c.first_bad) : 0.0,
                  c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
-    } else if (XXH64(w->host, w->bytes[i], 0) != w->in_hash[i] && !wrong[0]) {
-      snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
     }
   }
   if (wrong[0]) {
@@ -442,11 +513,12 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
 done_restore:
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].is_tensor || w->def[i].output || w->def[i].scratch) continue;
+    uint64_t h;
+    if (device_checksum(w, i, &h, err)) goto fail;
+    if (h == w->in_hash[i]) continue;
     if (host_reserve(w, w->bytes[i], err)) goto fail;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    if (XXH64(w->host, w->bytes[i], 0) == w->in_hash[i]) continue;
     /* regenerate: same seed, same arg index, same values */
-    tune_inputs_fill(&w->def[i], w->numel[i], w->seed, i, w->host);
+    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->seed, i, w->host);
     CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
   }
 done:

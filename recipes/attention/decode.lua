@@ -34,13 +34,17 @@ return {
     { "VEC_BYTES", { 16, 8 } },               -- bytes per K/V load per thread
     { "GQA_PACK",  { 1, 0 } },                -- 1: a block serves all query heads of its KV head
     { "STAGES",    { 1, 2 } },                -- 2: tile t+1's loads issued before tile t's math
-    { "KV_HINT",   { 1 } },                   -- 1: ld.global.nc.L1::no_allocate; widen to {0, 1, 2}
-                                              -- (plain / + .L2::256B) to measure the cache hints
+    -- Fixed knobs, listed so that they are explicit defines; widen to measure them:
+    { "KV_HINT",     { 1 } },  -- 1: ld.global.nc.L1::no_allocate; 0 plain, 2 adds .L2::256B
+                               -- (0 and 2 were 1-3% slower on H200 in the check harness)
+    { "BLOCK_ORDER", { 1 } },  -- 1: blocks of one head adjacent in launch order, 0: of one split
+                               -- (up to ~7% either way on H200 by config, best-of within 2%;
+                               -- {1, 0} makes 352 configs instead of 192)
   },
 
   constraints = {
     -- 64..256 bytes of K/V in flight per thread per tile, at most 256 bytes (64 registers) in all:
-    -- fewer starves the memory system, more costs occupancy (167-187 registers at 256 bytes).
+    -- fewer starves the memory system, more costs occupancy (GQA_PACK 1: 156-187 registers at 256).
     function(c)
       local b = kv_bytes_per_thread(c)
       return b >= 64 and b * c.STAGES <= 256
@@ -50,6 +54,8 @@ return {
     function(c)
       return c.VEC_BYTES == 16 or (c.STAGES == 1 and kv_bytes_per_thread(c) == 128)
     end,
+    -- With one split both block orders launch the same blocks in the same order.
+    function(c) return c.BLOCK_ORDER == 1 or c.SPLITS > 1 end,
   },
 
   defines = function(c, p)

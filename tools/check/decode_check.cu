@@ -1,6 +1,6 @@
 // decode_check.cu: standalone check and timing of one templates/attention/decode.cuh configuration.
 //
-// The configuration is compiled in (-D SPLITS BLOCK_N WARPS VEC_BYTES GQA_PACK [STAGES KV_HINT]
+// The configuration is compiled in (-D SPLITS BLOCK_N WARPS VEC_BYTES GQA_PACK [STAGES KV_HINT BLOCK_ORDER]
 // HEAD_DIM PAGE_SIZE GQA_RATIO, see build_decode_check.sh); the problem comes from the command line:
 //   decode_check --B 32 --HQ 32 --HKV 8 --L 4096 [--iters 50] [--warmup 10] [--seed 1] [--tag NAME]
 // Phases: prepare (seeded normal q, K, V on the device; random page permutation as block table),
@@ -155,9 +155,9 @@ int main(int argc, char **argv) {
   char pname[128];
   snprintf(pname, sizeof pname, "b%dhq%dhkv%dl%dd%d%s%d", p.B, p.HQ, p.HKV, p.L, HEAD_DIM,
            PAGE_SIZE == p.L ? "c" : "p", PAGE_SIZE);
-  printf("# %s: SPLITS=%d BLOCK_N=%d WARPS=%d VEC_BYTES=%d GQA_PACK=%d STAGES=%d KV_HINT=%d HEAD_DIM=%d "
-         "PAGE_SIZE=%d GQA_RATIO=%d\n", tag, SPLITS, BLOCK_N, WARPS, VEC_BYTES, GQA_PACK, STAGES, KV_HINT, HEAD_DIM,
-         PAGE_SIZE, GQA_RATIO);
+  printf("# %s: SPLITS=%d BLOCK_N=%d WARPS=%d VEC_BYTES=%d GQA_PACK=%d STAGES=%d KV_HINT=%d BLOCK_ORDER=%d "
+         "HEAD_DIM=%d PAGE_SIZE=%d GQA_RATIO=%d\n", tag, SPLITS, BLOCK_N, WARPS, VEC_BYTES, GQA_PACK, STAGES, KV_HINT,
+         BLOCK_ORDER, HEAD_DIM, PAGE_SIZE, GQA_RATIO);
 
   // The recipe's `applies`, plus what the compiled-in constants fix.
   const char *skip = nullptr;

@@ -15,12 +15,12 @@ CASES=(
   "p16_s1_n16w2_st2        32  32 8   4080"   # 255 tiles: odd count through the register double buffer
   "p16_s1_n16w2_st2        3   32 8   208"    # 13 tiles, tiny B
   "p16_s32_n128w8          32  32 8   4096"
-  "c4096_s8_n64w8          32  32 8   4096"
-  "p64_s16_n64w4           8   32 8   32768"
-  "p64_s16_n64w4           32  32 8   4096"
+  "c4096_s8_n16w2_st2      32  32 8   4096"
+  "p64_s16_n32w4_st2       8   32 8   32768"
+  "p64_s16_n32w4_st2       32  32 8   4096"
   "c32768_s8_n64w8_v8      8   32 8   32768"
-  "p32_s4_n32w8_st2        128 32 8   1024"
-  "p32_s4_n32w8_st2        5   32 8   384"    # 3 tiles per split
+  "p32_s2_n16w2_st2        128 32 8   1024"
+  "p32_s2_n16w2_st2        5   32 8   96"     # 3 tiles per split
   "c1024_s1_n32w4_pack0    128 32 8   1024"
   "p32_s32_n32w4_pack0_st2 128 32 8   1024"
 )

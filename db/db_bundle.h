@@ -1,0 +1,72 @@
+/* db_bundle.h: writing a bundle file (the export format libtunert reads).
+ *
+ * Owns: the bundle's SQL (schema from runtime/tunert_format.h, inserts). The
+ * caller (tuner/bundle.c) decides what goes in; this module only stores it.
+ * The file is written as PATH.tmp in one transaction and renamed to PATH on
+ * commit, so a reader never sees half a bundle and a failed `tune bundle`
+ * leaves no file. Strings are copied by SQLite; nothing is retained. */
+#ifndef DB_BUNDLE_H
+#define DB_BUNDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../tuner/tune_err.h"
+
+typedef struct db_bundle_writer db_bundle_writer;
+
+typedef struct db_bundle_family {
+  const char *name, *source_hash, *recipe_file, *recipe_source, *template_path;
+  const char *dims;             /* "B:int,causal:bool" */
+  const char *params;           /* "BLOCK:int,..." */
+} db_bundle_family;
+
+typedef struct db_bundle_variant {
+  int64_t family_id;
+  const char *config_hash, *params_json, *param_values, *defines, *kernels;
+} db_bundle_variant;
+
+typedef struct db_bundle_binary {
+  int64_t variant_id;
+  const char *kind;             /* "cubin" or "ptx" */
+  const char *arch;             /* "sm_90a" / "compute_90a" */
+  const char *compile_key;
+  const void *data;
+  size_t size;
+  int registers, shared_bytes, local_bytes, spill_stores, spill_loads; /* -1 unknown */
+} db_bundle_binary;
+
+typedef struct db_bundle_entry {
+  int64_t family_id, variant_id;
+  const char *problem_name, *problem_hash, *dims, *dims_json;
+  int portable;
+  const char *exact_why, *requires, *define_exprs, *define_values;
+  double median_ns, min_ns, stddev_ns;  /* [ns] */
+  int samples;
+  double err_rel_l2;
+  int64_t result_id;
+  const char *measured_at, *device_name, *device_uuid, *driver, *backend, *seed;
+  const char *measured_source_hash;
+  int same_binary;              /* 1 same compile key as measured, 0 not, -1 unknown */
+} db_bundle_entry;
+
+/* Create PATH.tmp with the schema and begin the transaction. */
+int db_bundle_create(const char *path, db_bundle_writer **out, tune_err *err);
+int db_bundle_meta(db_bundle_writer *w, const char *key, const char *value, tune_err *err);
+int db_bundle_family_put(db_bundle_writer *w, const db_bundle_family *f, int64_t *id, tune_err *err);
+/* role: input, output, scratch, scalar */
+int db_bundle_arg_put(db_bundle_writer *w, int64_t family_id, int idx, const char *name,
+                      const char *role, const char *dtype, tune_err *err);
+int db_bundle_variant_put(db_bundle_writer *w, const db_bundle_variant *v, int64_t *id, tune_err *err);
+int db_bundle_binary_put(db_bundle_writer *w, const db_bundle_binary *b, tune_err *err);
+int db_bundle_entry_put(db_bundle_writer *w, const db_bundle_entry *e, int64_t *id, tune_err *err);
+int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *grid,
+                         const char *block, const char *shared, tune_err *err);
+int db_bundle_entry_arg_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *shape,
+                            const char *value, tune_err *err);
+/* Commit, close and rename PATH.tmp to PATH; the writer is freed either way. */
+int db_bundle_commit(db_bundle_writer *w, tune_err *err);
+/* Roll back, close, remove PATH.tmp, free. NULL is ignored. */
+void db_bundle_abort(db_bundle_writer *w);
+
+#endif

@@ -1,0 +1,324 @@
+-- gemm.lua: bf16 GEMM, fp32 accumulation, bf16 output: c[M][N] = a[M][K] @ B, templates/gemm/gemm.cuh.
+-- B is row-major b[K][N] (b_layout = "row") or column-major, stored b[N][K] (b_layout = "col", the
+-- layout of nn.Linear weights). Two recipes:
+--   gemm         one kernel per variant: PATH 0 (mma.sync + ldmatrix + cp.async ring), PATH 1 (wgmma,
+--                sm_90a, optionally warp-specialized / persistent), PATH 2 (CUDA-core GEMV, M <= 8)
+--   gemm.splitk  decode shapes only: the same paths with K split over grid.y (SPLIT_K), fp32 partials
+--                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
+--                without split-K never pay for a second (empty) kernel launch.
+-- Tile shapes are whitelisted per path below; `applies` keeps large problems on large tiles and decode
+-- problems (M <= 128) on small tiles, GEMV and split-K, so that every problem sees at most ~150 configs.
+
+local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
+
+-- PATH 0 shapes: { BLOCK_M, BLOCK_N, WARPS_M, WARPS_N }; warp tiles of 64x64 for the large ones.
+local SHAPES_SM80 = {
+  { 256, 128, 4, 2 }, { 128, 256, 2, 4 }, { 128, 128, 2, 2 },           -- large problems
+  { 64, 128, 2, 2 }, { 64, 64, 2, 2 }, { 32, 128, 1, 4 },                -- decode (M <= 128)
+  { 16, 128, 1, 4 }, { 16, 64, 1, 4 },
+}
+-- PATH 1 shapes: { BLOCK_M, BLOCK_N, CONSUMERS }; each consumer warpgroup owns 64 or 128 rows.
+local SHAPES_SM90 = {
+  { 128, 256, 2 }, { 256, 128, 2 }, { 128, 128, 2 }, { 128, 128, 1 },    -- large problems
+  { 64, 256, 1 }, { 64, 128, 1 },                                        -- decode (M 64, 128)
+}
+
+local function in_list(list, ...)
+  local want = { ... }
+  for _, s in ipairs(list) do
+    local ok = true
+    for i = 1, #want do if s[i] ~= want[i] then ok = false break end end
+    if ok then return true end
+  end
+  return false
+end
+
+-- Dynamic shared memory of a variant (must match each path's kSmemBytes).
+local function smem_sm80(c, b_col, split)
+  local pad = c.SWIZZLE == 1 and 0 or 8
+  local a = c.BLOCK_M * (c.BLOCK_K + pad)
+  local b = b_col and c.BLOCK_N * (c.BLOCK_K + pad) or c.BLOCK_K * (c.BLOCK_N + pad)
+  local pipe = c.STAGES * (a + b) * 2
+  local ctile = split and 0 or c.BLOCK_M * (c.BLOCK_N + 8) * 2  -- bf16 epilogue staging
+  return math.max(pipe, ctile)
+end
+local function smem_sm90(c)
+  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 2 * c.STAGES * 8
+end
+local function smem_bytes(c, b_col, split)
+  if c.PATH == 0 then return smem_sm80(c, b_col, split) end
+  if c.PATH == 1 then return smem_sm90(c) end
+  return 0
+end
+
+local function threads(c)
+  if c.PATH == 0 then return 32 * c.WARPS_M * c.WARPS_N end
+  if c.PATH == 1 then return 128 * (c.CONSUMERS + c.WS) end
+  return 32 * c.GEMV_WARPS
+end
+
+-- Blocks of a persistent variant: one wave of resident blocks (shared memory, threads and an estimate
+-- of registers: 168 per thread with setmaxnreg, else accumulators + 64), at most one per tile.
+local function persistent_blocks(c, d, tiles)
+  local per_sm = math.min(233472 // (smem_sm90(c) + 1024), 2048 // threads(c))
+  local regs = c.SETMAXNREG == 1 and 168
+      or math.min(255, (c.BLOCK_M // c.CONSUMERS // 64) * (c.BLOCK_N // 2) + 64)
+  per_sm = math.max(1, math.min(per_sm, 65536 // (threads(c) * regs)))
+  return math.min(tiles, d.sm_count * per_sm)
+end
+
+local function tiles_of(c, p)
+  return ((p.M + c.BLOCK_M - 1) // c.BLOCK_M) * (p.N // c.BLOCK_N)
+end
+
+local function grid(c, p, d, split)
+  split = split and c.SPLIT_K or 1
+  if c.PATH == 2 then
+    local per_block = p.b_layout == "col" and c.GEMV_WARPS * c.GEMV_COLS or 64 * c.GEMV_COLS
+    return { p.N // per_block, split, 1 }
+  end
+  local tiles = tiles_of(c, p)
+  if c.PATH == 1 and c.PERSISTENT == 1 then return { persistent_blocks(c, d, tiles), 1, 1 } end
+  return { tiles, split, 1 }
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Parameters. Every parameter reaches the template as a define; a parameter that a path does not
+-- read is pinned to its first value for that path (constraints below), so no config is repeated.
+
+local function params(split)
+  local p = {
+    { "PATH",           { 0, 1, 2 } },          -- 0 mma.sync, 1 wgmma (sm_90a), 2 GEMV
+    { "BLOCK_M",        { 16, 32, 64, 128, 256 } },
+    { "BLOCK_N",        { 64, 128, 256 } },
+    { "WARPS_M",        { 1, 2, 4 } },          -- PATH 0 warp grid
+    { "WARPS_N",        { 1, 2, 4 } },
+    { "CONSUMERS",      { 1, 2 } },             -- PATH 1 consumer warpgroups
+    { "BLOCK_K",        { 64, 32 } },           -- PATH 1, 2: 64
+    { "STAGES",         { 2, 3, 4, 5 } },       -- cp.async ring depth (PATH 1: 3..5)
+    { "SWIZZLE",        { 1, 0 } },             -- PATH 0: 1 XOR-swizzled rows, 0 padded rows
+    { "WS",             { 0, 1 } },             -- PATH 1: 1 = producer warpgroup + consumers
+    { "PRODUCER_WARPS", { 1, 4 } },             -- PATH 1, WS = 1: warps of the producer that copy
+    { "SETMAXNREG",     { 0, 1 } },             -- PATH 1, WS = 1: producer 40/56 regs, consumers 232/240
+    { "PERSISTENT",     { 0, 1 } },             -- PATH 1: one wave of blocks looping over tiles
+    { "RASTER",         { 1, 8 } },             -- tile order: row-major or groups of 8 tile rows
+    { "GEMV_WARPS",     { 4, 8 } },             -- PATH 2
+    { "GEMV_COLS",      { 1, 2, 4 } },
+    { "GEMV_UNROLL",    { 2, 4 } },
+  }
+  if split then table.insert(p, { "SPLIT_K", { 2, 4, 8, 16 } }) end
+  return p
+end
+
+local constraints = {
+  -- tile shapes (PATH 2 pins them)
+  function(c)
+    if c.PATH == 0 then return c.CONSUMERS == 1 and in_list(SHAPES_SM80, c.BLOCK_M, c.BLOCK_N, c.WARPS_M, c.WARPS_N) end
+    if c.PATH == 1 then return c.WARPS_M == 1 and c.WARPS_N == 1 and in_list(SHAPES_SM90, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) end
+    return c.BLOCK_M == 16 and c.BLOCK_N == 64 and c.WARPS_M == 1 and c.WARPS_N == 1 and c.CONSUMERS == 1
+  end,
+  function(c) return c.PATH == 0 or c.BLOCK_K == 64 end,
+  -- ring depth: 32-wide k slices want 3..5 stages, 64-wide 2..4 (5 for tiles of <= 64 rows);
+  -- PATH 1 needs >= 3 (its plain pipeline runs STAGES - 2 slices ahead); PATH 2 has no ring.
+  function(c)
+    if c.PATH == 0 then
+      if c.BLOCK_K == 32 then return c.STAGES >= 3 end
+      return c.STAGES <= 4 or c.BLOCK_M <= 64
+    end
+    if c.PATH == 1 then return c.STAGES >= 3 end
+    return c.STAGES == 2
+  end,
+  function(c) return c.PATH == 0 or c.SWIZZLE == 1 end,
+  function(c) return c.PATH ~= 0 or smem_sm80(c, false, false) <= SMEM_LIMIT and smem_sm80(c, true, false) <= SMEM_LIMIT end,
+  function(c) return c.PATH ~= 1 or smem_sm90(c) <= SMEM_LIMIT end,
+  -- PATH 1 warp roles. WS = 0: no producer, not persistent. WS = 1: setmaxnreg with 1 or 4 copying
+  -- producer warps, plain or persistent; without setmaxnreg (one consumer warpgroup only) 1 producer
+  -- warp, not persistent.
+  function(c)
+    if c.PATH ~= 1 then return c.WS == 0 and c.PRODUCER_WARPS == 1 and c.SETMAXNREG == 0 and c.PERSISTENT == 0 end
+    if c.WS == 0 then return c.PRODUCER_WARPS == 1 and c.SETMAXNREG == 0 and c.PERSISTENT == 0 end
+    -- without setmaxnreg two consumer warpgroups and the producer share 168 registers: spills
+    if c.SETMAXNREG == 0 then return c.CONSUMERS == 1 and c.PRODUCER_WARPS == 1 and c.PERSISTENT == 0 end
+    return true
+  end,
+  function(c) return c.PATH ~= 2 or c.RASTER == 1 end,
+  function(c) return c.PATH == 2 or (c.GEMV_WARPS == 4 and c.GEMV_COLS == 1 and c.GEMV_UNROLL == 2) end,
+}
+
+local function is_large(p) return p.M >= 256 end
+
+-- Which configs serve which problem (shape classes, divisibility), with the reason when not.
+local function applies_common(c, p, split)
+  local b_col = p.b_layout == "col"
+  local S = split and c.SPLIT_K or 1
+  if c.PATH == 2 then
+    if p.M > 8 then return false, "GEMV path: M > 8 (GEMV_M is at most 8)" end
+    if b_col then
+      if (p.K // S) % (256 * c.GEMV_UNROLL) ~= 0 or p.K % S ~= 0 then return false, "GEMV: K / SPLIT_K not a multiple of 256 * GEMV_UNROLL" end
+      if p.N % (c.GEMV_WARPS * c.GEMV_COLS) ~= 0 then return false, "GEMV: N not a multiple of the block's columns" end
+    else
+      if p.K % S ~= 0 or (p.K // S) % (c.GEMV_WARPS * c.GEMV_UNROLL) ~= 0 then return false, "GEMV: K / SPLIT_K not a multiple of GEMV_WARPS * GEMV_UNROLL" end
+      if p.N % (64 * c.GEMV_COLS) ~= 0 then return false, "GEMV: N not a multiple of 64 * GEMV_COLS" end
+    end
+    return true
+  end
+  if p.N % c.BLOCK_N ~= 0 then return false, "N is not a multiple of BLOCK_N" end
+  if p.K % (c.BLOCK_K * S) ~= 0 then return false, "K is not a multiple of BLOCK_K * SPLIT_K" end
+  if smem_bytes(c, b_col, split) > SMEM_LIMIT then return false, "shared memory over 227 KiB" end
+  if is_large(p) then
+    if c.BLOCK_M < 128 then return false, "large problem: tiles of >= 128 rows only" end
+    if c.PATH == 0 and c.RASTER ~= 8 then return false, "PATH 0 on large problems: grouped tile order only" end
+    if c.PATH == 0 and c.BLOCK_K == 32 and c.STAGES < 4 then return false, "PATH 0 on large problems: 32-wide slices 4..5 deep" end
+    if c.PATH == 1 and c.WS == 1 and c.SETMAXNREG == 0 and c.RASTER ~= 8 then
+      return false, "large problems: the producer without setmaxnreg is measured in grouped tile order only"
+    end
+  else
+    -- decode: tiles of at most the next power of two >= M rows, at least a quarter of it
+    local mp = 16
+    while mp < p.M do mp = mp * 2 end
+    if c.BLOCK_M > mp or c.BLOCK_M < mp // 4 then return false, "decode: BLOCK_M far from M" end
+    if c.RASTER ~= 1 then return false, "decode: one or two tile rows, tile order does not matter" end
+    if c.PATH == 0 and (c.SWIZZLE ~= 1 or c.BLOCK_K ~= 64) then return false, "decode: PATH 0 with swizzled 64-wide slices only" end
+    if c.PATH == 1 and p.M < 64 then return false, "decode: wgmma tiles of 64 rows for M >= 64 only" end
+    if c.PATH == 1 and c.WS == 1 and c.PRODUCER_WARPS ~= 4 then return false, "decode: producer with 4 copying warps only" end
+  end
+  return true
+end
+
+local function problems_large()
+  local t = {}
+  for _, s in ipairs({ { 8192, 8192, 8192 }, { 4096, 4096, 4096 }, { 4096, 14336, 4096 } }) do
+    for _, lay in ipairs({ "row", "col" }) do
+      t[#t + 1] = { name = string.format("m%dn%dk%d_%s", s[1], s[2], s[3], lay), M = s[1], N = s[2], K = s[3], b_layout = lay }
+    end
+  end
+  return t
+end
+local function problems_decode()
+  local t = {}
+  for _, m in ipairs({ 1, 16, 64, 128 }) do
+    for _, nk in ipairs({ { 8192, 8192 }, { 14336, 4096 }, { 4096, 14336 } }) do
+      for _, lay in ipairs({ "row", "col" }) do
+        t[#t + 1] = { name = string.format("m%dn%dk%d_%s", m, nk[1], nk[2], lay), M = m, N = nk[1], K = nk[2], b_layout = lay }
+      end
+    end
+  end
+  return t
+end
+
+local function args(split)
+  return {
+    { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
+    { "b", tensor = "bf16", init = { "normal", 0, 1 },
+      shape = function(p) if p.b_layout == "col" then return { p.N, p.K } end return { p.K, p.N } end },
+    { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
+    -- fp32 partial sums ws[SPLIT_K][M][N] (gemm.splitk); one unused float for gemm
+    { "ws", tensor = "f32", scratch = true,
+      shape = function(p, c) if split then return { c.SPLIT_K, p.M, p.N } end return { 1 } end },
+    { "M", scalar = "i32", value = "M" },
+    { "N", scalar = "i32", value = "N" },
+    { "K", scalar = "i32", value = "K" },
+  }
+end
+
+local reference = {
+  source = "templates/gemm/reference.cuh",
+  kernel = "gemm_reference",
+  grid = function(p) return { (p.N + 15) // 16, (p.M + 15) // 16, 1 } end,
+  block = { 16, 16, 1 },
+  shared = 0,
+  defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0 } end,
+}
+
+local function defines(c, p)
+  local d = { B_COL = p.b_layout == "col" and 1 or 0 }
+  if c.PATH == 2 then d.GEMV_M = p.M end
+  return d
+end
+
+-- With a, b ~ N(0, 1) an output is ~ N(0, K): |c| reaches ~6 sqrt(K) ~ 700 at K = 14336, where one
+-- bf16 ulp is 4. Variants and the reference both round an fp32 sum once to bf16 and differ in the
+-- order of the fp32 additions (and split-K partials), so outputs near a rounding boundary differ by
+-- one ulp: 2..4 at the largest outputs. max_abs is absolute in the worker (tuner/inputs.c), hence 8
+-- (2 ulps at |c| in [512, 1024)); a missing 64-wide k slice moves outputs by ~N(0, 64), 5 sigma = 40.
+-- rel_l2 of a correct variant is ~1e-3 (bf16 rounding of the output).
+local tolerance = { rel_l2 = 1e-2, max_abs = 8 }
+
+local metrics = {
+  flops = function(p) return 2 * p.M * p.N * p.K end,
+  bytes = function(p) return 2 * (p.M * p.K + p.K * p.N + p.M * p.N) end,  -- a, b read and c written once
+}
+
+local function all_problems()
+  local t = problems_large()
+  for _, p in ipairs(problems_decode()) do t[#t + 1] = p end
+  return t
+end
+
+local gemm = {
+  name = "gemm",
+  template = "templates/gemm/gemm.cuh",
+  kernel = "gemm_bf16",
+  params = params(false),
+  constraints = constraints,
+  applies = function(c, p) return applies_common(c, p, false) end,
+  defines = defines,
+  problems = all_problems(),
+  launch = {
+    grid = function(c, p, d) return grid(c, p, d, false) end,
+    block = function(c) return { threads(c), 1, 1 } end,
+    shared = function(c, p) return smem_bytes(c, p.b_layout == "col", false) end,
+  },
+  args = args(false),
+  reference = reference,
+  tolerance = tolerance,
+  metrics = metrics,
+}
+
+-- Split-K for decode shapes: small tiles, GEMV and the 64-row wgmma tiles, K split 2..16 ways.
+local splitk_constraints = {}
+for i, f in ipairs(constraints) do splitk_constraints[i] = f end
+-- no persistence with split-K (the template static_asserts it), one producer variant, fewer rings
+splitk_constraints[#splitk_constraints + 1] = function(c) return c.PERSISTENT == 0 end
+splitk_constraints[#splitk_constraints + 1] = function(c) return c.PATH ~= 1 or c.WS == 0 or c.SETMAXNREG == 1 end
+splitk_constraints[#splitk_constraints + 1] = function(c)
+  if c.PATH == 0 then return c.STAGES == 3 or c.STAGES == 5 end
+  if c.PATH == 1 then return c.STAGES == 4 end
+  return true
+end
+splitk_constraints[#splitk_constraints + 1] = function(c) return c.PATH ~= 2 or c.GEMV_UNROLL == 2 end
+
+local gemm_splitk = {
+  name = "gemm.splitk",
+  template = "templates/gemm/gemm.cuh",
+  params = params(true),
+  constraints = splitk_constraints,
+  applies = function(c, p)
+    local ok, why = applies_common(c, p, true)
+    if not ok then return ok, why end
+    -- partial sums cost 8 bytes (write + read) per split per output: keep them under ~1/4 of b
+    if 8 * c.SPLIT_K * p.M * p.N > (2 * p.K * p.N) // 4 then return false, "split-K partials would exceed b / 4 in bytes" end
+    -- no more than ~2 waves of blocks: more splits only add partial traffic
+    local blocks = grid(c, p, { sm_count = 132 }, true)
+    if blocks[1] * c.SPLIT_K > 2 * 132 * 4 and c.SPLIT_K > 2 then return false, "enough blocks without this many splits" end
+    return true
+  end,
+  defines = defines,
+  problems = problems_decode(),
+  launch = {
+    { kernel = "gemm_bf16",
+      grid = function(c, p, d) return grid(c, p, d, true) end,
+      block = function(c) return { threads(c), 1, 1 } end,
+      shared = function(c, p) return smem_bytes(c, p.b_layout == "col", true) end },
+    { kernel = "gemm_splitk_reduce",
+      grid = function(c, p) return { math.max(1, (p.M * p.N // 8 + 255) // 256), 1, 1 } end,
+      block = { 256, 1, 1 },
+      shared = 0 },
+  },
+  args = args(true),
+  reference = reference,
+  tolerance = tolerance,
+  metrics = metrics,
+}
+
+return { gemm, gemm_splitk }

@@ -1,0 +1,112 @@
+/* tunert_format.h: the bundle file format, shared by its writer (db/db_bundle.c,
+ * behind `tune bundle`) and its reader (libtunert).
+ *
+ * A bundle is one SQLite file (journal mode DELETE, never WAL, so it can be
+ * read from a read-only folder) with PRAGMA application_id TUNERT_APPLICATION_ID
+ * and the tables below. Versioning: meta rows format_major and format_minor.
+ * A reader refuses another major version; a minor version may only add
+ * tables, columns or meta keys that older readers can ignore.
+ *
+ * Expression columns hold texts in the language of tunert_expr.h over the
+ * family's dims (in families.dims order) followed by its params (in
+ * families.params order). A list column ("grid", "shape", ...) holds a
+ * comma-separated list of such expressions. A value that a recipe computed
+ * with a Lua function is stored as the number it had for that entry's tuned
+ * problem (the entry is then exact-only: entries.portable = 0). */
+#ifndef TUNERT_FORMAT_H
+#define TUNERT_FORMAT_H
+
+#define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
+#define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
+#define TUNERT_BUNDLE_FORMAT_MAJOR 1
+#define TUNERT_BUNDLE_FORMAT_MINOR 0
+#define TUNERT_MAX_LAUNCHES 4
+#define TUNERT_MAX_ARGS 32
+#define TUNERT_MAX_DIMS 32
+#define TUNERT_MAX_PARAMS 64
+#define TUNERT_MAX_RANK 8
+
+#define TUNERT_BUNDLE_SCHEMA                                                                       \
+  "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"                                \
+  "CREATE TABLE families(\n"                                                                       \
+  "  id INTEGER PRIMARY KEY,\n"                                                                    \
+  "  name TEXT NOT NULL UNIQUE,\n"                                                                 \
+  "  source_hash TEXT NOT NULL,     -- recipe + templates the variants were measured with\n"      \
+  "  recipe_file TEXT NOT NULL,\n"                                                                 \
+  "  recipe_source TEXT NOT NULL,   -- the recipe text, for provenance\n"                         \
+  "  template TEXT NOT NULL,\n"                                                                    \
+  "  dims TEXT NOT NULL,            -- 'B:int,D:int,causal:bool': problem dims, sorted by name\n" \
+  "  params TEXT NOT NULL           -- 'BLOCK:int,GRID_STRIDE:bool,NAME:str': recipe order\n"     \
+  ");\n"                                                                                           \
+  "CREATE TABLE args(\n"                                                                           \
+  "  family_id INTEGER NOT NULL REFERENCES families(id),\n"                                        \
+  "  idx INTEGER NOT NULL,\n"                                                                      \
+  "  name TEXT NOT NULL,\n"                                                                        \
+  "  role TEXT NOT NULL CHECK (role IN ('input','output','scratch','scalar')),\n"                  \
+  "  dtype TEXT NOT NULL CHECK (dtype IN ('f32','f16','bf16','i32','i64','f64')),\n"               \
+  "  PRIMARY KEY (family_id, idx)\n"                                                               \
+  ");\n"                                                                                           \
+  "CREATE TABLE variants(\n"                                                                       \
+  "  id INTEGER PRIMARY KEY,\n"                                                                    \
+  "  family_id INTEGER NOT NULL REFERENCES families(id),\n"                                        \
+  "  config_hash TEXT NOT NULL,\n"                                                                 \
+  "  params_json TEXT NOT NULL,\n"                                                                 \
+  "  param_values TEXT NOT NULL,    -- one literal per family param ('0' for str params)\n"       \
+  "  defines TEXT NOT NULL,         -- the -D options it was compiled with\n"                     \
+  "  kernels TEXT NOT NULL          -- symbol of each launch in the binary, space separated\n"    \
+  ");\n"                                                                                           \
+  "CREATE TABLE binaries(\n"                                                                       \
+  "  id INTEGER PRIMARY KEY,\n"                                                                    \
+  "  variant_id INTEGER NOT NULL REFERENCES variants(id),\n"                                       \
+  "  kind TEXT NOT NULL CHECK (kind IN ('cubin','ptx')),\n"                                        \
+  "  arch TEXT NOT NULL,            -- sm_90a for a cubin, compute_90a for PTX\n"                  \
+  "  compile_key TEXT NOT NULL,\n"                                                                 \
+  "  size INTEGER NOT NULL,\n"                                                                     \
+  "  hash TEXT NOT NULL,            -- FNV-1a 64 of data, hex\n"                                  \
+  "  data BLOB NOT NULL,\n"                                                                        \
+  "  registers INTEGER, shared_bytes INTEGER, local_bytes INTEGER,\n"                              \
+  "  spill_stores INTEGER, spill_loads INTEGER,\n"                                                 \
+  "  UNIQUE (variant_id, kind, arch)\n"                                                            \
+  ");\n"                                                                                           \
+  "CREATE TABLE entries(\n"                                                                        \
+  "  id INTEGER PRIMARY KEY,\n"                                                                    \
+  "  family_id INTEGER NOT NULL REFERENCES families(id),\n"                                        \
+  "  variant_id INTEGER NOT NULL REFERENCES variants(id),\n"                                       \
+  "  problem_name TEXT NOT NULL,\n"                                                                \
+  "  problem_hash TEXT NOT NULL,\n"                                                                \
+  "  dims TEXT NOT NULL,            -- the tuned problem: literals in families.dims order\n"      \
+  "  dims_json TEXT NOT NULL,\n"                                                                   \
+  "  portable INTEGER NOT NULL CHECK (portable IN (0, 1)),\n"                                      \
+  "  exact_why TEXT NOT NULL,       -- why exact-only ('' when portable)\n"                       \
+  "  requires TEXT NOT NULL,        -- expressions that must hold ('' none)\n"                    \
+  "  define_exprs TEXT NOT NULL,    -- problem-dependent compile-time defines ('' none)\n"        \
+  "  define_values TEXT NOT NULL,   -- their values in the binary\n"                              \
+  "  median_ns REAL NOT NULL, min_ns REAL, stddev_ns REAL, samples INTEGER,\n"                     \
+  "  err_rel_l2 REAL, result_id INTEGER, measured_at TEXT, device_name TEXT,\n"                    \
+  "  device_uuid TEXT, driver TEXT, backend TEXT, seed TEXT,\n"                                    \
+  "  measured_source_hash TEXT,     -- recipe source the time was measured with\n"                \
+  "  same_binary INTEGER            -- 1: the cubin is the measured one (same compile key)\n"     \
+  ");\n"                                                                                           \
+  "CREATE TABLE launches(\n"                                                                       \
+  "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \
+  "  idx INTEGER NOT NULL,\n"                                                                      \
+  "  grid TEXT NOT NULL, block TEXT NOT NULL, shared TEXT NOT NULL,\n"                             \
+  "  PRIMARY KEY (entry_id, idx)\n"                                                                \
+  ");\n"                                                                                           \
+  "CREATE TABLE entry_args(\n"                                                                     \
+  "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \
+  "  idx INTEGER NOT NULL,\n"                                                                      \
+  "  shape TEXT NOT NULL,           -- tensors: expression list ('' for scalars)\n"               \
+  "  value TEXT NOT NULL,           -- scalars: expression ('' for tensors)\n"                    \
+  "  PRIMARY KEY (entry_id, idx)\n"                                                                \
+  ");\n"
+
+/* FNV-1a 64 of a buffer (blob integrity check). */
+static inline unsigned long long tunert_fnv1a64(const void *data, unsigned long long n) {
+  const unsigned char *p = (const unsigned char *)data;
+  unsigned long long h = 1469598103934665603ull;
+  for (unsigned long long i = 0; i < n; ++i) { h ^= p[i]; h *= 1099511628211ull; }
+  return h;
+}
+
+#endif

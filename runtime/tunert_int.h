@@ -1,0 +1,183 @@
+/* tunert_int.h: libtunert internals shared by tunert.c (open, info),
+ * tunert_select.c (policy, cache) and tunert_launch.c (lazy load, launch).
+ *
+ * Everything a context reads from the bundle is immutable after tunert_open
+ * and lives in the context's arena (chunks from the caller's allocator, freed
+ * at close). Mutable state: the per-family selection caches (published with
+ * atomics, grown under ctx->lock), each variant's loaded module (published
+ * with an atomic flag, loaded under ctx->lock) and the driver table (opened
+ * under ctx->lock). Not a public header. */
+#ifndef TUNERT_INT_H
+#define TUNERT_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "tunert.h"
+#include "tunert_cuda.h"
+#include "tunert_expr.h"
+#include "tunert_format.h"
+
+/* ---- arena ------------------------------------------------------------------ */
+
+typedef struct rt_chunk {
+  struct rt_chunk *next;
+  size_t size, used;           /* [bytes], of this chunk including the header */
+} rt_chunk;
+
+typedef struct rt_arena {
+  tunert_allocator al;         /* the caller's, or malloc/free */
+  rt_chunk *head;
+  int failed;                  /* an allocation failed */
+} rt_arena;
+
+void *rt_alloc(rt_arena *a, size_t n);          /* zeroed, 16-byte aligned; NULL on failure */
+char *rt_strdup(rt_arena *a, const char *s);
+void rt_arena_free(rt_arena *a);
+/* An allocator whose alloc is rt_alloc on this arena and whose free is a no-op. */
+tunert_allocator rt_arena_allocator(rt_arena *a);
+
+/* ---- bundle contents ---------------------------------------------------------- */
+
+typedef struct rt_binary {
+  int64_t id;                  /* row id in binaries */
+  int is_ptx;
+  int major, minor;            /* of the arch: sm_90a -> 9, 0 */
+  int arch_specific;           /* 1: 'a' suffix (runs only on that exact compute capability) */
+  const char *arch;            /* "sm_90a" / "compute_90a" */
+  int64_t size;
+  uint64_t hash;
+} rt_binary;
+
+typedef struct rt_variant {
+  int64_t id;
+  const char *config_hash;
+  const char *params_json;
+  tunert_xval *params;         /* one per family param */
+  int n_kernels;
+  const char *kernels[TUNERT_MAX_LAUNCHES];
+  int n_bins;
+  rt_binary *bins;
+  int chosen;                  /* index into bins for the device, -1 none / device unknown */
+  char binary_desc[160];       /* "cubin sm_90a", or why no binary runs here */
+  /* lazily loaded: fields below written under ctx->lock, then `loaded` is
+     stored with release order; readers load it with acquire order */
+  atomic_int loaded;           /* 0 not yet, 1 loaded, -1 failed (load_error says why) */
+  CUmodule module;
+  CUfunction fn[TUNERT_MAX_LAUNCHES];
+  int smem_optin[TUNERT_MAX_LAUNCHES]; /* dynamic shared memory limit set on fn [bytes] */
+  char load_error[512];
+} rt_variant;
+
+typedef struct rt_entry {
+  int64_t id;
+  rt_variant *v;
+  const char *problem_name;
+  const char *dims_json;
+  int64_t *dims;               /* the tuned problem, n_dims values (bools as 0/1) */
+  int portable;
+  const char *exact_why;
+  tunert_expr *requires;       /* NULL none */
+  tunert_expr *define_exprs;   /* NULL none */
+  tunert_xval *define_values;  /* one per define_exprs item */
+  int n_launches;
+  tunert_expr *grid[TUNERT_MAX_LAUNCHES], *block[TUNERT_MAX_LAUNCHES], *shared[TUNERT_MAX_LAUNCHES];
+  tunert_expr **shape;         /* per arg, NULL for scalars */
+  tunert_expr **value;         /* per arg, NULL for tensors */
+  double median_ns;            /* [ns] */
+  const char *device_name;
+  const char *measured_at;
+} rt_entry;
+
+typedef struct sel_table {
+  size_t cap;                  /* power of two */
+  _Atomic(tunert_selection *) slot[];
+} sel_table;
+
+typedef struct rt_family {
+  int index;
+  int64_t id;
+  const char *name, *source_hash, *recipe_file;
+  int n_dims;
+  const char **dims;           /* names */
+  const char **dim_types;      /* "int" / "bool" */
+  int *dim_bool;
+  int n_params;
+  const char **params;
+  int *param_type;             /* TUNERT_XINT / TUNERT_XBOOL / 0 for strings */
+  const char **names;          /* expression env names: dims then params */
+  int n_args;
+  const char **arg_names;
+  int *arg_roles;
+  const char **arg_dtypes;
+  int *arg_size;               /* bytes of one element (tensors) or of the value (scalars) */
+  int n_variants;
+  rt_variant *variants;
+  int n_entries;
+  rt_entry *entries;
+  _Atomic(sel_table *) cache;  /* published table; replaced (never freed before close) to grow */
+  size_t cache_count;          /* entries in the cache, under ctx->lock */
+} rt_family;
+
+struct tunert_selection {
+  rt_family *f;
+  rt_entry *entry;
+  rt_variant *v;
+  int64_t *dims;
+  uint64_t hash;
+  int exact;
+  double distance;
+  const char *reason;
+  int n_launches;
+  tunert_launch_info launch[TUNERT_MAX_LAUNCHES];
+  tunert_arg_info *args;       /* f->n_args */
+  /* argument packing, natural alignment (as the tuner's worker) */
+  uint32_t offset[TUNERT_MAX_ARGS];
+  uint32_t param_bytes;
+  atomic_int ready;            /* 1: variant loaded and shared-memory limits set for this selection */
+};
+
+struct tunert_ctx {
+  rt_arena arena;              /* under lock after open */
+  pthread_mutex_t lock;        /* slow paths: cache growth, loading, driver, sqlite */
+  sqlite3 *db;                 /* kept open for lazy binary reads, under lock */
+  uint32_t flags;
+  int device;
+  int n_families;
+  rt_family *families;
+  /* device */
+  int dev_known;               /* 1: the arch below is known */
+  int dev_major, dev_minor;
+  char dev_arch[32];           /* "sm_90" (or the option's), "unknown" */
+  char dev_note[256];          /* why unknown */
+  int cu_state;                /* 0 not tried, 1 open, -1 failed (cu_error says why) */
+  char cu_error[512];
+  tunert_cu cu;
+  CUdevice cudev;
+  CUcontext cuctx;             /* retained primary context, NULL until first launch */
+  /* facts */
+  int format_major, format_minor;
+  const char *created_at, *tool_version, *nvrtc_version, *device_name, *device_arch, *archs;
+  double open_ms;
+  int max_selections;
+};
+
+/* Fill err (when given) and return code. */
+int rt_fail(tunert_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Parse "sm_90a" / "compute_80": 0, or -1 when not an arch name. */
+int rt_parse_arch(const char *s, int *is_ptx, int *major, int *minor, int *specific);
+/* Choose each variant's binary for the device (ctx->dev_*). */
+void rt_choose_binaries(tunert_ctx *ctx);
+/* Open libcuda and query the device (under ctx->lock or during open). */
+int rt_device_open(tunert_ctx *ctx, tunert_err *err);
+
+rt_family *rt_family_find(const tunert_ctx *ctx, const char *name);
+
+#endif

@@ -1,0 +1,225 @@
+/* tunert_launch.c: lazy loading of a variant's binary (cubin, else PTX through
+ * the driver's JIT) and the launch hot path. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tunert_int.h"
+
+/* Read, check and load the chosen binary of v; under ctx->lock with the
+ * bundle's primary context current. Sets v->loaded. */
+static void load_variant(tunert_ctx *ctx, rt_variant *v) {
+  char e[256];
+  sqlite3_stmt *st = NULL;
+  void *copy = NULL;
+  size_t copy_n = 0;
+  if (v->chosen < 0) {
+    snprintf(v->load_error, sizeof v->load_error, "%s", v->binary_desc);
+    atomic_store_explicit(&v->loaded, -1, memory_order_release);
+    return;
+  }
+  rt_binary *b = &v->bins[v->chosen];
+  if (sqlite3_prepare_v2(ctx->db, "SELECT data FROM binaries WHERE id = ?1", -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 1, b->id) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+    snprintf(v->load_error, sizeof v->load_error, "reading binary %s of variant %s: %s", b->arch, v->params_json,
+             sqlite3_errmsg(ctx->db));
+    goto fail;
+  }
+  const void *data = sqlite3_column_blob(st, 0);
+  int64_t n = sqlite3_column_bytes(st, 0);
+  if (!data || n != b->size || tunert_fnv1a64(data, (unsigned long long)n) != b->hash) {
+    snprintf(v->load_error, sizeof v->load_error, "binary %s of variant %s is damaged (%lld bytes, %lld expected, or a checksum mismatch)",
+             b->arch, v->params_json, (long long)n, (long long)b->size);
+    goto fail;
+  }
+  CUresult r;
+  if (b->is_ptx) {
+    /* the JIT wants a NUL-terminated text */
+    copy_n = (size_t)n + 1;
+    copy = ctx->arena.al.alloc(ctx->arena.al.ud, copy_n);
+    if (!copy) { snprintf(v->load_error, sizeof v->load_error, "out of memory for the PTX of %s", v->params_json); goto fail; }
+    memcpy(copy, data, (size_t)n);
+    ((char *)copy)[n] = 0;
+    char jit_log[4096] = "";
+    CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {jit_log, (void *)(uintptr_t)sizeof jit_log};
+    r = ctx->cu.cuModuleLoadDataEx(&v->module, copy, 2, opts, vals);
+    if (r != CUDA_SUCCESS) {
+      snprintf(v->load_error, sizeof v->load_error, "JIT of the PTX %s of %s: %s%s%.200s", b->arch, v->params_json,
+               tunert_cuda_error(&ctx->cu, r, e, sizeof e), jit_log[0] ? ": " : "", jit_log);
+      goto fail;
+    }
+  } else {
+    r = ctx->cu.cuModuleLoadData(&v->module, data);
+    if (r != CUDA_SUCCESS) {
+      snprintf(v->load_error, sizeof v->load_error, "cuModuleLoadData (cubin %s of %s): %s", b->arch, v->params_json,
+               tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+      goto fail;
+    }
+  }
+  for (int k = 0; k < v->n_kernels; ++k) {
+    r = ctx->cu.cuModuleGetFunction(&v->fn[k], v->module, v->kernels[k]);
+    if (r != CUDA_SUCCESS) {
+      snprintf(v->load_error, sizeof v->load_error, "kernel %s not in the binary of %s: %s", v->kernels[k], v->params_json,
+               tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+      ctx->cu.cuModuleUnload(v->module);
+      v->module = NULL;
+      goto fail;
+    }
+    v->smem_optin[k] = 48 * 1024;
+  }
+  sqlite3_finalize(st);
+  if (copy) ctx->arena.al.free(ctx->arena.al.ud, copy, copy_n);
+  atomic_store_explicit(&v->loaded, 1, memory_order_release);
+  return;
+fail:
+  sqlite3_finalize(st);
+  if (copy) ctx->arena.al.free(ctx->arena.al.ud, copy, copy_n);
+  atomic_store_explicit(&v->loaded, -1, memory_order_release);
+}
+
+/* Slow path of a launch: driver, context, binary, shared-memory limits. */
+static int prepare(tunert_ctx *ctx, tunert_selection *s, tunert_err *err) {
+  int rc = TUNERT_OK;
+  char e[256];
+  pthread_mutex_lock(&ctx->lock);
+  if (atomic_load_explicit(&s->ready, memory_order_acquire)) goto out;
+  int was_known = ctx->dev_known;
+  if ((rc = rt_device_open(ctx, err))) goto out;
+  if (!was_known) rt_choose_binaries(ctx); /* the device became known only now */
+  if (!ctx->cuctx) {
+    CUresult r = ctx->cu.cuDevicePrimaryCtxRetain(&ctx->cuctx, ctx->cudev);
+    if (r != CUDA_SUCCESS) {
+      ctx->cuctx = NULL;
+      rc = rt_fail(err, TUNERT_ECUDA, "cuDevicePrimaryCtxRetain(device %d): %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+      goto out;
+    }
+  }
+  CUcontext prev = NULL;
+  ctx->cu.cuCtxGetCurrent(&prev);
+  if (prev != ctx->cuctx) ctx->cu.cuCtxSetCurrent(ctx->cuctx);
+  rt_variant *v = s->v;
+  if (atomic_load_explicit(&v->loaded, memory_order_acquire) == 0) load_variant(ctx, v);
+  if (atomic_load_explicit(&v->loaded, memory_order_acquire) < 0) {
+    rc = rt_fail(err, v->chosen < 0 ? TUNERT_EARCH : TUNERT_ECUDA, "%s: %s", s->f->name, v->load_error);
+  } else {
+    for (int l = 0; l < s->n_launches && !rc; ++l) {
+      int need = (int)s->launch[l].shared;
+      if (need <= v->smem_optin[l]) continue;
+      CUresult r = ctx->cu.cuFuncSetAttribute(v->fn[l], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, need);
+      if (r != CUDA_SUCCESS)
+        rc = rt_fail(err, TUNERT_ECUDA, "%s: %s: %d bytes of dynamic shared memory refused: %s", s->f->name, v->kernels[l], need,
+                     tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+      else v->smem_optin[l] = need;
+    }
+    if (!rc) atomic_store_explicit(&s->ready, 1, memory_order_release);
+  }
+  if (prev != ctx->cuctx) ctx->cu.cuCtxSetCurrent(prev);
+out:
+  pthread_mutex_unlock(&ctx->lock);
+  return rc;
+}
+
+static uint16_t to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000, mant = x & 0x7fffff;
+  int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    mant |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
+  return (uint16_t)h;
+}
+
+static uint16_t to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+
+TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void *stream, const tunert_arg *args,
+                             int n_args, tunert_err *err) {
+  tunert_selection *s = (tunert_selection *)sel;
+  if (!ctx || !s) return rt_fail(err, TUNERT_EINVAL, "tunert_launch: NULL context or selection");
+  const rt_family *f = s->f;
+  if (n_args != f->n_args || (n_args && !args))
+    return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: %d args given, the family has %d", f->name, n_args, f->n_args);
+  if (!atomic_load_explicit(&s->ready, memory_order_acquire)) {
+    int rc = prepare(ctx, s, err);
+    if (rc) return rc;
+  }
+  CUcontext cur = NULL;
+  CUresult r = ctx->cu.cuCtxGetCurrent(&cur);
+  if (r == CUDA_SUCCESS && cur != ctx->cuctx) {
+    if (cur) return rt_fail(err, TUNERT_ECONTEXT, "tunert_launch %s: the thread's current CUDA context is not device %d's primary context", f->name, ctx->device);
+    r = ctx->cu.cuCtxSetCurrent(ctx->cuctx);
+  }
+  char e[256];
+  if (r != CUDA_SUCCESS) return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: context: %s", f->name, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+  _Alignas(16) unsigned char buf[4096];
+  for (int a = 0; a < n_args; ++a) {
+    unsigned char *dst = buf + s->offset[a];
+    const tunert_arg *x = &args[a];
+    if (f->arg_roles[a] != TUNERT_ROLE_SCALAR) {
+      if (x->kind != TUNERT_ARG_PTR || !x->v.ptr)
+        return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %d (%s) is a tensor: give a non-NULL device pointer", f->name, a, f->arg_names[a]);
+      memcpy(dst, &x->v.ptr, 8);
+      continue;
+    }
+    double fv;
+    int64_t iv;
+    int is_float = f->arg_dtypes[a][0] == 'f' || f->arg_dtypes[a][0] == 'b';
+    switch (x->kind) {
+    case TUNERT_ARG_INT: iv = x->v.i; fv = (double)x->v.i; break;
+    case TUNERT_ARG_FLOAT:
+      fv = x->v.f;
+      if (!is_float && fv != floor(fv))
+        return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %s is an integer, got %g", f->name, f->arg_names[a], fv);
+      iv = (int64_t)fv;
+      break;
+    case TUNERT_ARG_AUTO:
+      if (!s->args[a].has_value) return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %s has no value in the bundle", f->name, f->arg_names[a]);
+      fv = s->args[a].value;
+      iv = (int64_t)fv;
+      break;
+    default:
+      return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %d (%s) is a scalar: give TUNERT_ARG_INT, _FLOAT or _AUTO", f->name, a, f->arg_names[a]);
+    }
+    switch (f->arg_size[a] * 4 + (is_float ? 1 : 0) + (f->arg_dtypes[a][0] == 'b' ? 2 : 0)) {
+    case 17: { float v = (float)fv; memcpy(dst, &v, 4); break; }      /* f32 */
+    case 33: memcpy(dst, &fv, 8); break;                              /* f64 */
+    case 9: { uint16_t h = to_half((float)fv); memcpy(dst, &h, 2); break; }   /* f16 */
+    case 11: { uint16_t h = to_bf16((float)fv); memcpy(dst, &h, 2); break; }  /* bf16 */
+    case 16:                                                          /* i32 */
+      if (iv < INT32_MIN || iv > INT32_MAX) return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %s = %lld does not fit i32", f->name, f->arg_names[a], (long long)iv);
+      { int32_t v = (int32_t)iv; memcpy(dst, &v, 4); }
+      break;
+    case 32: memcpy(dst, &iv, 8); break;                              /* i64 */
+    default: return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %s: dtype %s", f->name, f->arg_names[a], f->arg_dtypes[a]);
+    }
+  }
+  size_t size = s->param_bytes;
+  const rt_variant *v = s->v;
+  for (int l = 0; l < s->n_launches; ++l) {
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    const tunert_launch_info *li = &s->launch[l];
+    r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
+                               li->shared, (CUstream)stream, NULL, extra);
+    if (r != CUDA_SUCCESS)
+      return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s (grid %u,%u,%u block %u,%u,%u smem %u): %s", f->name, li->kernel,
+                     li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2], li->shared,
+                     tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+  }
+  return TUNERT_OK;
+}

@@ -1,0 +1,341 @@
+/* tunert_select.c: the selection policy (exact, else nearest portable
+ * variant whose requirements hold) and the lock-free selection cache. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tunert_int.h"
+
+static uint64_t hash_dims(const int64_t *d, int n) {
+  return tunert_fnv1a64(d, (unsigned long long)n * sizeof *d);
+}
+
+/* Lock-free lookup in the published table. */
+static tunert_selection *cache_find(rt_family *f, const int64_t *dims, int n, uint64_t h) {
+  sel_table *t = atomic_load_explicit(&f->cache, memory_order_acquire);
+  size_t mask = t->cap - 1;
+  for (size_t i = (size_t)h & mask, probes = 0; probes < t->cap; i = (i + 1) & mask, ++probes) {
+    tunert_selection *s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+    if (!s) return NULL;
+    if (s->hash == h && !memcmp(s->dims, dims, (size_t)n * sizeof *dims)) return s;
+  }
+  return NULL;
+}
+
+/* Insert under ctx->lock; grows (publishing a new table) past half full. */
+static int cache_insert(tunert_ctx *ctx, rt_family *f, tunert_selection *s) {
+  sel_table *t = atomic_load_explicit(&f->cache, memory_order_relaxed);
+  if ((f->cache_count + 1) * 2 > t->cap) {
+    size_t cap = t->cap * 2;
+    sel_table *nt = rt_alloc(&ctx->arena, sizeof(sel_table) + cap * sizeof(tunert_selection *));
+    if (!nt) return -1;
+    nt->cap = cap;
+    for (size_t i = 0; i < t->cap; ++i) {
+      tunert_selection *o = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+      if (!o) continue;
+      size_t j = (size_t)o->hash & (cap - 1);
+      while (atomic_load_explicit(&nt->slot[j], memory_order_relaxed)) j = (j + 1) & (cap - 1);
+      atomic_store_explicit(&nt->slot[j], o, memory_order_relaxed);
+    }
+    atomic_store_explicit(&f->cache, nt, memory_order_release); /* the old table stays readable until close */
+    t = nt;
+  }
+  size_t j = (size_t)s->hash & (t->cap - 1);
+  while (atomic_load_explicit(&t->slot[j], memory_order_relaxed)) j = (j + 1) & (t->cap - 1);
+  atomic_store_explicit(&t->slot[j], s, memory_order_release);
+  f->cache_count++;
+  return 0;
+}
+
+/* What one entry gives for a problem. */
+typedef struct computed {
+  unsigned grid[TUNERT_MAX_LAUNCHES][3], block[TUNERT_MAX_LAUNCHES][3], shared[TUNERT_MAX_LAUNCHES];
+  int rank[TUNERT_MAX_ARGS];
+  int64_t shape[TUNERT_MAX_ARGS][TUNERT_MAX_RANK];
+  int64_t numel[TUNERT_MAX_ARGS];
+  int has_value[TUNERT_MAX_ARGS];
+  double value[TUNERT_MAX_ARGS];
+} computed;
+
+static void dims_text(const rt_family *f, const int64_t *dims, char *buf, size_t n) {
+  size_t len = (size_t)snprintf(buf, n, "{");
+  for (int d = 0; d < f->n_dims && len < n; ++d)
+    len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", d ? ", " : "", f->dims[d], (long long)dims[d]);
+  if (len < n) snprintf(buf + len, n - len, "}");
+}
+
+static int eval_int(const tunert_expr *e, int item, const tunert_xval *env, int64_t *out, char *why, size_t n) {
+  tunert_xval v;
+  if (tunert_expr_eval(e, item, env, &v, why, n)) return -1;
+  if (tunert_xval_to_i64(&v, out)) {
+    char b[64];
+    tunert_xval_format(&v, b, sizeof b);
+    snprintf(why, n, "'%s' item %d is %s, not an integer", tunert_expr_text(e), item + 1, b);
+    return -1;
+  }
+  return 0;
+}
+
+/* Check entry e for dims; fill c. Returns 0 when it may run the problem, else
+ * -1 with the reason in why. */
+static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry *e, const int64_t *dims, int exact,
+                       computed *c, char *why, size_t n) {
+  const rt_variant *v = e->v;
+  if (!exact && !e->portable) { snprintf(why, n, "exact-only (%s)", e->exact_why); return -1; }
+  if (ctx->dev_known && v->chosen < 0) { snprintf(why, n, "%s", v->binary_desc); return -1; }
+  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS];
+  for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(dims[d] != 0) : tunert_xint(dims[d]);
+  for (int k = 0; k < f->n_params; ++k) env[f->n_dims + k] = v->params[k];
+  if (e->requires) {
+    for (int i = 0; i < tunert_expr_items(e->requires); ++i) {
+      tunert_xval r;
+      if (tunert_expr_eval(e->requires, i, env, &r, why, n)) return -1;
+      if (r.t == TUNERT_XBOOL && !r.i) {
+        /* name the failing item: the list text is "a, b, c" */
+        snprintf(why, n, "requirement %d of '%s' is false", i + 1, tunert_expr_text(e->requires));
+        return -1;
+      }
+    }
+  }
+  if (e->define_exprs) {
+    for (int i = 0; i < tunert_expr_items(e->define_exprs); ++i) {
+      tunert_xval r;
+      if (tunert_expr_eval(e->define_exprs, i, env, &r, why, n)) return -1;
+      double want = tunert_xval_to_f64(&e->define_values[i]), got = tunert_xval_to_f64(&r);
+      if (got != want) {
+        snprintf(why, n, "compiled for define %d of '%s' = %g, this problem needs %g", i + 1,
+                 tunert_expr_text(e->define_exprs), want, got);
+        return -1;
+      }
+    }
+  }
+  for (int l = 0; l < e->n_launches; ++l) {
+    for (int k = 0; k < 3; ++k) {
+      int64_t g, b;
+      if (eval_int(e->grid[l], k, env, &g, why, n) || eval_int(e->block[l], k, env, &b, why, n)) return -1;
+      int64_t gmax = k == 0 ? 2147483647 : 65535;
+      if (g < 1 || g > gmax) { snprintf(why, n, "launch %d: grid[%d] = %lld out of 1..%lld", l, k, (long long)g, (long long)gmax); return -1; }
+      if (b < 1 || b > 1024) { snprintf(why, n, "launch %d: block[%d] = %lld out of 1..1024", l, k, (long long)b); return -1; }
+      c->grid[l][k] = (unsigned)g;
+      c->block[l][k] = (unsigned)b;
+    }
+    if ((uint64_t)c->block[l][0] * c->block[l][1] * c->block[l][2] > 1024) { snprintf(why, n, "launch %d: block over 1024 threads", l); return -1; }
+    int64_t s;
+    if (eval_int(e->shared[l], 0, env, &s, why, n)) return -1;
+    if (s < 0 || s > 16 * 1024 * 1024) { snprintf(why, n, "launch %d: shared = %lld bytes", l, (long long)s); return -1; }
+    c->shared[l] = (unsigned)s;
+  }
+  for (int a = 0; a < f->n_args; ++a) {
+    c->rank[a] = 0;
+    c->numel[a] = 0;
+    c->has_value[a] = 0;
+    if (e->shape[a]) {
+      int r = tunert_expr_items(e->shape[a]);
+      int64_t numel = 1;
+      for (int k = 0; k < r; ++k) {
+        int64_t x;
+        if (eval_int(e->shape[a], k, env, &x, why, n)) return -1;
+        if (x < 1) { snprintf(why, n, "arg %s: shape entry %d is %lld", f->arg_names[a], k + 1, (long long)x); return -1; }
+        c->shape[a][k] = x;
+        if (numel > INT64_MAX / x) { snprintf(why, n, "arg %s: too many elements", f->arg_names[a]); return -1; }
+        numel *= x;
+      }
+      c->rank[a] = r;
+      c->numel[a] = numel;
+    } else if (e->value[a]) {
+      tunert_xval x;
+      if (tunert_expr_eval(e->value[a], 0, env, &x, why, n)) return -1;
+      c->has_value[a] = 1;
+      c->value[a] = tunert_xval_to_f64(&x);
+    }
+  }
+  return 0;
+}
+
+static double distance(const rt_family *f, const int64_t *a, const int64_t *b) {
+  double s = 0;
+  for (int d = 0; d < f->n_dims; ++d) {
+    if (a[d] == b[d]) continue;
+    if (f->dim_bool[d] || a[d] <= 0 || b[d] <= 0) { s += 1; continue; }
+    double l = log((double)a[d] / (double)b[d]);
+    s += l * l;
+  }
+  return sqrt(s);
+}
+
+static void fmt_ns(double ns, char *b, size_t n) {
+  if (ns >= 1e6) snprintf(b, n, "%.3f ms", ns / 1e6);
+  else snprintf(b, n, "%.2f us", ns / 1e3);
+}
+
+/* Compute a selection; on success fills *best, c and reason. */
+static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_i, int *exact_out, double *dist_out,
+                  computed *c, char *reason, size_t reason_n, tunert_err *err) {
+  computed tmp;
+  char why[512];
+  char rejected[2048] = "";
+  size_t rlen = 0;
+  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0;
+  int best = -1, best_exact = 0;
+  double best_dist = INFINITY;
+  for (int i = 0; i < f->n_entries; ++i) {
+    rt_entry *e = &f->entries[i];
+    int exact = !memcmp(e->dims, dims, (size_t)f->n_dims * sizeof *dims);
+    if (!exact && (ctx->flags & TUNERT_OPEN_EXACT_ONLY)) continue;
+    if (entry_check(ctx, f, e, dims, exact, &tmp, why, sizeof why)) {
+      if (!exact && !e->portable) { if (!n_exact_only++) first_exact_only = i; continue; }
+      ++n_rejected;
+      if (rlen < sizeof rejected)
+        rlen += (size_t)snprintf(rejected + rlen, sizeof rejected - rlen, "%s%s: %s", n_rejected > 1 ? "; " : "", e->problem_name, why);
+      continue;
+    }
+    double dist = exact ? 0 : distance(f, dims, e->dims);
+    int better = best < 0 || (exact && !best_exact) ||
+                 (exact == best_exact && (dist < best_dist || (dist == best_dist && e->median_ns < f->entries[best].median_ns)));
+    if (better) {
+      best = i;
+      best_exact = exact;
+      best_dist = dist;
+      *c = tmp;
+    }
+  }
+  char dt[512];
+  dims_text(f, dims, dt, sizeof dt);
+  if (best < 0) {
+    char eo[700] = "";
+    if (n_exact_only) snprintf(eo, sizeof eo, "%d usable only for their own tuned problem (%s)", n_exact_only, f->entries[first_exact_only].exact_why);
+    return rt_fail(err, TUNERT_ENOVARIANT, "%s: no variant for %s%s among %d tuned problem(s): %s%s%s%s", f->name, dt,
+                   (ctx->flags & TUNERT_OPEN_EXACT_ONLY) ? " (exact matches only: TUNERT_OPEN_EXACT_ONLY)" : "",
+                   f->n_entries, eo, n_exact_only && n_rejected ? "; " : "", n_rejected ? "rejected: " : "",
+                   n_rejected ? rejected : "");
+  }
+  rt_entry *e = &f->entries[best];
+  char t[32];
+  fmt_ns(e->median_ns, t, sizeof t);
+  if (best_exact)
+    snprintf(reason, reason_n, "exact: %s is tuned problem %s; its fastest verified variant (%s on %s)%s%s",
+             dt, e->problem_name, t, e->device_name, n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
+  else
+    snprintf(reason, reason_n,
+             "nearest: %s is not a tuned problem; chose the variant tuned for %s %s (log-distance %.3f, %s there on %s), "
+             "whose requirements and defines hold here; %d exact-only entr%s skipped%s%s",
+             dt, e->problem_name, e->dims_json, best_dist, t, e->device_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
+             n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
+  *best_i = best;
+  *exact_out = best_exact;
+  *dist_out = best_exact ? 0 : best_dist;
+  return TUNERT_OK;
+}
+
+TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                             const tunert_selection **out, tunert_err *err) {
+  if (!ctx || !out || (!dims && n_dims)) return rt_fail(err, TUNERT_EINVAL, "tunert_select: NULL argument");
+  rt_family *f = rt_family_find(ctx, family);
+  if (!f) {
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < ctx->n_families && len < sizeof list; ++i)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", ctx->families[i].name);
+    return rt_fail(err, TUNERT_ENOFAMILY, "no kernel family '%s' in the bundle (it has: %s)", family ? family : "(null)", list);
+  }
+  if (n_dims != f->n_dims) {
+    char names[512] = "";
+    size_t len = 0;
+    for (int d = 0; d < f->n_dims && len < sizeof names; ++d)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", d ? ", " : "", f->dims[d]);
+    return rt_fail(err, TUNERT_EINVAL, "tunert_select %s: %d dims given, the family has %d (%s)", f->name, n_dims, f->n_dims, names);
+  }
+  uint64_t h = hash_dims(dims, n_dims);
+  tunert_selection *s = cache_find(f, dims, n_dims, h);
+  if (s) { *out = s; return TUNERT_OK; }
+  /* slow path: compute without the lock (the bundle is immutable), publish under it */
+  computed c;
+  char reason[3072];
+  int best = 0, exact = 0;
+  double dist = 0;
+  int rc = choose(ctx, f, dims, &best, &exact, &dist, &c, reason, sizeof reason, err);
+  if (rc) return rc;
+  rt_entry *e = &f->entries[best];
+  /* argument packing with natural alignment */
+  uint32_t offset[TUNERT_MAX_ARGS], off = 0;
+  for (int a = 0; a < f->n_args; ++a) {
+    uint32_t sz = f->arg_roles[a] == TUNERT_ROLE_SCALAR ? (uint32_t)f->arg_size[a] : 8;
+    off = (off + sz - 1) / sz * sz;
+    offset[a] = off;
+    off += sz;
+  }
+  if (off > 4096) return rt_fail(err, TUNERT_EINVAL, "%s: %u bytes of kernel parameters (over 4096)", f->name, off);
+  pthread_mutex_lock(&ctx->lock);
+  s = cache_find(f, dims, n_dims, h);
+  if (s) { pthread_mutex_unlock(&ctx->lock); *out = s; return TUNERT_OK; }
+  rt_arena *ar = &ctx->arena;
+  s = rt_alloc(ar, sizeof *s);
+  int64_t *d = rt_alloc(ar, sizeof(int64_t) * (size_t)(n_dims + 1));
+  tunert_arg_info *ai = rt_alloc(ar, sizeof(tunert_arg_info) * (size_t)f->n_args);
+  char *rs = rt_strdup(ar, reason);
+  if (!s || !d || !ai || !rs) {
+    pthread_mutex_unlock(&ctx->lock);
+    return rt_fail(err, TUNERT_ENOMEM, "tunert_select: out of memory");
+  }
+  memcpy(d, dims, (size_t)n_dims * sizeof *dims);
+  s->f = f;
+  s->entry = e;
+  s->v = e->v;
+  s->dims = d;
+  s->hash = h;
+  s->exact = exact;
+  s->distance = dist;
+  s->reason = rs;
+  s->n_launches = e->n_launches;
+  for (int l = 0; l < e->n_launches; ++l) {
+    s->launch[l].kernel = e->v->kernels[l];
+    memcpy(s->launch[l].grid, c.grid[l], sizeof c.grid[l]);
+    memcpy(s->launch[l].block, c.block[l], sizeof c.block[l]);
+    s->launch[l].shared = c.shared[l];
+  }
+  for (int a = 0; a < f->n_args; ++a) {
+    ai[a].name = f->arg_names[a];
+    ai[a].role = f->arg_roles[a];
+    ai[a].dtype = f->arg_dtypes[a];
+    ai[a].rank = c.rank[a];
+    memcpy(ai[a].shape, c.shape[a], sizeof ai[a].shape);
+    ai[a].numel = c.numel[a];
+    ai[a].bytes = c.numel[a] * f->arg_size[a];
+    ai[a].has_value = c.has_value[a];
+    ai[a].value = c.value[a];
+    s->offset[a] = offset[a];
+  }
+  s->args = ai;
+  s->param_bytes = off;
+  atomic_init(&s->ready, 0);
+  if (cache_insert(ctx, f, s)) {
+    pthread_mutex_unlock(&ctx->lock);
+    return rt_fail(err, TUNERT_ENOMEM, "tunert_select: out of memory");
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  *out = s;
+  return TUNERT_OK;
+}
+
+TUNERT_API int tunert_selection_info_get(const tunert_selection *s, tunert_selection_info *info) {
+  if (!s || !info || info->struct_size < sizeof(uint32_t)) return TUNERT_EINVAL;
+  tunert_selection_info full;
+  memset(&full, 0, sizeof full);
+  full.struct_size = info->struct_size;
+  full.family = s->f->name;
+  full.variant = s->v->params_json;
+  full.tuned_problem = s->entry->problem_name;
+  full.tuned_dims = s->entry->dims_json;
+  full.exact = s->exact;
+  full.distance = s->distance;
+  full.reason = s->reason;
+  full.measured_ns = s->entry->median_ns;
+  full.measured_on = s->entry->device_name;
+  full.binary = s->v->binary_desc;
+  full.n_launches = s->n_launches;
+  full.launches = s->launch;
+  full.n_args = s->f->n_args;
+  full.args = s->args;
+  memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
+  return TUNERT_OK;
+}

@@ -1,0 +1,349 @@
+// gemm_sm90.cuh: PATH 1 of gemm.cuh, the Hopper GEMM: wgmma (sm_90a) reading both operands from
+// 128-byte-swizzled shared memory that cp.async fills, optionally with warp specialization.
+//
+// A block computes BLOCK_M x BLOCK_N tiles of c (one, or with PERSISTENT=1 tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ...), each over one K / SPLIT_K slice (grid.y = split). CONSUMERS
+// warpgroups split the tile's rows: warpgroup w owns rows [w * BLOCK_M / CONSUMERS, ...), i.e. MT =
+// BLOCK_M / CONSUMERS / 64 wgmma m64 tiles of BLOCK_N columns (MT * BLOCK_N / 2 fp32 registers).
+//
+// Shared memory: 1024-byte-aligned ring of STAGES slots, each an a tile [BLOCK_M][64] and a b tile,
+// then 2 * STAGES mbarriers (WS = 1). a and a B_COL b tile are k-major: row r (128 bytes) holds
+// 16-byte chunk c at c ^ (r % 8). A row-major b tile ([64 k][BLOCK_N], n-major) is stored as
+// BLOCK_N / 64 column blocks of 64 k rows x 128 bytes (8 KiB each), swizzled the same way.
+// common/wgmma.cuh describes the matching descriptors.
+//
+// WS = 0: every thread copies and computes. cp.async groups + __syncthreads pipeline, STAGES - 2
+//   slices ahead (a slot is refilled only after the wgmma batch that read it has been waited for).
+// WS = 1: warpgroup CONSUMERS is the producer: PRODUCER_WARPS of its warps issue the cp.async of a
+//   slot once its `empty` barrier says the consumers released it, and arm its `full` barrier with
+//   cp.async.mbarrier.arrive.noinc; consumer warpgroups wait on `full`, run the wgmma batch, keep one
+//   batch in flight and release the previous slot. SETMAXNREG = 1 moves registers from the producer
+//   (kProducerRegs) to the consumers (kConsumerRegs).
+//
+// Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1,
+// PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K.
+// Launch: block = 128 * (CONSUMERS + WS); grid = (tiles, SPLIT_K) with tiles = ceil(M / BLOCK_M) *
+// N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
+// memory = kSmemBytes (recipes/gemm.lua: smem_sm90).
+#include "common/cp_async.cuh"
+#include "common/cp_async_zfill.cuh"
+#include "common/mbarrier.cuh"
+#include "common/mma.cuh"
+#include "common/tile_order.cuh"
+#include "common/wgmma.cuh"
+
+#if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES) || !defined(WS)
+#error "gemm_sm90.cuh needs -D BLOCK_M BLOCK_N CONSUMERS STAGES WS"
+#endif
+#ifndef PRODUCER_WARPS
+#define PRODUCER_WARPS 1
+#endif
+#ifndef SETMAXNREG
+#define SETMAXNREG 0
+#endif
+
+namespace gemm90 {
+
+constexpr int kBM = BLOCK_M, kBN = BLOCK_N, kBK = 64;
+constexpr int kCons = CONSUMERS;
+constexpr bool kWS = WS != 0;
+constexpr int kThreads = (kCons + (kWS ? 1 : 0)) * 128;
+constexpr int kStages = STAGES;
+constexpr int kWgRows = kBM / kCons;  // rows per consumer warpgroup
+constexpr int kMT = kWgRows / 64;     // wgmma m64 tiles per consumer warpgroup
+constexpr int kAcc = kBN / 2;         // fp32 accumulators per thread per m64 tile
+constexpr int kABytes = kBM * 128;
+constexpr int kBBytes = kBN * 128;
+constexpr int kStageBytes = kABytes + kBBytes;
+constexpr int kBarBytes = 2 * kStages * 8;
+constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
+constexpr int kProdThreads = PRODUCER_WARPS * 32;
+constexpr int kLoadThreads = kWS ? kProdThreads : kThreads;  // threads that issue the cp.async
+// setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x the compiled register count
+// (168 for 384 threads, 240 for 256); the totals after reallocation stay within it.
+constexpr int kConsumerRegs = kCons == 1 ? 240 : 232;
+constexpr int kProducerRegs = kCons == 1 ? 56 : 40;
+
+static_assert(kBM == 64 || kBM == 128 || kBM == 256, "BLOCK_M must be 64, 128 or 256");
+static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BLOCK_N must be 64, 128 or 256");
+static_assert(kCons == 1 || kCons == 2, "CONSUMERS must be 1 or 2");
+static_assert(kWgRows % 64 == 0 && (kMT == 1 || kMT == 2), "each consumer warpgroup owns 64 or 128 rows");
+static_assert(kMT * kAcc <= 128, "at most 128 fp32 accumulators per thread");
+static_assert(WS == 0 || WS == 1, "WS must be 0 or 1");
+static_assert(kStages >= 3 && kStages <= 5, "STAGES must be 3..5");
+static_assert(PRODUCER_WARPS >= 1 && PRODUCER_WARPS <= 4, "PRODUCER_WARPS must be 1..4");
+static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS = 1");
+static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+static_assert(!(PERSISTENT && SPLIT_K > 1), "PERSISTENT needs SPLIT_K = 1");
+
+struct Geometry {
+  int tiles_m, tiles_n, tiles;  // output tiles
+  int k_tiles;                  // 64-wide k slices per split
+};
+
+__device__ __forceinline__ Geometry geometry(int M, int N, int K) {
+  Geometry g;
+  g.tiles_m = (M + kBM - 1) / kBM;
+  g.tiles_n = N / kBN;
+  g.tiles = g.tiles_m * g.tiles_n;
+  g.k_tiles = K / SPLIT_K / kBK;
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// load_stage: the 64-wide k slice at k0 of tile (m0, n0) -> slot (sA, sB), by NT threads (t < NT).
+// Thread t copies one fixed 16-byte column chunk of every (NT / 8)-th row of a and b (k-major), or
+// of every (NT / (BLOCK_N / 8))-th k row of a row-major b; pointers advance by a fixed step, and the
+// loops are unrolled 4 deep only, so that a 1-warp producer on 40 registers (setmaxnreg) needs few of them.
+template <int NT>
+__device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 *__restrict__ a,
+                                           const bf16 *__restrict__ b, int m0, int n0, int k0, int M, int N,
+                                           int K, int t) {
+  static_assert(NT % 8 == 0, "copy threads come in groups of 8 (one 128-byte row)");
+  constexpr int kRows = NT / 8;  // rows advanced per copy of a k-major tile
+  static_assert(kBM % kRows == 0 && kBN % kRows == 0, "tile rows must split evenly over the copy threads");
+  const int ch = t & 7, r0 = t >> 3;
+  {
+    const bf16 *src = a + (size_t)(m0 + r0) * K + k0 + ch * 8;
+    const size_t step = (size_t)kRows * K;
+#pragma unroll 4
+    for (int i = 0; i < kBM / kRows; ++i) {
+      const int r = r0 + i * kRows;
+      const bool ok = m0 + r < M;
+      tune::g2s_copy16_zfill(sA + r * 128 + ((ch ^ (r & 7)) << 4), ok ? src + i * step : a, ok);
+    }
+  }
+  if constexpr (B_COL) {
+    const bf16 *src = b + (size_t)(n0 + r0) * K + k0 + ch * 8;
+    const size_t step = (size_t)kRows * K;
+#pragma unroll 4
+    for (int i = 0; i < kBN / kRows; ++i) {
+      const int r = r0 + i * kRows;
+      tune::g2s_copy16(sB + r * 128 + ((ch ^ (r & 7)) << 4), src + i * step);
+    }
+  } else {
+    constexpr int kRowChunks = kBN / 8;         // 16-byte chunks per k row of the b tile
+    constexpr int kKStep = NT / kRowChunks;     // k rows advanced per copy
+    static_assert(NT % kRowChunks == 0 && kBK % kKStep == 0, "b tile chunks must split evenly over the copy threads");
+    const int cc = t % kRowChunks, kr0 = t / kRowChunks;
+    const unsigned dst = sB + (cc >> 3) * 8192;
+    const bf16 *src = b + (size_t)(k0 + kr0) * N + n0 + cc * 8;
+    const size_t step = (size_t)kKStep * N;
+#pragma unroll 4
+    for (int i = 0; i < kBK / kKStep; ++i) {
+      const int k = kr0 + i * kKStep;
+      tune::g2s_copy16(dst + k * 128 + (((cc & 7) ^ (k & 7)) << 4), src + i * step);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// compute_stage: issue (not wait for) the wgmma of one slot for consumer warpgroup wg.
+__device__ __forceinline__ void compute_stage(float (&acc)[kMT][kAcc], unsigned sA, unsigned sB, int wg) {
+#pragma unroll
+  for (int kk = 0; kk < kBK / 16; ++kk) {
+    unsigned long long db;
+    if constexpr (B_COL) db = tune::wgmma_desc(sB + kk * 32, 16, 1024, tune::kWgmmaSwizzle128B);
+    else db = tune::wgmma_desc(sB + kk * 2048, 8192, 1024, tune::kWgmmaSwizzle128B);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const unsigned long long da =
+          tune::wgmma_desc(sA + (wg * kWgRows + mt * 64) * 128 + kk * 32, 16, 1024, tune::kWgmmaSwizzle128B);
+      tune::wgmma_m64k16_ss<kBN, B_COL ? 0 : 1>(acc[mt], da, db, 1);
+    }
+  }
+}
+
+__device__ __forceinline__ void fence_acc(float (&acc)[kMT][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) tune::wgmma_fence_acc(acc[mt]);
+}
+
+__device__ __forceinline__ void zero_acc(float (&acc)[kMT][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mt][i] = 0.f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// epilogue: a consumer thread stores its fragments (common/wgmma.cuh layout) straight to global
+// memory: bf16 pairs to c, or fp32 pairs to ws[split] when SPLIT_K > 1.
+__device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, int n0, int split,
+                                         bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int ctid) {
+  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + wg * kWgRows + mt * 64 + w * 16 + g + 8 * h;
+      if (row >= M) continue;
+      if constexpr (SPLIT_K > 1) {
+        float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j)
+          *reinterpret_cast<float2 *>(out + j * 8) = make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+      } else {
+        bf16 *out = c + (size_t)row * N + n0 + 2 * q;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j)
+          *reinterpret_cast<unsigned *>(out + j * 8) = tune::pack_bf16x2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+      }
+    }
+}
+
+// Tile index -> (m0, n0).
+__device__ __forceinline__ void tile_origin(int tile, const Geometry &g, int &m0, int &n0) {
+  const tune::tile_rc rc = tune::tile_order_grouped(tile, g.tiles_m, g.tiles_n, RASTER);
+  m0 = rc.m * kBM;
+  n0 = rc.n * kBN;
+}
+
+__device__ __forceinline__ int first_tile() { return (int)blockIdx.x; }
+__device__ __forceinline__ int tile_step(const Geometry &g) { return PERSISTENT ? (int)gridDim.x : g.tiles; }
+
+#if !WS
+// ---------------------------------------------------------------------------------------------
+// WS = 0: all warpgroups copy and compute.
+__device__ __forceinline__ void run_plain(const bf16 *__restrict__ a, const bf16 *__restrict__ b,
+                                          bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K,
+                                          unsigned ring) {
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const Geometry g = geometry(M, N, K);
+  const int split = (int)blockIdx.y;
+  const int k_begin = split * (K / SPLIT_K);
+  float acc[kMT][kAcc];
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
+    int m0, n0;
+    tile_origin(tile, g, m0, n0);
+#pragma unroll
+    for (int s = 0; s < kStages - 2; ++s) {
+      if (s < g.k_tiles)
+        load_stage<kThreads>(ring + s * kStageBytes, ring + s * kStageBytes + kABytes, a, b, m0, n0, k_begin + s * kBK,
+                             M, N, K, tid);
+      tune::cp_async_commit();
+    }
+    zero_acc(acc);
+    for (int kt = 0; kt < g.k_tiles; ++kt) {
+      // slice kt has landed (this thread's copies), made visible to the async proxy, then to all
+      tune::cp_async_wait<kStages - 3>();
+      tune::fence_proxy_async_smem();
+      __syncthreads();
+      // every warpgroup has waited for the batch of slice kt - 2: its slot can be refilled
+      const int nk = kt + kStages - 2;
+      if (nk < g.k_tiles) {
+        const unsigned slot = ring + (nk % kStages) * kStageBytes;
+        load_stage<kThreads>(slot, slot + kABytes, a, b, m0, n0, k_begin + nk * kBK, M, N, K, tid);
+      }
+      tune::cp_async_commit();
+      const unsigned slot = ring + (kt % kStages) * kStageBytes;
+      fence_acc(acc);
+      tune::wgmma_arrive();
+      compute_stage(acc, slot, slot + kABytes, wg);
+      tune::wgmma_commit();
+      tune::wgmma_wait<1>();
+      fence_acc(acc);
+    }
+    tune::wgmma_wait<0>();
+    fence_acc(acc);
+    epilogue(acc, m0, n0, split, c, ws, M, N, tid);
+    if (PERSISTENT) {
+      tune::cp_async_wait<0>();
+      __syncthreads();  // no warpgroup still reads the ring when the next tile's prologue refills it
+    }
+  }
+}
+
+#else
+// ---------------------------------------------------------------------------------------------
+// WS = 1: producer warpgroup kCons, consumer warpgroups 0 .. kCons - 1. Slot s of k iteration `it`
+// (counted over all tiles of the block) is used for the (it / kStages)-th time: phase it / kStages
+// of full[s] and empty[s].
+__device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 *__restrict__ b, int M, int N, int K,
+                                         unsigned ring, unsigned full, unsigned empty) {
+  const int t = threadIdx.x - kCons * 128;
+  if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
+  const Geometry g = geometry(M, N, K);
+  const int k_begin = (int)blockIdx.y * (K / SPLIT_K);
+  int it = 0;
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
+    int m0, n0;
+    tile_origin(tile, g, m0, n0);
+    for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
+      const int s = it % kStages;
+      if (it >= kStages) tune::mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
+      const unsigned slot = ring + s * kStageBytes;
+      load_stage<kProdThreads>(slot, slot + kABytes, a, b, m0, n0, k_begin + kt * kBK, M, N, K, t);
+      tune::cp_async_mbar_arrive_noinc(full + s * 8);
+    }
+  }
+  tune::cp_async_wait<0>();
+}
+
+__device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K,
+                                         unsigned ring, unsigned full, unsigned empty) {
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const Geometry g = geometry(M, N, K);
+  const int split = (int)blockIdx.y;
+  float acc[kMT][kAcc];
+  int it = 0;
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
+    int m0, n0;
+    tile_origin(tile, g, m0, n0);
+    zero_acc(acc);
+    for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
+      const int s = it % kStages;
+      tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+      tune::fence_proxy_async_smem();  // the producers' cp.async data, seen complete, -> wgmma
+      const unsigned slot = ring + s * kStageBytes;
+      fence_acc(acc);
+      tune::wgmma_arrive();
+      compute_stage(acc, slot, slot + kABytes, wg);
+      tune::wgmma_commit();
+      tune::wgmma_wait<1>();  // the batch of iteration it - 1 is done: release its slot
+      fence_acc(acc);
+      if (kt > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+    }
+    tune::wgmma_wait<0>();
+    fence_acc(acc);
+    if (g.k_tiles > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+    epilogue(acc, m0, n0, split, c, ws, M, N, tid);
+  }
+}
+#endif
+
+__device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c,
+                                    float *__restrict__ ws, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // 128-byte swizzled operands need 1024-byte aligned tiles: align the ring by hand
+  const unsigned ring = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
+#if !WS
+  run_plain(a, b, c, ws, M, N, K, ring);
+#else
+  {
+    const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        tune::mbar_init(full + s * 8, kProdThreads);
+        tune::mbar_init(empty + s * 8, kCons * 4);  // one arrival per consumer warp
+      }
+      tune::fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x >= kCons * 128) {
+#if SETMAXNREG
+      tune::setmaxnreg_dec<kProducerRegs>();
+#endif
+      producer(a, b, M, N, K, ring, full, empty);
+    } else {
+#if SETMAXNREG
+      tune::setmaxnreg_inc<kConsumerRegs>();
+#endif
+      consumer(c, ws, M, N, K, ring, full, empty);
+    }
+  }
+#endif
+}
+
+}  // namespace gemm90

@@ -1,0 +1,272 @@
+// softmax.cuh: row softmax of a [rows, COLS] bf16 matrix, fp32 accumulation, bf16 output.
+//
+//   y[r, c] = e^(x[r, c] - m_r) / sum_j e^(x[r, j] - m_r),  m_r = max_j x[r, j]
+//
+// computed in log2 units (xl = x * log2 e, every exponential one ex2.approx). Two kernel sets:
+//
+//   softmax_row           (SPLITS == 1) one row per warp (ROW_MODE 0: BLOCK / 32 rows per block,
+//                         shuffle reductions only) or one row per block (ROW_MODE 1: shuffles, then
+//                         the warps' partials through shared memory)
+//   softmax_split_stats + softmax_split_write   (SPLITS > 1) a row split across SPLITS blocks: the
+//                         first kernel writes each block's (max, sum) of its COLS / SPLITS slice to
+//                         `partial`, the second merges a row's SPLITS pairs and writes its slice
+//                         (for few, long rows: vocabulary-sized logits)
+//
+// Tunables (recipes/softmax.lua):
+//   ROW_MODE   0 | 1           softmax_row only: warp per row, block per row
+//   BLOCK      128 .. 1024     threads per block (__launch_bounds__ maximum)
+//   VEC_BYTES  4 | 8 | 16      bytes per x load / y store instruction (2, 4 or 8 bf16)
+//   CACHE_ROW  0 | 1           1: the thread's slice of the row stays in registers (raw bf16)
+//                              between the statistics and the write, so x is read once;
+//                              0: every pass re-reads x from memory (L1/L2)
+//   ONLINE     0 | 1           1: (max, sum) in one sweep, sum rescaled when the max grows, and one
+//                              reduction of (max, sum) pairs; 0: max first (one sweep, one
+//                              reduction), then the sum of exponentials (another of each)
+//   MIN_BLOCKS 1 | 2 (default 1)  __launch_bounds__ minimum resident blocks per SM
+//   SPLITS     1 (default) | 2 .. 32   blocks per row (split kernels when > 1)
+// Sweeps of x per row: CACHE_ROW 1: 1. CACHE_ROW 0: ONLINE 1: 2 (stats, write); ONLINE 0: 3 (max,
+// sum, write). The split write kernel always re-reads its slice (2 or 3 sweeps in all).
+// Problem constant (recipe `defines`): COLS. Requirements (static_assert; recipe `applies` skips the
+// rest): (COLS / SPLITS) / kVecElems a multiple of the threads per row (32 or BLOCK).
+//
+// Loads of x use ld.global.nc (x is never written); stores of y use st.global.cs (never re-read).
+// Thread map: vector j of a thread's slice (0 <= j < kIters) is vector j * kThreads + t of its
+// segment (t: lane or thread index), so every warp-wide load is contiguous. Re-reading passes load
+// kBatch vectors before using any.
+//
+// Stages: tile_setup (row, segment, thread index), load_stage (raw vectors), stats_stage (thread
+// partials of max / sum), the reductions (common/reduce.cuh), epilogue (exponentials, scale, store).
+#include "common/reduce.cuh"
+#include "common/vec.cuh"
+
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#if SPLITS == 1 && !defined(ROW_MODE)
+#error "softmax.cuh needs -D ROW_MODE (0 warp, 1 block per row) when SPLITS == 1"
+#endif
+#if SPLITS > 1
+#undef ROW_MODE
+#define ROW_MODE 1
+#endif
+#if !defined(COLS) || !defined(BLOCK) || !defined(VEC_BYTES) || !defined(CACHE_ROW) || !defined(ONLINE)
+#error "softmax.cuh needs -D COLS BLOCK VEC_BYTES CACHE_ROW ONLINE"
+#endif
+
+typedef __nv_bfloat16 bf16;
+
+namespace sm {
+
+constexpr int kVecElems = VEC_BYTES / 2;                  // bf16 per vector
+constexpr int kWarps = BLOCK / 32;
+constexpr int kThreads = ROW_MODE == 0 ? 32 : BLOCK;      // threads sharing one row segment
+constexpr int kSegLen = COLS / SPLITS;                    // elements per segment
+constexpr int kSegVecs = kSegLen / kVecElems;
+constexpr int kIters = kSegVecs / kThreads;               // vectors per thread
+constexpr int kBatchMax = 64 / VEC_BYTES;                 // re-reading passes: 64 B in flight
+constexpr int kBatch = CACHE_ROW ? kIters : (kIters < kBatchMax ? kIters : kBatchMax);
+constexpr int kCache = CACHE_ROW ? kIters : 1;            // vectors held in registers
+constexpr float kLog2e = 1.4426950408889634f;
+typedef tune::words<VEC_BYTES> vec;
+
+static_assert(VEC_BYTES == 4 || VEC_BYTES == 8 || VEC_BYTES == 16, "VEC_BYTES must be 4, 8 or 16");
+static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32, at most 1024");
+static_assert(ROW_MODE == 0 || ROW_MODE == 1, "ROW_MODE must be 0 (warp per row) or 1 (block per row)");
+static_assert(CACHE_ROW == 0 || CACHE_ROW == 1, "CACHE_ROW must be 0 or 1");
+static_assert(ONLINE == 0 || ONLINE == 1, "ONLINE must be 0 or 1");
+static_assert(MIN_BLOCKS >= 1 && BLOCK * MIN_BLOCKS <= 2048, "BLOCK * MIN_BLOCKS over 2048 threads per SM");
+static_assert(SPLITS >= 1 && SPLITS <= 32 && COLS % SPLITS == 0, "SPLITS must be 1..32 and divide COLS");
+static_assert(kSegLen % kVecElems == 0, "COLS / SPLITS must be a multiple of the vector width");
+static_assert(kSegVecs % kThreads == 0 && kIters >= 1,
+              "each thread needs the same whole number of vectors: COLS / SPLITS / vector elements % threads per row");
+static_assert(kIters % kBatch == 0, "vectors per thread must be a multiple of the load batch");
+static_assert(!CACHE_ROW || kIters * VEC_BYTES <= 256, "cached row slice over 64 registers per thread");
+
+struct tile_ctx {
+  const bf16 *x;  // this thread's first element: segment start + t * kVecElems
+  bf16 *y;
+  bool active;    // false: a warp past the last row (warp mode)
+};
+
+// Row (and segment) of this thread. Warp mode: warp w of block b owns row b * kWarps + w.
+__device__ __forceinline__ tile_ctx tile_setup(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
+  long long row;
+  int t;
+  if constexpr (ROW_MODE == 0) {
+    row = (long long)blockIdx.x * kWarps + threadIdx.x / 32;
+    t = threadIdx.x % 32;
+  } else {
+    row = SPLITS > 1 ? blockIdx.y : blockIdx.x;
+    t = threadIdx.x;
+  }
+  const long long off = row * COLS + (SPLITS > 1 ? (long long)blockIdx.x * kSegLen : 0) + t * kVecElems;
+  return {x + off, y + off, row < rows};
+}
+
+// Vectors j0 .. j0 + N - 1 of this thread's slice.
+template <int N> __device__ __forceinline__ void load_stage(const tile_ctx &c, int j0, vec (&v)[N]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] = tune::load_words<1, VEC_BYTES>(c.x + (long long)(j0 + j) * kThreads * kVecElems);
+}
+
+// Reductions over the threads of one segment (a warp or the block); every thread gets the result.
+struct reducer {
+  float *smem;  // 2 * kWarps floats (block mode)
+  __device__ __forceinline__ float max(float v) const {
+    if constexpr (ROW_MODE == 0) return tune::warp_reduce_max(v);
+    else return tune::block_reduce_max<kWarps>(v, smem);
+  }
+  __device__ __forceinline__ float sum(float v) const {
+    if constexpr (ROW_MODE == 0) return tune::warp_reduce_sum(v);
+    else return tune::block_reduce_sum<kWarps>(v, smem);
+  }
+  __device__ __forceinline__ void online(float &m, float &s) const {
+    if constexpr (ROW_MODE == 0) tune::warp_reduce_online(m, s);
+    else tune::block_reduce_online<kWarps>(m, s, smem);
+  }
+};
+
+template <int N> __device__ __forceinline__ float max_of(const vec (&v)[N], float m) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int w = 0; w < vec::kN; ++w) m = fmaxf(m, fmaxf(tune::bf16_lo(v[j].w[w]), tune::bf16_hi(v[j].w[w])));
+  return m;
+}
+// sum of 2^(x * log2e - ml), ml = m * log2e
+template <int N> __device__ __forceinline__ float sum_exp(const vec (&v)[N], float ml, float s) {
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int w = 0; w < vec::kN; ++w) {
+      s += tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
+      s += tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
+    }
+  return s;
+}
+
+// Statistics of the segment: ml = max_j x_j * log2e (log2 units) and s = sum_j 2^(x_j * log2e - ml).
+// With CACHE_ROW, `cache` holds the thread's slice (loaded here); without, x is swept 1 (ONLINE) or
+// 2 times. Every exponent is one fma: x * log2e - ml.
+__device__ __forceinline__ void stats_stage(const tile_ctx &c, const reducer &red, vec (&cache)[kCache], float &ml,
+                                            float &s) {
+  if constexpr (CACHE_ROW) {
+    load_stage(c, 0, cache);
+    ml = max_of(cache, tune::neg_inf()) * kLog2e;
+    if constexpr (ONLINE) {
+      s = sum_exp(cache, ml, 0.f);  // thread-local two-pass, then one reduction of (max, sum) pairs
+      red.online(ml, s);
+    } else {
+      ml = red.max(ml);
+      s = red.sum(sum_exp(cache, ml, 0.f));
+    }
+  } else if constexpr (ONLINE) {
+    ml = tune::neg_inf();  // running max
+    s = 0.f;
+    for (int j0 = 0; j0 < kIters; j0 += kBatch) {
+      vec v[kBatch];
+      load_stage<kBatch>(c, j0, v);
+      const float mn = fmaxf(ml, max_of(v, tune::neg_inf()) * kLog2e);
+      s = sum_exp(v, mn, s * tune::fast_exp2(ml - mn));  // 2^-inf = 0 on the first batch
+      ml = mn;
+    }
+    red.online(ml, s);
+  } else {
+    float m = tune::neg_inf();
+    for (int j0 = 0; j0 < kIters; j0 += kBatch) {
+      vec v[kBatch];
+      load_stage<kBatch>(c, j0, v);
+      m = max_of(v, m);
+    }
+    ml = red.max(m) * kLog2e;
+    s = 0.f;
+    for (int j0 = 0; j0 < kIters; j0 += kBatch) {
+      vec v[kBatch];
+      load_stage<kBatch>(c, j0, v);
+      s = sum_exp(v, ml, s);
+    }
+    s = red.sum(s);
+  }
+}
+
+// y = e^(x - m) * inv_s for N vectors starting at vector j0 of the slice.
+template <int N> __device__ __forceinline__ void store_stage(const tile_ctx &c, int j0, const vec (&v)[N], float ml,
+                                                             float inv_s) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    vec o;
+#pragma unroll
+    for (int w = 0; w < vec::kN; ++w)
+      o.w[w] = tune::pack_bf16x2(tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml)) * inv_s,
+                                 tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml)) * inv_s);
+    tune::store_words<1, VEC_BYTES>(c.y + (long long)(j0 + j) * kThreads * kVecElems, o);
+  }
+}
+
+// Write the thread's slice from the cache (CACHE_ROW) or by re-reading x.
+__device__ __forceinline__ void epilogue(const tile_ctx &c, const vec (&cache)[kCache], float ml, float s) {
+  const float inv_s = 1.f / s;
+  if constexpr (CACHE_ROW) {
+    store_stage(c, 0, cache, ml, inv_s);
+  } else {
+    for (int j0 = 0; j0 < kIters; j0 += kBatch) {
+      vec v[kBatch];
+      load_stage<kBatch>(c, j0, v);
+      store_stage<kBatch>(c, j0, v, ml, inv_s);
+    }
+  }
+}
+
+}  // namespace sm
+
+#if SPLITS == 1
+// grid: ROW_MODE 0: ceil(rows / (BLOCK / 32)); ROW_MODE 1: rows. block BLOCK.
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
+  __shared__ float red_smem[2 * sm::kWarps];
+  const sm::tile_ctx c = sm::tile_setup(x, y, rows);
+  if (!c.active) return;  // warp mode only: whole warps, no block-wide synchronization follows
+  sm::vec cache[sm::kCache];
+  float ml, s;
+  sm::stats_stage(c, sm::reducer{red_smem}, cache, ml, s);
+  sm::epilogue(c, cache, ml, s);
+}
+#else
+// partial: [rows, SPLITS, 2] floats, (max in log2 units, sum) of each slice, from the stats kernel.
+// Both kernels: grid (SPLITS, rows), block BLOCK.
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+softmax_split_stats(const bf16 *__restrict__ x, bf16 *__restrict__ y, float *__restrict__ partial, int rows) {
+  __shared__ float red_smem[2 * sm::kWarps];
+  const sm::tile_ctx c = sm::tile_setup(x, y, rows);
+  sm::vec cache[sm::kCache];
+  float ml, s;
+  sm::stats_stage(c, sm::reducer{red_smem}, cache, ml, s);
+  if (threadIdx.x == 0)
+    reinterpret_cast<float2 *>(partial)[(long long)blockIdx.y * SPLITS + blockIdx.x] = make_float2(ml, s);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+softmax_split_write(const bf16 *__restrict__ x, bf16 *__restrict__ y, float *__restrict__ partial, int rows) {
+  const sm::tile_ctx c = sm::tile_setup(x, y, rows);
+  // merge the row's SPLITS (max, sum) pairs (log2 units); every thread does it (SPLITS <= 32 pairs,
+  // the same addresses in every thread: broadcast loads)
+  const float2 *p = reinterpret_cast<const float2 *>(partial) + (long long)blockIdx.y * SPLITS;
+  float ml = tune::neg_inf(), s = 0.f;
+#pragma unroll
+  for (int i = 0; i < SPLITS; ++i) {
+    const float2 q = __ldcg(p + i);
+    tune::online_merge(ml, s, q.x, q.y);
+  }
+  const float inv_s = 1.f / s;
+  constexpr int kB = sm::kBatchMax < sm::kIters ? sm::kBatchMax : sm::kIters;  // the re-reading batch
+  static_assert(sm::kIters % kB == 0, "vectors per thread must be a multiple of the load batch");
+  for (int j0 = 0; j0 < sm::kIters; j0 += kB) {
+    sm::vec v[kB];
+    sm::load_stage<kB>(c, j0, v);
+    sm::store_stage<kB>(c, j0, v, ml, inv_s);
+  }
+}
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tune bundle + libtunert without a GPU: a bundle from the recorded copy.db (cubin and PTX for
+# sm_90a compiled here by NVRTC), opened and selected by libtunert (tunert_inspect); launching
+# says "no driver" cleanly; a recipe changed since it was measured is refused unless allowed;
+# the expression form of a recipe gives portable variants (nearest tuned problem, requirements);
+# damaged and newer-version bundles are refused with a message.
+. "$(dirname "$0")/lib.sh"
+INSPECT="${TUNERT_INSPECT:?set TUNERT_INSPECT}"
+REC="$SRC/data/recorded/copy.db"
+
+# 1. the recipe as it is now: its templates changed since the recording -> refused, then allowed
+mkdir -p t1/recipes && cp "$SRC/recipes/copy.lua" t1/recipes/ && cp -r "$SRC/templates" t1/templates
+echo "// a change after the measurement" >> t1/templates/copy/copy.cuh
+(cd t1 && "$TUNE" bundle --recipe copy --db "$REC" --arch sm_90a -o c.bundle) >refused.txt 2>&1
+check "changed sources are refused (rc $?)" test ! -f t1/c.bundle
+check "the refusal says why and what to do" contains refused.txt "allow-source-change"
+(cd t1 && "$TUNE" bundle --recipe copy --db "$REC" --arch sm_90a -o c.bundle --allow-source-change) >b.txt 2>&1
+check "bundle with --allow-source-change exits 0" test $? -eq 0
+check "it warns that the measurement was of other code" contains b.txt "warning: copy / 64MiB: measured with source"
+check "reports what it wrote" contains b.txt "wrote c.bundle: 1 family, 2 problems, 2 variants, 4 binaries"
+check "copy's Lua-function geometry makes exact-only entries" contains b.txt "exact-only: launch grid: a Lua function"
+B=t1/c.bundle
+python3 - "$B" >db.txt <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("app", db.execute("pragma application_id").fetchone()[0])
+print("format", dict(db.execute("select key, value from meta")).get("format_major"))
+for kind, arch, head in db.execute("select kind, arch, hex(substr(data, 1, 4)) from binaries order by id"):
+    print("bin", kind, arch, head)
+for (same,) in db.execute("select same_binary from entries"):
+    print("same_binary", same)
+PY
+check "application id tunb" contains db.txt "app 1953853026"
+check "format 1" contains db.txt "format 1"
+check "sm_90a cubins are ELF" contains db.txt "bin cubin sm_90a 7F454C46"
+check "PTX for compute_90a" contains db.txt "bin ptx compute_90a 2F2F"
+check "provenance: not the measured binary" contains db.txt "same_binary 0"
+
+# 2. libtunert: open, select, launch without a driver
+"$INSPECT" "$B" --arch sm_90a >inspect.txt 2>&1
+check "inspect exits 0" test $? -eq 0
+check "inspect lists the tuned problems" contains inspect.txt "64MiB"
+check "with their variants" contains inspect.txt '"VEC_BYTES":16'
+check "and measured times" contains inspect.txt "35.65 us"
+"$INSPECT" "$B" --select copy N=16777216 --try-launch >sel.txt 2>&1
+check "exact selection" contains sel.txt "reason:   exact"
+check "geometry for 64MiB" contains sel.txt "grid (16384, 1, 1) block (256, 1, 1)"
+if python3 -c "import ctypes; ctypes.CDLL('libcuda.so.1')" 2>/dev/null; then
+  echo "(a driver is present: the no-driver launch check is skipped)"
+else
+  check "launching says there is no driver" contains sel.txt "launch: no driver: no NVIDIA driver"
+fi
+"$INSPECT" "$B" --select copy N=1000 >nosel.txt 2>&1
+check "other sizes of an exact-only family are refused (rc $?)" contains nosel.txt "error (no variant)"
+check "with the reason" contains nosel.txt "launch grid: a Lua function"
+"$INSPECT" "$B" --arch sm_80 >arch.txt 2>&1
+check "another architecture is refused" contains arch.txt "no binary runs on sm_80"
+
+# 3. the expression form: portable variants, replayed from the same recording
+mkdir -p t2/recipes && cp "$SRC/tests/fixtures/bundle/copy_expr.lua" t2/recipes/copy.lua && ln -s "$SRC/templates" t2/templates
+(cd t2 && "$TUNE" run recipes/copy.lua --device "replay:$REC" --db p.db --quiet) >run.txt 2>&1
+check "the expression recipe replays (rc $?)" contains run.txt "best for 64MiB"
+(cd t2 && "$TUNE" bundle --recipe copy --db p.db -o p.bundle) >pb.txt 2>&1
+check "bundle of the expression recipe needs no flag" contains pb.txt "wrote p.bundle"
+check "its entries are portable" contains pb.txt "portable: expressions"
+P=t2/p.bundle
+"$INSPECT" "$P" --select copy N=1000000 >near.txt 2>&1
+check "a problem that was not tuned gets the nearest variant" contains near.txt "reason:   nearest"
+check "tuned for 64MiB" contains near.txt "tuned for: 64MiB"
+check "geometry evaluated for N=1000000 (VEC 16, ILP 1, BLOCK 256)" contains near.txt "grid (977, 1, 1) block (256, 1, 1)"
+check "scalar n from its expression" contains near.txt "= 1000000"
+"$INSPECT" "$P" --select copy N=1000001 >req.txt 2>&1
+check "a failing requirement is reported per variant" contains req.txt "requirement 1 of 'N % (VEC_BYTES // 4) == 0' is false"
+"$INSPECT" "$P" --exact --select copy N=1000000 >ex.txt 2>&1
+check "exact-only mode refuses the nearest" contains ex.txt "TUNERT_OPEN_EXACT_ONLY"
+
+# 4. damaged and newer bundles
+head -c 20000 "$P" > t2/trunc.bundle
+"$INSPECT" t2/trunc.bundle >trunc.txt 2>&1
+check "a truncated bundle is refused" contains trunc.txt "truncated"
+cp "$P" t2/v2.bundle
+python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"update meta set value='2' where key='format_major'\"); d.commit()" t2/v2.bundle
+"$INSPECT" t2/v2.bundle >v2.txt 2>&1
+check "a newer major version is refused" contains v2.txt "bundle format 2.0, but this libtunert"
+"$INSPECT" "$REC" >notb.txt 2>&1
+check "a results database is not a bundle" contains notb.txt "results database, not a bundle"
+(cd t2 && "$TUNE" bundle --recipe nosuch --db p.db -o x.bundle) >none.txt 2>&1
+check "an unknown recipe is a clear error" contains none.txt "no verified (ok) result for nosuch"
+check "and no file is left" test ! -e t2/x.bundle -a ! -e t2/x.bundle.tmp
+finish

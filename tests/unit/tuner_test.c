@@ -1,0 +1,185 @@
+/* tuner_test.c: recipe loading and evaluation, inputs and comparison, ptxas
+ * report parsing, the worker protocol. CPU only. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "inputs.h"
+#include "protocol.h"
+#include "recipe.h"
+#include "search.h"
+
+static int n_pass, n_fail;
+#define CHECK(c)                                                                   \
+  do {                                                                             \
+    if (c) ++n_pass;                                                               \
+    else { ++n_fail; fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); } \
+  } while (0)
+
+static void test_recipe_copy(const char *src) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/recipes/copy.lua", src);
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(tune_recipes_load(path, &set, &err) == TUNE_OK);
+  if (!set) { fprintf(stderr, "%s\n", err.msg); return; }
+  tune_recipe *r = &set->r[0];
+  CHECK(set->n == 1 && !strcmp(r->name, "copy"));
+  CHECK(r->n_params == 5 && !strcmp(r->params[0].name, "VEC_BYTES") && r->params[0].n_values == 3);
+  CHECK(r->n_problems == 2 && strlen(r->problems[0].hash) == 16);
+  CHECK(!strcmp(r->problems[0].dims_json, "{\"N\":16777216}"));
+  /* enumerate with the recipe's constraints and compare with brute force */
+  int nv[SEARCH_MAX_PARAMS];
+  for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+  search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                          .check = tune_recipe_check, .ctx = r};
+  search_space *sp = NULL;
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK);
+  size_t brute = 0;
+  int vi[5];
+  for (vi[0] = 0; vi[0] < 3; ++vi[0])
+    for (vi[1] = 0; vi[1] < 4; ++vi[1])
+      for (vi[2] = 0; vi[2] < 4; ++vi[2])
+        for (vi[3] = 0; vi[3] < 2; ++vi[3])
+          for (vi[4] = 0; vi[4] < 2; ++vi[4]) {
+            long long vec = r->params[0].values[vi[0]].i, ilp = r->params[1].values[vi[1]].i;
+            long long blk = r->params[2].values[vi[2]].i, minb = r->params[4].values[vi[4]].i;
+            brute += blk * minb <= 2048 && blk * ilp * vec <= 64 * 1024;
+          }
+  CHECK(sp && sp->n_points == brute);
+  /* a config: json, hash stability, variant geometry */
+  int cfg[5] = {2, 1, 1, 0, 0}; /* VEC 16, ILP 2, BLOCK 256, one-shot, MIN_BLOCKS 1 */
+  char json[512], h1[17], h2[17];
+  tune_recipe_config_json(r, cfg, json, sizeof json);
+  CHECK(!strcmp(json, "{\"VEC_BYTES\":16,\"ILP\":2,\"BLOCK\":256,\"GRID_STRIDE\":false,\"MIN_BLOCKS\":1}"));
+  tune_recipe_config_hash(r, cfg, h1);
+  tune_recipe_config_hash(r, cfg, h2);
+  CHECK(!strcmp(h1, h2));
+  tune_device_facts d = {.sm_count = 132, .smem_per_block = 232448, .l2_bytes = 50 << 20};
+  snprintf(d.arch, sizeof d.arch, "sm_90a");
+  tune_variant v;
+  CHECK(tune_recipe_eval_variant(r, cfg, &r->problems[0], &d, &v, &err) == TUNE_OK);
+  /* 16 M floats / (256 threads x 2 x 4 floats) = 8192 blocks */
+  CHECK(v.n_launches == 1 && v.launch[0].grid[0] == 8192 && v.launch[0].block[0] == 256);
+  CHECK(v.n_defines == 5 && !strcmp(v.defines[3], "-DGRID_STRIDE=0"));
+  cfg[3] = 1; /* grid-stride: capped at SMs x 2048 / BLOCK */
+  CHECK(tune_recipe_eval_variant(r, cfg, &r->problems[0], &d, &v, &err) == TUNE_OK);
+  CHECK(v.launch[0].grid[0] == 132 * 8);
+  tune_problem_setup s;
+  CHECK(tune_recipe_eval_problem(r, &r->problems[0], &d, &s, &err) == TUNE_OK);
+  CHECK(s.n_args == 3 && s.numel[0] == 16777216 && s.def[1].output && s.scalar_i[2] == 16777216);
+  CHECK(s.bytes == 8.0 * 16777216 && s.tol_rel_l2 == 0);
+  CHECK(s.ref_launch.grid[0] == 65536 && s.ref_launch.block[0] == 256);
+  search_space_free(sp);
+  tune_recipes_free(set);
+}
+
+static void test_inputs(void) {
+  tune_arg_def d = {.name = "x", .is_tensor = 1, .dtype = TUNE_BF16, .init = TUNE_INIT_NORMAL, .init_a = 0, .init_b = 1};
+  int64_t n = 5 << 20;
+  unsigned short *a = malloc(n * 2), *b = malloc(n * 2);
+  tune_inputs_fill(&d, n, 42, 3, a);
+  tune_inputs_fill_parallel(&d, n, 42, 3, b);
+  CHECK(memcmp(a, b, n * 2) == 0);          /* same values whatever the threads */
+  double sum = 0, sq = 0;
+  int zeros = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double x = tune_inputs_get(TUNE_BF16, a, i);
+    sum += x; sq += x * x; zeros += x == 0;
+  }
+  CHECK(fabs(sum / n) < 0.01 && fabs(sq / n - 1) < 0.02); /* normal(0, 1) */
+  CHECK(zeros < n / 1000);
+  tune_inputs_fill(&d, n, 43, 3, b);
+  CHECK(memcmp(a, b, n * 2) != 0);          /* another seed, other values */
+  /* permutation: every value once */
+  tune_arg_def p = {.name = "t", .is_tensor = 1, .dtype = TUNE_I32, .init = TUNE_INIT_PERMUTATION};
+  int perm[1000], seen[1000] = {0}, moved = 0;
+  tune_inputs_fill(&p, 1000, 7, 0, perm);
+  for (int i = 0; i < 1000; ++i) { if (perm[i] >= 0 && perm[i] < 1000) seen[perm[i]]++; moved += perm[i] != i; }
+  int all_once = 1;
+  for (int i = 0; i < 1000; ++i) all_once &= seen[i] == 1;
+  CHECK(all_once && moved > 900);
+  /* compare: exact, off by one element, NaN */
+  double ref[4] = {1, 2, 3, 4};
+  float out[4] = {1, 2, 3, 4};
+  tune_compare c;
+  tune_inputs_compare(TUNE_F32, out, ref, 4, 1e-6, &c);
+  CHECK(c.rel_l2 == 0 && c.max_abs == 0 && c.n_nan == 0 && c.first_bad == -1);
+  out[2] = 3.5f;
+  tune_inputs_compare(TUNE_F32, out, ref, 4, 1e-6, &c);
+  CHECK(c.max_abs == 0.5 && c.first_bad == 2 && c.rel_l2 > 0.09 && c.rel_l2 < 0.092);
+  out[1] = NAN;
+  tune_inputs_compare(TUNE_F32, out, ref, 4, 1e-6, &c);
+  CHECK(c.n_nan == 1);
+  free(a);
+  free(b);
+}
+
+static void test_ptxas_parse(void) {
+  const char *log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'split' for 'sm_90a'\n"
+      "ptxas info    : Function properties for split\n"
+      "ptxas         .     48 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 48 bytes cumulative stack size, 1024 bytes smem\n"
+      "ptxas info    : Compiling entry function 'combine' for 'sm_90a'\n"
+      "ptxas info    : Function properties for combine\n"
+      "ptxas         .     0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers\n";
+  db_binary b;
+  memset(&b, 0, sizeof b);
+  tune_compile_parse_resources(log, &b);
+  CHECK(b.registers == 168 && b.shared_bytes == 1024 && b.local_bytes == 48);
+  CHECK(b.spill_stores == 16 && b.spill_loads == 20); /* summed over kernels */
+  tune_compile_parse_resources("ptxas info    : Used 10 registers, used 0 barriers\n", &b);
+  CHECK(b.registers == 10 && b.shared_bytes == 0 && b.spill_stores == 0);
+}
+
+static void test_protocol(void) {
+  int fd[2];
+  CHECK(pipe(fd) == 0);
+  tune_err err;
+  tune_err_clear(&err);
+  json_t *m = json_pack("{s:s,s:i}", "op", "measure", "n", 7);
+  unsigned char blob[5] = {1, 0, 2, 0, 3};
+  CHECK(tune_msg_write(fd[1], m, blob, 5, &err) == TUNE_OK);
+  json_decref(m);
+  json_t *got = NULL;
+  void *b = NULL;
+  size_t bn = 0;
+  CHECK(tune_msg_read(fd[0], &got, &b, &bn, 1000, &err) == TUNE_OK);
+  CHECK(got && !strcmp(json_string_value(json_object_get(got, "op")), "measure") && bn == 5 && !memcmp(b, blob, 5));
+  json_decref(got);
+  free(b);
+  /* nothing more: a read times out */
+  tune_err_clear(&err);
+  CHECK(tune_msg_read(fd[0], &got, &b, &bn, 50, &err) == TUNE_EWORKER && strstr(err.msg, "timeout"));
+  /* the writer is gone: closed */
+  close(fd[1]);
+  tune_err_clear(&err);
+  CHECK(tune_msg_read(fd[0], &got, &b, &bn, 1000, &err) == TUNE_EIO && strstr(err.msg, "closed"));
+  close(fd[0]);
+  /* an oversized frame is refused */
+  CHECK(pipe(fd) == 0);
+  unsigned hdr[2] = {TUNE_MSG_MAX_JSON + 1, 0};
+  CHECK(write(fd[1], hdr, sizeof hdr) == sizeof hdr);
+  tune_err_clear(&err);
+  CHECK(tune_msg_read(fd[0], &got, &b, &bn, 1000, &err) == TUNE_EWORKER && strstr(err.msg, "oversized"));
+  close(fd[0]);
+  close(fd[1]);
+}
+
+int main(int argc, char **argv) {
+  const char *src = getenv("SRC");
+  if (!src) src = argc > 1 ? argv[1] : ".";
+  test_recipe_copy(src);
+  test_inputs();
+  test_ptxas_parse();
+  test_protocol();
+  printf("%d passed, %d failed\n", n_pass, n_fail);
+  return n_fail != 0;
+}

@@ -1,0 +1,128 @@
+/* tunert_inspect: what a bundle holds and what libtunert selects, from the
+ * command line (no GPU needed).
+ *
+ *   tunert_inspect BUNDLE                         families, tuned problems, provenance
+ *   tunert_inspect BUNDLE --select FAMILY K=V,... the selection for a problem, and why
+ *   options: --arch sm_90a (check against this arch instead of the device's)
+ *            --exact (TUNERT_OPEN_EXACT_ONLY)  --try-launch (only where there is no
+ *            driver: shows the error a launch gives there)
+ * Exit: 0 ok, 1 a tunert error (printed), 2 usage. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tunert.h"
+
+static void print_selection(const tunert_selection *s) {
+  tunert_selection_info si = {.struct_size = sizeof si};
+  tunert_selection_info_get(s, &si);
+  printf("family:   %s\nvariant:  %s\ntuned for: %s %s (%s, %.2f us on %s)\nbinary:   %s\nreason:   %s\n", si.family,
+         si.variant, si.tuned_problem, si.tuned_dims, si.exact ? "exact" : "nearest", si.measured_ns / 1e3, si.measured_on,
+         si.binary, si.reason);
+  for (int l = 0; l < si.n_launches; ++l)
+    printf("launch %d: %s grid (%u, %u, %u) block (%u, %u, %u) shared %u\n", l, si.launches[l].kernel, si.launches[l].grid[0],
+           si.launches[l].grid[1], si.launches[l].grid[2], si.launches[l].block[0], si.launches[l].block[1],
+           si.launches[l].block[2], si.launches[l].shared);
+  static const char *roles[] = {"input", "output", "scratch", "scalar"};
+  for (int a = 0; a < si.n_args; ++a) {
+    const tunert_arg_info *x = &si.args[a];
+    if (x->role == TUNERT_ROLE_SCALAR) printf("arg %-12s scalar %-4s = %.17g\n", x->name, x->dtype, x->value);
+    else {
+      printf("arg %-12s %-7s %-4s [", x->name, roles[x->role], x->dtype);
+      for (int k = 0; k < x->rank; ++k) printf("%s%lld", k ? ", " : "", (long long)x->shape[k]);
+      printf("] %lld bytes\n", (long long)x->bytes);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help")) {
+    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch]]\n");
+    return 2;
+  }
+  tunert_options o;
+  tunert_options_init(&o);
+  const char *family = NULL, *dims = NULL;
+  int try_launch = 0;
+  for (int i = 2; i < argc; ++i) {
+    if (!strcmp(argv[i], "--arch") && i + 1 < argc) o.arch = argv[++i];
+    else if (!strcmp(argv[i], "--exact")) o.flags |= TUNERT_OPEN_EXACT_ONLY;
+    else if (!strcmp(argv[i], "--select") && i + 2 < argc) { family = argv[++i]; dims = argv[++i]; }
+    else if (!strcmp(argv[i], "--try-launch")) try_launch = 1;
+    else { fprintf(stderr, "tunert_inspect: unknown argument %s\n", argv[i]); return 2; }
+  }
+  tunert_ctx *ctx = NULL;
+  tunert_err e;
+  if (tunert_open(argv[1], &o, &ctx, &e)) { printf("error (%s): %s\n", tunert_status_name(e.code), e.msg); return 1; }
+  tunert_bundle_info bi = {.struct_size = sizeof bi};
+  tunert_bundle_info_get(ctx, &bi);
+  if (!family) {
+    printf("bundle %s: format %d.%d, made %s by tune %s (NVRTC %s)\nmeasured on %s (%s); binaries %s; checked against %s; opened in %.2f ms\n",
+           argv[1], bi.format_major, bi.format_minor, bi.created_at, bi.tool_version, bi.nvrtc_version, bi.device_name,
+           bi.device_arch, bi.archs, bi.device_arch_here, bi.open_ms);
+    for (int f = 0; f < tunert_family_count(ctx); ++f) {
+      tunert_family_info fi = {.struct_size = sizeof fi};
+      tunert_family_info_get(ctx, tunert_family_name(ctx, f), &fi, &e);
+      printf("\n%s: %d tuned problems, %d variants (source %s, %s)\n  dims:", fi.name, fi.n_problems, fi.n_variants,
+             fi.source_hash, fi.recipe_file);
+      for (int d = 0; d < fi.n_dims; ++d) printf(" %s:%s", fi.dims[d], fi.dim_types[d]);
+      printf("\n  args:");
+      for (int a = 0; a < fi.n_args; ++a) printf(" %s:%s", fi.arg_names[a], fi.arg_dtypes[a]);
+      printf("\n");
+      for (int p = 0; p < fi.n_problems; ++p) {
+        const char *name;
+        const int64_t *d;
+        tunert_family_problem(ctx, fi.name, p, &name, &d, &e);
+        const tunert_selection *s;
+        printf("  %-24s", name);
+        if (tunert_select(ctx, fi.name, d, fi.n_dims, &s, &e)) { printf(" error: %s\n", e.msg); continue; }
+        tunert_selection_info si = {.struct_size = sizeof si};
+        tunert_selection_info_get(s, &si);
+        printf(" %10.2f us  %s  [%s]\n", si.measured_ns / 1e3, si.variant, si.binary);
+      }
+    }
+    tunert_close(ctx);
+    return 0;
+  }
+  tunert_family_info fi = {.struct_size = sizeof fi};
+  if (tunert_family_info_get(ctx, family, &fi, &e)) { printf("error (%s): %s\n", tunert_status_name(e.code), e.msg); tunert_close(ctx); return 1; }
+  int64_t d[64] = {0};
+  int given[64] = {0};
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", dims);
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '=');
+    int found = 0;
+    if (eq) {
+      *eq = 0;
+      for (int k = 0; k < fi.n_dims; ++k)
+        if (!strcmp(fi.dims[k], kv)) {
+          d[k] = !strcmp(eq + 1, "true") ? 1 : !strcmp(eq + 1, "false") ? 0 : strtoll(eq + 1, NULL, 0);
+          given[k] = found = 1;
+        }
+    }
+    if (!found) { fprintf(stderr, "tunert_inspect: %s: not a dim of %s\n", kv, family); tunert_close(ctx); return 2; }
+  }
+  for (int k = 0; k < fi.n_dims; ++k)
+    if (!given[k]) { fprintf(stderr, "tunert_inspect: give %s=...\n", fi.dims[k]); tunert_close(ctx); return 2; }
+  const tunert_selection *s;
+  if (tunert_select(ctx, family, d, fi.n_dims, &s, &e)) { printf("error (%s): %s\n", tunert_status_name(e.code), e.msg); tunert_close(ctx); return 1; }
+  print_selection(s);
+  int rc = 0;
+  if (try_launch) {
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (cuda) {
+      dlclose(cuda);
+      printf("launch: not tried (a driver is present; launching needs real buffers: see examples/decoder_block)\n");
+    } else {
+      tunert_arg args[64];
+      for (int a = 0; a < fi.n_args; ++a) args[a] = fi.arg_roles[a] == TUNERT_ROLE_SCALAR ? tunert_arg_auto() : tunert_arg_devptr(0x1000);
+      rc = tunert_launch(ctx, s, NULL, args, fi.n_args, &e);
+      printf("launch: %s%s%s\n", rc ? tunert_status_name(e.code) : "ok", rc ? ": " : "", rc ? e.msg : "");
+      rc = rc ? 1 : 0;
+    }
+  }
+  tunert_close(ctx);
+  return rc;
+}

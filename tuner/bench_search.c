@@ -1,0 +1,737 @@
+/* bench_search.c: `tune bench-search` (strategies replayed on a recorded
+ * space and scored) and `tune db export`.
+ *
+ * Per recipe of the file and per problem:
+ *  1. the space is enumerated as `tune run` does, and every point gets its
+ *     recorded answer (db_bench_rows, matched by config hash): a cost (median
+ *     kernel time) when ok, a failure otherwise (wrong, crashed, skipped,
+ *     not recorded...), and a time: the compile time of its binary plus the
+ *     recorded verify-and-time time (db_bench_row.build_ms + measure_ms);
+ *  2. budgets: 1, 2, 5, 10, 20, 50 % of the space in evaluations (rounded,
+ *     at least 1) and of the whole space's recorded time;
+ *  3. baseline: the expected best of random search (uniform draws without
+ *     replacement) at each budget: exactly for evaluation budgets (order
+ *     statistics), as the mean of BASELINE_RUNS seeded random orders for
+ *     time budgets; an evaluation counts when it completes within the time;
+ *  4. each strategy runs for seeds 1..N, driven like `tune run` drives it
+ *     (next_batch of up to BATCH points, then one observe per point, cost < 0
+ *     for a failure), until the largest budgets are spent;
+ *  5. P = (baseline - found) / (baseline - optimum), where found is the best
+ *     time found within the budget, or the worst time of the space when none
+ *     was; 0 is random search, 1 the optimum, < 0 worse than random.
+ * Summaries are the median and the quartiles (linear interpolation) over the
+ * seeds. Runs are spread over threads; each is deterministic for its seed. */
+#include "bench_search.h"
+
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recipe.h"
+#include "search.h"
+#include "rng.h"
+
+#define N_BUDGETS 6
+#define BATCH 32              /* as tune run (session.c) asks */
+#define BASELINE_RUNS 20000   /* random orders averaged for the time baseline */
+#define GOAL_BUDGET 3         /* index of the 10 % budget */
+#define MAX_STRATEGIES 16
+
+static const double budget_frac[N_BUDGETS] = {0.01, 0.02, 0.05, 0.10, 0.20, 0.50};
+
+static const char *usage_bench =
+    "usage: tune bench-search RECIPE [options]\n"
+    "\n"
+    "Replays a recorded exhaustive database: runs each search strategy on the recipe's\n"
+    "space with the recorded times as costs, for seeds 1..N, and prints per problem the\n"
+    "P score (Willemsen et al., FGCS 2024) at budgets of 1-50 %% of the space, in\n"
+    "evaluations and in recorded compile+measure time: P = (random - found) /\n"
+    "(random - optimum), with random search's expected best as the baseline (0) and the\n"
+    "optimum as 1. Cells: median [first quartile, third quartile] over the seeds.\n"
+    "\n"
+    "options:\n"
+    "  --device replay:FILE   the recorded database (default data/recorded/<recipe>.db)\n"
+    "  --repeats N            seeds 1..N per strategy (default 100)\n"
+    "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit)\n"
+    "  --problem P            only problems named P (repeatable)\n"
+    "  --jobs N               threads (default: number of cores)\n"
+    "  --json                 print JSON (every number of the tables, and the baselines)\n";
+
+/* ---- one problem's recorded space --------------------------------------- */
+
+typedef struct rec_row {
+  char hash[40];
+  db_status status;
+  double median_ns, time_s;
+} rec_row;
+
+typedef struct rec_rows {
+  rec_row *a;
+  size_t n, cap;
+  tune_err *err;
+} rec_rows;
+
+typedef struct bench_space {
+  const search_space *space;   /* borrowed */
+  size_t n;                    /* points */
+  double *cost;                /* [n] [ns] recorded median, -1 failed */
+  double *time_s;              /* [n] [s] compile + measure */
+  size_t n_ok, n_missing;      /* successes; points with no recorded row */
+  int n_status[DB_STATUS_COUNT];
+  double opt, worst;           /* [ns] best and worst success */
+  double total_s;              /* [s] the whole space */
+  long evals[N_BUDGETS];       /* evaluation budgets */
+  double secs[N_BUDGETS];      /* [s] time budgets */
+  double base_eval[N_BUDGETS]; /* [ns] random search's expected best */
+  double base_time[N_BUDGETS];
+} bench_space;
+
+static int collect_row(void *ctx, const db_bench_row *r) {
+  rec_rows *rows = ctx;
+  if (rows->n == rows->cap) {
+    size_t cap = rows->cap ? 2 * rows->cap : 256;
+    rec_row *a = realloc(rows->a, cap * sizeof *a);
+    if (!a) return tune_fail(rows->err, TUNE_ENOMEM, "bench-search: out of memory");
+    rows->a = a;
+    rows->cap = cap;
+  }
+  rec_row *x = &rows->a[rows->n++];
+  snprintf(x->hash, sizeof x->hash, "%s", r->config_hash);
+  x->status = r->status;
+  x->median_ns = r->median_ns;
+  double ms = (isfinite(r->build_ms) ? r->build_ms : 0) + (isfinite(r->measure_ms) ? r->measure_ms : 0);
+  x->time_s = ms / 1e3;
+  return TUNE_OK;
+}
+
+static int by_hash(const void *a, const void *b) {
+  return strcmp(((const rec_row *)a)->hash, ((const rec_row *)b)->hash);
+}
+
+static void bench_space_free(bench_space *b) {
+  free(b->cost);
+  free(b->time_s);
+  memset(b, 0, sizeof *b);
+}
+
+/* Expected best of k uniform draws without replacement from n points whose
+ * successes, ascending, are v[0..m-1] (the others failed: they give `worst`
+ * when nothing else was drawn). */
+static double expected_best(const double *v, size_t m, size_t n, long k, double worst) {
+  /* q = P(the best drawn rank >= i+1) = C(n-i, k) / C(n, k) */
+  double q = 1, e = 0;
+  for (size_t i = 0; i < m; i++) {
+    double next = (double)n - (double)i >= (double)k
+                      ? q * ((double)n - (double)k - (double)i) / ((double)n - (double)i)
+                      : 0;
+    if (next < 0) next = 0;
+    e += v[i] * (q - next);
+    q = next;
+  }
+  return e + worst * q;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Random search's mean best within each time budget over BASELINE_RUNS
+ * seeded orders. */
+static int time_baseline(bench_space *b, tune_err *err) {
+  size_t n = b->n;
+  uint32_t *perm = malloc(n * sizeof *perm);
+  if (!perm) return tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
+  double sum[N_BUDGETS] = {0};
+  double t_max = b->secs[N_BUDGETS - 1];
+  for (int run = 0; run < BASELINE_RUNS; run++) {
+    search_rng rng;
+    search_rng_seed(&rng, 0x5eed0000ull + (uint64_t)run);
+    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    double cum = 0, best = INFINITY, found[N_BUDGETS];
+    for (int j = 0; j < N_BUDGETS; j++) found[j] = INFINITY;
+    for (size_t i = 0; i < n && cum <= t_max; i++) {
+      size_t k = i + (size_t)search_rng_below(&rng, n - i);
+      uint32_t t = perm[k];
+      perm[k] = perm[i];
+      perm[i] = t;
+      cum += b->time_s[t];
+      if (b->cost[t] >= 0 && b->cost[t] < best) best = b->cost[t];
+      for (int j = 0; j < N_BUDGETS; j++)
+        if (cum <= b->secs[j]) found[j] = best;
+    }
+    for (int j = 0; j < N_BUDGETS; j++) sum[j] += isfinite(found[j]) ? found[j] : b->worst;
+  }
+  for (int j = 0; j < N_BUDGETS; j++) b->base_time[j] = sum[j] / BASELINE_RUNS;
+  free(perm);
+  return TUNE_OK;
+}
+
+/* Build b for problem p of recipe r over space from the recorded db. */
+static int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const tune_problem *p,
+                            const search_space *space, tune_err *err) {
+  memset(b, 0, sizeof *b);
+  rec_rows rows = {.err = err};
+  double *ok = NULL;
+  int rc = db_bench_rows(db, r->name, p->hash, collect_row, &rows, err);
+  if (rc) goto fail;
+  qsort(rows.a, rows.n, sizeof *rows.a, by_hash);
+  b->space = space;
+  b->n = space->n_points;
+  b->cost = malloc((b->n ? b->n : 1) * sizeof(double));
+  b->time_s = malloc((b->n ? b->n : 1) * sizeof(double));
+  ok = malloc((b->n ? b->n : 1) * sizeof(double));
+  if (!b->cost || !b->time_s || !ok) {
+    rc = tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
+    goto fail;
+  }
+  b->opt = INFINITY;
+  b->worst = -INFINITY;
+  for (size_t i = 0; i < b->n; i++) {
+    int vi[SEARCH_MAX_PARAMS];
+    search_point_decode(space, space->points[i], vi);
+    rec_row key;
+    memset(&key, 0, sizeof key);
+    tune_recipe_config_hash(r, vi, key.hash);
+    const rec_row *x = rows.n ? bsearch(&key, rows.a, rows.n, sizeof *rows.a, by_hash) : NULL;
+    b->cost[i] = -1;
+    b->time_s[i] = 0;
+    if (!x) {
+      b->n_missing++;
+      b->n_status[DB_NOT_RECORDED]++;
+      continue;
+    }
+    b->n_status[x->status]++;
+    b->time_s[i] = x->time_s;
+    b->total_s += x->time_s;
+    if (x->status != DB_OK || !(x->median_ns >= 0)) continue;
+    b->cost[i] = x->median_ns;
+    ok[b->n_ok++] = x->median_ns;
+    if (x->median_ns < b->opt) b->opt = x->median_ns;
+    if (x->median_ns > b->worst) b->worst = x->median_ns;
+  }
+  if (b->n_ok == 0) {
+    rc = tune_fail(err, TUNE_ENOTFOUND, "no verified result recorded for %s / %s", r->name, p->name);
+    goto fail;
+  }
+  qsort(ok, b->n_ok, sizeof *ok, cmp_double);
+  for (int j = 0; j < N_BUDGETS; j++) {
+    long k = lround(budget_frac[j] * (double)b->n);
+    b->evals[j] = k < 1 ? 1 : k;
+    b->secs[j] = budget_frac[j] * b->total_s;
+    b->base_eval[j] = expected_best(ok, b->n_ok, b->n, b->evals[j], b->worst);
+  }
+  rc = time_baseline(b, err);
+fail:
+  free(ok);
+  free(rows.a);
+  if (rc) bench_space_free(b);
+  return rc;
+}
+
+/* ---- running the strategies ---------------------------------------------- */
+
+typedef struct bench_run {
+  const bench_space *b;
+  const char *const *names;
+  int n_strategies, repeats;
+  double *found;             /* [strategy][seed][2][N_BUDGETS] [ns] */
+  atomic_int next;           /* next job: strategy * repeats + seed index */
+  pthread_mutex_t lock;
+  tune_err err;              /* first failure */
+} bench_run;
+
+static double *found_at(const bench_run *br, int s, int seed_i, int kind) {
+  return br->found + (((size_t)s * (size_t)br->repeats + (size_t)seed_i) * 2 + (size_t)kind) * N_BUDGETS;
+}
+
+/* One strategy, one seed: the best found within each budget into fe (evaluations)
+ * and ft (time). */
+static int simulate(const bench_space *b, const char *name, uint64_t seed, double *fe, double *ft,
+                    tune_err *err) {
+  search_strategy *s = NULL;
+  int rc = search_strategy_new(name, b->space, seed, &s, err);
+  if (rc) return rc;
+  long evals = 0;
+  double cum = 0, best = INFINITY;
+  for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY;
+  long max_e = b->evals[N_BUDGETS - 1];
+  double max_t = b->secs[N_BUDGETS - 1];
+  while (evals < max_e || cum <= max_t) {
+    uint64_t pts[BATCH];
+    int n = 0;
+    rc = search_strategy_next_batch(s, pts, BATCH, &n, err);
+    if (rc || n == 0) break;
+    for (int i = 0; i < n; i++) {
+      long pos = search_space_find(b->space, pts[i]);
+      if (pos < 0) {
+        rc = tune_fail(err, TUNE_EINTERNAL, "bench-search: %s proposed a point outside the space", name);
+        goto out;
+      }
+      double c = b->cost[pos];
+      if (getenv("BT_TRACE") && seed == (uint64_t)atoi(getenv("BT_TRACE"))) { int vi[64]; search_point_decode(b->space, pts[i], vi); fprintf(stderr, "%s %ld: %d%d%d%d%d %.0f\n", name, evals+1, vi[0],vi[1],vi[2],vi[3],vi[4], c); }
+      search_strategy_observe(s, pts[i], c);
+      evals++;
+      cum += b->time_s[pos];
+      if (c >= 0 && c < best) best = c;
+      for (int j = 0; j < N_BUDGETS; j++) {
+        if (evals == b->evals[j]) fe[j] = best;
+        if (cum <= b->secs[j]) ft[j] = best;
+      }
+    }
+  }
+out:
+  for (int j = 0; j < N_BUDGETS; j++) {
+    if (evals < b->evals[j] && isinf(fe[j])) fe[j] = best; /* the space ran out first */
+    if (isinf(fe[j])) fe[j] = b->worst;
+    if (isinf(ft[j])) ft[j] = b->worst;
+  }
+  search_strategy_free(s);
+  return rc;
+}
+
+static void *worker(void *arg) {
+  bench_run *br = arg;
+  int total = br->n_strategies * br->repeats;
+  for (;;) {
+    int job = atomic_fetch_add(&br->next, 1);
+    if (job >= total) break;
+    int s = job / br->repeats, k = job % br->repeats;
+    tune_err e;
+    tune_err_clear(&e);
+    if (simulate(br->b, br->names[s], (uint64_t)k + 1, found_at(br, s, k, 0), found_at(br, s, k, 1),
+                 &e)) {
+      pthread_mutex_lock(&br->lock);
+      tune_fail(&br->err, e.code, "%s", e.msg);
+      pthread_mutex_unlock(&br->lock);
+      atomic_store(&br->next, total);
+    }
+  }
+  return NULL;
+}
+
+static int run_all(bench_run *br, int jobs, tune_err *err) {
+  atomic_init(&br->next, 0);
+  pthread_mutex_init(&br->lock, NULL);
+  tune_err_clear(&br->err);
+  pthread_t th[64];
+  if (jobs > 64) jobs = 64;
+  int started = 0;
+  for (int i = 0; i < jobs; i++)
+    if (pthread_create(&th[started], NULL, worker, br) == 0) started++;
+  if (started == 0) worker(br);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&br->lock);
+  if (br->err.code) return tune_fail(err, br->err.code, "%s", br->err.msg);
+  return TUNE_OK;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+/* Quantile q of sorted v[n] by linear interpolation (numpy's default). */
+static double quantile(const double *v, int n, double q) {
+  double pos = q * (n - 1);
+  int lo = (int)floor(pos);
+  if (lo >= n - 1) return v[n - 1];
+  return v[lo] + (pos - lo) * (v[lo + 1] - v[lo]);
+}
+
+static double p_score(double base, double found, double opt) {
+  double den = base - opt;
+  if (!(den > 1e-12 * opt)) return NAN; /* random search already finds the optimum */
+  return (base - found) / den;
+}
+
+typedef struct cell {
+  double median, q1, q3;     /* of P */
+  double perf_median;        /* median of optimum / found */
+  double frac98;             /* share of seeds with optimum / found >= 0.98 */
+} cell;
+
+static cell summarize(const bench_run *br, int s, int kind, int j, double base, double *tmp,
+                      double *tmp2) {
+  const bench_space *b = br->b;
+  int n = br->repeats;
+  int n98 = 0;
+  for (int k = 0; k < n; k++) {
+    double f = found_at(br, s, k, kind)[j];
+    tmp[k] = p_score(base, f, b->opt);
+    tmp2[k] = b->opt / f;
+    n98 += tmp2[k] >= 0.98;
+  }
+  cell c;
+  qsort(tmp2, (size_t)n, sizeof *tmp2, cmp_double);
+  c.perf_median = quantile(tmp2, n, 0.5);
+  c.frac98 = (double)n98 / n;
+  if (isnan(tmp[0])) {
+    c.median = c.q1 = c.q3 = NAN;
+    return c;
+  }
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+  c.median = quantile(tmp, n, 0.5);
+  c.q1 = quantile(tmp, n, 0.25);
+  c.q3 = quantile(tmp, n, 0.75);
+  return c;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static void fmt_ns(double ns, char *buf, size_t n) {
+  if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else snprintf(buf, n, "%.2f us", ns / 1e3);
+}
+
+static void fmt_cell(const cell *c, char *buf, size_t n) {
+  if (isnan(c->median)) snprintf(buf, n, "n/a");
+  else snprintf(buf, n, "%.2f [%.2f,%.2f]", c->median, c->q1, c->q3);
+}
+
+static void print_table(const bench_run *br, cell (*cells)[2][N_BUDGETS], int kind) {
+  const bench_space *b = br->b;
+  char head[64];
+  printf("%-10s", kind ? "time" : "evals");
+  for (int j = 0; j < N_BUDGETS; j++) {
+    if (kind) snprintf(head, sizeof head, "%g%% (%.1f s)", 100 * budget_frac[j], b->secs[j]);
+    else snprintf(head, sizeof head, "%g%% (%ld)", 100 * budget_frac[j], b->evals[j]);
+    printf(" %18s", head);
+  }
+  printf("\n");
+  for (int s = 0; s < br->n_strategies; s++) {
+    printf("%-10s", br->names[s]);
+    for (int j = 0; j < N_BUDGETS; j++) {
+      char t[64];
+      fmt_cell(&cells[s][kind][j], t, sizeof t);
+      printf(" %18s", t);
+    }
+    printf("\n");
+  }
+  printf("%-10s", "(random)");
+  for (int j = 0; j < N_BUDGETS; j++) {
+    char t[32];
+    fmt_ns(kind ? b->base_time[j] : b->base_eval[j], t, sizeof t);
+    printf(" %18s", t);
+  }
+  printf("\n");
+}
+
+static json_t *cell_json(const cell *c) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  json_object_set_new(o, "median", isnan(c->median) ? json_null() : json_real(c->median));
+  json_object_set_new(o, "q1", isnan(c->q1) ? json_null() : json_real(c->q1));
+  json_object_set_new(o, "q3", isnan(c->q3) ? json_null() : json_real(c->q3));
+  json_object_set_new(o, "perf_median", json_real(c->perf_median));
+  json_object_set_new(o, "frac98", json_real(c->frac98));
+  return o;
+}
+
+static json_t *problem_json(const bench_run *br, const tune_recipe *r, const tune_problem *p,
+                            cell (*cells)[2][N_BUDGETS]) {
+  const bench_space *b = br->b;
+  json_t *o = json_object(), *strat = json_object(), *budgets = json_array();
+  json_t *status = json_object();
+  if (!o || !strat || !budgets || !status) {
+    json_decref(o);
+    json_decref(strat);
+    json_decref(budgets);
+    json_decref(status);
+    return NULL;
+  }
+  json_object_set_new(o, "recipe", json_string(r->name));
+  json_object_set_new(o, "problem", json_string(p->name));
+  json_object_set_new(o, "problem_hash", json_string(p->hash));
+  json_object_set_new(o, "n_points", json_integer((json_int_t)b->n));
+  json_object_set_new(o, "n_ok", json_integer((json_int_t)b->n_ok));
+  for (int s = 0; s < DB_STATUS_COUNT; s++)
+    if (b->n_status[s]) json_object_set_new(status, db_status_name((db_status)s), json_integer(b->n_status[s]));
+  json_object_set_new(o, "statuses", status);
+  json_object_set_new(o, "optimum_ns", json_real(b->opt));
+  json_object_set_new(o, "worst_ns", json_real(b->worst));
+  json_object_set_new(o, "total_s", json_real(b->total_s));
+  json_object_set_new(o, "repeats", json_integer(br->repeats));
+  for (int j = 0; j < N_BUDGETS; j++) {
+    json_t *bj = json_object();
+    json_object_set_new(bj, "fraction", json_real(budget_frac[j]));
+    json_object_set_new(bj, "evals", json_integer(b->evals[j]));
+    json_object_set_new(bj, "seconds", json_real(b->secs[j]));
+    json_object_set_new(bj, "baseline_eval_ns", json_real(b->base_eval[j]));
+    json_object_set_new(bj, "baseline_time_ns", json_real(b->base_time[j]));
+    json_array_append_new(budgets, bj);
+  }
+  json_object_set_new(o, "budgets", budgets);
+  for (int s = 0; s < br->n_strategies; s++) {
+    json_t *so = json_object(), *ev = json_array(), *tm = json_array();
+    for (int j = 0; j < N_BUDGETS; j++) {
+      json_array_append_new(ev, cell_json(&cells[s][0][j]));
+      json_array_append_new(tm, cell_json(&cells[s][1][j]));
+    }
+    json_object_set_new(so, "evals", ev);
+    json_object_set_new(so, "time", tm);
+    json_object_set_new(strat, br->names[s], so);
+  }
+  json_object_set_new(o, "strategies", strat);
+  return o;
+}
+
+/* ---- the verb -------------------------------------------------------------- */
+
+static void default_replay_path(const tune_recipes *set, const char *recipe_path, char *out,
+                                size_t n) {
+  const char *base = strrchr(recipe_path, '/');
+  base = base ? base + 1 : recipe_path;
+  char stem[256];
+  snprintf(stem, sizeof stem, "%s", base);
+  char *dot = strrchr(stem, '.');
+  if (dot) *dot = 0;
+  snprintf(out, n, "%s/data/recorded/%s.db", set->r[0].root, stem);
+}
+
+int tune_bench_search_main(int argc, char **argv) {
+  const char *recipe_path = NULL, *device = NULL, *problems[32];
+  int n_problems = 0, repeats = 100, json = 0;
+  int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  char strat_buf[512] = "random,anneal,genetic,bayes,bandit";
+  for (int i = 0; i < argc; ++i) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                         \
+  do {                                                                       \
+    if (!v) {                                                                \
+      fprintf(stderr, "tune bench-search: %s needs a value\n", a);           \
+      return 2;                                                              \
+    }                                                                        \
+    ++i;                                                                     \
+  } while (0)
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage_bench, stdout);
+      return 0;
+    } else if (!strcmp(a, "--device")) {
+      NEED_VALUE();
+      device = v;
+    } else if (!strcmp(a, "--repeats")) {
+      NEED_VALUE();
+      repeats = atoi(v);
+      if (repeats < 1 || repeats > 100000) {
+        fprintf(stderr, "tune bench-search: --repeats %s: want 1..100000\n", v);
+        return 2;
+      }
+    } else if (!strcmp(a, "--strategies")) {
+      NEED_VALUE();
+      snprintf(strat_buf, sizeof strat_buf, "%s", v);
+    } else if (!strcmp(a, "--problem")) {
+      NEED_VALUE();
+      if (n_problems == 32) {
+        fprintf(stderr, "tune bench-search: too many --problem\n");
+        return 2;
+      }
+      problems[n_problems++] = v;
+    } else if (!strcmp(a, "--jobs")) {
+      NEED_VALUE();
+      jobs = atoi(v);
+      if (jobs < 1) {
+        fprintf(stderr, "tune bench-search: --jobs %s: want a positive count\n", v);
+        return 2;
+      }
+    } else if (!strcmp(a, "--json")) json = 1;
+    else if (a[0] == '-') {
+      fprintf(stderr, "tune bench-search: unknown option %s (see tune bench-search --help)\n", a);
+      return 2;
+    } else if (!recipe_path) recipe_path = a;
+    else {
+      fprintf(stderr, "tune bench-search: one recipe at a time (got %s and %s)\n", recipe_path, a);
+      return 2;
+    }
+#undef NEED_VALUE
+  }
+  if (!recipe_path) {
+    fputs(usage_bench, stderr);
+    return 2;
+  }
+  if (device && strncmp(device, "replay:", 7)) {
+    fprintf(stderr, "tune bench-search: --device %s: want replay:FILE (a recorded database)\n", device);
+    return 2;
+  }
+  const char *names[MAX_STRATEGIES];
+  int n_names = 0;
+  for (char *save = NULL, *t = strtok_r(strat_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int known = 0;
+    for (int k = 0; search_strategy_names[k]; k++) known |= !strcmp(search_strategy_names[k], t);
+    if (!known) {
+      fprintf(stderr, "tune bench-search: unknown strategy %s (known:", t);
+      for (int k = 0; search_strategy_names[k]; k++) fprintf(stderr, " %s", search_strategy_names[k]);
+      fprintf(stderr, ")\n");
+      return 2;
+    }
+    if (n_names == MAX_STRATEGIES) {
+      fprintf(stderr, "tune bench-search: at most %d strategies\n", MAX_STRATEGIES);
+      return 2;
+    }
+    names[n_names++] = t;
+  }
+  if (n_names == 0) {
+    fprintf(stderr, "tune bench-search: --strategies names none\n");
+    return 2;
+  }
+
+  tune_err err;
+  tune_err_clear(&err);
+  tune_recipes *set = NULL;
+  db_conn *db = NULL;
+  search_space *space = NULL;
+  bench_space b;
+  memset(&b, 0, sizeof b);
+  double *found = NULL, *tmp = NULL, *tmp2 = NULL;
+  cell(*cells)[2][N_BUDGETS] = NULL;
+  json_t *out = NULL;
+  int rc = 1;
+  if (tune_recipes_load(recipe_path, &set, &err)) goto fail;
+  char path[PATH_MAX + 64];
+  if (device) snprintf(path, sizeof path, "%s", device + 7);
+  else default_replay_path(set, recipe_path, path, sizeof path);
+  if (access(path, R_OK)) {
+    fprintf(stderr, "tune bench-search: %s: no recorded database (--device replay:FILE names one)\n", path);
+    goto fail;
+  }
+  if (db_open(path, 1, &db, &err)) goto fail;
+  found = malloc((size_t)n_names * (size_t)repeats * 2 * N_BUDGETS * sizeof(double));
+  tmp = malloc((size_t)repeats * sizeof(double));
+  tmp2 = malloc((size_t)repeats * sizeof(double));
+  cells = malloc((size_t)n_names * sizeof *cells);
+  out = json_array();
+  if (!found || !tmp || !tmp2 || !cells || !out) {
+    tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
+    goto fail;
+  }
+  if (!json) {
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    printf("tune bench-search %s, replay %s, %d seeds per strategy (%s)\n", recipe_path, path, repeats, date);
+  }
+  for (int ri = 0; ri < set->n; ++ri) {
+    tune_recipe *r = &set->r[ri];
+    db_device dev;
+    tune_err e;
+    tune_err_clear(&e);
+    if (db_device_recorded(db, r->name, &dev, &e)) {
+      if (e.code != TUNE_ENOTFOUND) {
+        tune_fail(&err, e.code, "%s", e.msg);
+        goto fail;
+      }
+      if (!json) printf("\n%s: nothing recorded in %s, skipped\n", r->name, path);
+      continue;
+    }
+    int nv[SEARCH_MAX_PARAMS];
+    for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+    search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                            .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
+    if (search_space_enumerate(&def, &space, &err)) goto fail;
+    for (int pi = 0; pi < r->n_problems; ++pi) {
+      tune_problem *p = &r->problems[pi];
+      int sel = n_problems == 0;
+      for (int k = 0; k < n_problems; k++) sel |= !strcmp(problems[k], p->name);
+      if (!sel) continue;
+      tune_err_clear(&e);
+      if (bench_space_load(&b, db, r, p, space, &e)) {
+        if (e.code != TUNE_ENOTFOUND) {
+          tune_fail(&err, e.code, "%s", e.msg);
+          goto fail;
+        }
+        if (!json) printf("\n%s / %s: %s, skipped\n", r->name, p->name, e.msg);
+        continue;
+      }
+      bench_run br = {.b = &b, .names = names, .n_strategies = n_names, .repeats = repeats, .found = found};
+      if (run_all(&br, jobs, &err)) goto fail;
+      for (int s = 0; s < n_names; s++)
+        for (int j = 0; j < N_BUDGETS; j++) {
+          cells[s][0][j] = summarize(&br, s, 0, j, b.base_eval[j], tmp, tmp2);
+          cells[s][1][j] = summarize(&br, s, 1, j, b.base_time[j], tmp, tmp2);
+        }
+      if (json) {
+        json_t *pj = problem_json(&br, r, p, cells);
+        if (!pj) {
+          tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
+          goto fail;
+        }
+        json_object_set_new(pj, "device", json_string(dev.name));
+        json_object_set_new(pj, "database", json_string(path));
+        json_array_append_new(out, pj);
+      } else {
+        char o[32], w[32];
+        fmt_ns(b.opt, o, sizeof o);
+        fmt_ns(b.worst, w, sizeof w);
+        printf("\n== %s / %s %s: %zu configs recorded on %s\n", r->name, p->name, p->dims_json, b.n, dev.name);
+        printf("   statuses:");
+        for (int s = 0; s < DB_STATUS_COUNT; s++)
+          if (b.n_status[s]) printf(" %d %s", b.n_status[s], db_status_name((db_status)s));
+        printf("; optimum %s, worst %s; whole space %.1f s of compile+measure\n", o, w, b.total_s);
+        printf("P score, median [q1,q3] over %d seeds; last row: random search's expected best\n", repeats);
+        print_table(&br, cells, 0);
+        print_table(&br, cells, 1);
+        printf("goal at 10%% of the evaluations (%ld): median fraction of the optimum reached;"
+               " share of seeds reaching 98%%\n", b.evals[GOAL_BUDGET]);
+        for (int s = 0; s < n_names; s++)
+          printf("  %-10s %.4f  %3.0f%%%s\n", names[s], cells[s][0][GOAL_BUDGET].perf_median,
+                 100 * cells[s][0][GOAL_BUDGET].frac98,
+                 cells[s][0][GOAL_BUDGET].perf_median >= 0.98 ? "  (meets 98%)" : "");
+        fflush(stdout);
+      }
+      bench_space_free(&b);
+    }
+    search_space_free(space);
+    space = NULL;
+  }
+  if (json) {
+    json_dumpf(out, stdout, JSON_INDENT(1));
+    puts("");
+  }
+  rc = 0;
+fail:
+  if (rc && err.code) fprintf(stderr, "tune bench-search: %s\n", err.msg);
+  json_decref(out);
+  bench_space_free(&b);
+  free(found);
+  free(tmp);
+  free(tmp2);
+  free(cells);
+  search_space_free(space);
+  db_close(db);
+  tune_recipes_free(set);
+  return rc;
+}
+
+/* ---- tune db export ---------------------------------------------------------- */
+
+int tune_db_export_cli(db_conn *db, const char *format, const char *recipe, const char *problem,
+                       const char *out_path) {
+  if (!format || !recipe || !problem) {
+    fprintf(stderr, "tune db export: want --format kernel_tuner|t4 --recipe R --problem P [-o FILE]\n");
+    return 2;
+  }
+  if (strcmp(format, "kernel_tuner") && strcmp(format, "t4")) {
+    fprintf(stderr, "tune db export: --format %s: want kernel_tuner or t4\n", format);
+    return 2;
+  }
+  int to_stdout = !out_path || !strcmp(out_path, "-");
+  FILE *f = to_stdout ? stdout : fopen(out_path, "w");
+  if (!f) {
+    fprintf(stderr, "tune db export: %s: cannot write\n", out_path);
+    return 1;
+  }
+  tune_err err;
+  tune_err_clear(&err);
+  int rc = db_export(db, format, recipe, problem, f, &err);
+  if (!to_stdout && fclose(f) && !rc) rc = tune_fail(&err, TUNE_EIO, "%s: write failed", out_path);
+  if (rc) {
+    fprintf(stderr, "tune db export: %s\n", err.msg);
+    if (!to_stdout) remove(out_path);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,43 @@
+/* bundle.h: `tune bundle`, the deployment export.
+ *
+ * Owns: choosing, per kernel family (recipe) and tuned problem, the fastest
+ * verified result of a results database for one device; recompiling those
+ * variants (a cubin per requested arch on the compile pool, plus PTX for the
+ * driver's JIT), turning the recipe's launch geometry, shapes, values,
+ * defines and requirements into expressions libtunert evaluates without Lua
+ * (checked here against Lua's own values for every tuned problem), and
+ * writing it all with provenance through db/db_bundle.h. Ends by opening the
+ * written bundle with libtunert and selecting every tuned problem.
+ * Must not: write SQL (db/ does), or trust a measurement of other code: a
+ * result measured with another recipe source is only taken when its compile
+ * key equals the bundle's binary, or with --allow-source-change (recorded). */
+#ifndef TUNE_BUNDLE_H
+#define TUNE_BUNDLE_H
+
+#include "tune_err.h"
+
+#define TUNE_BUNDLE_MAX_RECIPES 32
+#define TUNE_BUNDLE_MAX_ARCHS 8
+
+typedef struct tune_bundle_opts {
+  int n_recipes;
+  const char *recipes[TUNE_BUNDLE_MAX_RECIPES]; /* names ("copy"), or family prefixes ("attention") */
+  const char *db_path;        /* results database, default tune.db */
+  const char *device;         /* device name filter (case-insensitive substring), NULL: the only one */
+  const char *archs;          /* "sm_90a,sm_80"; NULL: the arch the results were measured on */
+  const char *out;            /* the bundle file */
+  int jobs;                   /* compile threads */
+  int allow_source_change;    /* take results measured with another recipe source */
+  int no_ptx;                 /* cubins only */
+  const char *exe;            /* this binary: recipes are also looked up next to it */
+  int quiet;
+} tune_bundle_opts;
+
+/* Make the bundle. TUNE_OK when written and verified; the file is never left
+ * half written. */
+int tune_bundle_run(const tune_bundle_opts *o, tune_err *err);
+
+/* `tune bundle ARGS...`: parses the command line; returns the exit code. */
+int tune_bundle_main(int argc, char **argv);
+
+#endif
