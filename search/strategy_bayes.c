@@ -56,6 +56,7 @@ typedef struct bayes_state {
   double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
   double g;          /* fitted noise ratio */
   double s2;         /* fitted signal variance */
+  int n_steps;
   int fit_n;         /* training size at the last hyperparameter fit, 0 never */
   uint32_t *cand;    /* [BAYES_MAX_CAND + BAYES_N_BEST * 2 * d] candidate positions */
 } bayes_state;
@@ -378,6 +379,36 @@ static int candidates(bayes_state *st) {
   return n;
 }
 
+/* Unseen points one or two unit steps from position pos into out[]. */
+static int local_candidates(bayes_state *st, uint32_t pos, uint32_t *out, int max) {
+  search_pool *p = &st->pool;
+  const search_space *sp = p->space;
+  int vi[SEARCH_MAX_PARAMS], n = 0;
+  search_point_decode(sp, sp->points[pos], vi);
+  for (int a = 0; a < p->n_free; a++) {
+    int i = p->free_param[a];
+    for (int di = -1; di <= 1; di += 2) {
+      if (vi[i] + di < 0 || vi[i] + di >= sp->n_values[i]) continue;
+      vi[i] += di;
+      long q = search_space_find(sp, search_point_encode(sp, vi));
+      if (q >= 0 && !p->seen[q] && n < max) { p->seen[q] = 2; out[n++] = (uint32_t)q; }
+      for (int b = a + 1; b < p->n_free; b++) {
+        int j = p->free_param[b];
+        for (int dj = -1; dj <= 1; dj += 2) {
+          if (vi[j] + dj < 0 || vi[j] + dj >= sp->n_values[j]) continue;
+          vi[j] += dj;
+          q = search_space_find(sp, search_point_encode(sp, vi));
+          if (q >= 0 && !p->seen[q] && n < max) { p->seen[q] = 2; out[n++] = (uint32_t)q; }
+          vi[j] -= dj;
+        }
+      }
+      vi[i] -= di;
+    }
+  }
+  for (int k = 0; k < n; k++) p->seen[out[k]] = 0;
+  return n;
+}
+
 static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
   bayes_state *st = s->state;
   search_pool *p = &st->pool;
@@ -389,7 +420,15 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
     } else if (build_model(st, &best_ys) != 0) {
       rc = search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
     } else {
-      int nc = candidates(st);
+      static int local = -1; if (local < 0) { const char *e = getenv("BX_LOCAL"); local = e ? atoi(e) : 0; }
+      int nc = 0;
+      st->n_steps++;
+      if (local > 0 && st->n_steps % (local + 1) != 0) {
+        int bi = -1;
+        for (int i = 0; i < st->n_obs; i++) if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
+        if (bi >= 0) nc = local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND);
+      }
+      if (nc == 0) nc = candidates(st);
       long pick = -1;
       double pick_ei = -INFINITY;
       for (int i = 0; i < nc; i++) {

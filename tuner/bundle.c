@@ -65,6 +65,7 @@ typedef struct bfamily {
   const char *names[TUNERT_MAX_DIMS + 64]; /* expression env names */
   int n_names;
   char measured_arch[16];
+  char recipe_file[PATH_MAX];  /* as recorded in the results database */
   int64_t id;
 } bfamily;
 
@@ -121,7 +122,7 @@ static int resolve_recipe(const bstate *s, const char *recorded, char *out, size
     *slash = 0;
     const char *ups[] = {"..", "."};
     for (int i = 0; i < 2; ++i) {
-      snprintf(out, n, "%s/%s/%s", exe_dir, ups[i], recorded);
+      if ((size_t)snprintf(out, n, "%s/%s/%s", exe_dir, ups[i], recorded) >= n) continue;
       if (file_ok(out)) return 0;
     }
   }
@@ -242,7 +243,7 @@ static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items,
     return -1;
   }
   if (want_items > 0 && tunert_expr_items(*e) != want_items) {
-    snprintf(why, n, "expression '%s' has %d items, want %d", t->text, tunert_expr_items(*e), want_items);
+    snprintf(why, n, "expression '%.300s' has %d items, want %d", t->text, tunert_expr_items(*e), want_items);
     tunert_expr_free(*e, NULL);
     *e = NULL;
     return -1;
@@ -261,7 +262,7 @@ static void freeze(bentry *be, tune_field_text *t, const char *what, const char 
   t->frozen = 1;
   if (be->portable) {
     be->portable = 0;
-    snprintf(be->exact_why, sizeof be->exact_why, "%s: %s", what, why);
+    snprintf(be->exact_why, sizeof be->exact_why, "%.100s: %.480s", what, why);
   }
 }
 
@@ -353,10 +354,10 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
   /* requires: all true for the problem the variant was measured on */
   if (ex->requires[0]) {
     tune_field_text t = {.frozen = 0};
-    snprintf(t.text, sizeof t.text, "%s", ex->requires);
+    if ((size_t)snprintf(t.text, sizeof t.text, "%s", ex->requires) >= sizeof t.text) return tune_fail(err, TUNE_ERECIPE, "%s: requires too long", r->name);
     tunert_expr *e = NULL;
     if (parse_or_freeze(f, &t, 0, &e, why, sizeof why)) {
-      if (be->portable) { be->portable = 0; snprintf(be->exact_why, sizeof be->exact_why, "requires: %s", why); }
+      if (be->portable) { be->portable = 0; snprintf(be->exact_why, sizeof be->exact_why, "requires: %.580s", why); }
       ex->requires[0] = 0;
     } else {
       for (int i = 0; i < tunert_expr_items(e); ++i) {
@@ -376,7 +377,7 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
     snprintf(t.text, sizeof t.text, "%s", ex->define_exprs);
     tunert_expr *e = NULL;
     if (parse_or_freeze(f, &t, 0, &e, why, sizeof why)) {
-      if (be->portable) { be->portable = 0; snprintf(be->exact_why, sizeof be->exact_why, "defines: %s", why); }
+      if (be->portable) { be->portable = 0; snprintf(be->exact_why, sizeof be->exact_why, "defines: %.580s", why); }
       ex->define_exprs[0] = 0;
     } else {
       char names[1024];
@@ -499,7 +500,9 @@ static int collect(bstate *s, tune_err *err) {
           json_decref(show);
           return tune_fail(err, TUNE_EINVAL, "recipe %s: its file %s (as recorded in %s) is not found here or next to tune", rname, recorded, o->db_path);
         }
-        tune_recipes *set;
+        char real[PATH_MAX];
+        if (realpath(path, real)) snprintf(path, sizeof path, "%s", real);
+        tune_recipes *set = NULL;
         if (load_set(s, path, &set, err)) { json_decref(show); return err->code; }
         tune_recipe *r = NULL;
         for (int j = 0; j < set->n; ++j)
@@ -511,6 +514,7 @@ static int collect(bstate *s, tune_err *err) {
         f->r = r;
         snprintf(f->name, sizeof f->name, "%s", rname);
         snprintf(f->measured_arch, sizeof f->measured_arch, "%s", jstr(row, "arch"));
+        snprintf(f->recipe_file, sizeof f->recipe_file, "%s", recorded);
         if (family_layout(f, r, err)) { json_decref(show); return err->code; }
         if (!s->device) s->device = json_incref(json_object_get(show, "device"));
       }
@@ -690,7 +694,7 @@ static int write_bundle(bstate *s, tune_compile_job *jobs, tune_err *err) {
     const char *tpl = r->template_path;
     size_t rl = strlen(r->root);
     if (!strncmp(tpl, r->root, rl) && tpl[rl] == '/') tpl += rl + 1;
-    db_bundle_family df = {.name = f->name, .source_hash = r->source_hash, .recipe_file = r->file,
+    db_bundle_family df = {.name = f->name, .source_hash = r->source_hash, .recipe_file = f->recipe_file,
                            .recipe_source = r->set->file_text ? r->set->file_text : "", .template_path = tpl,
                            .dims = f->dims, .params = f->params};
     if (db_bundle_family_put(w, &df, &f->id, err)) goto fail;
@@ -819,7 +823,6 @@ int tune_bundle_run(const tune_bundle_opts *o, tune_err *err) {
   fflush(stdout);
   if (compile_all(s, &jobs, &n_jobs, err)) goto fail;
   /* same binary as measured? then a changed recipe source does not matter */
-  int per = s->n_archs * (o->no_ptx ? 1 : 2);
   int refused = 0;
   for (int i = 0; i < s->n_entries; ++i) {
     bentry *be = &s->ent[i];
@@ -852,7 +855,7 @@ int tune_bundle_run(const tune_bundle_opts *o, tune_err *err) {
   if (!o->quiet) {
     for (int fi = 0; fi < s->n_families; ++fi) {
       bfamily *f = &s->fam[fi];
-      printf("\n%s (%s, source %s):\n", f->name, f->r->file, f->r->source_hash);
+      printf("\n%s (%s, source %s):\n", f->name, f->recipe_file, f->r->source_hash);
       for (int i = 0; i < s->n_entries; ++i) {
         bentry *be = &s->ent[i];
         if (be->family != fi) continue;

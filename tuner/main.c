@@ -207,14 +207,14 @@ static int cmd_db(int argc, char **argv) {
     if (db_query_best(db, recipe, problem, &rows, &err)) goto out;
     if (json) { json_dumpf(rows, stdout, JSON_INDENT(2)); puts(""); rc = 0; goto out; }
     if (json_array_size(rows) == 0) { printf("no verified results%s%s\n", recipe ? " for " : "", recipe ? recipe : ""); rc = 0; goto out; }
-    printf("%-20s %-18s %-14s %12s %6s %5s  %s\n", "recipe", "problem", "device", "median", "samp", "regs", "params");
+    printf("%-18s %-26s %-12s %10s %5s %5s  %s\n", "recipe", "problem", "device", "median", "samp", "regs", "params");
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r) {
       char t[32], p[1024];
       fmt_time(json_number_value(json_object_get(r, "median_ns")), t, sizeof t);
       params_text(json_object_get(r, "params"), p, sizeof p);
-      printf("%-20s %-18s %-14s %12s %6lld %5lld  %s\n", json_string_value(json_object_get(r, "recipe")),
+      printf("%-18s %-26s %-12s %10s %5lld %5lld  %s\n", json_string_value(json_object_get(r, "recipe")),
              json_string_value(json_object_get(r, "problem")), json_string_value(json_object_get(r, "device")), t,
              (long long)json_integer_value(json_object_get(r, "samples")),
              (long long)json_integer_value(json_object_get(r, "registers")), p);

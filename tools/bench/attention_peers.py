@@ -26,7 +26,7 @@ PREFILL = [  # name, B, HQ, HKV, S, D, causal   (recipes/attention/prefill.lua)
     ("b16h16s1024d64", 16, 16, 16, 1024, 64, False),
     ("b2h16s16384d128c", 2, 16, 16, 16384, 128, True),
     ("b8h32s2048d128c", 8, 32, 32, 2048, 128, True),
-    ("b4h32kv8s4096d128c", 4, 32, 8, 4096, 128, True),
+    ("b4h32s4096d128c_gqa8", 4, 32, 8, 4096, 128, True),
 ]
 DECODE = [  # B, HQ, HKV, L, D   (recipes/attention/decode.lua)
     (32, 32, 8, 4096, 128),
