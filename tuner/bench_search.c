@@ -473,6 +473,17 @@ static json_t *problem_json(const bench_run *br, const tune_recipe *r, const tun
     }
     json_object_set_new(so, "evals", ev);
     json_object_set_new(so, "time", tm);
+    /* every run's best found, [seed][budget] in ns */
+    for (int kind = 0; kind < 2; kind++) {
+      json_t *runs = json_array();
+      for (int k = 0; k < br->repeats; k++) {
+        json_t *row = json_array();
+        const double *f = found_at(br, s, k, kind);
+        for (int j = 0; j < N_BUDGETS; j++) json_array_append_new(row, json_real(f[j]));
+        json_array_append_new(runs, row);
+      }
+      json_object_set_new(so, kind ? "found_time_ns" : "found_eval_ns", runs);
+    }
     json_object_set_new(strat, br->names[s], so);
   }
   json_object_set_new(o, "strategies", strat);

@@ -3,7 +3,8 @@
  * Every kernel that runs in the context is recorded
  * (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), whatever stream launched it, so
  * work on a side stream cannot hide and a measured launch that ran no kernel
- * is seen. libcupti is opened with dlopen: where it is missing, the worker
+ * is seen. Kernels named tune_* (tune's own L2 flush and checksums) are not
+ * counted. libcupti is opened with dlopen: where it is missing, the worker
  * falls back to CUDA events and says so in each reply ("timer"). The record
  * buffers are process state (CUPTI's callbacks take no user pointer); the
  * worker is the only user. */

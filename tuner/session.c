@@ -143,8 +143,9 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
   if (tune_recipe_eval_problem(r, p, &facts, &setup, err)) return err->code;
   printf("\n== %s / %s %s: %zu configs, backend %s\n", r->name, p->name, p->dims_json, space->n_points, be ? be->name : "compile-only");
-  if (be && !strncmp(be->name, "cuda", 4)) {
-    /* the reference, compiled like any variant and cached */
+  if (!be || be->needs_binaries) {
+    /* the reference, compiled like any variant (also by --compile-only, so a
+       reference that NVRTC rejects is found without a GPU) */
     tune_compile_job ref;
     memset(&ref, 0, sizeof ref);
     ref.source_path = r->ref_source;
@@ -161,7 +162,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       db_binary_release(&ref.bin);
       return err->code;
     }
-    int rc = be->set_problem(be, r, p, &setup, &ref.bin, ref.lowered[0], seed, err);
+    int rc = be ? be->set_problem(be, r, p, &setup, &ref.bin, ref.lowered[0], seed, err) : TUNE_OK;
     db_binary_release(&ref.bin);
     if (rc) return rc;
   }

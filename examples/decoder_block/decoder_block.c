@@ -131,6 +131,13 @@ static int find_arg(const tunert_selection_info *si, const char *name) {
 
 /* ---- checks (double-precision host references on samples) --------------------------------------- */
 
+static int64_t dimof(step *st, const char *name) {
+  for (int i = 0; i < st->n_dims; ++i)
+    if (!strcmp(st->dims[i].name, name)) return st->dims[i].v;
+  return 0;
+}
+
+
 static int fetch(CUdeviceptr d, size_t bytes, void **out) {
   *out = malloc(bytes);
   return !*out || cu.cuMemcpyDtoH(*out, d, bytes) ? -1 : 0;
@@ -150,7 +157,7 @@ static int check_copy(step *st, const tunert_selection_info *si, void **host, CU
 static int check_rmsnorm(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
   int ax = find_arg(si, "x"), aw = find_arg(si, "w"), ay = find_arg(si, "y"), ar = find_arg(si, "r"), ah = find_arg(si, "h");
   int ae = find_arg(si, "eps");
-  int64_t T = si->args[ax].shape[0], H = si->args[ax].shape[1];
+  int64_t T = dimof(st, "T"), H = dimof(st, "H");
   double eps = ae >= 0 && si->args[ae].has_value ? si->args[ae].value : 1e-6;
   void *y, *h = NULL;
   if (fetch(dev[ay], (size_t)si->args[ay].bytes, &y) || (ah >= 0 && fetch(dev[ah], (size_t)si->args[ah].bytes, &h))) {
@@ -208,12 +215,6 @@ static int check_silu(step *st, const tunert_selection_info *si, void **host, CU
   free(y);
   snprintf(why, n, "%s: 100000 sampled elements, max abs err %.2e", bad ? "MISMATCH" : "ok", worst);
   return bad ? -1 : 0;
-}
-
-static int64_t dimof(step *st, const char *name) {
-  for (int i = 0; i < st->n_dims; ++i)
-    if (!strcmp(st->dims[i].name, name)) return st->dims[i].v;
-  return 0;
 }
 
 /* o[b,h,i,:] = softmax_j (q_i . k_j / sqrt(D)) v_j over j <= i (causal), kv head h / (HQ/HKV) */

@@ -23,6 +23,9 @@
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
+//           USE_TMA [0] (PATH 1 with WS = 1: bulk tensor copies instead of cp.async; both kernels
+//           then take `const __grid_constant__ tune::tensormap tmA, tmB` after K. Not in the recipe
+//           until the worker can build tensor maps: docs/tensormap-args.md).
 //
 // Shapes: N % BLOCK_N == 0 and K % (BLOCK_K * SPLIT_K) == 0 (PATH 2: see gemv.cuh); any M >= 1
 // (rows past M are zero-filled on load and not stored). Launch geometry is in recipes/gemm.lua.
@@ -40,11 +43,18 @@
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef USE_TMA
+#define USE_TMA 0
+#endif
 
 typedef __nv_bfloat16 bf16;
 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 32, "SPLIT_K must be 1..32");
 static_assert(RASTER >= 1, "RASTER is a group size >= 1");
+
+#if USE_TMA && PATH != 1
+#error "USE_TMA is a PATH 1 option"
+#endif
 
 #if PATH == 0
 #include "gemm/gemm_sm80.cuh"
@@ -61,17 +71,29 @@ namespace gemm_path = gemv;
 
 // gemm_path::kSmemBytes and gemm_path::kThreads are the dynamic shared memory and block size of
 // gemm_bf16; recipes/gemm.lua computes the same numbers.
+#if USE_TMA
+// Tensor-map build (PATH 1, WS = 1; docs/tensormap-args.md): every kernel of the variant takes the
+// two maps after K, so that both share one argument list.
+#define GEMM_TMA_PARAMS , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB
+#else
+#define GEMM_TMA_PARAMS
+#endif
+
 extern "C" __global__ void __launch_bounds__(gemm_path::kThreads, 1)
 gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c, float *__restrict__ ws,
-          int M, int N, int K) {
+          int M, int N, int K GEMM_TMA_PARAMS) {
+#if USE_TMA
+  gemm_path::run(a, b, c, ws, M, N, K, &tmA, &tmB);
+#else
   gemm_path::run(a, b, c, ws, M, N, K);
+#endif
 }
 
 // Split-K combine: thread i sums the SPLIT_K partials of elements 8i .. 8i+7 (M * N % 8 == 0) and
 // stores them as one 16-byte bf16 vector. Grid-stride, so any grid works.
 extern "C" __global__ void __launch_bounds__(256)
 gemm_splitk_reduce(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c,
-                   float *__restrict__ ws, int M, int N, int K) {
+                   float *__restrict__ ws, int M, int N, int K GEMM_TMA_PARAMS) {
   (void)a;
   (void)b;
   (void)K;

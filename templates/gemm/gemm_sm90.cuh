@@ -19,6 +19,12 @@
 //   cp.async.mbarrier.arrive.noinc; consumer warpgroups wait on `full`, run the wgmma batch, keep one
 //   batch in flight and release the previous slot. SETMAXNREG = 1 moves registers from the producer
 //   (kProducerRegs) to the consumers (kConsumerRegs).
+// USE_TMA = 1 (WS = 1 only; not yet in the recipe: the worker must pass tensor maps, see
+//   docs/tensormap-args.md): one producer thread fills a slot with bulk tensor copies (TMA) that
+//   complete on its `full` barrier (arrive.expect_tx of the slot's bytes); same shared-memory layout
+//   (the maps use 128-byte swizzle, boxes of 64 x BLOCK_M (a), 64 x BLOCK_N (b, B_COL) or 64 x 64
+//   (b row-major, one box per 64-column block)). The kernels then take two more parameters,
+//   `const __grid_constant__ tune::tensormap tmA, tmB`, after K.
 //
 // Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1,
 // PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K.
@@ -30,6 +36,7 @@
 #include "common/mbarrier.cuh"
 #include "common/mma.cuh"
 #include "common/tile_order.cuh"
+#include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
 #if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES) || !defined(WS)
@@ -40,6 +47,9 @@
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 0
+#endif
+#ifndef USE_TMA
+#define USE_TMA 0
 #endif
 
 namespace gemm90 {
@@ -57,7 +67,7 @@ constexpr int kBBytes = kBN * 128;
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kBarBytes = 2 * kStages * 8;
 constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
-constexpr int kProdThreads = PRODUCER_WARPS * 32;
+constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that arrive on `full`
 constexpr int kLoadThreads = kWS ? kProdThreads : kThreads;  // threads that issue the cp.async
 // setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x the compiled register count
 // (168 for 384 threads, 240 for 256); the totals after reallocation stay within it.
@@ -75,6 +85,7 @@ static_assert(PRODUCER_WARPS >= 1 && PRODUCER_WARPS <= 4, "PRODUCER_WARPS must b
 static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS = 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(!(PERSISTENT && SPLIT_K > 1), "PERSISTENT needs SPLIT_K = 1");
+static_assert(!USE_TMA || WS == 1, "USE_TMA needs the producer warpgroup (WS = 1)");
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
@@ -261,11 +272,19 @@ __device__ __forceinline__ void run_plain(const bf16 *__restrict__ a, const bf16
 // (counted over all tiles of the block) is used for the (it / kStages)-th time: phase it / kStages
 // of full[s] and empty[s].
 __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 *__restrict__ b, int M, int N, int K,
-                                         unsigned ring, unsigned full, unsigned empty) {
+                                         unsigned ring, unsigned full, unsigned empty, const tune::tensormap *tmA,
+                                         const tune::tensormap *tmB) {
   const int t = threadIdx.x - kCons * 128;
-  if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
+  if (t >= kProdThreads) return;  // idle threads of the producer warpgroup
   const Geometry g = geometry(M, N, K);
   const int k_begin = (int)blockIdx.y * (K / SPLIT_K);
+#if USE_TMA
+  tune::tma_prefetch_desc(*tmA);
+  tune::tma_prefetch_desc(*tmB);
+#else
+  (void)tmA;
+  (void)tmB;
+#endif
   int it = 0;
   for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
@@ -274,8 +293,20 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
       const int s = it % kStages;
       if (it >= kStages) tune::mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
       const unsigned slot = ring + s * kStageBytes;
-      load_stage<kProdThreads>(slot, slot + kABytes, a, b, m0, n0, k_begin + kt * kBK, M, N, K, t);
+      const int k0 = k_begin + kt * kBK;
+#if USE_TMA
+      tune::mbar_arrive_expect_tx(full + s * 8, kStageBytes);
+      tune::tma_load_2d(slot, *tmA, k0, m0, full + s * 8);
+      if constexpr (B_COL) {
+        tune::tma_load_2d(slot + kABytes, *tmB, k0, n0, full + s * 8);
+      } else {
+#pragma unroll
+        for (int blk = 0; blk < kBN / 64; ++blk) tune::tma_load_2d(slot + kABytes + blk * 8192, *tmB, n0 + blk * 64, k0, full + s * 8);
+      }
+#else
+      load_stage<kProdThreads>(slot, slot + kABytes, a, b, m0, n0, k0, M, N, K, t);
       tune::cp_async_mbar_arrive_noinc(full + s * 8);
+#endif
     }
   }
   tune::cp_async_wait<0>();
@@ -313,12 +344,16 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict
 }
 #endif
 
+// tmA, tmB: the tensor map parameters (USE_TMA), else unused.
 __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c,
-                                    float *__restrict__ ws, int M, int N, int K) {
+                                    float *__restrict__ ws, int M, int N, int K, const tune::tensormap *tmA = nullptr,
+                                    const tune::tensormap *tmB = nullptr) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // 128-byte swizzled operands need 1024-byte aligned tiles: align the ring by hand
   const unsigned ring = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
 #if !WS
+  (void)tmA;
+  (void)tmB;
   run_plain(a, b, c, ws, M, N, K, ring);
 #else
   {
@@ -335,7 +370,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 #if SETMAXNREG
       tune::setmaxnreg_dec<kProducerRegs>();
 #endif
-      producer(a, b, M, N, K, ring, full, empty);
+      producer(a, b, M, N, K, ring, full, empty, tmA, tmB);
     } else {
 #if SETMAXNREG
       tune::setmaxnreg_inc<kConsumerRegs>();
