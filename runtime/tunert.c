@@ -257,15 +257,23 @@ static int read_families(opener *o) {
     if (a->failed) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); break; }
     if (f->n_dims < 0 || f->n_params < 0) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: malformed dims or params", o->path, f->name); break; }
     f->dim_bool = rt_alloc(a, sizeof(int) * (size_t)(f->n_dims + 1));
+    f->dim_enum = rt_alloc(a, sizeof(int) * (size_t)(f->n_dims + 1));
     f->param_type = rt_alloc(a, sizeof(int) * (size_t)(f->n_params + 1));
     f->names = rt_alloc(a, sizeof(char *) * (size_t)(f->n_dims + f->n_params + 1));
-    if (!f->dim_bool || !f->param_type || !f->names) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); break; }
+    if (!f->dim_bool || !f->dim_enum || !f->param_type || !f->names) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); break; }
     for (int d = 0; d < f->n_dims; ++d) {
-      if (strcmp(f->dim_types[d], "int") && strcmp(f->dim_types[d], "bool")) {
-        rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: dim %s has type '%s' (int or bool)", o->path, f->name, f->dims[d], f->dim_types[d]);
+      if (strcmp(f->dim_types[d], "int") && strcmp(f->dim_types[d], "bool") && strncmp(f->dim_types[d], "enum(", 5)) {
+        rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: dim %s has type '%s' (int, bool or enum(a|b...))", o->path, f->name, f->dims[d], f->dim_types[d]);
         goto done;
       }
       f->dim_bool[d] = !strcmp(f->dim_types[d], "bool");
+      if (!strncmp(f->dim_types[d], "enum(", 5)) { /* the number of values */
+        const char *t = f->dim_types[d];
+        size_t tl = strlen(t);
+        if (tl < 7 || t[tl - 1] != ')') { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: dim %s: malformed '%s'", o->path, f->name, f->dims[d], t); goto done; }
+        f->dim_enum[d] = 1;
+        for (const char *c = t; *c; ++c) f->dim_enum[d] += *c == '|';
+      }
       f->names[d] = f->dims[d];
     }
     for (int k = 0; k < f->n_params; ++k) {
@@ -485,8 +493,10 @@ static int read_entries(opener *o) {
       rc = rt_fail(o->err, rc, "%s: entry %lld: dims: %s", o->path, (long long)e->id, o->msg);
       goto fail;
     }
-    for (int d = 0; d < f->n_dims; ++d)
+    for (int d = 0; d < f->n_dims; ++d) {
       if (tunert_xval_to_i64(&dv[d], &e->dims[d])) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: dim %s is not an integer", o->path, (long long)e->id, f->dims[d]); goto fail; }
+      if (f->dim_enum[d] && (e->dims[d] < 0 || e->dims[d] >= f->dim_enum[d])) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: dim %s out of its %d values", o->path, (long long)e->id, f->dims[d], f->dim_enum[d]); goto fail; }
+    }
     const char *req = col_text(st, 8);
     if (*req && (rc = parse_list(o, f, req, -1, &e->requires, "requires", e->id))) goto fail;
     const char *dex = col_text(st, 9);

@@ -140,7 +140,8 @@ typedef struct tunert_family_info {
   const char *name;            /* "attention.prefill" */
   int n_dims;                  /* problem dimensions, in the order tunert_select takes them */
   const char *const *dims;     /* their names (sorted by name, as in the recipe's problem) */
-  const char *const *dim_types;/* "int" or "bool" (bool: pass 0 or 1) */
+  const char *const *dim_types;/* "int", "bool" (pass 0 or 1) or "enum(a|b|c)" for a string dim
+                                  of the recipe (pass the index of the value: a = 0, b = 1...) */
   int n_args;                  /* kernel arguments, in the order tunert_launch takes them */
   const char *const *arg_names;
   const int *arg_roles;        /* TUNERT_ROLE_* */

@@ -104,6 +104,8 @@ typedef struct rt_family {
   const char **dims;           /* names */
   const char **dim_types;      /* "int" / "bool" */
   int *dim_bool;
+  int *dim_enum;               /* "enum(a|b)": its number of values (0: not an enum); the caller passes
+                                  the index of a string value; distance is categorical */
   int n_params;
   const char **params;
   int *param_type;             /* TUNERT_XINT / TUNERT_XBOOL / 0 for strings */

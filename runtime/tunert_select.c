@@ -156,7 +156,7 @@ static double distance(const rt_family *f, const int64_t *a, const int64_t *b) {
   double s = 0;
   for (int d = 0; d < f->n_dims; ++d) {
     if (a[d] == b[d]) continue;
-    if (f->dim_bool[d] || a[d] <= 0 || b[d] <= 0) { s += 1; continue; }
+    if (f->dim_bool[d] || f->dim_enum[d] || a[d] <= 0 || b[d] <= 0) { s += 1; continue; }
     double l = log((double)a[d] / (double)b[d]);
     s += l * l;
   }
@@ -245,6 +245,10 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
       len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", d ? ", " : "", f->dims[d]);
     return rt_fail(err, TUNERT_EINVAL, "tunert_select %s: %d dims given, the family has %d (%s)", f->name, n_dims, f->n_dims, names);
   }
+  for (int d = 0; d < n_dims; ++d)
+    if (f->dim_enum[d] && (dims[d] < 0 || dims[d] >= f->dim_enum[d]))
+      return rt_fail(err, TUNERT_EINVAL, "tunert_select %s: dim %s is %s: pass the index of the value, 0..%d (got %lld)", f->name,
+                     f->dims[d], f->dim_types[d], f->dim_enum[d] - 1, (long long)dims[d]);
   uint64_t h = hash_dims(dims, n_dims);
   tunert_selection *s = cache_find(f, dims, n_dims, h);
   if (s) { *out = s; return TUNERT_OK; }

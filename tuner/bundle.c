@@ -61,6 +61,9 @@ typedef struct bfamily {
   int n_dims;
   char dim_names[TUNERT_MAX_DIMS][64];
   int dim_bool[TUNERT_MAX_DIMS];
+  int dim_enum[TUNERT_MAX_DIMS];            /* string dims: passed as the index of the value */
+  int n_enum[TUNERT_MAX_DIMS];
+  char enum_vals[TUNERT_MAX_DIMS][16][64];  /* the values, sorted */
   char params[2048];
   const char *names[TUNERT_MAX_DIMS + 64]; /* expression env names */
   int n_names;
@@ -173,8 +176,13 @@ static int make_env(const bfamily *f, const tune_problem *p, const tune_recipe *
     json_t *v = json_object_get(dims, f->dim_names[d]);
     if (json_is_integer(v)) env[d] = tunert_xint(json_integer_value(v));
     else if (json_is_boolean(v)) env[d] = tunert_xbool(json_is_true(v));
+    else if (json_is_string(v) && f->dim_enum[d]) { /* the index of the value */
+      env[d] = tunert_xint(-1);
+      for (int e = 0; e < f->n_enum[d]; ++e)
+        if (!strcmp(f->enum_vals[d][e], json_string_value(v))) env[d] = tunert_xint(e);
+    }
     else {
-      snprintf(why, n, "problem %s: dim %s is %s: libtunert takes integer and boolean dims only", p->name, f->dim_names[d],
+      snprintf(why, n, "problem %s: dim %s is %s: libtunert takes integer, boolean and string (enum) dims only", p->name, f->dim_names[d],
                v ? "not an integer" : "missing");
       json_decref(dims);
       return -1;
@@ -204,8 +212,21 @@ static int family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
         if (f->n_dims == TUNERT_MAX_DIMS) { json_decref(dims); return tune_fail(err, TUNE_EINVAL, "%s: more than %d dims", r->name, TUNERT_MAX_DIMS); }
         snprintf(f->dim_names[f->n_dims], sizeof f->dim_names[0], "%s", k);
         f->dim_bool[f->n_dims] = json_is_boolean(v);
+        f->dim_enum[f->n_dims] = json_is_string(v);
         f->n_dims++;
-      } else if (n >= f->n_dims || strcmp(f->dim_names[n], k)) {
+      }
+      if (n < f->n_dims && f->dim_enum[n] && json_is_string(v)) { /* collect the values, sorted */
+        const char *sv = json_string_value(v);
+        int seen = 0;
+        for (int e = 0; e < f->n_enum[n]; ++e) seen |= !strcmp(f->enum_vals[n][e], sv);
+        if (!seen) {
+          if (f->n_enum[n] == 16 || strlen(sv) >= 64 || strpbrk(sv, ",:| ")) { json_decref(dims); return tune_fail(err, TUNE_EINVAL, "%s: string dim %s: at most 16 short values without , : | or spaces", r->name, k); }
+          int at = f->n_enum[n]++;
+          while (at > 0 && strcmp(f->enum_vals[n][at - 1], sv) > 0) { memcpy(f->enum_vals[n][at], f->enum_vals[n][at - 1], 64); --at; }
+          snprintf(f->enum_vals[n][at], 64, "%s", sv);
+        }
+      }
+      if (pi > 0 && (n >= f->n_dims || strcmp(f->dim_names[n], k))) {
         json_decref(dims);
         return tune_fail(err, TUNE_EINVAL, "%s: problems %s and %s have different dims: libtunert needs the same dims in every problem of a family",
                          r->name, r->problems[0].name, r->problems[pi].name);
@@ -217,7 +238,12 @@ static int family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
   /* jansson objects iterate in insertion order; dims_json is sorted by name */
   size_t len = 0;
   for (int d = 0; d < f->n_dims; ++d) {
-    len += (size_t)snprintf(f->dims + len, sizeof f->dims - len, "%s%s:%s", d ? "," : "", f->dim_names[d], f->dim_bool[d] ? "bool" : "int");
+    if (f->dim_enum[d]) {
+      len += (size_t)snprintf(f->dims + len, sizeof f->dims - len, "%s%s:enum", d ? "," : "", f->dim_names[d]);
+      for (int e = 0; e < f->n_enum[d]; ++e) len += (size_t)snprintf(f->dims + len, sizeof f->dims - len, "%s%s", e ? "|" : "(", f->enum_vals[d][e]);
+      len += (size_t)snprintf(f->dims + len, sizeof f->dims - len, ")");
+    } else
+      len += (size_t)snprintf(f->dims + len, sizeof f->dims - len, "%s%s:%s", d ? "," : "", f->dim_names[d], f->dim_bool[d] ? "bool" : "int");
     f->names[d] = f->dim_names[d];
   }
   len = 0;

@@ -33,7 +33,6 @@ typedef struct wstate {
   uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
   CUmodule sum_mod;               /* tune's own checksum kernel */
   CUfunction sum_fn;
-  CUfunction flush_fn;            /* reads the flush buffer: evicts L2 and leaves it clean */
   CUdeviceptr sum_out;            /* 8 bytes */
   void *host;                     /* staging buffer */
   size_t host_n;
@@ -227,12 +226,6 @@ static const char checksum_src[] =
     "  }\n"
     "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
     "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
-    "}\n"
-    "extern \"C\" __global__ void tune_l2_flush(const uint4 *p, unsigned long long n, unsigned *sink) {\n"
-    "  unsigned x = 0;\n"
-    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-    "       i += (unsigned long long)gridDim.x * blockDim.x) { uint4 v = p[i]; x ^= v.x ^ v.y ^ v.z ^ v.w; }\n"
-    "  if (x == 0x9e3779b9u) sink[0] = x;  /* practically never: keeps the loads */\n"
     "}\n";
 
 static int checksum_init(wstate *w, tune_err *err) {
@@ -248,9 +241,8 @@ static int checksum_init(wstate *w, tune_err *err) {
   job.source_text = checksum_src;
   job.include_root = ".";
   job.arch = arch;
-  job.n_names = 2;
+  job.n_names = 1;
   job.names[0] = "tune_checksum";
-  job.names[1] = "tune_l2_flush";
   if (tune_compile_batch(&job, 1, 1, err)) return err->code;
   if (!job.bin.ok) {
     tune_fail(err, TUNE_EINTERNAL, "worker: the checksum kernel does not compile: %s", job.bin.log ? job.bin.log : "");
@@ -261,7 +253,6 @@ static int checksum_init(wstate *w, tune_err *err) {
   db_binary_release(&job.bin);
   if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: checksum module: %s", tune_cuda_error_name(r));
   CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
-  CU_TRY(err, cuModuleGetFunction(&w->flush_fn, w->sum_mod, "tune_l2_flush"));
   CU_TRY(err, cuMemAlloc(&w->sum_out, 8));
   return TUNE_OK;
 fail:
@@ -458,7 +449,6 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     r = tune_cu.cuCtxSynchronize();
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during warm-up"); goto done; }
   }
-  if (checksum_init(w, err)) goto fail; /* the L2 flush kernel lives there */
   samples = malloc((size_t)max_samples * sizeof *samples);
   event_samples = malloc((size_t)max_samples * sizeof *event_samples);
   if (!samples || !event_samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
@@ -471,14 +461,12 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   int ns = 0;
   double t0 = now_ms(), rel_ci = 1;
   while (ns < max_samples) {
-    /* evict the inputs from L2 by reading 2x its size: a read leaves the lines clean, so the
-       variant pays no write-back (a memset here cost memory-bound kernels a few percent).
-       tune's own kernels (tune_*) are left out of the CUPTI sum. */
-    {
-      unsigned long long nv = w->flush_bytes / 16;
-      void *fa[] = {&w->flush, &nv, &w->sum_out};
-      CU_TRY(err, cuLaunchKernel(w->flush_fn, 1024, 1, 1, 512, 1, 1, 0, NULL, fa, NULL));
-    }
+    /* evict the inputs from L2 by writing 2x its size. The dirty lines this leaves are written
+       back during the variant, as a pipeline's previous kernel would leave them; that is also how
+       the peers are timed (triton's do_bench zeroes a buffer). A read-only flush was tried: it
+       let memory-bound variants leave up to one L2 of their own output unwritten at the end and
+       report 2-5% above the device's copy bandwidth (docs/measurement.md). */
+    CU_TRY(err, cuMemsetD8Async(w->flush, (unsigned char)ns, w->flush_bytes, 0));
     CU_TRY(err, cuEventRecord(w->e0, 0));
     r = run_launches(w, l, n, why, sizeof why);
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }

@@ -23,9 +23,9 @@
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
-//           USE_TMA [0] (PATH 1 with WS = 1: bulk tensor copies instead of cp.async; both kernels
-//           then take `const __grid_constant__ tune::tensormap tmA, tmB` after K. Not in the recipe
-//           until the worker can build tensor maps: docs/tensormap-args.md).
+//           USE_TMA [0] (PATH 1 with WS = 1: bulk tensor copies instead of cp.async) and TMA_ARGS
+//           [= USE_TMA] (both kernels take `const __grid_constant__ tune::tensormap tmA, tmB` after
+//           K). Not in the recipe until the worker can build tensor maps: docs/tensormap-args.md.
 //
 // Shapes: N % BLOCK_N == 0 and K % (BLOCK_K * SPLIT_K) == 0 (PATH 2: see gemv.cuh); any M >= 1
 // (rows past M are zero-filled on load and not stored). Launch geometry is in recipes/gemm.lua.
@@ -46,6 +46,9 @@
 #ifndef USE_TMA
 #define USE_TMA 0
 #endif
+#ifndef TMA_ARGS
+#define TMA_ARGS USE_TMA
+#endif
 
 typedef __nv_bfloat16 bf16;
 
@@ -54,6 +57,12 @@ static_assert(RASTER >= 1, "RASTER is a group size >= 1");
 
 #if USE_TMA && PATH != 1
 #error "USE_TMA is a PATH 1 option"
+#endif
+#if USE_TMA && !TMA_ARGS
+#error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
+#endif
+#if TMA_ARGS
+#include "common/tma.cuh"
 #endif
 
 #if PATH == 0
@@ -71,9 +80,10 @@ namespace gemm_path = gemv;
 
 // gemm_path::kSmemBytes and gemm_path::kThreads are the dynamic shared memory and block size of
 // gemm_bf16; recipes/gemm.lua computes the same numbers.
-#if USE_TMA
-// Tensor-map build (PATH 1, WS = 1; docs/tensormap-args.md): every kernel of the variant takes the
-// two maps after K, so that both share one argument list.
+#if TMA_ARGS
+// Tensor-map argument list (docs/tensormap-args.md): every kernel takes the two maps after K, so that
+// a recipe that passes them has one argument list for all its variants and the reference; only
+// USE_TMA builds read them.
 #define GEMM_TMA_PARAMS , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB
 #else
 #define GEMM_TMA_PARAMS
@@ -84,6 +94,10 @@ gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restri
           int M, int N, int K GEMM_TMA_PARAMS) {
 #if USE_TMA
   gemm_path::run(a, b, c, ws, M, N, K, &tmA, &tmB);
+#elif TMA_ARGS
+  (void)tmA;
+  (void)tmB;
+  gemm_path::run(a, b, c, ws, M, N, K);
 #else
   gemm_path::run(a, b, c, ws, M, N, K);
 #endif

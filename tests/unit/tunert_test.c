@@ -123,7 +123,7 @@ static int make_bundle(const char *path, const mk *m) {
     rc |= db_bundle_entry_arg_put(w, eid, 3, "", "S", &err);
     rc |= db_bundle_entry_arg_put(w, eid, 4, "", "1.5 / BM", &err);
   }
-  db_bundle_family fc = {"copy", "def", "recipes/copy.lua", "", "templates/copy/copy.cuh", "N:int", "VEC:int"};
+  db_bundle_family fc = {"copy", "def", "recipes/copy.lua", "", "templates/copy/copy.cuh", "N:int,lay:enum(col|row)", "VEC:int"};
   rc |= db_bundle_family_put(w, &fc, &cid, &err);
   rc |= db_bundle_arg_put(w, cid, 0, "src", "input", "f32", &err);
   rc |= db_bundle_arg_put(w, cid, 1, "dst", "output", "f32", &err);
@@ -132,8 +132,8 @@ static int make_bundle(const char *path, const mk *m) {
   rc |= db_bundle_variant_put(w, &vc, &v3, &err);
   db_bundle_binary b3 = {v3, "cubin", "sm_90a", "k", blob, 100, -1, -1, -1, -1, -1};
   rc |= db_bundle_binary_put(w, &b3, &err);
-  db_bundle_entry e4 = {.family_id = cid, .variant_id = v3, .problem_name = "64MiB", .problem_hash = "p", .dims = "16777216",
-                        .dims_json = "{\"N\":16777216}", .portable = 0, .exact_why = "launch grid: a Lua function",
+  db_bundle_entry e4 = {.family_id = cid, .variant_id = v3, .problem_name = "64MiB", .problem_hash = "p", .dims = "16777216, 1",
+                        .dims_json = "{\"N\":16777216,\"lay\":\"row\"}", .portable = 0, .exact_why = "launch grid: a Lua function",
                         .requires = "", .define_exprs = "", .define_values = "", .median_ns = 35e3, .device_name = "Test GPU"};
   rc |= db_bundle_entry_put(w, &e4, &eid, &err);
   rc |= db_bundle_launch_put(w, eid, 0, "16384, 1, 1", "256, 1, 1", "0", &err);
@@ -239,9 +239,14 @@ static void test_select(void) {
   CHECK(tunert_select(ctx, "attn", NULL, 3, &s, &e) == TUNERT_EINVAL);
   CHECK(tunert_select(NULL, "attn", d1, 3, &s, &e) == TUNERT_EINVAL);
   /* exact-only family: other sizes are refused with the reason */
-  int64_t n1 = 16777216, n2 = 1000;
-  CHECK(tunert_select(ctx, "copy", &n1, 1, &s, &e) == 0);
-  CHECK(tunert_select(ctx, "copy", &n2, 1, &s, &e) == TUNERT_ENOVARIANT && strstr(e.msg, "launch grid: a Lua function"));
+  int64_t n1[2] = {16777216, 1}, n2[2] = {1000, 1}, n3[2] = {16777216, 2}, n4[2] = {16777216, 0};
+  CHECK(tunert_select(ctx, "copy", n1, 2, &s, &e) == 0);
+  CHECK(tunert_select(ctx, "copy", n2, 2, &s, &e) == TUNERT_ENOVARIANT && strstr(e.msg, "launch grid: a Lua function"));
+  /* a string dim of the recipe is an enum: the index of its value */
+  tunert_family_info fc = {.struct_size = sizeof fc};
+  CHECK(tunert_family_info_get(ctx, "copy", &fc, &e) == 0 && fc.n_dims == 2 && !strcmp(fc.dim_types[1], "enum(col|row)"));
+  CHECK(tunert_select(ctx, "copy", n3, 2, &s, &e) == TUNERT_EINVAL && strstr(e.msg, "0..1"));
+  CHECK(tunert_select(ctx, "copy", n4, 2, &s, &e) == TUNERT_ENOVARIANT);
   /* launch: argument checks, then no driver (or, with one, a clean CUDA error for the fake binary) */
   tunert_arg args[5] = {tunert_arg_devptr(0x1000), tunert_arg_devptr(0x2000), tunert_arg_devptr(0x3000), tunert_arg_auto(),
                         tunert_arg_float(0.125)};

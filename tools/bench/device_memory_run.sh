@@ -6,18 +6,20 @@ out=${1:?OUTDIR}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 mkdir -p /tmp/rec /tmp/logs
 PYTHONUNBUFFERED=1 timeout 60 python3 tools/bench/memory_peers.py /tmp/logs/memory_peers.json > /tmp/logs/memory_peers.log 2>&1
-PYTHONUNBUFFERED=1 timeout 100 python3 tools/bench/attention_peers.py /tmp/logs/attention_peers.json > /tmp/logs/attention_peers.log 2>&1
+[ "${WITH_DECODE:-0}" = 1 ] && PYTHONUNBUFFERED=1 timeout 100 python3 tools/bench/attention_peers.py /tmp/logs/attention_peers.json > /tmp/logs/attention_peers.log 2>&1
 for r in elementwise transpose softmax rmsnorm; do
   timeout 110 build/tune run recipes/$r.lua --db /tmp/rec/$r.db --seed 1 --quiet > /tmp/logs/$r.log 2>&1
   echo "$r rc=$?" >> /tmp/logs/status.txt
   python3 tools/lean_db.py /tmp/rec/$r.db "$out/$r.db"
 done
+if [ "${WITH_DECODE:-0}" = 1 ]; then
 dec=""
 for p in b32hq32hkv8l4096d128p16 b32hq32hkv8l4096d128c b8hq32hkv8l32768d128p64 b8hq32hkv8l32768d128c b128hq32hkv8l1024d128p32 b128hq32hkv8l1024d128c; do dec="$dec --problem $p"; done
 timeout 150 build/tune run recipes/attention.lua --db /tmp/rec/decode.db --seed 1 --quiet $dec > /tmp/logs/decode.log 2>&1
 echo "decode rc=$?" >> /tmp/logs/status.txt
 python3 tools/lean_db.py /tmp/rec/decode.db "$out/decode.db"
+fi
 tar czf "$out/logs.tgz" -C /tmp logs
 cat /tmp/logs/status.txt
 python3 tools/bench/memory_report.py /tmp/logs/memory_peers.json "$out"/elementwise.db "$out"/transpose.db "$out"/softmax.db "$out"/rmsnorm.db
-python3 tools/bench/attention_report.py "$out/decode.db" /tmp/logs/attention_peers.json | grep -v "^| b[0-9]*h[0-9]*s"
+[ "${WITH_DECODE:-0}" = 1 ] && python3 tools/bench/attention_report.py "$out/decode.db" /tmp/logs/attention_peers.json | grep -v "^| b[0-9]*h[0-9]*s"
