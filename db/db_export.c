@@ -123,7 +123,7 @@ static const char *t4_invalidity(db_status s) {
 
 /* Print a JSON value compactly to out; -1 on failure. */
 static int dump(FILE *out, const json_t *v) {
-  return json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY);
+  return json_dumpf(v, out, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
 }
 
 /* Print s as a JSON string; -1 on failure. */
@@ -297,7 +297,7 @@ static int write_t4(export_set *set, const db_device *dev, const char *recipe,
     json_decref(meas);
     if (bad) goto nomem;
   }
-  if (json_dumpf(root, out, JSON_INDENT(1)) || fputc('\n', out) == EOF) {
+  if (json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(12)) || fputc('\n', out) == EOF) {
     rc = tune_fail(err, TUNE_EIO, "db_export: write failed");
   }
   goto fail;
