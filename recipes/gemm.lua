@@ -7,8 +7,8 @@
 --                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
 --                without split-K never pay for a second (empty) kernel launch.
 -- Tile shapes are whitelisted per path below; `applies` keeps large problems on large tiles and decode
--- problems (M <= 128) on small tiles, GEMV and split-K: gemm has 140 configs per large problem and
--- 8..60 per decode problem, gemm.splitk 10..40 per decode problem (~2200 evaluations in all).
+-- problems (M <= 128) on small tiles, GEMV and split-K: gemm has 133 configs per large problem and
+-- 8..60 per decode problem, gemm.splitk 10..40 per decode problem (2180 evaluations in all).
 -- Not yet in the space: USE_TMA (bulk tensor copies in the PATH 1 producer, ~+30 % on the large
 -- problems), which needs tensor-map arguments from the worker: docs/tensormap-args.md.
 

@@ -68,9 +68,8 @@ constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kBarBytes = 2 * kStages * 8;
 constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
 constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that arrive on `full`
-constexpr int kLoadThreads = kWS ? kProdThreads : kThreads;  // threads that issue the cp.async
-// setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x the compiled register count
-// (168 for 384 threads, 240 for 256); the totals after reallocation stay within it.
+// setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x its compiled register count
+// (ptxas gives these builds 168 at 384 threads, 240 at 256); the totals after reallocation fit in it.
 constexpr int kConsumerRegs = kCons == 1 ? 240 : 232;
 constexpr int kProducerRegs = kCons == 1 ? 56 : 40;
 
