@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "file_util.h"
 #include "source_hash.h"
 
 #ifndef TUNE_CUDA_INCLUDE
@@ -134,18 +135,6 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 #define NVRTC_TRY(err, call)                                                                  \
   do {                                                                                        \
@@ -168,7 +157,7 @@ static void compile_one(tune_compile_job *job) {
   db_binary *b = &job->bin;
   if (!b->key[0] && tune_compile_key(job, err)) return;
   build_options(job, opts, own, &n_opts);
-  src = job->source_text ? strdup(job->source_text) : read_all(job->source_path);
+  src = job->source_text ? strdup(job->source_text) : tune_read_file(job->source_path, NULL);
   if (!src) { tune_fail(err, TUNE_EIO, "%s: cannot read template", job->source_path); return; }
   const char *base = strrchr(job->source_path, '/');
   NVRTC_TRY(err, nvrtcCreateProgram(&prog, src, base ? base + 1 : job->source_path, 0, NULL, NULL));

@@ -1,5 +1,6 @@
 /* compile_ptx.c: NVRTC to PTX (virtual architectures) for bundles. */
 #include "compile_ptx.h"
+#include "file_util.h"
 
 #include <nvrtc.h>
 #include <pthread.h>
@@ -12,18 +13,6 @@ void tune_compute_arch(const char *sm_arch, char *out, size_t n) {
   else snprintf(out, n, "%s", sm_arch);
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 #define PTX_TRY(err, call)                                                                    \
   do {                                                                                        \
@@ -38,7 +27,7 @@ static void compile_ptx_one(tune_compile_job *job) {
   tune_err *err = &job->err;
   db_binary *b = &job->bin;
   nvrtcProgram prog = NULL;
-  char *src = read_text(job->source_path);
+  char *src = tune_read_file(job->source_path, NULL);
   if (!src) { tune_fail(err, TUNE_EIO, "%s: cannot read template", job->source_path); return; }
   char arch[64], inc[4200], cinc[4200];
   snprintf(arch, sizeof arch, "-arch=%s", job->arch);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "file_util.h"
 #include "search.h"
 #include "source_hash.h"
 
@@ -47,23 +48,11 @@ static loader_state *get_loader(lua_State *L) {
   return ls;
 }
 
-static char *read_file(const char *path, size_t *n_out) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-  fclose(f);
-  if (buf) { buf[n] = 0; if (n_out) *n_out = (size_t)n; }
-  return buf;
-}
 
 /* Load a text chunk from a file, hashing its text. Pushes the chunk. */
 static int load_text_file(lua_State *L, const char *path, const char *chunkname) {
   size_t n;
-  char *text = read_file(path, &n);
+  char *text = tune_read_file(path, &n);
   if (!text) { lua_pushfstring(L, "cannot read %s", path); return LUA_ERRFILE; }
   loader_state *ls = get_loader(L);
   XXH64_update(ls->hash, text, n);
@@ -577,7 +566,7 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
   lua_setfield(L, LUA_REGISTRYINDEX, "tune.loader_owned");
   char chunk[PATH_MAX + 2];
   snprintf(chunk, sizeof chunk, "@%s", path);
-  set->file_text = read_file(path, NULL);
+  set->file_text = tune_read_file(path, NULL);
   if (load_text_file(L, path, chunk) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
   if (pcall1(L, 0) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
   if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
@@ -1024,4 +1013,24 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
 done:
   lua_settop(L, top);
   return rc;
+}
+
+/* ---- constraint text (for the LLM proposer's request) --------------------- */
+
+void tune_recipe_constraint_text(tune_recipe *r, int i, char *buf, size_t n) {
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  buf[0] = 0;
+  if (push_field(L, r, "constraints") == LUA_TTABLE) {
+    int t = lua_rawgeti(L, -1, i + 1);
+    if (t == LUA_TSTRING) snprintf(buf, n, "%s", lua_tostring(L, -1));
+    else if (t == LUA_TFUNCTION) {
+      lua_Debug ar;
+      if (lua_getinfo(L, ">S", &ar)) { /* pops the function */
+        lua_pushnil(L);
+        snprintf(buf, n, "function defined at %s:%d", r->file, ar.linedefined);
+      }
+    }
+  }
+  lua_settop(L, top);
 }
