@@ -376,6 +376,52 @@ fail:
   return rc;
 }
 
+/* ---- proposals (tune run --strategy llm) ------------------------------ */
+
+static int bind_id_or_null(sqlite3_stmt *st, int i, int64_t id) {
+  return id > 0 ? sqlite3_bind_int64(st, i, id) : sqlite3_bind_null(st, i);
+}
+
+static int bind_text_or_null(sqlite3_stmt *st, int i, const char *s) {
+  return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+int db_proposal_put(db_conn *db, const db_proposal *p, int64_t *id, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !p || !id || !p->kind || !p->status)
+    return tune_fail(err, TUNE_EINVAL, "db_proposal_put: NULL argument");
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "INSERT INTO proposals (run_id, problem_id, command, request_hash, response_hash, kind,"
+      " region, values_json, code, rationale, status, reason)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+      -1, &st, NULL));
+  SQL_TRY(db, err, bind_id_or_null(st, 1, p->run_id));
+  SQL_TRY(db, err, bind_id_or_null(st, 2, p->problem_id));
+  SQL_TRY(db, err, bind_str(st, 3, p->command));
+  SQL_TRY(db, err, bind_str(st, 4, p->request_hash));
+  SQL_TRY(db, err, bind_str(st, 5, p->response_hash));
+  SQL_TRY(db, err, bind_str(st, 6, p->kind));
+  SQL_TRY(db, err, bind_str(st, 7, p->region));
+  SQL_TRY(db, err, bind_text_or_null(st, 8, p->values_json));
+  SQL_TRY(db, err, bind_text_or_null(st, 9, p->code));
+  SQL_TRY(db, err, bind_str(st, 10, p->rationale));
+  SQL_TRY(db, err, bind_str(st, 11, p->status));
+  SQL_TRY(db, err, bind_str(st, 12, p->reason));
+  SQL_STEP(db, err, st, step);
+  if (step != SQLITE_ROW) {
+    rc = tune_fail(err, TUNE_EINTERNAL, "db_proposal_put: insert returned no id");
+    goto fail;
+  }
+  *id = sqlite3_column_int64(st, 0);
+  SQL_STEP(db, err, st, step);
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
 /* ---- results ----------------------------------------------------------- */
 
 /* The result columns, in db_result order, as read by read_result. */
@@ -778,6 +824,30 @@ int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tun
     goto fail;
   }
   read_device(st, 0, dev);
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+int db_recipe_recorded_hash(db_conn *db, const char *recipe_name, char out[17], tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !recipe_name || !out) return tune_fail(err, TUNE_EINVAL, "db_recipe_recorded_hash: NULL argument");
+  out[0] = 0;
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT rc.source_hash FROM results r JOIN recipes rc ON rc.id = r.recipe_id"
+      " JOIN devices d ON d.id = r.device_id WHERE rc.name = ?1 AND d.kind = 'gpu'"
+      " ORDER BY r.id DESC LIMIT 1", -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  if (step != SQLITE_ROW) {
+    rc = tune_fail(err, TUNE_ENOTFOUND, "db: %s: no GPU results for recipe %s", db->path, recipe_name);
+    goto fail;
+  }
+  const unsigned char *h = sqlite3_column_text(st, 0);
+  snprintf(out, 17, "%s", h ? (const char *)h : "");
 fail:
   sqlite3_finalize(st);
   DB_UNLOCK(db);

@@ -21,7 +21,10 @@
 
 #include "../tuner/tune_err.h"
 
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
+/* The oldest schema a read-only open accepts (recorded databases are version
+ * 1): every migration after it only adds tables (2: proposals). */
+#define DB_SCHEMA_READ_MIN 1
 
 typedef struct db_conn db_conn;
 
@@ -139,6 +142,10 @@ int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash
  * database (replay attributes its answers to it). TUNE_ENOTFOUND when none. */
 int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tune_err *err);
 
+/* The source hash of the latest results of recipe_name that came from a GPU
+ * (out: 16 hex digits + NUL). TUNE_ENOTFOUND when none. */
+int db_recipe_recorded_hash(db_conn *db, const char *recipe_name, char out[17], tune_err *err);
+
 /* Compile cache. get: TUNE_ENOTFOUND when absent; on success cubin, ptx
  * (NUL-terminated, ptx_size excluding the added NUL) and log are new malloc'd
  * copies, NULL when absent; on failure *out holds no allocation. put: INSERT
@@ -146,6 +153,26 @@ int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tun
 int db_binary_get(db_conn *db, const char *key, db_binary *out, tune_err *err);
 int db_binary_put(db_conn *db, const db_binary *b, tune_err *err);
 void db_binary_release(db_binary *b);
+
+/* One proposal of an external proposer (tune run --strategy llm), accepted or
+ * not, or a whole response that was refused (kind "response"). Strings are
+ * borrowed for the call; NULL is stored as "" (values_json, code: NULL). */
+typedef struct db_proposal {
+  int64_t run_id, problem_id;  /* 0: NULL */
+  const char *command;         /* the proposer command line */
+  const char *request_hash;    /* xxh64 hex of the request bytes */
+  const char *response_hash;   /* xxh64 hex of the response bytes, "" none */
+  const char *kind;            /* "params", "code" or "response" */
+  const char *region;          /* code: the template region */
+  const char *values_json;     /* params: the values as proposed */
+  const char *code;            /* code: the region's new source */
+  const char *rationale;
+  const char *status;          /* "accepted", "rejected" or "skipped" */
+  const char *reason;          /* why rejected or skipped, or a note */
+} db_proposal;
+
+/* Append a proposal; *id receives its row id. */
+int db_proposal_put(db_conn *db, const db_proposal *p, int64_t *id, tune_err *err);
 
 /* Measured physical limits of a device (kind e.g. "copy_GBps", "bf16_TFLOPs";
  * unit e.g. "GB/s"), used to flag results as suspicious. put appends a

@@ -71,6 +71,7 @@ int tune_backend_replay_open(const char *path, const char *recipe_name, tune_bac
     replay_close(b);
     return err->code;
   }
+  db_recipe_recorded_hash(ri->db, recipe_name, b->recorded_hash, &(tune_err){0});
   /* provenance: how many results, recorded when, by which tool version */
   json_t *rows = NULL;
   tune_err e;

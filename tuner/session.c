@@ -389,6 +389,9 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
       dev = be->device;
       printf("replaying %s from %s:\n  measurements made on %s (%s, %d SMs, driver %s); %s\n", r->name, path, dev.name,
              dev.arch, dev.sm_count, dev.driver, be->provenance[0] ? be->provenance : "");
+      if (be->recorded_hash[0] && strcmp(be->recorded_hash, r->source_hash))
+        printf("  note: recorded with another version of this recipe or its template (source %s, now %s):\n"
+               "  the answers are those measurements, not of the current source\n", be->recorded_hash, r->source_hash);
     } else if (!be) {
       int ordinal = 0;
       if (device && strncmp(device, "cuda", 4)) { tune_fail(err, TUNE_EINVAL, "--device %s: want cuda:N or replay:FILE", device); goto fail; }
