@@ -306,6 +306,18 @@ int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err) {
     if (json_object_set_new(res, parts[i].name, part)) goto nomem;
     part = NULL;
   }
+  /* a config proposed by an LLM proposer (origin "llm:<proposal id>") */
+  const char *origin = json_string_value(json_object_get(json_object_get(res, "config"), "origin"));
+  if (origin && !strncmp(origin, "llm:", 4)) {
+    rc = one_row(db,
+                 "SELECT id, run_id, problem_id, command, request_hash, response_hash, kind, region,"
+                 " values_json, code, rationale, status, reason, created_at FROM proposals"
+                 " WHERE id = ?1",
+                 strtoll(origin + 4, NULL, 10), NULL, &part, err);
+    if (rc) goto fail;
+    if (json_object_set_new(res, "proposal", part)) goto nomem;
+    part = NULL;
+  }
   const char *key = json_string_value(json_object_get(res, "binary_key"));
   if (key) {
     rc = one_row(db,

@@ -138,6 +138,25 @@ static const char *const migrations[] = {
     "  measured_at TEXT NOT NULL DEFAULT " NOW "\n"
     ");\n"
     "CREATE INDEX peaks_device ON peaks (device_id, kind, id);\n",
+    /* 1 -> 2: proposals of an external LLM proposer (issue 9, docs/llm-hook.md).
+       A config it proposed has configs.origin = 'llm:<proposals.id>'. */
+    "CREATE TABLE proposals (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  run_id INTEGER REFERENCES runs(id),\n"
+    "  problem_id INTEGER REFERENCES problems(id),\n"
+    "  command TEXT NOT NULL DEFAULT '',\n"
+    "  request_hash TEXT NOT NULL DEFAULT '',\n"
+    "  response_hash TEXT NOT NULL DEFAULT '',\n"
+    "  kind TEXT NOT NULL CHECK (kind IN ('params', 'code', 'response')),\n"
+    "  region TEXT NOT NULL DEFAULT '',\n"
+    "  values_json TEXT CHECK (values_json IS NULL OR json_valid(values_json)),\n"
+    "  code TEXT,\n"
+    "  rationale TEXT NOT NULL DEFAULT '',\n"
+    "  status TEXT NOT NULL CHECK (status IN ('accepted', 'rejected', 'skipped')),\n"
+    "  reason TEXT NOT NULL DEFAULT '',\n"
+    "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
+    ");\n"
+    "CREATE INDEX proposals_run ON proposals (run_id, id);\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == DB_SCHEMA_VERSION,
@@ -216,11 +235,13 @@ int db_schema_prepare(db_conn *db, tune_err *err) {
                        "db: %s: not a tune database (empty, schema version 0; this build's is "
                        "%d)",
                        db->path, DB_SCHEMA_VERSION);
-    if (version < DB_SCHEMA_VERSION)
+    if (version < DB_SCHEMA_READ_MIN)
       return tune_fail(err, TUNE_EINVAL,
                        "db: %s: schema version %d is older than this build's %d and the file "
                        "is open read-only; open it read-write once to migrate it",
                        db->path, version, DB_SCHEMA_VERSION);
+    /* DB_SCHEMA_READ_MIN <= version < DB_SCHEMA_VERSION: the later migrations
+       only add tables, which readers of an older file do not need */
     return TUNE_OK;
   }
   while (version < DB_SCHEMA_VERSION) {

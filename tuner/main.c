@@ -43,7 +43,15 @@ static const char *usage_run =
     "  --device D           cuda:N to measure on GPU N, or replay:FILE to answer from a\n"
     "                       recorded database (default: cuda:0 when a GPU is present,\n"
     "                       else replay of data/recorded/<recipe>.db)\n"
-    "  --strategy S         exhaustive (default) or random\n"
+    "  --strategy S         exhaustive (default), random, anneal, genetic, bayes,\n"
+    "                       bandit, or llm: an external proposer command (--proposer)\n"
+    "                       suggests configs; batches it leaves empty come from random\n"
+    "  --proposer CMD       the llm strategy's proposer, run as sh -c CMD per request,\n"
+    "                       JSON on stdin and stdout (docs/llm-hook.md; adapters in\n"
+    "                       tools/llm/)\n"
+    "  --proposer-env NAME  pass environment variable NAME to the proposer (it gets\n"
+    "                       only PATH, HOME and LANG otherwise); repeatable\n"
+    "  --proposer-timeout MS  kill a proposer that has not answered (default 60000)\n"
     "  --budget N|DURATION  stop each problem after N evaluations, or the recipe after a\n"
     "                       duration such as 90s, 10m, 1h\n"
     "  --problem P          only problems named P, or whose dims match K=V[,K=V...];\n"
@@ -129,12 +137,25 @@ static int cmd_run(int argc, char **argv) {
     else if (!strcmp(a, "--seed")) { NEED_VALUE(); o.seed = strtoull(v, NULL, 0); o.seed_given = 1; }
     else if (!strcmp(a, "--timeout")) { NEED_VALUE(); o.timeout_ms = atoi(v); }
     else if (!strcmp(a, "--quiet")) o.quiet = 1;
+    else if (!strcmp(a, "--proposer")) { NEED_VALUE(); o.proposer = v; }
+    else if (!strcmp(a, "--proposer-env")) {
+      NEED_VALUE();
+      if (o.n_proposer_env == 16) { fprintf(stderr, "tune run: too many --proposer-env\n"); return 2; }
+      o.proposer_env[o.n_proposer_env++] = v;
+    } else if (!strcmp(a, "--proposer-timeout")) {
+      NEED_VALUE();
+      o.proposer_timeout_ms = atoi(v);
+      if (o.proposer_timeout_ms < 1) { fprintf(stderr, "tune run: --proposer-timeout %s: want milliseconds\n", v); return 2; }
+    }
     else if (a[0] == '-') { fprintf(stderr, "tune run: unknown option %s (see tune run --help)\n", a); return 2; }
     else if (!o.recipe_path) o.recipe_path = a;
     else { fprintf(stderr, "tune run: one recipe at a time (got %s and %s)\n", o.recipe_path, a); return 2; }
   }
   if (!o.recipe_path) { fputs(usage_run, stderr); return 2; }
   if (o.device && o.compile_only) { fprintf(stderr, "tune run: --compile-only and --device exclude each other\n"); return 2; }
+  int is_llm = o.strategy && !strcmp(o.strategy, "llm");
+  if (is_llm && !o.proposer) { fprintf(stderr, "tune run: --strategy llm needs --proposer 'COMMAND' (docs/llm-hook.md)\n"); return 2; }
+  if (!is_llm && (o.proposer || o.n_proposer_env || o.proposer_timeout_ms)) { fprintf(stderr, "tune run: --proposer options need --strategy llm\n"); return 2; }
   if (o.arch && !o.compile_only) { fprintf(stderr, "tune run: --arch only applies with --compile-only (a GPU gives its own)\n"); return 2; }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -125,6 +125,10 @@ void tune_recipes_free(tune_recipes *set);
 /* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */
 int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bound, tune_err *err);
 
+/* Text of constraint i (0-based) as written in the recipe: the expression
+ * string, or "function defined at FILE:LINE" for a function; "" if unknown. */
+void tune_recipe_constraint_text(tune_recipe *r, int i, char *buf, size_t n);
+
 /* Canonical text, JSON and hash of a config (value indexes per param). */
 void tune_recipe_config_json(const tune_recipe *r, const int *value_idx, char *buf, size_t n);
 void tune_recipe_config_hash(const tune_recipe *r, const int *value_idx, char out[17]);

@@ -13,6 +13,7 @@
 #include "cuda_dl.h"
 #include "db.h"
 #include "peaks.h"
+#include "proposer.h"
 #include "recipe.h"
 #include "search.h"
 #include "version.h"
@@ -124,6 +125,8 @@ typedef struct pending {
   int64_t config_id;
   tune_variant v;
   int done;               /* result already known (resumed/skipped) */
+  int from_strat;         /* proposed by the search strategy (not the LLM proposer) */
+  char origin[32];        /* configs.origin: the strategy name or "llm:<proposal id>" */
   int job;                /* index into jobs, -1 none */
 } pending;
 
@@ -166,7 +169,18 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     db_binary_release(&ref.bin);
     if (rc) return rc;
   }
-  if (search_strategy_new(o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
+  /* --strategy llm: the proposer drives, the random strategy fills batches it leaves empty */
+  int use_llm = o->strategy && !strcmp(o->strategy, "llm");
+  tune_llm *llm = NULL;
+  tune_proposer_opts popts = {.command = o->proposer, .n_env = o->n_proposer_env, .timeout_ms = o->proposer_timeout_ms};
+  for (int i = 0; i < o->n_proposer_env && i < TUNE_PROPOSER_MAX_ENV; ++i) popts.env[i] = o->proposer_env[i];
+  if (search_strategy_new(use_llm ? "random" : o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
+  if (use_llm) {
+    tune_llm_ctx lc = {.opts = &popts, .recipe = r, .problem = p, .space = space, .device = dev, .peaks = peaks,
+                       .bytes = setup.bytes, .flops = setup.flops, .db = db, .run_id = run_id,
+                       .problem_id = problem_id, .quiet = o->quiet};
+    if (tune_llm_new(&lc, &llm, err)) goto fail;
+  }
   pend = calloc(BATCH, sizeof *pend);
   jobs = calloc(BATCH, sizeof *jobs);
   if (!pend || !jobs) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
@@ -181,8 +195,24 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     if (want <= 0) break;
     if (t_deadline > 0 && now_s() > t_deadline) { printf("time budget reached\n"); break; }
     uint64_t pts[BATCH];
-    int n = 0;
-    if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail;
+    char origins[BATCH][32];
+    int n = 0, n_llm = 0;
+    if (llm) {
+      if (tune_llm_propose(llm, pts, origins, want, &n_llm, err)) goto fail;
+      n = n_llm;
+      if (n == 0) {
+        /* nothing usable from the proposer: this batch comes from random,
+           without the points already measured or proposed */
+        uint64_t tmp[BATCH];
+        int m = 0;
+        do {
+          if (search_strategy_next_batch(strat, tmp, want, &m, err)) goto fail;
+          for (int k = 0; k < m; ++k)
+            if (!tune_llm_seen(llm, tmp[k])) { tune_llm_mark_seen(llm, tmp[k]); pts[n++] = tmp[k]; }
+        } while (n == 0 && m > 0);
+        if (n) printf("llm: no valid proposal: %d config(s) of this batch come from the random strategy\n", n);
+      }
+    } else if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail;
     if (n == 0) break;
     /* 1. evaluate configs, resume, prepare compile jobs */
     int n_jobs = 0;
@@ -191,11 +221,13 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       memset(q, 0, sizeof *q);
       q->job = -1;
       q->point = pts[i];
+      q->from_strat = i >= n_llm;
+      snprintf(q->origin, sizeof q->origin, "%s", i < n_llm ? origins[i] : use_llm ? "random" : o->strategy ? o->strategy : "exhaustive");
       search_point_decode(space, pts[i], q->vi);
       tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
       tune_recipe_config_hash(r, q->vi, q->hash);
       if (!config_selected(o, q->json)) { q->done = 1; continue; }
-      if (db_config_put(db, r->name, q->hash, q->json, o->strategy ? o->strategy : "exhaustive", &q->config_id, err)) goto fail;
+      if (db_config_put(db, r->name, q->hash, q->json, q->origin, &q->config_id, err)) goto fail;
       if (tune_recipe_eval_variant(r, q->vi, p, &facts, &q->v, err)) goto fail;
       db_result prev;
       tune_err e;
@@ -203,7 +235,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       if (be && !db_result_find(db, recipe_id, device_id, q->config_id, problem_id, &prev, &e)) {
         q->done = 1;
         st->resumed++;
-        search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
+        if (q->from_strat) search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
+        if (llm) tune_llm_observe(llm, q->json, &prev);
         if (prev.status == DB_OK && prev.median_ns < best) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
         st->n_status[prev.status]++;
         continue;
@@ -306,7 +339,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       ++evaluated;
       st->total++;
       st->n_status[res.status]++;
-      search_strategy_observe(strat, q->point, res.status == DB_OK ? res.median_ns : -1);
+      if (q->from_strat) search_strategy_observe(strat, q->point, res.status == DB_OK ? res.median_ns : -1);
+      if (llm) tune_llm_observe(llm, q->json, &res);
       char line[256] = "";
       if (res.status == DB_OK) {
         print_metrics(res.median_ns, &setup, line, sizeof line);
@@ -339,6 +373,7 @@ fail:
   for (int i = 0; jobs && i < BATCH; ++i) db_binary_release(&jobs[i].bin);
   free(jobs);
   free(pend);
+  tune_llm_free(llm);
   search_strategy_free(strat);
   return err->code;
 }

@@ -30,6 +30,11 @@ typedef struct tune_run_opts {
   int timeout_ms;              /* watchdog override, 0 = derived */
   const char *exe;             /* this binary, for `tune worker` */
   int quiet;
+  /* --strategy llm (docs/llm-hook.md) */
+  const char *proposer;        /* the proposer command, run as sh -c */
+  int n_proposer_env;
+  const char *proposer_env[16]; /* environment variables passed to it by name */
+  int proposer_timeout_ms;     /* per request, 0 = 60 s */
 } tune_run_opts;
 
 /* Run the recipe file's recipes. Returns TUNE_OK when the run completed (even
