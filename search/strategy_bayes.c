@@ -3,9 +3,10 @@
  *
  * Inputs: each parameter with more than one value is one coordinate, its
  * value index scaled to [0, 1] (the recipe's value order is taken as the
- * order of the values). Output: log of the cost; a failed point is given the
- * worst log cost observed, so the model learns to avoid its region.
- * Targets are standardized before fitting.
+ * order of the values). Output: log of the cost, capped at the median of the
+ * observed log costs: the model spends its flexibility on the better half of
+ * the space instead of on how bad the bad configs are. A failed point counts
+ * as the cap. Targets are standardized before fitting.
  *
  * Model: zero-mean GP, Matern 5/2 kernel with one length scale per
  * coordinate (ARD), signal variance s2 and noise variance s2 * g. s2 has a
@@ -13,15 +14,22 @@
  * coordinate search on the log marginal likelihood (factor-2 then factor-
  * sqrt(2) steps on each length scale, g from a short list), with a weak
  * log-normal prior on the length scales (median BAYES_LS_PRIOR). The fit
- * starts from the previous one and is redone while the training set is
- * small, then every time it has grown by about 5 %.
+ * starts from the previous one and is redone at every step while fewer than
+ * 40 points are known, then every time they have grown by about 5 %. Past
+ * BAYES_MAX_TRAIN points the model is trained on the best 3/4 of that many
+ * and the latest 1/4 (the cost of a step stays bounded).
  *
- * Proposal: BAYES_INIT(n) space-filling random points first (each the
- * farthest from the ones chosen so far among BAYES_INIT_DRAWS random unseen
- * points), in one batch. Then one point per batch: the unseen point of
- * largest expected improvement (xi = BAYES_XI in standardized units) among
- * all unseen points when there are at most BAYES_MAX_CAND, else among
- * BAYES_MAX_CAND random ones plus the unseen neighbours of the best points.
+ * Proposal: BAYES_N_INIT space-filling random points first (each the
+ * farthest from those chosen or known so far among BAYES_INIT_DRAWS random
+ * unseen points), in one batch. Then one point per batch, two local steps
+ * for one global step:
+ *  - local: the largest expected improvement among the unseen points one or
+ *    two unit steps (one value index in one or two parameters) away from the
+ *    best point (when all those are seen, a global step instead);
+ *  - global: the largest expected improvement among all unseen points when
+ *    there are at most BAYES_MAX_CAND, else among BAYES_MAX_CAND random ones
+ *    plus the unseen neighbours of the best points.
+ * Expected improvement below the best standardized value by xi = BAYES_XI.
  * With no success observed yet (nothing to model) it draws at random. */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +37,7 @@
 
 #include "strategy_common.h"
 
+#define BAYES_N_INIT 3        /* random points before the model is used */
 #define BAYES_MAX_CAND 2048   /* candidates scored per step, at most */
 #define BAYES_INIT_DRAWS 16   /* random draws per space-filling initial point */
 #define BAYES_XI 0.01         /* expected-improvement margin [standardized log cost] */
@@ -37,6 +46,7 @@
 #define BAYES_LS_MIN 0.03
 #define BAYES_LS_MAX 20.0
 #define BAYES_N_BEST 4        /* best points whose neighbours join large candidate sets */
+#define BAYES_MAX_TRAIN 256   /* training points of the model, at most */
 
 static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
 #define N_NOISE ((int)(sizeof noise_grid / sizeof noise_grid[0]))
@@ -49,14 +59,18 @@ typedef struct bayes_state {
   uint32_t *obs;     /* [cap] their positions */
   double *X;         /* [cap * d] their coordinates */
   double *y;         /* [cap] log cost, NAN for a failure */
-  double *ys;        /* [cap] standardized targets of the current fit */
-  double *L;         /* [cap * cap] Cholesky factor of the kernel matrix */
-  double *alpha;     /* [cap] K^-1 ys */
+  int n_train;       /* points the model is trained on (<= BAYES_MAX_TRAIN) */
+  int tcap;          /* capacity of the training arrays: min(cap, BAYES_MAX_TRAIN) */
+  double *Xt;        /* [tcap * d] coordinates of the training points */
+  double *yt;        /* [tcap] their log cost, NAN for a failure */
+  double *ys;        /* [tcap] standardized targets of the current fit */
+  double *L;         /* [tcap * tcap] Cholesky factor of the kernel matrix */
+  double *alpha;     /* [tcap] K^-1 ys */
   double *work;      /* [cap] scratch */
   double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
   double g;          /* fitted noise ratio */
   double s2;         /* fitted signal variance */
-  int n_steps;
+  uint64_t n_steps;  /* model steps so far (n % 3 == 2: global, else local) */
   int fit_n;         /* training size at the last hyperparameter fit, 0 never */
   uint32_t *cand;    /* [BAYES_MAX_CAND + BAYES_N_BEST * 2 * d] candidate positions */
 } bayes_state;
@@ -68,9 +82,7 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   int rc = search_pool_init(&st->pool, s, 0xba7e5ull, err);
   if (rc) return rc;
   st->d = st->pool.n_free;
-  int n0 = st->d + 1;
-  st->n_init = n0 < 3 ? 3 : n0 > 8 ? 8 : n0;
-  if (getenv("BX_INIT")) st->n_init = atoi(getenv("BX_INIT"));
+  st->n_init = BAYES_N_INIT;
   for (int k = 0; k < st->d; k++) st->log_ls[k] = log(BAYES_LS_PRIOR);
   st->g = 1e-3;
   st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *
@@ -85,6 +97,8 @@ static void bayes_free(search_strategy *s) {
   search_pool_free(&st->pool);
   free(st->obs);
   free(st->X);
+  free(st->Xt);
+  free(st->yt);
   free(st->y);
   free(st->ys);
   free(st->L);
@@ -116,7 +130,7 @@ static int factor(bayes_state *st, const double *log_ls, double g, int n) {
   for (int k = 0; k < d; k++) inv_ls[k] = exp(-log_ls[k]);
   double *L = st->L;
   for (int i = 0; i < n; i++) {
-    for (int j = 0; j < i; j++) L[i * n + j] = matern52(st->X + i * d, st->X + j * d, inv_ls, d);
+    for (int j = 0; j < i; j++) L[i * n + j] = matern52(st->Xt + i * d, st->Xt + j * d, inv_ls, d);
     L[i * n + i] = 1.0 + g + 1e-9;
   }
   for (int j = 0; j < n; j++) {
@@ -210,31 +224,75 @@ static void fit_hyper(bayes_state *st, int n) {
     }
   }
   memcpy(st->log_ls, ls, sizeof ls);
-  st->fit_n = n;
 }
 
-/* Standardize the targets, refit if due, factor, and solve for alpha.
- * Returns 0, or -1 when there is nothing to model. */
-static int build_model(bayes_state *st, double *best_ys) {
-  int n = st->n_obs;
-  double worst = -INFINITY, mean = 0, var = 0;
-  int n_ok = 0;
-  for (int i = 0; i < n; i++)
-    if (!isnan(st->y[i])) {
-      n_ok++;
-      if (st->y[i] > worst) worst = st->y[i];
-    }
-  if (n_ok == 0) return -1;
-  static double capq = -2; if (capq < -1) { const char *e = getenv("BX_CAP"); capq = e ? atof(e) : -1; }
-  if (capq >= 0 && n_ok >= 3) {
-    double *tmp = st->work; int m = 0;
-    for (int i = 0; i < n; i++) if (!isnan(st->y[i])) tmp[m++] = st->y[i];
-    for (int i = 1; i < m; i++) { double t = tmp[i]; int j = i; while (j > 0 && tmp[j-1] > t) { tmp[j] = tmp[j-1]; j--; } tmp[j] = t; }
-    double cap = tmp[(int)(capq * (m - 1))];
-    worst = cap;
+typedef struct ranked {
+  double y; /* log cost, +inf for a failure */
+  int i;    /* index into the observations */
+} ranked;
+
+static int by_rank(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  if (x->y != y->y) return x->y < y->y ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Choose the training points: all of them, or past BAYES_MAX_TRAIN the best
+ * 3/4 of that many and the latest of the others. Fills Xt, yt, n_train. */
+static void select_training(bayes_state *st) {
+  int n = st->n_obs, d = st->d;
+  ranked *r = n > BAYES_MAX_TRAIN ? malloc((size_t)n * sizeof *r) : NULL;
+  if (!r) { /* all (or, with no memory, the latest) */
+    int first = n > st->tcap ? n - st->tcap : 0;
+    st->n_train = n - first;
+    memcpy(st->Xt, st->X + (size_t)first * (size_t)d, (size_t)st->n_train * (size_t)d * sizeof(double));
+    memcpy(st->yt, st->y + first, (size_t)st->n_train * sizeof(double));
+    return;
   }
   for (int i = 0; i < n; i++) {
-    st->ys[i] = isnan(st->y[i]) || st->y[i] > worst ? worst : st->y[i];
+    r[i].y = isnan(st->y[i]) ? INFINITY : st->y[i];
+    r[i].i = i;
+  }
+  qsort(r, (size_t)n, sizeof *r, by_rank);
+  int n_best = BAYES_MAX_TRAIN * 3 / 4, k = 0;
+  uint8_t *taken = (uint8_t *)st->work; /* n bytes fit in n doubles */
+  memset(taken, 0, (size_t)n);
+  for (int j = 0; j < n_best; j++) taken[r[j].i] = 1;
+  for (int i = n - 1; i >= 0 && n_best + k < BAYES_MAX_TRAIN; i--)
+    if (!taken[i]) {
+      taken[i] = 1;
+      k++;
+    }
+  free(r);
+  st->n_train = 0;
+  for (int i = 0; i < n; i++) {
+    if (!taken[i]) continue;
+    memcpy(st->Xt + (size_t)st->n_train * (size_t)d, st->X + (size_t)i * (size_t)d, (size_t)d * sizeof(double));
+    st->yt[st->n_train++] = st->y[i];
+  }
+}
+
+/* Choose the training set, cap and standardize its targets, refit if due,
+ * factor, and solve for alpha. Returns 0, or -1 when there is nothing to
+ * model. */
+static int build_model(bayes_state *st, double *best_ys) {
+  select_training(st);
+  int n = st->n_train;
+  double cap = -INFINITY, mean = 0, var = 0;
+  int m = 0;
+  double *tmp = st->work; /* the successes' log costs, sorted */
+  for (int i = 0; i < n; i++)
+    if (!isnan(st->yt[i])) tmp[m++] = st->yt[i];
+  if (m == 0) return -1;
+  for (int i = 1; i < m; i++) { /* insertion sort: cheap next to the fit */
+    double t = tmp[i];
+    int j = i;
+    for (; j > 0 && tmp[j - 1] > t; j--) tmp[j] = tmp[j - 1];
+    tmp[j] = t;
+  }
+  cap = tmp[(m - 1) / 2];
+  for (int i = 0; i < n; i++) {
+    st->ys[i] = isnan(st->yt[i]) || st->yt[i] > cap ? cap : st->yt[i];
     mean += st->ys[i];
   }
   mean /= n;
@@ -244,9 +302,13 @@ static int build_model(bayes_state *st, double *best_ys) {
   *best_ys = INFINITY;
   for (int i = 0; i < n; i++) {
     st->ys[i] = (st->ys[i] - mean) / sd;
-    if (!isnan(st->y[i]) && st->ys[i] < *best_ys) *best_ys = st->ys[i];
+    if (!isnan(st->yt[i]) && st->ys[i] < *best_ys) *best_ys = st->ys[i];
   }
-  if (st->fit_n == 0 || n < 40 || n >= st->fit_n + (st->fit_n + 19) / 20) fit_hyper(st, n);
+  int seen = st->n_obs;
+  if (st->fit_n == 0 || seen < 40 || seen >= st->fit_n + (st->fit_n + 19) / 20) {
+    fit_hyper(st, n);
+    st->fit_n = seen;
+  }
   /* Factor with the fitted values (a fit leaves L at its last trial). */
   double ll = log_likelihood(st, st->log_ls, st->g, n);
   for (int i = 0; !isfinite(ll) && i < 6; i++) { /* numerically stuck: more noise */
@@ -265,13 +327,13 @@ static int build_model(bayes_state *st, double *best_ys) {
 
 /* Expected improvement below best_ys at position pos. */
 static double expected_improvement(bayes_state *st, uint32_t pos, double best_ys) {
-  int n = st->n_obs, d = st->d;
+  int n = st->n_train, d = st->d;
   double x[SEARCH_MAX_PARAMS], inv_ls[SEARCH_MAX_PARAMS];
   search_pool_coords(&st->pool, pos, x);
   for (int k = 0; k < d; k++) inv_ls[k] = exp(-st->log_ls[k]);
   double *v = st->work, mu = 0;
   for (int i = 0; i < n; i++) {
-    v[i] = matern52(x, st->X + i * d, inv_ls, d);
+    v[i] = matern52(x, st->Xt + i * d, inv_ls, d);
     mu += v[i] * st->alpha[i];
   }
   solve_lower(st->L, n, v);
@@ -279,10 +341,7 @@ static double expected_improvement(bayes_state *st, uint32_t pos, double best_ys
   for (int i = 0; i < n; i++) vv += v[i] * v[i];
   double var = st->s2 * (1.0 - vv);
   double sd = sqrt(var > 1e-12 * st->s2 ? var : 1e-12 * st->s2);
-  static double xi = -1; if (xi < 0) { const char *e = getenv("BX_XI"); xi = e ? atof(e) : BAYES_XI; }
-  double imp = best_ys - mu - xi;
-  static double kappa = -2; if (kappa < -1) { const char *e = getenv("BX_KAPPA"); kappa = e ? atof(e) : -1; }
-  if (kappa >= 0) return -(mu - kappa * sd);
+  double imp = best_ys - mu - BAYES_XI;
   double z = imp / sd;
   double cdf = 0.5 * erfc(-z / sqrt(2.0));
   double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
@@ -420,12 +479,11 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
     } else if (build_model(st, &best_ys) != 0) {
       rc = search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
     } else {
-      static int local = -1; if (local < 0) { const char *e = getenv("BX_LOCAL"); local = e ? atoi(e) : 0; }
       int nc = 0;
-      st->n_steps++;
-      if (local > 0 && st->n_steps % (local + 1) != 0) {
+      if (st->n_steps++ % 3 != 2) { /* two local steps, then a global one */
         int bi = -1;
-        for (int i = 0; i < st->n_obs; i++) if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
+        for (int i = 0; i < st->n_obs; i++)
+          if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
         if (bi >= 0) nc = local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND);
       }
       if (nc == 0) nc = candidates(st);
@@ -447,30 +505,40 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
   return TUNE_OK;
 }
 
-/* Grow the training arrays to hold one more point; -1 on no memory. */
+/* Grow the arrays to hold one more observation; -1 on no memory (then
+ * nothing changed that matters: the old arrays stay valid). */
 static int grow(bayes_state *st) {
   if (st->n_obs < st->cap) return 0;
   int cap = st->cap ? 2 * st->cap : 32;
-  size_t c = (size_t)cap;
+  int tcap = cap < BAYES_MAX_TRAIN ? cap : BAYES_MAX_TRAIN;
+  size_t c = (size_t)cap, t = (size_t)tcap, d = (size_t)(st->d ? st->d : 1);
   uint32_t *obs = realloc(st->obs, c * sizeof(uint32_t));
   if (obs) st->obs = obs;
-  double *X = realloc(st->X, c * (size_t)(st->d ? st->d : 1) * sizeof(double));
+  double *X = realloc(st->X, c * d * sizeof(double));
   if (X) st->X = X;
   double *y = realloc(st->y, c * sizeof(double));
   if (y) st->y = y;
-  double *ys = realloc(st->ys, c * sizeof(double));
-  if (ys) st->ys = ys;
-  double *alpha = realloc(st->alpha, c * sizeof(double));
-  if (alpha) st->alpha = alpha;
   double *work = realloc(st->work, c * sizeof(double));
   if (work) st->work = work;
-  double *L = malloc(c * c * sizeof(double));
-  if (!obs || !X || !y || !ys || !alpha || !work || !L) {
-    free(L);
-    return -1;
+  if (!obs || !X || !y || !work) return -1;
+  if (tcap > st->tcap) {
+    double *Xt = realloc(st->Xt, t * d * sizeof(double));
+    if (Xt) st->Xt = Xt;
+    double *yt = realloc(st->yt, t * sizeof(double));
+    if (yt) st->yt = yt;
+    double *ys = realloc(st->ys, t * sizeof(double));
+    if (ys) st->ys = ys;
+    double *alpha = realloc(st->alpha, t * sizeof(double));
+    if (alpha) st->alpha = alpha;
+    double *L = malloc(t * t * sizeof(double));
+    if (!Xt || !yt || !ys || !alpha || !L) {
+      free(L);
+      return -1;
+    }
+    free(st->L);
+    st->L = L;
+    st->tcap = tcap;
   }
-  free(st->L);
-  st->L = L;
   st->cap = cap;
   return 0;
 }

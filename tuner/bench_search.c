@@ -263,7 +263,7 @@ static int simulate(const bench_space *b, const char *name, uint64_t seed, doubl
   for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY;
   long max_e = b->evals[N_BUDGETS - 1];
   double max_t = b->secs[N_BUDGETS - 1];
-  while (evals < max_e || cum <= max_t) {
+  while (evals < max_e || (max_t > 0 && cum <= max_t)) {
     uint64_t pts[BATCH];
     int n = 0;
     rc = search_strategy_next_batch(s, pts, BATCH, &n, err);
@@ -275,7 +275,6 @@ static int simulate(const bench_space *b, const char *name, uint64_t seed, doubl
         goto out;
       }
       double c = b->cost[pos];
-      if (getenv("BT_TRACE") && seed == (uint64_t)atoi(getenv("BT_TRACE"))) { int vi[64]; search_point_decode(b->space, pts[i], vi); fprintf(stderr, "%s %ld: %d%d%d%d%d %.0f\n", name, evals+1, vi[0],vi[1],vi[2],vi[3],vi[4], c); }
       search_strategy_observe(s, pts[i], c);
       evals++;
       cum += b->time_s[pos];

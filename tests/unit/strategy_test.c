@@ -125,6 +125,7 @@ static size_t drive(const char *name, const search_space *sp, uint64_t seed, con
       if (f) search_strategy_observe(s, buf[i], cost_of(f, buf[i]));
     }
     if (n > cap) break; /* proposing more points than exist: a repeat */
+    if (first_opt && *first_opt) break; /* found: enough */
   }
   search_strategy_free(s);
   return n;

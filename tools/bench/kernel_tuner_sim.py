@@ -46,12 +46,16 @@ import time
 import warnings
 
 FRACS = [0.01, 0.02, 0.05, 0.10, 0.20, 0.50]
-DEFAULT_STRATEGIES = [
+# Every single-objective strategy of Kernel Tuner 1.5.0 that runs without
+# optional packages (skopt and pyatf_strategies need scikit-optimize and pyATF;
+# brute_force is exhaustive; nsga2/nsga3 are multi-objective).
+ALL_STRATEGIES = [
     "random_sample", "genetic_algorithm", "simulated_annealing", "bayes_opt", "pso",
     "diff_evo", "firefly_algorithm", "dual_annealing", "basinhopping", "minimize",
     "greedy_ils", "greedy_mls", "ordered_greedy_mls", "mls", "hybrid_vndx",
     "adaptive_tabu_greywolf",
 ]
+DEFAULT_STRATEGIES = ALL_STRATEGIES
 ERRORS = {"ErrorConfig", "InvalidConfig", "CompilationFailedConfig", "RuntimeFailedConfig"}
 
 
@@ -187,7 +191,8 @@ def main():
     ap.add_argument("caches", nargs="+")
     ap.add_argument("--repeats", type=int, default=100)
     ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
-    ap.add_argument("--baseline-json", help="tune bench-search --json output (same baselines)")
+    ap.add_argument("--baseline-json", action="append", default=[],
+                    help="tune bench-search --json output (same baselines); repeatable")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--no-patch", action="store_true", help="do not work around the neighbour-cache bug")
@@ -199,9 +204,9 @@ def main():
         return 3
     strategies = [s for s in a.strategies.split(",") if s]
     base_json = []
-    if a.baseline_json:
-        with open(a.baseline_json) as f:
-            base_json = json.load(f)
+    for path in a.baseline_json:
+        with open(path) as f:
+            base_json += json.load(f)
     spaces = {}
     tasks = []
     for path in a.caches:
