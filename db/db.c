@@ -808,13 +808,14 @@ fail:
 
 /* ---- replay provenance --------------------------------------------------- */
 
-int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tune_err *err) {
+int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, char source_hash[17],
+                       tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   if (!db || !recipe_name || !dev) return tune_fail(err, TUNE_EINVAL, "db_device_recorded: NULL argument");
   DB_LOCK(db);
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "SELECT " DEVICE_COLS " FROM results r JOIN recipes rc ON rc.id = r.recipe_id"
+      "SELECT " DEVICE_COLS ", rc.source_hash FROM results r JOIN recipes rc ON rc.id = r.recipe_id"
       " JOIN devices d ON d.id = r.device_id WHERE rc.name = ?1 AND d.kind = 'gpu'"
       " ORDER BY r.id DESC LIMIT 1", -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
@@ -824,30 +825,7 @@ int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tun
     goto fail;
   }
   read_device(st, 0, dev);
-fail:
-  sqlite3_finalize(st);
-  DB_UNLOCK(db);
-  return rc;
-}
-
-int db_recipe_recorded_hash(db_conn *db, const char *recipe_name, char out[17], tune_err *err) {
-  int rc = TUNE_OK, step = 0;
-  sqlite3_stmt *st = NULL;
-  if (!db || !recipe_name || !out) return tune_fail(err, TUNE_EINVAL, "db_recipe_recorded_hash: NULL argument");
-  out[0] = 0;
-  DB_LOCK(db);
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "SELECT rc.source_hash FROM results r JOIN recipes rc ON rc.id = r.recipe_id"
-      " JOIN devices d ON d.id = r.device_id WHERE rc.name = ?1 AND d.kind = 'gpu'"
-      " ORDER BY r.id DESC LIMIT 1", -1, &st, NULL));
-  SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
-  SQL_STEP(db, err, st, step);
-  if (step != SQLITE_ROW) {
-    rc = tune_fail(err, TUNE_ENOTFOUND, "db: %s: no GPU results for recipe %s", db->path, recipe_name);
-    goto fail;
-  }
-  const unsigned char *h = sqlite3_column_text(st, 0);
-  snprintf(out, 17, "%s", h ? (const char *)h : "");
+  if (source_hash) col_copy(st, sqlite3_column_count(st) - 1, source_hash, 17);
 fail:
   sqlite3_finalize(st);
   DB_UNLOCK(db);

@@ -139,12 +139,11 @@ int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash
                    const char *problem_hash, db_result *out, db_device *dev, tune_err *err);
 
 /* The GPU device whose results for recipe_name are the latest in this
- * database (replay attributes its answers to it). TUNE_ENOTFOUND when none. */
-int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, tune_err *err);
-
-/* The source hash of the latest results of recipe_name that came from a GPU
- * (out: 16 hex digits + NUL). TUNE_ENOTFOUND when none. */
-int db_recipe_recorded_hash(db_conn *db, const char *recipe_name, char out[17], tune_err *err);
+ * database (replay attributes its answers to it), and the recipe source hash
+ * they were measured with (source_hash may be NULL; 16 hex digits + NUL).
+ * TUNE_ENOTFOUND when none. */
+int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, char source_hash[17],
+                       tune_err *err);
 
 /* Compile cache. get: TUNE_ENOTFOUND when absent; on success cubin, ptx
  * (NUL-terminated, ptx_size excluding the added NUL) and log are new malloc'd

@@ -322,7 +322,7 @@ int db_export(db_conn *db, const char *format, const char *recipe_name, const ch
                              err);
   if (rc) return rc;
   db_device dev;
-  rc = db_device_recorded(db, recipe_name, &dev, err);
+  rc = db_device_recorded(db, recipe_name, &dev, NULL, err);
   if (rc) return rc;
   export_set set = {.err = err};
   rc = db_bench_rows(db, recipe_name, hash, collect, &set, err);

@@ -63,7 +63,7 @@ int tune_backend_replay_open(const char *path, const char *recipe_name, tune_bac
   b->measure = replay_measure;
   b->close = replay_close;
   if (db_open(path, 1, &ri->db, err)) { replay_close(b); return err->code; }
-  if (db_device_recorded(ri->db, recipe_name, &b->device, err)) {
+  if (db_device_recorded(ri->db, recipe_name, &b->device, b->recorded_hash, err)) {
     if (err->code == TUNE_ENOTFOUND) {
       err->code = TUNE_OK;
       tune_fail(err, TUNE_ENOTFOUND, "replay: %s holds no GPU results for recipe %s", path, recipe_name);
@@ -71,7 +71,6 @@ int tune_backend_replay_open(const char *path, const char *recipe_name, tune_bac
     replay_close(b);
     return err->code;
   }
-  db_recipe_recorded_hash(ri->db, recipe_name, b->recorded_hash, &(tune_err){0});
   /* provenance: how many results, recorded when, by which tool version */
   json_t *rows = NULL;
   tune_err e;

@@ -629,7 +629,7 @@ int tune_bench_search_main(int argc, char **argv) {
     db_device dev;
     tune_err e;
     tune_err_clear(&e);
-    if (db_device_recorded(db, r->name, &dev, &e)) {
+    if (db_device_recorded(db, r->name, &dev, NULL, &e)) {
       if (e.code != TUNE_ENOTFOUND) {
         tune_fail(&err, e.code, "%s", e.msg);
         goto fail;

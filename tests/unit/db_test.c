@@ -454,9 +454,9 @@ static void test_replay(fixture *fx) {
 
   /* the device a recorded database speaks for: the GPU of its latest result */
   memset(&dev, 0, sizeof dev);
-  OK(db_device_recorded(ro, "copy", &dev, &E));
+  OK(db_device_recorded(ro, "copy", &dev, NULL, &E));
   CHECK(strcmp(dev.kind, "gpu") == 0 && strcmp(dev.uuid, "GPU-0000-1111") == 0);
-  FAILS(TUNE_ENOTFOUND, db_device_recorded(ro, "gemm", &dev, &E));
+  FAILS(TUNE_ENOTFOUND, db_device_recorded(ro, "gemm", &dev, NULL, &E));
 
   /* a read-only connection cannot write */
   int64_t id = 0;
