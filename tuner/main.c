@@ -251,7 +251,10 @@ static int cmd_db(int argc, char **argv) {
       char t[32], p[1024];
       fmt_time(json_number_value(json_object_get(r, "median_ns")), t, sizeof t);
       params_text(json_object_get(r, "params"), p, sizeof p);
-      const char *e = json_string_value(json_object_get(r, "error"));
+      const char *e = json_string_value(json_object_get(r, "error_text"));
+      char e1[160];
+      snprintf(e1, sizeof e1, "%.*s", (int)strcspn(e ? e : "", "\n"), e ? e : "");
+      e = e1;
       printf("%6lld %-20s %-18s %-13s %12s %5lld  %s%s%s\n", (long long)json_integer_value(json_object_get(r, "id")),
              json_string_value(json_object_get(r, "recipe")), json_string_value(json_object_get(r, "problem")),
              json_string_value(json_object_get(r, "status")), t,
