@@ -162,12 +162,16 @@ def task(args):
         c, keys, entries = load_space(path)
         _SPACE[path] = (c, keys, set(e[0] for e in entries))
     t0 = time.time()
-    fe, ft, err = [], [], None
-    try:
-        for b in evals:
+    fe, ft, err = [], [None] * len(secs), None
+    # A run that raises is reported (its budget's cell says "failed"), not hidden.
+    for b in evals:
+        try:
             seq = _run_one(path, strategy, seed, {"max_fevals": b})
-            best = min((c for c, _ in seq if c >= 0), default=math.inf)
-            fe.append(best)
+            fe.append(min((c for c, _ in seq if c >= 0), default=math.inf))
+        except Exception as e:
+            fe.append(None)
+            err = err or f"max_fevals {b}: {type(e).__name__}: {str(e)[:200]}"
+    try:
         seq = _run_one(path, strategy, seed, {"time_limit": secs[-1] * 1.05 + 1.0})
         cum, best, found = 0.0, math.inf, [math.inf] * len(secs)
         for c, s in seq:
@@ -178,8 +182,8 @@ def task(args):
                 if cum <= lim:
                     found[j] = best
         ft = found
-    except Exception as e:  # a strategy that fails is reported, not hidden
-        err = f"{type(e).__name__}: {str(e)[:200]}"
+    except Exception as e:
+        err = err or f"time_limit: {type(e).__name__}: {str(e)[:200]}"
     return path, strategy, seed, fe, ft, err, time.time() - t0
 
 
@@ -261,19 +265,20 @@ def main():
             for s in strategies:
                 runs = sorted(results.get((path, s), []))
                 errs = [r[3] for r in runs if r[3]]
-                good = [r for r in runs if not r[3]]
                 cells = []
                 for j in range(len(FRACS)):
                     base = sp["base_eval"][j] if kind == "evals" else sp["base_time"][j]
                     den = base - sp["opt"]
                     ps, perf = [], []
-                    for _, fe, ft, _, _ in good:
+                    for _, fe, ft, _, _ in runs:
                         f = (fe if kind == "evals" else ft)[j]
+                        if f is None:  # this budget's run raised
+                            continue
                         f = f if math.isfinite(f) else sp["worst"]
                         perf.append(sp["opt"] / f)
                         if den > 1e-12 * sp["opt"]:
                             ps.append((base - f) / den)
-                    if not good:
+                    if not perf:
                         cells.append(None)
                     elif not ps:
                         cells.append(dict(median=None, q1=None, q3=None, perf_median=quantile(perf, 0.5),
@@ -290,7 +295,7 @@ def main():
                         txt.append("n/a")
                     else:
                         txt.append(f"{cl['median']:.2f} [{cl['q1']:.2f},{cl['q3']:.2f}]")
-                note = f"  ({len(errs)} runs failed: {errs[0]})" if errs else ""
+                note = f"  ({len(errs)} seeds had a run fail: {errs[0]})" if errs else ""
                 print(f"{'kt:' + s:<22}" + "".join(f" {t:>18}" for t in txt) + note)
                 pj["strategies"].setdefault(s, {})[kind] = cells
                 if errs:
