@@ -50,7 +50,7 @@ static const char *usage_bench =
     "\n"
     "Replays a recorded exhaustive database: runs each search strategy on the recipe's\n"
     "space with the recorded times as costs, for seeds 1..N, and prints per problem the\n"
-    "P score (Willemsen et al., FGCS 2024) at budgets of 1-50 %% of the space, in\n"
+    "P score (Willemsen et al., FGCS 2024) at budgets of 1-50 % of the space, in\n"
     "evaluations and in recorded compile+measure time: P = (random - found) /\n"
     "(random - optimum), with random search's expected best as the baseline (0) and the\n"
     "optimum as 1. Cells: median [first quartile, third quartile] over the seeds.\n"
