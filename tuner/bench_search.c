@@ -22,6 +22,7 @@
  * Summaries are the median and the quartiles (linear interpolation) over the
  * seeds. Runs are spread over threads; each is deterministic for its seed. */
 #include "bench_search.h"
+#include "session.h"
 
 #include <limits.h>
 #include <math.h>
@@ -491,16 +492,6 @@ static json_t *problem_json(const bench_run *br, const tune_recipe *r, const tun
 
 /* ---- the verb -------------------------------------------------------------- */
 
-static void default_replay_path(const tune_recipes *set, const char *recipe_path, char *out,
-                                size_t n) {
-  const char *base = strrchr(recipe_path, '/');
-  base = base ? base + 1 : recipe_path;
-  char stem[256];
-  snprintf(stem, sizeof stem, "%s", base);
-  char *dot = strrchr(stem, '.');
-  if (dot) *dot = 0;
-  snprintf(out, n, "%s/data/recorded/%s.db", set->r[0].root, stem);
-}
 
 int tune_bench_search_main(int argc, char **argv) {
   const char *recipe_path = NULL, *device = NULL, *problems[32];
@@ -603,7 +594,7 @@ int tune_bench_search_main(int argc, char **argv) {
   if (tune_recipes_load(recipe_path, &set, &err)) goto fail;
   char path[PATH_MAX + 64];
   if (device) snprintf(path, sizeof path, "%s", device + 7);
-  else default_replay_path(set, recipe_path, path, sizeof path);
+  else tune_default_replay_path(set, recipe_path, path, sizeof path);
   if (access(path, R_OK)) {
     fprintf(stderr, "tune bench-search: %s: no recorded database (--device replay:FILE names one)\n", path);
     goto fail;

@@ -73,8 +73,7 @@ static void facts_from_device(const db_device *d, tune_device_facts *f) {
   snprintf(f->arch, sizeof f->arch, "%s", d->arch);
 }
 
-/* Recorded replay data: <root>/data/recorded/<recipe file stem>.db */
-static void default_replay_path(const tune_recipes *set, const char *recipe_path, char *out, size_t n) {
+void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, char *out, size_t n) {
   const char *base = strrchr(recipe_path, '/');
   base = base ? base + 1 : recipe_path;
   char stem[256];
@@ -394,7 +393,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     tune_err_clear(&probe);
     if (tune_cuda_load(&probe) == TUNE_OK) device = "cuda:0";
     else {
-      default_replay_path(set, o->recipe_path, replay_path, sizeof replay_path);
+      tune_default_replay_path(set, o->recipe_path, replay_path, sizeof replay_path);
       if (access(replay_path, R_OK)) {
         tune_fail(err, TUNE_ENOGPU, "%s\nand there is no recorded data to replay at %s (use --compile-only to compile without a GPU)", probe.msg, replay_path);
         goto fail;

@@ -5,6 +5,7 @@
 #ifndef TUNE_SESSION_H
 #define TUNE_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tune_err.h"
@@ -40,6 +41,11 @@ typedef struct tune_run_opts {
 /* Run the recipe file's recipes. Returns TUNE_OK when the run completed (even
  * if variants failed: those are results). */
 int tune_session_run(const tune_run_opts *o, tune_err *err);
+
+/* The recorded database a recipe file replays by default:
+ * <root>/data/recorded/<recipe file stem>.db, written into out[n]. */
+struct tune_recipes;
+void tune_default_replay_path(const struct tune_recipes *set, const char *recipe_path, char *out, size_t n);
 
 /* Set by SIGINT: the session stops after the variant in flight. */
 extern volatile int tune_interrupted;
