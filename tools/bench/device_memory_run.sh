@@ -8,7 +8,8 @@ mkdir -p /tmp/rec /tmp/logs
 PYTHONUNBUFFERED=1 timeout 60 python3 tools/bench/memory_peers.py /tmp/logs/memory_peers.json > /tmp/logs/memory_peers.log 2>&1
 [ "${WITH_DECODE:-0}" = 1 ] && PYTHONUNBUFFERED=1 timeout 100 python3 tools/bench/attention_peers.py /tmp/logs/attention_peers.json > /tmp/logs/attention_peers.log 2>&1
 for r in elementwise transpose softmax rmsnorm; do
-  timeout 110 build/tune run recipes/$r.lua --db /tmp/rec/$r.db --seed 1 --quiet > /tmp/logs/$r.log 2>&1
+  t=150; [ $r = rmsnorm ] && t=220
+  timeout $t build/tune run recipes/$r.lua --db /tmp/rec/$r.db --seed 1 --quiet > /tmp/logs/$r.log 2>&1
   echo "$r rc=$?" >> /tmp/logs/status.txt
   python3 tools/lean_db.py /tmp/rec/$r.db "$out/$r.db"
 done
