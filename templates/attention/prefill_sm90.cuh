@@ -1,0 +1,515 @@
+// prefill_sm90.cuh: attention forward (prefill) for Hopper (sm_90a): warp-specialized, wgmma.
+//
+//   o[b,h,i,:] = sum_j softmax_j(q[b,h,i,:] . k[b,kvh,j,:] * scale) v[b,kvh,j,:]
+//   (causal: only j <= i), kvh = h / (HQ / HKV) (GQA; HQ a multiple of HKV).
+//
+// Layout: q, o [B, HQ, S, D]; k, v [B, HKV, S, D]; contiguous bf16 (same arguments as prefill.cuh).
+// Any S >= 1: rows past S are zero-filled on load and not stored, keys past S are masked.
+//
+// Block: CONSUMERS consumer warpgroups (warpgroup w owns query rows [64 w, 64 w + 64) of the block's
+// BLOCK_M = 64 * CONSUMERS rows) and one producer warpgroup (the last; PRODUCER_WARPS of its warps
+// copy). The producer fills the Q tile once and a STAGES-deep ring of K and V tiles with cp.async
+// (16-byte copies into the 128-byte-swizzled layout wgmma reads), each completing on an mbarrier
+// (cp.async.mbarrier.arrive.noinc); consumers release K and V slots separately (one arrival per
+// consumer warp), so the next K tile loads while P V of the current one runs.
+//
+// Consumer warpgroup, per K/V tile j:
+//   S = Q K_j^T      wgmma m64 n BLOCK_N k16 (SS: Q and K from shared memory), fp32 accumulators
+//   mask             causal diagonal tiles and the key tail (key >= S) only
+//   online softmax   on the accumulator layout (2 rows per thread, quad shuffles), exp2 with the
+//                    scale folded in; P -> bf16 registers, which are the A fragments of the next wgmma
+//   O += P V_j       wgmma m64 n D k16 (RS: P from registers, V from shared memory, MN-major)
+// OVERLAP = 1 (FlashAttention-3's intra-warpgroup overlap): S_{j+1} = Q K_{j+1}^T and O += P_j V_j are
+//   in flight together; the softmax of S_{j+1} runs while P_j V_j finishes, O is rescaled after it.
+// OVERLAP = 0: each wgmma batch is waited for before the next step (simpler, fewer registers).
+//
+// Shared memory (1024-byte aligned; every tile is stored as D / 64 column blocks of ROWS x 128 bytes,
+// 16-byte chunk c of row r at c ^ (r % 8), common/wgmma.cuh): Q [BLOCK_M x D], STAGES K tiles,
+// STAGES V tiles [BLOCK_N x D], then the mbarriers. Q K^T reads K as a K-major B operand; P V reads
+// V as an MN-major B operand (LBO = the column-block stride BLOCK_N * 128, SBO = 1024).
+// The epilogue writes O / l as bf16 over the warpgroup's own Q rows, then 16-byte coalesced stores.
+//
+// Tunables (recipes/attention/prefill_sm90.lua):
+//   BLOCK_N     64 | 96 | 128 | 160 | 176 | 192   keys per K/V tile (n of Q K^T)
+//   CONSUMERS   1 | 2 | 3       consumer warpgroups; BLOCK_M = 64 * CONSUMERS
+//   STAGES      1 .. 4          K/V ring depth
+//   OVERLAP     0 | 1           see above
+//   SCHED       0 | 1 | 2       0: grid (tiles, HQ, B), tile = blockIdx.x; 1: same grid, longest causal
+//                               tiles first within each head; 2: grid (tiles * HQ * B), heads taken
+//                               in groups of about SCHED_WAVE / tiles, longest tiles of the group first
+//                               (balances causal work across a wave, the group's K/V stay in L2)
+//   PRODUCER_WARPS 1 | 2 | 4 [4]  producer warps that issue cp.async
+//   SETMAXNREG  0 | 1 [1]       CONSUMERS >= 2: producer gives registers to the consumers
+//   PV_SPLIT    0 | 1 [0]       1: P V as D / 64 wgmma n64 per k16 step (no LBO), 0: one n = D wgmma
+//   SCHED_WAVE  [132]           blocks per wave assumed by SCHED 2 (the SM count of H100 / H200)
+// Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
+//
+// Launch (must match the recipe): block = 128 * (CONSUMERS + 1), grid = (T, HQ, B) for SCHED 0 | 1 or
+// (T * HQ * B, 1, 1) for SCHED 2 with T = ceil(S / BLOCK_M); dynamic shared memory =
+// attn_prefill_sm90_smem_bytes (kSmemBytes below).
+#include <cuda_bf16.h>
+#include "attention/wgmma_attn.cuh"
+#include "common/cp_async.cuh"
+#include "common/cp_async_zfill.cuh"
+#include "common/mbarrier.cuh"
+#include "common/mma.cuh"
+#include "common/wgmma.cuh"
+
+#if !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES) || !defined(OVERLAP) || !defined(SCHED) || \
+    !defined(HEAD_DIM) || !defined(IS_CAUSAL)
+#error "prefill_sm90.cuh needs -D BLOCK_N CONSUMERS STAGES OVERLAP SCHED HEAD_DIM IS_CAUSAL"
+#endif
+#ifndef PRODUCER_WARPS
+#define PRODUCER_WARPS 4
+#endif
+#ifndef SETMAXNREG
+#define SETMAXNREG 1
+#endif
+#ifndef PV_SPLIT
+#define PV_SPLIT 0
+#endif
+#ifndef SCHED_WAVE
+#define SCHED_WAVE 132
+#endif
+
+typedef __nv_bfloat16 bf16;
+
+namespace pf90 {
+
+constexpr int kD = HEAD_DIM;
+constexpr int kBN = BLOCK_N;
+constexpr int kCons = CONSUMERS;
+constexpr int kBM = 64 * kCons;
+constexpr int kStages = STAGES;
+constexpr int kDB = kD / 64;                       // 64-column (128-byte) blocks of a tile
+constexpr int kThreads = (kCons + 1) * 128;
+constexpr int kProdThreads = PRODUCER_WARPS * 32;  // threads that copy and arrive on `full`
+constexpr int kSAcc = kBN / 2;                     // score accumulators per thread
+constexpr int kOAcc = kD / 2;                      // output accumulators per thread
+constexpr int kPK = kBN / 16;                      // k16 steps of P V
+constexpr int kQBytes = kBM * kD * 2;
+constexpr int kKVBytes = kBN * kD * 2;
+constexpr int kKOff = kQBytes;
+constexpr int kVOff = kKOff + kStages * kKVBytes;
+constexpr int kBarOff = kVOff + kStages * kKVBytes;
+constexpr int kBarBytes = (1 + 4 * kStages) * 8;
+constexpr int kSmemBytes = 1024 + kBarOff + kBarBytes;  // + slack to align the base to 1024
+constexpr bool kSetMaxNReg = SETMAXNREG && kCons >= 2;
+// setmaxnreg budgets: the block starts with 65536 / kThreads registers per thread (ptxas caps the
+// kernel there: 168 at 384 threads, 128 at 512); the consumers' increase must fit in what the
+// producer warpgroup gives back: 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= block total.
+constexpr int kConsumerRegs = kCons == 2 ? 232 : 160;
+constexpr int kProducerRegs = kCons == 2 ? 40 : 32;
+
+static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
+static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
+              "BLOCK_N must be 64, 96, 128, 160, 176 or 192");
+static_assert(kCons >= 1 && kCons <= 3, "CONSUMERS must be 1..3");
+static_assert(kStages >= 1 && kStages <= 4, "STAGES must be 1..4");
+static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP must be 0 or 1");
+static_assert(SCHED >= 0 && SCHED <= 2, "SCHED must be 0, 1 or 2");
+static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4, "PRODUCER_WARPS must be 1, 2 or 4");
+static_assert(kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0,
+              "tile rows must split evenly over the copy threads (8 per 128-byte row)");
+static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= 65536,
+              "setmaxnreg budgets exceed the register file");
+static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+
+// -inf without <math.h> (NVRTC defines no INF macro).
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
+
+// Shared-memory layout of one block (byte addresses; ring slot s of K at k + s * kKVBytes).
+struct Smem {
+  unsigned q, k, v;
+  unsigned q_full, k_full, k_empty, v_full, v_empty;  // barrier arrays: + 8 * slot
+};
+__device__ __forceinline__ Smem smem_layout(unsigned base) {
+  Smem s;
+  s.q = base;
+  s.k = base + kKOff;
+  s.v = base + kVOff;
+  s.q_full = base + kBarOff;
+  s.k_full = s.q_full + 8;
+  s.k_empty = s.k_full + 8 * kStages;
+  s.v_full = s.k_empty + 8 * kStages;
+  s.v_empty = s.v_full + 8 * kStages;
+  return s;
+}
+
+// The block's work: batch, query head and query tile.
+struct Work {
+  int b, h, m_blk;
+};
+__device__ __forceinline__ Work block_work(int HQ, int B, int S) {
+  Work w;
+  const int n_m = (S + kBM - 1) / kBM;
+#if SCHED == 2
+  // Heads in groups of G; inside a group, tile-major from the longest (last) query tile down, so a
+  // wave holds G heads' worth of mixed-length work and their K/V are read from L2.
+  const int bh_total = HQ * B;
+  const int G = max(1, min(bh_total, SCHED_WAVE / n_m));
+  const int lin = (int)blockIdx.x;
+  const int grp = lin / (n_m * G);
+  const int g_heads = min(G, bh_total - grp * G);
+  const int r = lin - grp * n_m * G;
+  const int bh = grp * G + r % g_heads;
+  w.m_blk = IS_CAUSAL ? n_m - 1 - r / g_heads : r / g_heads;
+  w.h = bh % HQ;
+  w.b = bh / HQ;
+#else
+  (void)B;
+  w.h = (int)blockIdx.y;
+  w.b = (int)blockIdx.z;
+  w.m_blk = (SCHED == 1 && IS_CAUSAL) ? n_m - 1 - (int)blockIdx.x : (int)blockIdx.x;
+#endif
+  return w;
+}
+
+// K/V tiles the block visits: [0, n_end).
+__device__ __forceinline__ int block_n_end(int m0, int S) {
+  const int n_tiles = (S + kBN - 1) / kBN;
+  return IS_CAUSAL ? min(n_tiles, (m0 + kBM + kBN - 1) / kBN) : n_tiles;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Producer: ROWS rows starting at row0 of one head (row stride D) -> a tile at dst, by thread t of
+// kProdThreads. Thread t copies 16-byte chunk t % 8 of each 128-byte column block of rows
+// t / 8 + i * (kProdThreads / 8); rows >= S are zero-filled (they may not even be mapped).
+template <int ROWS>
+__device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__ head, int row0, int S, int t) {
+  constexpr int kStep = kProdThreads / 8;
+  const int ch = t & 7, r0 = t >> 3;
+#pragma unroll
+  for (int blk = 0; blk < kDB; ++blk) {
+#pragma unroll 4
+    for (int i = 0; i < ROWS / kStep; ++i) {
+      const int r = r0 + i * kStep;
+      const bool ok = row0 + r < S;
+      const bf16 *src = ok ? head + (size_t)(row0 + r) * kD + blk * 64 + ch * 8 : head;
+      tune::g2s_copy16_zfill(dst + blk * ROWS * 128 + r * 128 + ((ch ^ (r & 7)) << 4), src, ok);
+    }
+  }
+}
+
+__device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
+                                         const bf16 *__restrict__ v, const Work &w, int HQ, int HKV, int S,
+                                         const Smem &sm, int t) {
+  if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
+  const int kvh = w.h / (HQ / HKV);
+  const bf16 *q_head = q + (size_t)(w.b * HQ + w.h) * S * kD;
+  const bf16 *k_head = k + (size_t)(w.b * HKV + kvh) * S * kD;
+  const bf16 *v_head = v + (size_t)(w.b * HKV + kvh) * S * kD;
+  const int m0 = w.m_blk * kBM;
+  load_rows<kBM>(sm.q, q_head, m0, S, t);
+  tune::cp_async_mbar_arrive_noinc(sm.q_full);
+  const int n_end = block_n_end(m0, S);
+  for (int j = 0; j < n_end; ++j) {
+    const int s = j % kStages;
+    const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
+    if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
+    load_rows<kBN>(sm.k + s * kKVBytes, k_head, j * kBN, S, t);
+    tune::cp_async_mbar_arrive_noinc(sm.k_full + 8 * s);
+    if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
+    load_rows<kBN>(sm.v + s * kKVBytes, v_head, j * kBN, S, t);
+    tune::cp_async_mbar_arrive_noinc(sm.v_full + 8 * s);
+  }
+  tune::cp_async_wait<0>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consumer pieces. wg: consumer warpgroup (0 .. kCons - 1); its Q rows start at byte wg * 64 * 128
+// of each Q column block.
+
+__device__ __forceinline__ void fence_p(unsigned (&p)[kPK][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kPK; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
+}
+
+// Issue S = Q K^T for one K slot (not waited for).
+__device__ __forceinline__ void issue_qk(float (&s)[kSAcc], unsigned sq_wg, unsigned sk) {
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    const unsigned off = (kk & 3) << 5;  // k16 step inside the 128-byte swizzle atom
+    const unsigned long long da =
+        tune::wgmma_desc(sq_wg + (kk >> 2) * (kBM * 128) + off, 16, 1024, tune::kWgmmaSwizzle128B);
+    const unsigned long long db =
+        tune::wgmma_desc(sk + (kk >> 2) * (kBN * 128) + off, 16, 1024, tune::kWgmmaSwizzle128B);
+    attn::wgmma_ss<kBN, 0>(s, da, db, kk > 0 ? 1 : 0);
+  }
+}
+
+// Issue O += P V for one V slot (not waited for). V is MN-major: k16 step kk starts kk * 16 rows
+// (2048 bytes) in; the 64-column blocks are kBN * 128 bytes apart (LBO).
+__device__ __forceinline__ void issue_pv(float (&o)[kOAcc], const unsigned (&p)[kPK][4], unsigned sv) {
+#pragma unroll
+  for (int kk = 0; kk < kPK; ++kk) {
+#if PV_SPLIT
+#pragma unroll
+    for (int blk = 0; blk < kDB; ++blk) {
+      const unsigned long long db =
+          tune::wgmma_desc(sv + blk * (kBN * 128) + kk * 2048, kBN * 128, 1024, tune::kWgmmaSwizzle128B);
+      attn::wgmma_rs<64, 1>(*reinterpret_cast<float(*)[32]>(&o[32 * blk]), p[kk], db, 1);
+    }
+#else
+    const unsigned long long db = tune::wgmma_desc(sv + kk * 2048, kBN * 128, 1024, tune::kWgmmaSwizzle128B);
+    attn::wgmma_rs<kD, 1>(o, p[kk], db, 1);
+#endif
+  }
+}
+
+// Scores -> -inf where key > row (causal) or key >= S. row_g: the thread's row for h = 0 (row g of
+// its warp's 16), key_t: the key of its first column (tile start + 2 t).
+__device__ __forceinline__ void apply_mask(float (&s)[kSAcc], int row_g, int key_t, int S) {
+#pragma unroll
+  for (int jj = 0; jj < kBN / 8; ++jj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row_g + 8 * (e >> 1);
+      const int key = key_t + 8 * jj + (e & 1);
+      if ((IS_CAUSAL && key > row) || key >= S) s[4 * jj + e] = neg_inf();
+    }
+}
+
+// Online softmax over one score tile: new running max m (raw score units), p = 2^(s * scale_log2 -
+// m * scale_log2) in place, l = l * alpha + this thread's partial row sum (the quad sum is taken in
+// the epilogue), alpha = 2^((m_old - m_new) * scale_log2) returned for the caller to rescale O.
+// Element 4 jj + e of s is row h = e / 2 (g or g + 8).
+__device__ __forceinline__ void softmax_update(float (&s)[kSAcc], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                               float scale_log2) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = m[h];
+#pragma unroll
+    for (int jj = 0; jj < kBN / 8; ++jj) mx = fmaxf(mx, fmaxf(s[4 * jj + 2 * h], s[4 * jj + 2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    // A row with no unmasked key so far keeps m = -inf; use 0 so that exp2(-inf - 0) = 0, not NaN.
+    const float m_scaled = (mx == neg_inf()) ? 0.f : mx * scale_log2;
+    alpha[h] = tune::exp2_approx(m[h] * scale_log2 - m_scaled);
+    m[h] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int jj = 0; jj < kBN / 8; ++jj)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = tune::exp2_approx(fmaf(s[4 * jj + 2 * h + e], scale_log2, -m_scaled));
+        s[4 * jj + 2 * h + e] = p;
+        sum += p;
+      }
+    l[h] = l[h] * alpha[h] + sum;
+  }
+}
+
+__device__ __forceinline__ void rescale_o(float (&o)[kOAcc], const float (&alpha)[2]) {
+#pragma unroll
+  for (int jj = 0; jj < kD / 8; ++jj)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * jj + e] *= alpha[e >> 1];
+}
+
+// P (fp32 accumulator layout) -> bf16 A fragments: k16 step kk is n8 chunks 2 kk and 2 kk + 1.
+__device__ __forceinline__ void pack_p(unsigned (&p)[kPK][4], const float (&s)[kSAcc]) {
+#pragma unroll
+  for (int kk = 0; kk < kPK; ++kk) {
+    p[kk][0] = tune::pack_bf16x2(s[8 * kk + 0], s[8 * kk + 1]);
+    p[kk][1] = tune::pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+    p[kk][2] = tune::pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+    p[kk][3] = tune::pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+
+// O / l -> bf16 over this warpgroup's Q rows (swizzled like Q; conflict-free: row % 8 == g), then
+// 16-byte coalesced stores of rows < S.
+__device__ __forceinline__ void epilogue(const float (&o)[kOAcc], const float (&l)[2], const Smem &sm,
+                                         bf16 *__restrict__ o_head, int m0, int wg, int S, int wt) {
+  const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
+  tune::named_bar_sync(1 + wg, 128);  // every warp of the warpgroup is past its last wgmma on Q
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.f / sum;  // sum >= 1: the row max contributes 2^0
+    const int r = wg * 64 + warp * 16 + g + 8 * h;
+#pragma unroll
+    for (int jj = 0; jj < kD / 8; ++jj) {
+      const unsigned addr = sm.q + (jj >> 3) * (kBM * 128) + r * 128 + (((jj & 7) ^ (r & 7)) << 4) + t * 4;
+      const unsigned val = tune::pack_bf16x2(o[4 * jj + 2 * h] * inv, o[4 * jj + 2 * h + 1] * inv);
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(val) : "memory");
+    }
+  }
+  tune::named_bar_sync(1 + wg, 128);
+  constexpr int kChunks = kD / 8;  // 16-byte chunks per row
+#pragma unroll
+  for (int i = 0; i < 64 * kChunks / 128; ++i) {
+    const int idx = wt + i * 128;
+    const int rr = idx / kChunks, c = idx % kChunks;
+    const int r = wg * 64 + rr;
+    if (m0 + r >= S) continue;
+    const unsigned addr = sm.q + (c >> 3) * (kBM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+    uint4 val;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
+                 : "r"(addr)
+                 : "memory");
+    *reinterpret_cast<uint4 *>(o_head + (size_t)(m0 + r) * kD + c * 8) = val;
+  }
+}
+
+// Wait for slot data the producer's cp.async wrote, and make it visible to wgmma (async proxy).
+__device__ __forceinline__ void wait_full(unsigned bar, int j) {
+  tune::mbar_wait(bar + 8 * (j % kStages), (j / kStages) & 1);
+  tune::fence_proxy_async_smem();
+}
+// One arrival per consumer warp: this warp is done reading slot j % kStages.
+__device__ __forceinline__ void release(unsigned bar, int j, int lane) {
+  if (lane == 0) tune::mbar_arrive(bar + 8 * (j % kStages));
+}
+
+__device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w, int HQ, int S, float scale_log2,
+                                        const Smem &sm, int wg, int wt) {
+  const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
+  const int m0 = w.m_blk * kBM;
+  const int r0 = m0 + wg * 64;  // first query row of this warpgroup
+  const int n_tiles = (S + kBN - 1) / kBN;
+  const int n_end = block_n_end(m0, S);
+  // Tiles this warpgroup computes, and those of them that need no mask.
+  const int n_end_wg = IS_CAUSAL ? min(n_tiles, (r0 + 64 + kBN - 1) / kBN) : n_tiles;
+  const int n_plain = min(IS_CAUSAL ? (r0 + 1) / kBN : n_tiles, S / kBN);
+  const int row_g = r0 + warp * 16 + g;
+  const unsigned sq_wg = sm.q + wg * 64 * 128;
+
+  float o[kOAcc], s[kSAcc], m[2], l[2], alpha[2];
+  unsigned p[kPK][4];
+#pragma unroll
+  for (int i = 0; i < kOAcc; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < kSAcc; ++i) s[i] = 0.f;
+  m[0] = m[1] = neg_inf();
+  l[0] = l[1] = 0.f;
+
+  tune::mbar_wait(sm.q_full, 0);
+  tune::fence_proxy_async_smem();
+
+#if OVERLAP
+  // Tile 0: scores and softmax only; its P V is issued together with the scores of tile 1.
+  wait_full(sm.k_full, 0);
+  tune::wgmma_fence_acc(s);
+  tune::wgmma_arrive();
+  issue_qk(s, sq_wg, sm.k);
+  tune::wgmma_commit();
+  tune::wgmma_wait<0>();
+  tune::wgmma_fence_acc(s);
+  release(sm.k_empty, 0, lane);
+  if (0 >= n_plain) apply_mask(s, row_g, 2 * t, S);
+  softmax_update(s, m, l, alpha, scale_log2);
+  pack_p(p, s);
+  for (int j = 1; j < n_end_wg; ++j) {
+    wait_full(sm.k_full, j);
+    tune::wgmma_fence_acc(s);
+    tune::wgmma_arrive();
+    issue_qk(s, sq_wg, sm.k + (j % kStages) * kKVBytes);
+    tune::wgmma_commit();
+    wait_full(sm.v_full, j - 1);
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    tune::wgmma_arrive();
+    issue_pv(o, p, sm.v + ((j - 1) % kStages) * kKVBytes);
+    tune::wgmma_commit();
+    tune::wgmma_wait<1>();  // scores of tile j are done
+    tune::wgmma_fence_acc(s);
+    release(sm.k_empty, j, lane);
+    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
+    softmax_update(s, m, l, alpha, scale_log2);
+    tune::wgmma_wait<0>();  // P V of tile j - 1 is done: O and P may change, V slot j - 1 is free
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    release(sm.v_empty, j - 1, lane);
+    rescale_o(o, alpha);
+    pack_p(p, s);
+  }
+  {
+    const int j = n_end_wg - 1;
+    wait_full(sm.v_full, j);
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    tune::wgmma_arrive();
+    issue_pv(o, p, sm.v + (j % kStages) * kKVBytes);
+    tune::wgmma_commit();
+    tune::wgmma_wait<0>();
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    release(sm.v_empty, j, lane);
+  }
+#else
+  for (int j = 0; j < n_end_wg; ++j) {
+    wait_full(sm.k_full, j);
+    tune::wgmma_fence_acc(s);
+    tune::wgmma_arrive();
+    issue_qk(s, sq_wg, sm.k + (j % kStages) * kKVBytes);
+    tune::wgmma_commit();
+    tune::wgmma_wait<0>();
+    tune::wgmma_fence_acc(s);
+    release(sm.k_empty, j, lane);
+    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
+    softmax_update(s, m, l, alpha, scale_log2);
+    rescale_o(o, alpha);
+    pack_p(p, s);
+    wait_full(sm.v_full, j);
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    tune::wgmma_arrive();
+    issue_pv(o, p, sm.v + (j % kStages) * kKVBytes);
+    tune::wgmma_commit();
+    tune::wgmma_wait<0>();
+    tune::wgmma_fence_acc(o);
+    fence_p(p);
+    release(sm.v_empty, j, lane);
+  }
+#endif
+  // Causal: tiles the block loads but this warpgroup's rows never see (all keys past its last row).
+  // Wait for each to land before releasing it, so that the arrival counts in the slot's current phase.
+  for (int j = n_end_wg; j < n_end; ++j) {
+    wait_full(sm.k_full, j);
+    release(sm.k_empty, j, lane);
+    wait_full(sm.v_full, j);
+    release(sm.v_empty, j, lane);
+  }
+  epilogue(o, l, sm, o_out + (size_t)(w.b * HQ + w.h) * S * kD, m0, wg, S, wt);
+}
+
+}  // namespace pf90
+
+// Bytes of dynamic shared memory the kernel needs (host code that includes this header may use it).
+constexpr int attn_prefill_sm90_smem_bytes = pf90::kSmemBytes;
+
+extern "C" __global__ void __launch_bounds__(pf90::kThreads, 1)
+attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                  bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // 128-byte swizzled operands need 1024-byte aligned tiles: align the base by hand
+  const unsigned base = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
+  const pf90::Smem sm = pf90::smem_layout(base);
+  if (threadIdx.x == 0) {
+    tune::mbar_init(sm.q_full, pf90::kProdThreads);
+    for (int s = 0; s < pf90::kStages; ++s) {
+      tune::mbar_init(sm.k_full + 8 * s, pf90::kProdThreads);
+      tune::mbar_init(sm.v_full + 8 * s, pf90::kProdThreads);
+      tune::mbar_init(sm.k_empty + 8 * s, pf90::kCons * 4);  // one arrival per consumer warp
+      tune::mbar_init(sm.v_empty + 8 * s, pf90::kCons * 4);
+    }
+    tune::fence_mbar_init();
+  }
+  __syncthreads();
+  const pf90::Work w = pf90::block_work(HQ, B, S);
+  const int wg = (int)threadIdx.x >> 7;
+  if (wg == pf90::kCons) {
+    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
+    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128);
+  } else {
+    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
+    pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, (int)threadIdx.x & 127);
+  }
+}
