@@ -422,6 +422,23 @@ fail:
   return rc;
 }
 
+int db_proposal_update(db_conn *db, int64_t id, const char *status, const char *reason, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !status) return tune_fail(err, TUNE_EINVAL, "db_proposal_update: NULL argument");
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, "UPDATE proposals SET status = ?2, reason = ?3 WHERE id = ?1",
+                                      -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, id));
+  SQL_TRY(db, err, bind_str(st, 2, status));
+  SQL_TRY(db, err, bind_str(st, 3, reason));
+  SQL_STEP(db, err, st, step);
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
 /* ---- results ----------------------------------------------------------- */
 
 /* The result columns, in db_result order, as read by read_result. */

@@ -173,6 +173,10 @@ typedef struct db_proposal {
 /* Append a proposal; *id receives its row id. */
 int db_proposal_put(db_conn *db, const db_proposal *p, int64_t *id, tune_err *err);
 
+/* Set a proposal's status and reason (a code proposal's verdict once its
+ * variant was evaluated on every problem). */
+int db_proposal_update(db_conn *db, int64_t id, const char *status, const char *reason, tune_err *err);
+
 /* Measured physical limits of a device (kind e.g. "copy_GBps", "bf16_TFLOPs";
  * unit e.g. "GB/s"), used to flag results as suspicious. put appends a
  * measurement; get returns the latest one, TUNE_ENOTFOUND when none. */

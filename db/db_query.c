@@ -156,13 +156,19 @@ int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t *
       "  JOIN recipes rc ON rc.id = r.recipe_id"
       "  JOIN problems p ON p.id = r.problem_id"
       "  JOIN devices d ON d.id = r.device_id"
+      "  JOIN configs c ON c.id = r.config_id"
       "  WHERE r.status = 'ok' AND d.kind = 'gpu'"
-      "    AND (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2))"
+      "    AND (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2)"
+      /* a code proposal's variant that failed on any problem of the recipe
+         (same source, same device) is not a candidate anywhere */
+      "    AND NOT (c.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f"
+      "      WHERE f.config_id = r.config_id AND f.recipe_id = r.recipe_id AND f.device_id = r.device_id"
+      "        AND f.status NOT IN ('ok', 'skipped', 'not_recorded'))))"
       " SELECT rc.name AS recipe, rc.source_hash, p.name AS problem, p.hash AS problem_hash,"
       "  p.dims_json AS problem_dims_json, d.name AS device, d.arch, c.hash AS config_hash,"
       "  c.params_json, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples,"
       "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"
-      "  r.recipe_id, r.problem_id, r.device_id"
+      "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin"
       " FROM ranked k JOIN results r ON r.id = k.id"
       " JOIN recipes rc ON rc.id = r.recipe_id"
       " JOIN problems p ON p.id = r.problem_id"
@@ -306,14 +312,17 @@ int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err) {
     if (json_object_set_new(res, parts[i].name, part)) goto nomem;
     part = NULL;
   }
-  /* a config proposed by an LLM proposer (origin "llm:<proposal id>") */
+  /* a config proposed by an LLM proposer (origin "llm:<proposal id>"), or a code
+     proposal's variant of the template (origin "llm-code:<proposal id>") */
   const char *origin = json_string_value(json_object_get(json_object_get(res, "config"), "origin"));
-  if (origin && !strncmp(origin, "llm:", 4)) {
+  const char *pid = !origin ? NULL : !strncmp(origin, "llm:", 4) ? origin + 4
+                                    : !strncmp(origin, "llm-code:", 9) ? origin + 9 : NULL;
+  if (pid) {
     rc = one_row(db,
                  "SELECT id, run_id, problem_id, command, request_hash, response_hash, kind, region,"
                  " values_json, code, rationale, status, reason, created_at FROM proposals"
                  " WHERE id = ?1",
-                 strtoll(origin + 4, NULL, 10), NULL, &part, err);
+                 strtoll(pid, NULL, 10), NULL, &part, err);
     if (rc) goto fail;
     if (json_object_set_new(res, "proposal", part)) goto nomem;
     part = NULL;

@@ -71,6 +71,8 @@ int tune_compile_key(tune_compile_job *job, tune_err *err) {
   XXH64_reset(h, 0);
   int rc = job->source_text ? (XXH64_update(h, job->source_text, strlen(job->source_text)), TUNE_OK)
                             : tune_source_hash_update(h, job->source_path, job->include_root, err);
+  if (!rc && job->source_text && job->text_of_template)
+    rc = tune_source_hash_update(h, job->source_path, job->include_root, err);
   size_t len = 0;
   job->bin.options[0] = 0;
   for (int i = 0; i < n; ++i) {

@@ -19,6 +19,9 @@ typedef struct tune_compile_job {
   /* in */
   const char *source_path;          /* the template (absolute), or a name when source_text is set */
   const char *source_text;          /* built-in source (tune's own kernels), NULL: read source_path */
+  int text_of_template;             /* 1: source_text is the template at source_path with a region
+                                       replaced (a code proposal): the key also covers the
+                                       template's local includes */
   const char *include_root;         /* templates/ folder */
   const char *arch;                 /* "sm_90a" */
   int n_defines;

@@ -235,6 +235,9 @@ static int cmd_db(int argc, char **argv) {
       char t[32], p[1024];
       fmt_time(json_number_value(json_object_get(r, "median_ns")), t, sizeof t);
       params_text(json_object_get(r, "params"), p, sizeof p);
+      const char *og = json_string_value(json_object_get(r, "config_origin"));
+      if (og && !strncmp(og, "llm-code:", 9)) /* a code proposal's variant of the template */
+        snprintf(p + strlen(p), sizeof p - strlen(p), " + code of proposal %s", og + 9);
       printf("%-18s %-26s %-12s %10s %5lld %5lld  %s\n", json_string_value(json_object_get(r, "recipe")),
              json_string_value(json_object_get(r, "problem")), json_string_value(json_object_get(r, "device")), t,
              (long long)json_integer_value(json_object_get(r, "samples")),

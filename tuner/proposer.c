@@ -193,6 +193,7 @@ done:
 
 typedef struct entry {
   char params[1024];     /* config JSON */
+  int64_t code;          /* proposal id of a code variant, 0 none */
   double median_ns;      /* [ns] */
   int registers, shared_bytes;
   char status[24];
@@ -274,7 +275,7 @@ int tune_llm_seen(const tune_llm *l, uint64_t point) {
   return i >= 0 && l->seen[i];
 }
 
-void tune_llm_observe(tune_llm *l, const char *params_json, const db_result *res) {
+void tune_llm_observe(tune_llm *l, const char *params_json, int64_t code_proposal, const db_result *res) {
   if (res->status == DB_OK) {
     int pos = l->n_best;
     while (pos > 0 && l->best[pos - 1].median_ns > res->median_ns) --pos;
@@ -283,6 +284,7 @@ void tune_llm_observe(tune_llm *l, const char *params_json, const db_result *res
     memmove(&l->best[pos + 1], &l->best[pos], (size_t)(last - pos) * sizeof(entry));
     entry *e = &l->best[pos];
     snprintf(e->params, sizeof e->params, "%s", params_json);
+    e->code = code_proposal;
     e->median_ns = res->median_ns;
     e->registers = res->registers;
     e->shared_bytes = res->shared_bytes;
@@ -292,6 +294,7 @@ void tune_llm_observe(tune_llm *l, const char *params_json, const db_result *res
     l->fail_next = (l->fail_next + 1) % N_FAIL;
     if (l->n_fail < N_FAIL) l->n_fail++;
     snprintf(e->params, sizeof e->params, "%s", params_json);
+    e->code = code_proposal;
     snprintf(e->status, sizeof e->status, "%s", db_status_name(res->status));
     snprintf(e->error, sizeof e->error, "%.500s", res->error_text);
   }
@@ -348,12 +351,14 @@ static char *build_request(tune_llm *l, int budget) {
                           "registers", e->registers, "shared_bytes", e->shared_bytes);
     if (c->bytes > 0) json_object_set_new(b, "GBps", json_real(c->bytes / e->median_ns));
     if (c->flops > 0) json_object_set_new(b, "TFLOPs", json_real(c->flops / e->median_ns / 1e3));
+    if (e->code) json_object_set_new(b, "code_proposal", json_integer(e->code));
     json_array_append_new(best, b);
   }
   for (int i = 0; i < l->n_fail; ++i) { /* oldest first */
     const entry *e = &l->fail[(l->fail_next - l->n_fail + i + N_FAIL) % N_FAIL];
-    json_array_append_new(fails, json_pack("{s:o,s:s,s:s}", "params", loads_or_null(e->params), "status",
-                                           e->status, "error", e->error));
+    json_t *f = json_pack("{s:o,s:s,s:s}", "params", loads_or_null(e->params), "status", e->status, "error", e->error);
+    if (e->code) json_object_set_new(f, "code_proposal", json_integer(e->code));
+    json_array_append_new(fails, f);
   }
   json_object_set_new(req, "version", json_integer(TUNE_PROPOSER_VERSION));
   json_object_set_new(req, "recipe", recipe);
@@ -496,6 +501,32 @@ static int check_code(tune_llm *l, const char *region, const char *code, size_t 
   return 0;
 }
 
+/* The variant of a valid code proposal: its base config (the proposal's own
+ * "values", else this problem's best config so far, else the space's first
+ * point), the template with the region replaced, and its config hash. */
+static int code_variant(tune_llm *l, json_t *values, const char *region, const char *code, int *vi,
+                        char *hash, char **source, char *why, size_t why_n) {
+  uint64_t point = 0;
+  *source = NULL;
+  if (values) {
+    if (values_to_point(l, values, vi, &point, why, why_n)) return -1;
+  } else {
+    json_t *b = l->n_best ? json_loads(l->best[0].params, 0, NULL) : NULL;
+    char ignore[256];
+    int from_best = b && !values_to_point(l, b, vi, &point, ignore, sizeof ignore);
+    json_decref(b);
+    if (!from_best) {
+      if (!l->c.space->n_points) { snprintf(why, why_n, "the recipe's space is empty: no config to put the code in"); return -1; }
+      search_point_decode(l->c.space, l->c.space->points[0], vi);
+    }
+  }
+  if (tune_code_splice_file(l->c.recipe->template_path, region, code, source, why, why_n)) return -1;
+  char base[17];
+  tune_recipe_config_hash(l->c.recipe, vi, base);
+  tune_code_config_hash(base, region, code, hash);
+  return 0;
+}
+
 static int record(tune_llm *l, const char *req_hash, const char *resp_hash, const char *kind, const char *region,
                   const char *values_json, const char *code, const char *rationale, const char *status,
                   const char *reason, int64_t *id, tune_err *err) {
@@ -507,8 +538,10 @@ static int record(tune_llm *l, const char *req_hash, const char *resp_hash, cons
   return db_proposal_put(l->c.db, &p, id ? id : &tmp, err);
 }
 
-int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, int *n_out, tune_err *err) {
+int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, int *n_out, int *n_code,
+                     tune_err *err) {
   *n_out = 0;
+  *n_code = 0;
   int rc = TUNE_OK;
   char req_hash[17] = "", resp_hash[17] = "", why[1024] = "";
   char *resp = NULL;
@@ -546,16 +579,18 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
   json_t *props = json_object_get(root, "proposals");
   size_t i;
   json_t *pr;
-  int n_code = 0;
   json_array_foreach(props, i, pr) {
     why[0] = 0;
+    char *source = NULL;             /* an accepted code proposal's template text */
+    int cvi[SEARCH_MAX_PARAMS];
+    char chash[17] = "";
     const char *kind = "params", *rationale = "", *region = "", *code = NULL;
     char *values_text = NULL;
     const char *status = "rejected";
     int vi[SEARCH_MAX_PARAMS];
     uint64_t point = 0;
     static const char *const pf[] = {"kind", "values", "rationale", NULL};
-    static const char *const cf[] = {"kind", "region", "code", "rationale", NULL};
+    static const char *const cf[] = {"kind", "region", "code", "values", "rationale", NULL};
     json_t *jk = json_is_object(pr) ? json_object_get(pr, "kind") : NULL;
     json_t *jr = json_is_object(pr) ? json_object_get(pr, "rationale") : NULL;
     if (jk && json_is_string(jk)) kind = json_string_value(jk);
@@ -571,7 +606,7 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
         values_text = values && json_is_object(values) ? json_dumps(values, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         if (!values_to_point(l, values, vi, &point, why, sizeof why)) {
           if (tune_llm_seen(l, point)) { status = "skipped"; snprintf(why, sizeof why, "already measured or proposed"); }
-          else if (*n_out >= max) { status = "skipped"; snprintf(why, sizeof why, "over this batch's budget of %d", max); }
+          else if (*n_out + *n_code >= max) { status = "skipped"; snprintf(why, sizeof why, "over this batch's budget of %d", max); }
           else status = "accepted";
         }
       }
@@ -583,10 +618,17 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
         else {
           region = json_string_value(jreg);
           code = json_string_value(jc);
-          if (!check_code(l, region, code, json_string_length(jc), why, sizeof why)) {
-            status = "accepted";
-            ++n_code;
-            snprintf(why, sizeof why, "valid; stored, not compiled: region substitution is not implemented yet");
+          json_t *jv = json_object_get(pr, "values");
+          if (jv && json_is_object(jv)) values_text = json_dumps(jv, JSON_COMPACT | JSON_SORT_KEYS);
+          if (!check_code(l, region, code, json_string_length(jc), why, sizeof why) &&
+              !code_variant(l, jv, region, code, cvi, chash, &source, why, sizeof why)) {
+            if (!l->c.codes) snprintf(why, sizeof why, "code proposals are not measured here");
+            else if (tune_code_set_has(l->c.codes, chash)) { status = "skipped"; snprintf(why, sizeof why, "already proposed"); }
+            else if (*n_out + *n_code >= max) { status = "skipped"; snprintf(why, sizeof why, "over this batch's budget of %d", max); }
+            else {
+              status = "accepted";
+              snprintf(why, sizeof why, "valid: to be compiled and verified on every problem of the recipe");
+            }
           }
         }
       }
@@ -594,6 +636,12 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
     int64_t id = 0;
     rc = record(l, req_hash, resp_hash, kind, region, values_text, code, rationale, status, why, &id, err);
     free(values_text);
+    if (!rc && !strcmp(status, "accepted") && !strcmp(kind, "code")) {
+      if (tune_code_set_add(l->c.codes, id, region, code, source, cvi, l->c.recipe->n_params, chash) < 0)
+        rc = tune_fail(err, TUNE_ENOMEM, "llm: out of memory");
+      else ++*n_code;
+    }
+    free(source);
     if (rc) goto done;
     if (!strcmp(status, "accepted") && !strcmp(kind, "params")) {
       tune_llm_mark_seen(l, point);
@@ -604,7 +652,7 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
       printf("llm: request %d: proposal %zu (%s) %s: %s\n", n, i + 1, kind, status, why);
     }
   }
-  if (n_code) printf("llm: request %d: %d code proposal(s) stored (see the proposals table), not measured\n", n, n_code);
+  if (*n_code) printf("llm: request %d: %d code proposal(s) accepted: each is compiled and verified on every problem\n", n, *n_code);
 done:
   fflush(stdout);
   json_decref(root);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "code_proposal.h"
 #include "db.h"
 #include "peaks.h"
 #include "recipe.h"
@@ -55,23 +56,27 @@ typedef struct tune_llm_ctx {
   db_conn *db;
   int64_t run_id, problem_id;
   int quiet;                   /* 1: no line per rejected proposal */
+  tune_code_set *codes;        /* borrowed: accepted code proposals become variants here */
 } tune_llm_ctx;
 
 int tune_llm_new(const tune_llm_ctx *c, tune_llm **out, tune_err *err);
 void tune_llm_free(tune_llm *l);
 
-/* Ask the proposer for up to max points. Accepted points not seen before go
- * to out[], with origins[i] = "llm:<proposal id>"; *n_out may be 0 when it
- * gave nothing usable (the reasons are printed and stored). Returns non-zero
- * only when the database fails. */
+/* Ask the proposer for up to max variants. Accepted points not seen before go
+ * to out[], with origins[i] = "llm:<proposal id>"; accepted code proposals
+ * are added to the context's code set (*n_code of them; points and code
+ * together at most max). Both may be 0 when it gave nothing usable (the
+ * reasons are printed and stored). Returns non-zero only when the database
+ * fails or memory runs out. */
 int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, int *n_out,
-                     tune_err *err);
+                     int *n_code, tune_err *err);
 
 /* Points already measured or proposed in this problem are not measured again. */
 void tune_llm_mark_seen(tune_llm *l, uint64_t point);
 int tune_llm_seen(const tune_llm *l, uint64_t point);
 
-/* A result of this problem, for the next request's best and failures lists. */
-void tune_llm_observe(tune_llm *l, const char *params_json, const db_result *res);
+/* A result of this problem, for the next request's best and failures lists;
+ * code_proposal: the proposal id of a code variant, 0 for a config of the template. */
+void tune_llm_observe(tune_llm *l, const char *params_json, int64_t code_proposal, const db_result *res);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "code_proposal.h"
 #include "compile.h"
 #include "cuda_dl.h"
 #include "db.h"
@@ -125,14 +126,19 @@ typedef struct pending {
   tune_variant v;
   int done;               /* result already known (resumed/skipped) */
   int from_strat;         /* proposed by the search strategy (not the LLM proposer) */
-  char origin[32];        /* configs.origin: the strategy name or "llm:<proposal id>" */
+  char origin[32];        /* configs.origin: the strategy name, "llm:<proposal id>" or "llm-code:<id>" */
+  int code;               /* index into the code set: a code proposal's variant; -1 none */
+  char label[2100];       /* what the progress lines print: the config, and the code's origin */
   int job;                /* index into jobs, -1 none */
 } pending;
 
+/* One problem of a recipe. codes: the recipe's code proposals, each evaluated
+ * once per problem (pi: this problem's index in the recipe); sweep: evaluate
+ * only those (the problem was tuned before they were proposed). */
 static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, search_space *space, db_conn *db,
                        tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
                        int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
-                       tune_err *err) {
+                       tune_code_set *codes, int pi, int sweep, tune_err *err) {
   tune_device_facts facts;
   facts_from_device(dev, &facts);
   tune_problem_setup setup;
@@ -145,6 +151,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
   if (tune_recipe_eval_problem(r, p, &facts, &setup, err)) return err->code;
   printf("\n== %s / %s %s: %zu configs, backend %s\n", r->name, p->name, p->dims_json, space->n_points, be ? be->name : "compile-only");
+  if (sweep) printf("verifying %d code proposal(s) made for other problems\n", tune_code_set_pending(codes, pi));
   if (!be || be->needs_binaries) {
     /* the reference, compiled like any variant (also by --compile-only, so a
        reference that NVRTC rejects is found without a GPU) */
@@ -169,15 +176,15 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     if (rc) return rc;
   }
   /* --strategy llm: the proposer drives, the random strategy fills batches it leaves empty */
-  int use_llm = o->strategy && !strcmp(o->strategy, "llm");
+  int llm_run = o->strategy && !strcmp(o->strategy, "llm"), use_llm = llm_run && !sweep;
   tune_llm *llm = NULL;
   tune_proposer_opts popts = {.command = o->proposer, .n_env = o->n_proposer_env, .timeout_ms = o->proposer_timeout_ms};
   for (int i = 0; i < o->n_proposer_env && i < TUNE_PROPOSER_MAX_ENV; ++i) popts.env[i] = o->proposer_env[i];
-  if (search_strategy_new(use_llm ? "random" : o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
+  if (search_strategy_new(llm_run ? "random" : o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
   if (use_llm) {
     tune_llm_ctx lc = {.opts = &popts, .recipe = r, .problem = p, .space = space, .device = dev, .peaks = peaks,
                        .bytes = setup.bytes, .flops = setup.flops, .db = db, .run_id = run_id,
-                       .problem_id = problem_id, .quiet = o->quiet};
+                       .problem_id = problem_id, .quiet = o->quiet, .codes = codes};
     if (tune_llm_new(&lc, &llm, err)) goto fail;
   }
   pend = calloc(BATCH, sizeof *pend);
@@ -190,16 +197,20 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   int n_width = snprintf(NULL, 0, "%zu", space->n_points);
   while (!tune_interrupted) {
     int want = BATCH;
-    if (o->budget > 0 && o->budget - evaluated < want) want = (int)(o->budget - evaluated);
+    /* a sweep is not bounded by the budgets: a code variant is verified on every problem */
+    if (!sweep && o->budget > 0 && o->budget - evaluated < want) want = (int)(o->budget - evaluated);
     if (want <= 0) break;
-    if (t_deadline > 0 && now_s() > t_deadline) { printf("time budget reached\n"); break; }
+    if (!sweep && t_deadline > 0 && now_s() > t_deadline) { printf("time budget reached\n"); break; }
     uint64_t pts[BATCH];
     char origins[BATCH][32];
-    int n = 0, n_llm = 0;
-    if (llm) {
-      if (tune_llm_propose(llm, pts, origins, want, &n_llm, err)) goto fail;
+    int n = 0, n_llm = 0, n_code = 0, code_idx[BATCH];
+    if (sweep) {
+      /* only the code set's variants */
+    } else if (llm) {
+      int n_new_code = 0;
+      if (tune_llm_propose(llm, pts, origins, want, &n_llm, &n_new_code, err)) goto fail;
       n = n_llm;
-      if (n == 0) {
+      if (n == 0 && n_new_code == 0 && !tune_code_set_pending(codes, pi)) {
         /* nothing usable from the proposer: this batch comes from random,
            without the points already measured or proposed */
         uint64_t tmp[BATCH];
@@ -212,20 +223,32 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         if (n) printf("llm: no valid proposal: %d config(s) of this batch come from the random strategy\n", n);
       }
     } else if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail;
-    if (n == 0) break;
+    /* code proposals' variants not yet evaluated on this problem (this one's, earlier problems') */
+    n_code = tune_code_set_take(codes, pi, code_idx, want - n);
+    if (n + n_code == 0) break;
     /* 1. evaluate configs, resume, prepare compile jobs */
     int n_jobs = 0;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n + n_code; ++i) {
       pending *q = &pend[i];
       memset(q, 0, sizeof *q);
       q->job = -1;
-      q->point = pts[i];
-      q->from_strat = i >= n_llm;
-      snprintf(q->origin, sizeof q->origin, "%s", i < n_llm ? origins[i] : use_llm ? "random" : o->strategy ? o->strategy : "exhaustive");
-      search_point_decode(space, pts[i], q->vi);
-      tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
-      tune_recipe_config_hash(r, q->vi, q->hash);
-      if (!config_selected(o, q->json)) { q->done = 1; continue; }
+      q->code = i < n ? -1 : code_idx[i - n];
+      const tune_code_variant *cv = q->code >= 0 ? &codes->v[q->code] : NULL;
+      if (cv) {
+        memcpy(q->vi, cv->vi, sizeof q->vi);
+        snprintf(q->hash, sizeof q->hash, "%s", cv->hash);
+        snprintf(q->origin, sizeof q->origin, "%s", cv->origin);
+        tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
+      } else {
+        q->point = pts[i];
+        q->from_strat = i >= n_llm;
+        snprintf(q->origin, sizeof q->origin, "%s", i < n_llm ? origins[i] : use_llm ? "random" : o->strategy ? o->strategy : "exhaustive");
+        search_point_decode(space, pts[i], q->vi);
+        tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
+        tune_recipe_config_hash(r, q->vi, q->hash);
+      }
+      snprintf(q->label, sizeof q->label, "%s%s%s", q->json, cv ? " " : "", cv ? cv->origin : "");
+      if (!cv && !config_selected(o, q->json)) { q->done = 1; continue; }
       if (db_config_put(db, r->name, q->hash, q->json, q->origin, &q->config_id, err)) goto fail;
       if (tune_recipe_eval_variant(r, q->vi, p, &facts, &q->v, err)) goto fail;
       db_result prev;
@@ -235,8 +258,9 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         q->done = 1;
         st->resumed++;
         if (q->from_strat) search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
-        if (llm) tune_llm_observe(llm, q->json, &prev);
-        if (prev.status == DB_OK && prev.median_ns < best) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
+        if (llm) tune_llm_observe(llm, q->json, cv ? cv->proposal_id : 0, &prev);
+        if (cv) tune_code_set_note(codes, q->code, p->name, &prev);
+        if (prev.status == DB_OK && prev.median_ns < best) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
         st->n_status[prev.status]++;
         continue;
       }
@@ -245,6 +269,10 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       db_binary_release(&j->bin);
       memset(j, 0, sizeof *j);
       j->source_path = r->template_path;
+      if (cv) { /* the template with the proposed region: its own source text and compile key */
+        j->source_text = cv->source;
+        j->text_of_template = 1;
+      }
       j->include_root = templates;
       j->arch = o->arch ? o->arch : dev->arch;
       j->n_defines = q->v.n_defines;
@@ -289,7 +317,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       }
     }
     /* 3. measure and store, one transaction per result */
-    for (int i = 0; i < n && !tune_interrupted; ++i) {
+    for (int i = 0; i < n + n_code && !tune_interrupted; ++i) {
       pending *q = &pend[i];
       if (q->done) continue;
       db_result res;
@@ -339,11 +367,12 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       st->total++;
       st->n_status[res.status]++;
       if (q->from_strat) search_strategy_observe(strat, q->point, res.status == DB_OK ? res.median_ns : -1);
-      if (llm) tune_llm_observe(llm, q->json, &res);
+      if (llm) tune_llm_observe(llm, q->json, q->code >= 0 ? codes->v[q->code].proposal_id : 0, &res);
+      if (q->code >= 0) tune_code_set_note(codes, q->code, p->name, &res);
       char line[256] = "";
       if (res.status == DB_OK) {
         print_metrics(res.median_ns, &setup, line, sizeof line);
-        if (res.median_ns < best) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->json); }
+        if (res.median_ns < best) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
       } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, "compile-only")) {
         snprintf(line, sizeof line, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
                  res.registers, res.shared_bytes, q->v.launch[0].shared, res.local_bytes,
@@ -355,7 +384,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       if (tty) printf("\r\033[K"); /* erase the progress bar */
       if (!o->quiet)
         printf("[%*lld/%zu] %-13s %s %s\n", n_width, (long long)(st->total + st->resumed), space->n_points,
-               db_status_name(res.status), q->json, line);
+               db_status_name(res.status), q->label, line);
       if (tty) progress_bar(evaluated, o->budget > 0 && (size_t)o->budget < space->n_points ? (size_t)o->budget : space->n_points,
                             now_s() - t_problem, best, &setup, st);
       fflush(stdout);
@@ -363,7 +392,9 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   }
   if (tty) printf("\r\033[K");
   st->best_ns = best;
-  if (isfinite(best)) {
+  if (sweep) {
+    /* no search here: nothing to report as this problem's best */
+  } else if (isfinite(best)) {
     char m[128];
     print_metrics(best, &setup, m, sizeof m);
     printf("best for %s: %s  %s\n", p->name, st->best_params, m);
@@ -467,12 +498,24 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     memset(&st, 0, sizeof st);
     double deadline = o->budget_s > 0 ? now_s() + o->budget_s : 0;
     int selected = 0, rc = TUNE_OK;
+    tune_code_set codes;
+    tune_code_set_init(&codes, r->n_problems);
     for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
       if (!problem_selected(o, &r->problems[pi])) continue;
       ++selected;
-      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st, err);
+      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st,
+                       &codes, pi, 0, err);
       if (rc) break;
     }
+    /* code proposals are verified on every problem of the recipe (a region that is right only
+       for some sizes must not win elsewhere): the problems tuned before they came, and those
+       --problem left out */
+    for (int pi = 0; !rc && pi < r->n_problems && !tune_interrupted; ++pi)
+      if (tune_code_set_pending(&codes, pi))
+        rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, 0, &peaks, &st,
+                         &codes, pi, 1, err);
+    if (!rc && codes.n) rc = tune_code_set_finish(&codes, db, o->quiet, err);
+    tune_code_set_free(&codes);
     db_run_end(db, run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
     if (rc) goto fail;
     if (!selected) printf("%s: no problem matches --problem\n", r->name);

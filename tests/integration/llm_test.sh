@@ -91,7 +91,9 @@ check "mixed: no fallback when a proposal was valid" lacks mixed.txt "random str
 check "mixed: the valid proposal was measured" test "$(sql mixed.db "select c.params_json from results r join configs c on c.id=r.config_id where r.status='ok' and c.origin like 'llm:%'")" = '{"VEC_BYTES":16,"ILP":2,"BLOCK":256,"GRID_STRIDE":true,"MIN_BLOCKS":2}'
 check "mixed: 1 accepted, 1 skipped, 6 rejected" test "$(sql mixed.db "select group_concat(status||'='||n) from (select status, count(*) n from proposals group by status order by status)")" = "accepted=1,rejected=6,skipped=1"
 
-# 4. code proposals for a template region: validated and stored (not compiled yet)
+# 4. code proposals for a template region: validated; the valid one becomes a variant (replay has no
+#    recording of new code: not_recorded, on both problems). Compiled and checked code proposals:
+#    llm_code_test.sh (compile-only) and tests/gpu/llm_adversarial_test.sh.
 mkdir -p tree/recipes && cp -r "$SRC/templates" tree/ && cp "$SRC/recipes/copy.lua" tree/recipes/
 sed -i -e '/^                                          long long tile) {$/a // TUNE:REGION tile_body' \
        -e '/^  for (int i = 0; i < ILP; ++i) tune::store_g/a // TUNE:END' tree/templates/copy/copy.cuh
@@ -115,7 +117,9 @@ EOF
   --strategy llm --proposer "$SCRIPTED --script $PWD/code.json --state $PWD/code.state" >code.txt 2>&1
 check "code: run exits 0" test $? -eq 0
 check "code: valid region code is stored" test "$(sql code.db "select count(*) from proposals where kind='code' and status='accepted' and region='tile_body' and code like '%threadIdx%'")" -eq 1
-check "code: says it is not compiled" contains code.txt "code proposal(s) stored"
+check "code: says it is accepted" contains code.txt "1 code proposal(s) accepted"
+check "code: its variant is evaluated on both problems (not recorded in replay)" test "$(sql code.db "select group_concat(x) from (select p.name||'='||r.status x from results r join configs c on c.id=r.config_id join problems p on p.id=r.problem_id where c.origin like 'llm-code:%' order by r.id)")" = "64MiB=not_recorded,256MiB=not_recorded"
+check "code: verdict stored" test "$(sql code.db "select count(*) from proposals where kind='code' and status='accepted' and reason like 'not measured%'")" -eq 1
 check "code: unknown region" contains code.txt "no region 'nowhere' in the template (regions: tile_body)"
 check "code: #include" contains code.txt "host-only construct in code: #include"
 check "code: escaping the region" contains code.txt "must stay inside region tile_body: unbalanced braces"
@@ -124,7 +128,7 @@ check "code: asm trap" contains code.txt "asm with trap"
 check "code: extern" contains code.txt "host-only construct in code: extern"
 check "code: region marker" contains code.txt "it contains a region marker"
 check "code: main(" contains code.txt "host-only construct in code: main"
-check "code: batch measured from random" test "$(sql code.db "select count(*) from results where status='ok'")" -eq 2
+check "code: the rest of the budget measured from random" test "$(sql code.db "select count(*) from results where status='ok'")" -eq 1
 
 # 5. usage errors
 "$TUNE" run "$SRC/recipes/copy.lua" --device "replay:$REC" --db u.db --strategy llm >u.txt 2>&1
