@@ -74,8 +74,11 @@ typedef struct bfamily {
 
 typedef struct bstate {
   const tune_bundle_opts *o;
-  db_conn *db;
-  json_t *best_rows;
+  int n_dbs;
+  const char *db_paths[TUNE_BUNDLE_MAX_DBS];
+  db_conn *dbs[TUNE_BUNDLE_MAX_DBS];
+  char db_list[2048];          /* "a.db, b.db": for messages and the bundle's meta */
+  json_t *best_rows;           /* every database's best rows, each with "db_index" */
   int n_sets;
   tune_recipes *sets[MAX_SETS];
   char set_paths[MAX_SETS][PATH_MAX];
@@ -466,9 +469,28 @@ static void facts_from(json_t *dev, tune_device_facts *f) {
   snprintf(f->arch, sizeof f->arch, "%s", jstr(dev, "arch"));
 }
 
+/* The best rows of every database, in --db order, each tagged with its database's index. */
+static int query_best_all(bstate *s, tune_err *err) {
+  if (!(s->best_rows = json_array())) return tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
+  for (int d = 0; d < s->n_dbs; ++d) {
+    json_t *rows = NULL, *row;
+    size_t i;
+    if (db_query_best(s->dbs[d], NULL, NULL, &rows, err)) return err->code;
+    json_array_foreach(rows, i, row) {
+      if (json_object_set_new(row, "db_index", json_integer(d)) || json_array_append(s->best_rows, row)) {
+        json_decref(rows);
+        return tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
+      }
+    }
+    json_decref(rows);
+  }
+  return TUNE_OK;
+}
+
 static int collect(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
-  if (db_query_best(s->db, NULL, NULL, &s->best_rows, err)) return err->code;
+  const char *dbs = s->db_list;
+  if (query_best_all(s, err)) return err->code;
   /* the device */
   size_t i;
   json_t *row;
@@ -492,14 +514,14 @@ static int collect(bstate *s, tune_err *err) {
       snprintf(item, sizeof item, "%s on %s", jstr(row, "recipe"), jstr(row, "device"));
       if (!strstr(have, item) && len < sizeof have) len += (size_t)snprintf(have + len, sizeof have - len, "%s%s", len ? ", " : "", item);
     }
-    return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified (ok) result for %s%s%s (it has: %s)", o->db_path, o->recipes[0],
+    return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified (ok) result for %s%s%s (it has: %s)", dbs, o->recipes[0],
                      o->device ? " on a device matching " : "", o->device ? o->device : "", have[0] ? have : "nothing");
   }
   if (n_names > 1) {
     char list[1024] = "";
     size_t len = 0;
     for (int k = 0; k < n_names; ++k) len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", k ? ", " : "", names[k]);
-    return tune_fail(err, TUNE_EINVAL, "%s has results on several devices (%s): choose one with --device NAME", o->db_path, list);
+    return tune_fail(err, TUNE_EINVAL, "%s has results on several devices (%s): choose one with --device NAME", dbs, list);
   }
   snprintf(s->device_name, sizeof s->device_name, "%s", names[0]);
   /* entries: per recipe and problem, the best row we may take */
@@ -517,14 +539,14 @@ static int collect(bstate *s, tune_err *err) {
       for (int j = 0; j < s->n_families; ++j)
         if (!strcmp(s->fam[j].name, rname)) fi = j;
       json_t *show = NULL;
-      if (db_query_show(s->db, (int64_t)jint(row, "result_id"), &show, err)) return err->code;
+      if (db_query_show(s->dbs[jint(row, "db_index")], (int64_t)jint(row, "result_id"), &show, err)) return err->code;
       if (fi < 0) {
         if (s->n_families == 64) { json_decref(show); return tune_fail(err, TUNE_EINVAL, "bundle: too many families"); }
         const char *recorded = jstr(json_object_get(show, "recipe"), "path");
         char path[PATH_MAX];
         if (resolve_recipe(s, recorded, path, sizeof path)) {
           json_decref(show);
-          return tune_fail(err, TUNE_EINVAL, "recipe %s: its file %s (as recorded in %s) is not found here or next to tune", rname, recorded, o->db_path);
+          return tune_fail(err, TUNE_EINVAL, "recipe %s: its file %s (as recorded in %s) is not found here or next to tune", rname, recorded, dbs);
         }
         char real[PATH_MAX];
         if (realpath(path, real)) snprintf(path, sizeof path, "%s", real);
@@ -577,7 +599,7 @@ static int collect(bstate *s, tune_err *err) {
       be->mismatch_source = !same_source;
     }
     if (!found)
-      return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified result for recipe %s on %s", o->db_path, o->recipes[k], s->device_name);
+      return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified result for recipe %s on %s", dbs, o->recipes[k], s->device_name);
   }
   return TUNE_OK;
 }
@@ -711,7 +733,7 @@ static int write_bundle(bstate *s, tune_compile_job *jobs, tune_err *err) {
       {"tool_version", TUNE_VERSION}, {"nvrtc_version", tune_nvrtc_version()}, {"device_name", s->device_name},
       {"device_arch", jstr(s->device, "arch")}, {"device_uuid", jstr(s->device, "uuid")},
       {"device_driver", jstr(s->device, "driver")}, {"device_sm_count", smc}, {"archs", all_archs},
-      {"source_db", o->db_path}, {"made_by", "tune bundle"}};
+      {"source_db", s->db_list}, {"made_by", "tune bundle"}};
   for (size_t i = 0; i < sizeof meta / sizeof meta[0]; ++i)
     if (db_bundle_meta(w, meta[i].k, meta[i].v, err)) goto fail;
   for (int fi = 0; fi < s->n_families; ++fi) {
@@ -838,7 +860,13 @@ int tune_bundle_run(const tune_bundle_opts *o, tune_err *err) {
   int n_jobs = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (db_open(o->db_path, 1, &s->db, err)) goto fail;
+  s->n_dbs = o->n_dbs > 0 ? o->n_dbs : 1;
+  for (int d = 0; d < s->n_dbs; ++d) {
+    s->db_paths[d] = o->n_dbs > 0 ? o->db_paths[d] : o->db_path;
+    size_t len = strlen(s->db_list);
+    snprintf(s->db_list + len, sizeof s->db_list - len, "%s%s", d ? ", " : "", s->db_paths[d]);
+    if (db_open(s->db_paths[d], 1, &s->dbs[d], err)) goto fail;
+  }
   if (collect(s, err)) goto fail;
   if (parse_archs(s, o->archs ? o->archs : s->fam[0].measured_arch, err)) goto fail;
   if (evaluate(s, err)) goto fail;
@@ -909,7 +937,7 @@ fail:
   json_decref(s->best_rows);
   json_decref(s->device);
   for (int i = 0; i < s->n_sets; ++i) tune_recipes_free(s->sets[i]);
-  db_close(s->db);
+  for (int d = 0; d < s->n_dbs; ++d) db_close(s->dbs[d]);
   free(s);
   return err->code;
 }
@@ -925,7 +953,8 @@ static const char *usage_bundle =
     "  --recipe NAME          a recipe name (copy, attention.prefill) or a family\n"
     "                         prefix (attention); repeatable, or comma-separated\n"
     "  -o, --out FILE         the bundle to write (replaced atomically)\n"
-    "  --db FILE              results database (default tune.db)\n"
+    "  --db FILE              results database (default tune.db); repeatable: the\n"
+    "                         results of all are taken together (one device)\n"
     "  --device NAME          the device whose results to take, when the database has\n"
     "                         several (a case-insensitive part of its name)\n"
     "  --arch LIST            architectures to compile for, e.g. sm_90a,sm_80\n"
@@ -961,7 +990,11 @@ int tune_bundle_main(int argc, char **argv) {
         o.n_recipes++;
       }
     } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) { NEED(); o.out = v; }
-    else if (!strcmp(a, "--db")) { NEED(); o.db_path = v; }
+    else if (!strcmp(a, "--db")) {
+      NEED();
+      if (o.n_dbs == TUNE_BUNDLE_MAX_DBS) { fprintf(stderr, "tune bundle: at most %d --db\n", TUNE_BUNDLE_MAX_DBS); return 2; }
+      o.db_paths[o.n_dbs++] = o.db_path = v;
+    }
     else if (!strcmp(a, "--device")) { NEED(); o.device = v; }
     else if (!strcmp(a, "--arch")) { NEED(); o.archs = v; }
     else if (!strcmp(a, "--jobs")) { NEED(); o.jobs = atoi(v); if (o.jobs < 1) { fprintf(stderr, "tune bundle: --jobs %s: want a positive count\n", v); return 2; } }
@@ -972,7 +1005,11 @@ int tune_bundle_main(int argc, char **argv) {
 #undef NEED
   }
   if (!o.n_recipes || !o.out) { fputs(usage_bundle, stderr); return 2; }
-  if (access(o.db_path, R_OK)) { fprintf(stderr, "tune bundle: %s: no such database (--db FILE)\n", o.db_path); return 1; }
+  if (o.n_dbs) o.db_path = o.db_paths[0];
+  for (int d = 0; d < (o.n_dbs ? o.n_dbs : 1); ++d) {
+    const char *p = o.n_dbs ? o.db_paths[d] : o.db_path;
+    if (access(p, R_OK)) { fprintf(stderr, "tune bundle: %s: no such database (--db FILE)\n", p); return 1; }
+  }
   tune_err err;
   tune_err_clear(&err);
   if (tune_bundle_run(&o, &err)) {

@@ -18,11 +18,14 @@
 
 #define TUNE_BUNDLE_MAX_RECIPES 32
 #define TUNE_BUNDLE_MAX_ARCHS 8
+#define TUNE_BUNDLE_MAX_DBS 16
 
 typedef struct tune_bundle_opts {
   int n_recipes;
   const char *recipes[TUNE_BUNDLE_MAX_RECIPES]; /* names ("copy"), or family prefixes ("attention") */
-  const char *db_path;        /* results database, default tune.db */
+  const char *db_path;        /* results database, default tune.db (the first of db_paths) */
+  int n_dbs;                  /* 0: db_path only; else db_paths[0..n_dbs) (--db repeated): */
+  const char *db_paths[TUNE_BUNDLE_MAX_DBS]; /* their results are taken together, as one */
   const char *device;         /* device name filter (case-insensitive substring), NULL: the only one */
   const char *archs;          /* "sm_90a,sm_80"; NULL: the arch the results were measured on */
   const char *out;            /* the bundle file */

@@ -1,529 +1,557 @@
-/* decoder_block.c: a transformer decoder block forward pass (Llama-3-8B shapes) run through
- * libtunert from a bundle, each step checked against a plain host reference.
+/* decoder_block.c: a transformer decoder block forward pass run through libtunert from bundles,
+ * checked against a plain fp32 reference of the whole block on the GPU, with per-kernel times.
  *
- * Steps (prefill of B=4 sequences of S=4096 tokens: T = 16384 tokens, hidden H = 4096 =
- * 32 query heads x 128, 8 KV heads, MLP width I = 14336; then decode of 32 sequences over
- * 4096-token paged KV caches):
+ * Shapes: Mistral-7B / Llama-3-8B (hidden H = 4096 = 32 query heads x 128, 8 KV heads, MLP width
+ * I = 14336). Prefill of B = 4 sequences of S = 4096 tokens (T = 16384 token rows), then one decode
+ * step of a batch of 32 sequences over 4096-token paged KV caches (page 16):
  *
- *    1 save residual (fp32 copy)          copy               N = T*H
- *    2 input RMSNorm                      rmsnorm            T, H
- *    3 QKV projection                     gemm               M=T N=(32+2*8)*128 K=H
- *    4 attention, prefill (causal, GQA)   attention.prefill  B S HQ HKV D causal
- *    5 output projection                  gemm               M=T N=H K=H
- *    6 residual add + RMSNorm             rmsnorm.add        T, H
- *    7 MLP gate and up projections        gemm               M=T N=2I K=H
- *    8 SiLU(gate) (x up: no family)       elementwise        rows=T cols=I
- *    9 MLP down projection                gemm               M=T N=H K=I
- *   10 attention, decode (paged KV)       attention.decode   B HQ HKV L D page
+ *   step  what                                        family              problem
+ *   1     y0 = RMSNorm(x)                             rmsnorm             T, H
+ *   2     qkv = y0 Wqkv                               gemm | gemm.splitk  M=T N=(32+2*8)*128 K=H
+ *   -     split heads: qkv -> q, k, v [B,h,S,D]       (glue, this program)
+ *   3     o = causal GQA attention(q, k, v)           attention.prefill   B S HQ HKV D causal
+ *   -     merge heads: o -> [T, H]                    (glue)
+ *   4     a = o Wo                                    gemm | gemm.splitk  M=T N=H K=H
+ *   5     h1 = x + a, y1 = RMSNorm(h1)                rmsnorm.add         T, H
+ *   6     u = y1 Wup                                  gemm | gemm.splitk  M=T N=I K=H
+ *   7     g = SiLU(u * scale + bias)                  elementwise         rows=T cols=I
+ *   8     d = g Wdown                                 gemm | gemm.splitk  M=T N=H K=I
+ *   9     out = h1 + d (block output), RMSNorm(out)   rmsnorm.add         T, H  (the next layer's norm)
+ *   -     K, V of the prompt -> paged caches; the     (glue)
+ *         query of each prompt's last token
+ *   10    decode attention over the caches            attention.decode    B=32 HQ HKV L=4096 D page=16
  *
- * A step runs only through a kernel family of the bundle; a family that is absent, whose
- * arguments this program does not know, or that has no variant for the step's problem is
- * reported as such with libtunert's reason, and the step is not run: nothing is faked. A step's
- * inputs are seeded random data (the block's input, or a stand-in where the producing step is
- * not available, which the report says). Each step's output is compared with a double-precision
- * host reference on sampled rows (all of it for the copy); per-kernel times are CUDA-event
- * medians of 20 launches.
+ * What the families compute sets two simplifications, stated in the output too: the MLP is
+ * up -> SiLU -> down (the elementwise family computes silu(x * scale + bias); no family multiplies
+ * two tensors, so a SwiGLU gate silu(x Wg) * (x Wu) is not expressible) and there is no rotary
+ * embedding (no family). The decode batch's sequences 0..3 are the prompts just prefilled: their
+ * caches hold the prefill's K and V, and their query is the last prompt token's, so their decode
+ * output must equal the prefill's output for that token (checked). Sequences 4..31 stand for
+ * other requests of the batch: seeded random caches and queries.
  *
- * usage: decoder_block BUNDLE... [--device N] [--iters K]   (a family is taken from the first
- *        bundle that has it: a deployment may ship one bundle per family)
- * exit: 0 when every step that ran passed its check (steps not available are not failures),
- *       1 when a check failed or a launch failed, 2 usage, 3 no GPU. */
-#define _GNU_SOURCE
-#include <cuda.h>
-#include <dlfcn.h>
+ * Each step runs through libtunert: the problem itself when the bundle has it (or the runtime's
+ * nearest-problem choice for portable variants), else as row chunks that are tuned problems
+ * (plan.h). A step the bundles cannot run stops the program before any GPU work, unless
+ * --standins, which runs such a step with the plain reference kernel in bf16 and marks it.
+ *
+ * usage: decoder_block BUNDLE... [--plan] [--arch sm_90a] [--standins] [--device N] [--iters K]
+ *   --plan   choose and print every step's variant, bind the arguments, and stop (no GPU needed;
+ *            --arch is the architecture to check binaries against, default sm_90a)
+ * exit: 0 every step ran and passed; 1 a check, launch or CUDA call failed; 2 usage; 3 no GPU;
+ *       4 the bundles lack a family or a variant for a step (without --standins). */
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
+#include "plan.h"
 #include "tunert.h"
 
-/* ---- the driver, dlopen'd (the program needs no libcuda to link) ------------------------------ */
+/* ---- the model ------------------------------------------------------------------------------------ */
 
-typedef struct cuapi {
-#define F(n) __typeof__(&n) n;
-  F(cuInit) F(cuDeviceGet) F(cuDeviceGetName) F(cuDeviceGetAttribute) F(cuDevicePrimaryCtxRetain) F(cuCtxSetCurrent)
-  F(cuMemAlloc) F(cuMemFree) F(cuMemcpyHtoD) F(cuMemcpyDtoH) F(cuMemsetD8) F(cuCtxSynchronize) F(cuEventCreate)
-  F(cuEventRecord) F(cuEventSynchronize) F(cuEventElapsedTime) F(cuEventDestroy) F(cuGetErrorName)
-#undef F
-} cuapi;
-static cuapi cu;
+enum { B = 4, S = 4096, T = B * S, HQ = 32, HKV = 8, D = 128, H = HQ * D, I = 14336, NQKV = (HQ + 2 * HKV) * D };
+enum { DB = 32, L = 4096, PAGE = 16, PAGES = DB * L / PAGE };
+#define TOL_REL_L2 2e-2 /* bf16 activations against the fp32 block: ~1e-3 per rounding, a few in a chain */
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+enum { S_NORM1, S_QKV, S_PREFILL, S_OPROJ, S_NORM2, S_UP, S_SILU, S_DOWN, S_NORMF, S_DECODE, N_STEPS };
+enum { G_SPLIT, G_MERGE, G_PAGES, N_GLUE };
 
-static int cuda_open(int ordinal, char *name, size_t n) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return -1;
-#define R(f) if (!(cu.f = (__typeof__(cu.f))dlsym(lib, STR(f)))) return -1;
-  R(cuInit) R(cuDeviceGet) R(cuDeviceGetName) R(cuDeviceGetAttribute) R(cuDevicePrimaryCtxRetain) R(cuCtxSetCurrent)
-  R(cuMemAlloc) R(cuMemFree) R(cuMemcpyHtoD) R(cuMemcpyDtoH) R(cuMemsetD8) R(cuCtxSynchronize) R(cuEventCreate)
-  R(cuEventRecord) R(cuEventSynchronize) R(cuEventElapsedTime) R(cuEventDestroy) R(cuGetErrorName)
-#undef R
-  CUdevice dev;
-  CUcontext ctx;
-  if (cu.cuInit(0) || cu.cuDeviceGet(&dev, ordinal) || cu.cuDevicePrimaryCtxRetain(&ctx, dev) || cu.cuCtxSetCurrent(ctx)) return -1;
-  cu.cuDeviceGetName(name, (int)n, dev);
-  return 0;
-}
-
-/* ---- host data ---------------------------------------------------------------------------------- */
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
-
-static uint16_t f2bf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-static double bf2d(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-/* ---- steps --------------------------------------------------------------------------------------- */
-
-typedef struct dimval { const char *name; int64_t v; } dimval;
-
-enum fill { FILL_NORMAL, FILL_WEIGHT, FILL_PERM, FILL_OUT, FILL_SCRATCH };
-
-typedef struct argbind { const char *name; int fill; } argbind;
-
-typedef struct step {
-  int no;
+typedef struct stepdef {
   const char *title;
-  const char *family;
-  const char *inputs_note;       /* where the inputs come from */
-  int n_dims;
-  dimval dims[8];
-  int n_args;
-  argbind args[16];              /* the arguments this program binds, by name */
-  int (*check)(struct step *, const tunert_selection_info *, void **host, CUdeviceptr *dev, char *why, size_t n);
-} step;
+  plan_req req;
+} stepdef;
 
-typedef struct result {
-  char status[64];
-  char detail[1200];
-  double us;                     /* median per launch [us] */
-  double bundle_us;              /* what the tuner measured [us] */
-  char check[300];
-  int ran, ok;
-} result;
+#define GEMM_REQ(m, n, k) {{"gemm", "gemm.splitk"}, 2, {{"M", m}, {"N", n}, {"K", k}}, 3, "M", "b_layout"}
+static const stepdef steps[N_STEPS] = {
+    [S_NORM1] = {"input RMSNorm", {{"rmsnorm"}, 1, {{"T", T}, {"H", H}, {"residual", 0}}, 3, "T", NULL}},
+    [S_QKV] = {"QKV projection", GEMM_REQ(T, NQKV, H)},
+    [S_PREFILL] = {"attention prefill (causal, GQA)",
+                   {{"attention.prefill"}, 1, {{"B", B}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"S", S}, {"causal", 1}}, 6, NULL, NULL}},
+    [S_OPROJ] = {"output projection", GEMM_REQ(T, H, H)},
+    [S_NORM2] = {"residual add + RMSNorm", {{"rmsnorm.add"}, 1, {{"T", T}, {"H", H}, {"residual", 1}}, 3, "T", NULL}},
+    [S_UP] = {"MLP up projection", GEMM_REQ(T, I, H)},
+    [S_SILU] = {"SiLU(u * scale + bias)", {{"elementwise"}, 1, {{"rows", T}, {"cols", I}}, 2, "rows", NULL}},
+    [S_DOWN] = {"MLP down projection", GEMM_REQ(T, H, I)},
+    [S_NORMF] = {"residual add + next RMSNorm", {{"rmsnorm.add"}, 1, {{"T", T}, {"H", H}, {"residual", 1}}, 3, "T", NULL}},
+    [S_DECODE] = {"attention decode (paged KV)",
+                  {{"attention.decode"}, 1, {{"B", DB}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"L", L}, {"page", PAGE}}, 6, NULL, NULL}},
+};
+static const char *glue_titles[N_GLUE] = {"split heads (glue)", "merge heads (glue)", "KV -> pages, last query (glue)"};
 
-static int iters = 20;
+/* ---- buffers ----------------------------------------------------------------------------------------- */
 
-static int find_arg(const tunert_selection_info *si, const char *name) {
-  for (int a = 0; a < si->n_args; ++a)
-    if (!strcmp(si->args[a].name, name)) return a;
-  return -1;
-}
+/* Activations in bf16 (the tuned pipeline) and fp32 (the reference): one pair per name. */
+enum { X, Y0, QKV, Q, K, V, O, AO, A, H1, Y1, U, G, DN, OUT, YF, KC, VC, QD, OD, N_ACT };
+static const int64_t act_numel[N_ACT] = {
+    [X] = (int64_t)T * H, [Y0] = (int64_t)T * H, [QKV] = (int64_t)T * NQKV, [Q] = (int64_t)T * H, [K] = (int64_t)T * HKV * D,
+    [V] = (int64_t)T * HKV * D, [O] = (int64_t)T * H, [AO] = (int64_t)T * H, [A] = (int64_t)T * H, [H1] = (int64_t)T * H,
+    [Y1] = (int64_t)T * H, [U] = (int64_t)T * I, [G] = (int64_t)T * I, [DN] = (int64_t)T * H, [OUT] = (int64_t)T * H,
+    [YF] = (int64_t)T * H, [KC] = (int64_t)PAGES * PAGE * HKV * D, [VC] = (int64_t)PAGES * PAGE * HKV * D,
+    [QD] = (int64_t)DB * HQ * D, [OD] = (int64_t)DB * HQ * D};
+enum { WN1, WN2, WNF, WQKV, WO, WUP, WDOWN, SC, BI, N_W };
+static const int64_t w_numel[N_W] = {[WN1] = H, [WN2] = H, [WNF] = H, [WQKV] = (int64_t)NQKV * H, [WO] = (int64_t)H * H,
+                                     [WUP] = (int64_t)I * H, [WDOWN] = (int64_t)H * I, [SC] = I, [BI] = I};
 
-/* ---- checks (double-precision host references on samples) --------------------------------------- */
+typedef struct bufs {
+  void *t[N_ACT];              /* bf16 */
+  float *r[N_ACT];             /* fp32 reference */
+  uint16_t *w[N_W];            /* bf16 weights */
+  int w_col[N_W];              /* GEMM weights: 1 = b[N][K] (col), 0 = b[K][N] (row) */
+  int32_t *bt;                 /* block table [DB][L / PAGE] */
+  float *ws;                   /* scratch (split-K partials, decode partials) */
+  int64_t ws_numel;
+  void *o_last;                /* [B][HQ][D] bf16: the prefill's output for each prompt's last token */
+} bufs;
 
-static int64_t dimof(step *st, const char *name) {
-  for (int i = 0; i < st->n_dims; ++i)
-    if (!strcmp(st->dims[i].name, name)) return st->dims[i].v;
-  return 0;
-}
+/* ---- state ------------------------------------------------------------------------------------------- */
 
+typedef struct steprun {
+  plan p;
+  int standin;                 /* 1: no variant; run by the reference kernel (--standins) */
+  double us;                   /* median time here [us] */
+  double rel_l2;
+  float max_abs;
+  unsigned long long nonfinite;
+  int checked, ok;
+} steprun;
 
-static int fetch(CUdeviceptr d, size_t bytes, void **out) {
-  *out = malloc(bytes);
-  return !*out || cu.cuMemcpyDtoH(*out, d, bytes) ? -1 : 0;
-}
-
-static int check_copy(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
-  int s = find_arg(si, "src"), d = find_arg(si, "dst");
-  void *out;
-  if (fetch(dev[d], (size_t)si->args[d].bytes, &out)) { snprintf(why, n, "read back failed"); return -1; }
-  int same = !memcmp(out, host[s], (size_t)si->args[s].bytes);
-  free(out);
-  snprintf(why, n, same ? "ok: dst == src, all %lld elements" : "MISMATCH: dst != src", (long long)si->args[s].numel);
-  return same ? 0 : -1;
-}
-
-/* y = h * rsqrt(mean(h^2) + eps) * w, h = x (+ r) */
-static int check_rmsnorm(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
-  int ax = find_arg(si, "x"), aw = find_arg(si, "w"), ay = find_arg(si, "y"), ar = find_arg(si, "r"), ah = find_arg(si, "h");
-  int ae = find_arg(si, "eps");
-  int64_t T = dimof(st, "T"), H = dimof(st, "H");
-  double eps = ae >= 0 && si->args[ae].has_value ? si->args[ae].value : 1e-6;
-  void *y, *h = NULL;
-  if (fetch(dev[ay], (size_t)si->args[ay].bytes, &y) || (ah >= 0 && fetch(dev[ah], (size_t)si->args[ah].bytes, &h))) {
-    snprintf(why, n, "read back failed");
-    return -1;
-  }
-  const uint16_t *x = host[ax], *w = host[aw], *r = ar >= 0 ? host[ar] : NULL, *yy = y, *hh = h;
-  double worst = 0;
-  int bad = 0;
-  for (int k = 0; k < 32; ++k) {
-    int64_t t = (int64_t)(urand() * (double)T);
-    double ss = 0;
-    double *hv = malloc(sizeof(double) * (size_t)H);
-    for (int64_t j = 0; j < H; ++j) {
-      double v = bf2d(x[t * H + j]) + (r ? bf2d(r[t * H + j]) : 0);
-      if (r) {
-        double got = bf2d(hh[t * H + j]);
-        if (fabs(got - v) > 1e-2 + 1e-2 * fabs(v)) bad++;
-        v = bf2d(f2bf((float)v)); /* the kernel normalizes h as stored */
-      }
-      hv[j] = v;
-      ss += v * v;
-    }
-    double inv = 1 / sqrt(ss / (double)H + eps);
-    for (int64_t j = 0; j < H; ++j) {
-      double ref = hv[j] * inv * bf2d(w[j]), got = bf2d(yy[t * H + j]);
-      double err = fabs(got - ref);
-      if (err > worst) worst = err;
-      if (err > 2e-2 + 1e-2 * fabs(ref)) bad++;
-    }
-    free(hv);
-  }
-  free(y);
-  free(h);
-  snprintf(why, n, "%s: 32 sampled rows%s, max abs err %.2e (tol 2e-2 + 1e-2|ref|)", bad ? "MISMATCH" : "ok", r ? " (y and h)" : "", worst);
-  return bad ? -1 : 0;
-}
-
-/* y = silu(x * scale + bias) */
-static int check_silu(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
-  int ax = find_arg(si, "x"), as = find_arg(si, "scale"), ab = find_arg(si, "bias"), ay = find_arg(si, "y");
-  int64_t cols = si->args[as].numel, total = si->args[ax].numel;
-  void *y;
-  if (fetch(dev[ay], (size_t)si->args[ay].bytes, &y)) { snprintf(why, n, "read back failed"); return -1; }
-  const uint16_t *x = host[ax], *sc = host[as], *bi = host[ab], *yy = y;
-  double worst = 0;
-  int bad = 0;
-  for (int k = 0; k < 100000; ++k) {
-    int64_t i = (int64_t)(urand() * (double)total);
-    double z = bf2d(x[i]) * bf2d(sc[i % cols]) + bf2d(bi[i % cols]);
-    double ref = z / (1 + exp(-z)), err = fabs(bf2d(yy[i]) - ref);
-    if (err > worst) worst = err;
-    if (err > 1e-2 + 1e-2 * fabs(ref)) bad++;
-  }
-  free(y);
-  snprintf(why, n, "%s: 100000 sampled elements, max abs err %.2e", bad ? "MISMATCH" : "ok", worst);
-  return bad ? -1 : 0;
-}
-
-/* o[b,h,i,:] = softmax_j (q_i . k_j / sqrt(D)) v_j over j <= i (causal), kv head h / (HQ/HKV) */
-static int check_prefill(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
-  int aq = find_arg(si, "q"), ak = find_arg(si, "k"), av = find_arg(si, "v"), ao = find_arg(si, "o");
-  int64_t B = dimof(st, "B"), HQ = dimof(st, "HQ"), HKV = dimof(st, "HKV"), S = dimof(st, "S"), D = dimof(st, "D");
-  int causal = (int)dimof(st, "causal");
-  void *o;
-  if (fetch(dev[ao], (size_t)si->args[ao].bytes, &o)) { snprintf(why, n, "read back failed"); return -1; }
-  const uint16_t *q = host[aq], *k = host[ak], *v = host[av], *oo = o;
-  double worst = 0, *s = malloc(sizeof(double) * (size_t)S), *acc = malloc(sizeof(double) * (size_t)D);
-  int bad = 0;
-  for (int t = 0; t < 16; ++t) {
-    int64_t b = (int64_t)(urand() * B), h = (int64_t)(urand() * HQ), i = t < 2 ? t : (int64_t)(urand() * S);
-    int64_t kvh = h / (HQ / HKV), nk = causal ? i + 1 : S;
-    const uint16_t *qi = q + ((b * HQ + h) * S + i) * D;
-    const uint16_t *kh = k + (b * HKV + kvh) * S * D, *vh = v + (b * HKV + kvh) * S * D;
-    double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < nk; ++j) {
-      double dot = 0;
-      for (int64_t e = 0; e < D; ++e) dot += bf2d(qi[e]) * bf2d(kh[j * D + e]);
-      s[j] = dot / sqrt((double)D);
-      if (s[j] > mx) mx = s[j];
-    }
-    for (int64_t e = 0; e < D; ++e) acc[e] = 0;
-    for (int64_t j = 0; j < nk; ++j) {
-      double p = exp(s[j] - mx);
-      sum += p;
-      for (int64_t e = 0; e < D; ++e) acc[e] += p * bf2d(vh[j * D + e]);
-    }
-    for (int64_t e = 0; e < D; ++e) {
-      double ref = acc[e] / sum, err = fabs(bf2d(oo[((b * HQ + h) * S + i) * D + e]) - ref);
-      if (err > worst) worst = err;
-      if (err > 5e-2) bad++;
-    }
-  }
-  free(s);
-  free(acc);
-  free(o);
-  snprintf(why, n, "%s: 16 sampled query rows, max abs err %.2e (tol 5e-2, the recipe's)", bad ? "MISMATCH" : "ok", worst);
-  return bad ? -1 : 0;
-}
-
-/* decode: o[b,hq,:] = softmax_j (q . k_j / sqrt(D)) v_j, KV row j in page block_table[b][j / page] */
-static int check_decode(step *st, const tunert_selection_info *si, void **host, CUdeviceptr *dev, char *why, size_t n) {
-  int aq = find_arg(si, "q"), ak = find_arg(si, "k_cache"), av = find_arg(si, "v_cache"), at = find_arg(si, "block_table");
-  int ao = find_arg(si, "o");
-  int64_t B = dimof(st, "B"), HQ = dimof(st, "HQ"), HKV = dimof(st, "HKV"), L = dimof(st, "L"), D = dimof(st, "D");
-  int64_t page = dimof(st, "page"), mp = L / page;
-  void *o;
-  if (fetch(dev[ao], (size_t)si->args[ao].bytes, &o)) { snprintf(why, n, "read back failed"); return -1; }
-  const uint16_t *q = host[aq], *kc = host[ak], *vc = host[av], *oo = o;
-  const int32_t *bt = host[at];
-  double worst = 0, *s = malloc(sizeof(double) * (size_t)L), *acc = malloc(sizeof(double) * (size_t)D);
-  int bad = 0;
-  for (int t = 0; t < 16; ++t) {
-    int64_t b = (int64_t)(urand() * B), hq = (int64_t)(urand() * HQ), hkv = hq / (HQ / HKV);
-    double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < L; ++j) {
-      int64_t row = (((int64_t)bt[b * mp + j / page] * page + j % page) * HKV + hkv) * D;
-      double dot = 0;
-      for (int64_t e = 0; e < D; ++e) dot += bf2d(q[(b * HQ + hq) * D + e]) * bf2d(kc[row + e]);
-      s[j] = dot / sqrt((double)D);
-      if (s[j] > mx) mx = s[j];
-    }
-    for (int64_t e = 0; e < D; ++e) acc[e] = 0;
-    for (int64_t j = 0; j < L; ++j) {
-      int64_t row = (((int64_t)bt[b * mp + j / page] * page + j % page) * HKV + hkv) * D;
-      double p = exp(s[j] - mx);
-      sum += p;
-      for (int64_t e = 0; e < D; ++e) acc[e] += p * bf2d(vc[row + e]);
-    }
-    for (int64_t e = 0; e < D; ++e) {
-      double ref = acc[e] / sum, err = fabs(bf2d(oo[(b * HQ + hq) * D + e]) - ref);
-      if (err > worst) worst = err;
-      if (err > 1e-2) bad++;
-    }
-  }
-  free(s);
-  free(acc);
-  free(o);
-  snprintf(why, n, "%s: 16 sampled (sequence, head) rows, max abs err %.2e (tol 1e-2, the recipe's)", bad ? "MISMATCH" : "ok", worst);
-  return bad ? -1 : 0;
-}
-
-/* ---- running one step ------------------------------------------------------------------------------ */
-
+static steprun run[N_STEPS];
+static double glue_us[N_GLUE];
+static int iters = 10;
+static void *stream;
+static const char *bundle_paths[16];
 static tunert_ctx *ctxs[16];
 static int n_ctxs;
 
-/* The context of the first bundle that has the family, or NULL. */
-static tunert_ctx *ctx_for(const char *family) {
-  tunert_family_info fi = {.struct_size = sizeof fi};
+#define TRY(what, call)                                                                                                   \
+  do {                                                                                                                    \
+    int rc_ = (int)(call);                                                                                                \
+    if (rc_) {                                                                                                            \
+      fprintf(stderr, "decoder_block: %s: %s (%s:%d)\n", what, cudaGetErrorString((cudaError_t)rc_), __FILE__, __LINE__); \
+      return -1;                                                                                                          \
+    }                                                                                                                     \
+  } while (0)
+
+static const char *bundle_of(const tunert_ctx *c) {
   for (int i = 0; i < n_ctxs; ++i)
-    if (!tunert_family_info_get(ctxs[i], family, &fi, NULL)) return ctxs[i];
-  return NULL;
+    if (ctxs[i] == c) return bundle_paths[i];
+  return "?";
 }
 
-static void run_step(step *st, result *r) {
-  memset(r, 0, sizeof *r);
-  tunert_err e;
-  tunert_family_info fi = {.struct_size = sizeof fi};
-  tunert_ctx *ctx = ctx_for(st->family);
-  if (!ctx || tunert_family_info_get(ctx, st->family, &fi, &e)) {
-    snprintf(r->status, sizeof r->status, "NOT AVAILABLE");
-    snprintf(r->detail, sizeof r->detail, "no family '%s' in the bundle", st->family);
-    return;
+/* ---- binding each step's arguments ------------------------------------------------------------------- */
+
+static int gemm_weight(int s) { return s == S_QKV ? WQKV : s == S_OPROJ ? WO : s == S_UP ? WUP : WDOWN; }
+
+/* The buffers of step s, by the families' argument names. */
+static int step_bufs(int s, const bufs *b, plan_buf *out) {
+#define T_(i) ((uint64_t)(uintptr_t)b->t[i])
+#define W_(i) ((uint64_t)(uintptr_t)b->w[i])
+  int n = 0;
+  switch (s) {
+  case S_NORM1:
+    out[n++] = (plan_buf){"x", T_(X), "bf16", act_numel[X], 1};
+    out[n++] = (plan_buf){"w", W_(WN1), "bf16", H, 0};
+    out[n++] = (plan_buf){"y", T_(Y0), "bf16", act_numel[Y0], 1};
+    break;
+  case S_NORM2:
+  case S_NORMF: {
+    int fin = s == S_NORMF;
+    out[n++] = (plan_buf){"x", T_(fin ? DN : A), "bf16", act_numel[A], 1};
+    out[n++] = (plan_buf){"r", T_(fin ? H1 : X), "bf16", act_numel[X], 1};
+    out[n++] = (plan_buf){"w", W_(fin ? WNF : WN2), "bf16", H, 0};
+    out[n++] = (plan_buf){"y", T_(fin ? YF : Y1), "bf16", act_numel[Y1], 1};
+    out[n++] = (plan_buf){"h", T_(fin ? OUT : H1), "bf16", act_numel[H1], 1};
+    break;
   }
-  /* the family's arguments must be the ones this program binds */
-  int match = fi.n_args == st->n_args;
-  for (int a = 0; match && a < fi.n_args; ++a) {
-    int found = 0;
-    for (int b = 0; b < st->n_args; ++b) found |= !strcmp(fi.arg_names[a], st->args[b].name);
-    if (!found && fi.arg_roles[a] != TUNERT_ROLE_SCALAR) match = 0;
+  case S_QKV:
+  case S_OPROJ:
+  case S_UP:
+  case S_DOWN: {
+    int in = s == S_QKV ? Y0 : s == S_OPROJ ? AO : s == S_UP ? Y1 : G;
+    int o = s == S_QKV ? QKV : s == S_OPROJ ? A : s == S_UP ? U : DN;
+    int w = gemm_weight(s);
+    out[n++] = (plan_buf){"a", T_(in), "bf16", act_numel[in], 1};
+    out[n++] = (plan_buf){"b", W_(w), "bf16", w_numel[w], 0};
+    out[n++] = (plan_buf){"c", T_(o), "bf16", act_numel[o], 1};
+    out[n++] = (plan_buf){"ws", (uint64_t)(uintptr_t)b->ws, "f32", b->ws_numel, 0};
+    break;
   }
-  if (!match) {
-    size_t len = (size_t)snprintf(r->detail, sizeof r->detail, "family '%s' is in the bundle but its arguments (", st->family);
-    for (int a = 0; a < fi.n_args && len < sizeof r->detail; ++a)
-      len += (size_t)snprintf(r->detail + len, sizeof r->detail - len, "%s%s", a ? " " : "", fi.arg_names[a]);
-    if (len < sizeof r->detail) snprintf(r->detail + len, sizeof r->detail - len, ") are not the ones this step binds");
-    snprintf(r->status, sizeof r->status, "NOT RUN");
-    return;
+  case S_SILU:
+    out[n++] = (plan_buf){"x", T_(U), "bf16", act_numel[U], 1};
+    out[n++] = (plan_buf){"scale", W_(SC), "bf16", I, 0};
+    out[n++] = (plan_buf){"bias", W_(BI), "bf16", I, 0};
+    out[n++] = (plan_buf){"y", T_(G), "bf16", act_numel[G], 1};
+    break;
+  case S_PREFILL:
+    out[n++] = (plan_buf){"q", T_(Q), "bf16", act_numel[Q], 0};
+    out[n++] = (plan_buf){"k", T_(K), "bf16", act_numel[K], 0};
+    out[n++] = (plan_buf){"v", T_(V), "bf16", act_numel[V], 0};
+    out[n++] = (plan_buf){"o", T_(O), "bf16", act_numel[O], 0};
+    break;
+  case S_DECODE:
+    out[n++] = (plan_buf){"q", T_(QD), "bf16", act_numel[QD], 0};
+    out[n++] = (plan_buf){"k_cache", T_(KC), "bf16", act_numel[KC], 0};
+    out[n++] = (plan_buf){"v_cache", T_(VC), "bf16", act_numel[VC], 0};
+    out[n++] = (plan_buf){"block_table", (uint64_t)(uintptr_t)b->bt, "i32", (int64_t)DB * (L / PAGE), 0};
+    out[n++] = (plan_buf){"o", T_(OD), "bf16", act_numel[OD], 0};
+    out[n++] = (plan_buf){"partial", (uint64_t)(uintptr_t)b->ws, "f32", b->ws_numel, 0};
+    break;
   }
-  int64_t dims[32];
-  for (int d = 0; d < fi.n_dims; ++d) {
-    int found = 0;
-    for (int i = 0; i < st->n_dims; ++i)
-      if (!strcmp(st->dims[i].name, fi.dims[d])) { dims[d] = st->dims[i].v; found = 1; }
-    if (!found) {
-      snprintf(r->status, sizeof r->status, "NOT RUN");
-      snprintf(r->detail, sizeof r->detail, "family '%s' has a dim '%s' this step does not know", st->family, fi.dims[d]);
-      return;
+  return n;
+#undef T_
+#undef W_
+}
+
+static float rms_eps(int s) {
+  const plan *p = &run[s].p;
+  for (int a = 0; p->ok && a < p->si.n_args; ++a)
+    if (!strcmp(p->si.args[a].name, "eps") && p->si.args[a].has_value) return (float)p->si.args[a].value;
+  return 1e-6f;
+}
+
+/* ---- one step, tuned (or stand-in) and reference --------------------------------------------------------- */
+
+/* Step s of the bf16 pipeline: through libtunert, or the reference kernel in bf16 (stand-in). */
+static int step_tuned(int s, const bufs *b) {
+  if (!run[s].standin) {
+    tunert_err e;
+    int rc = plan_launch(&run[s].p, stream, &e);
+    if (rc) { fprintf(stderr, "decoder_block: step %d (%s): %s\n", s + 1, steps[s].title, e.msg); return -1; }
+    return 0;
+  }
+  const int bf = DT_BF16;
+  void *const *t = b->t;
+  switch (s) {
+  case S_NORM1: TRY("stand-in", k_ref_rmsnorm(t[X], NULL, b->w[WN1], t[Y0], NULL, bf, bf, T, H, 1e-6f, stream)); break;
+  case S_NORM2: TRY("stand-in", k_ref_rmsnorm(t[A], t[X], b->w[WN2], t[Y1], t[H1], bf, bf, T, H, 1e-6f, stream)); break;
+  case S_NORMF: TRY("stand-in", k_ref_rmsnorm(t[DN], t[H1], b->w[WNF], t[YF], t[OUT], bf, bf, T, H, 1e-6f, stream)); break;
+  case S_QKV: TRY("stand-in", k_ref_gemm(t[Y0], bf, b->w[WQKV], b->w_col[WQKV], t[QKV], bf, T, NQKV, H, stream)); break;
+  case S_OPROJ: TRY("stand-in", k_ref_gemm(t[AO], bf, b->w[WO], b->w_col[WO], t[A], bf, T, H, H, stream)); break;
+  case S_UP: TRY("stand-in", k_ref_gemm(t[Y1], bf, b->w[WUP], b->w_col[WUP], t[U], bf, T, I, H, stream)); break;
+  case S_DOWN: TRY("stand-in", k_ref_gemm(t[G], bf, b->w[WDOWN], b->w_col[WDOWN], t[DN], bf, T, H, I, stream)); break;
+  case S_SILU: TRY("stand-in", k_ref_silu(t[U], b->w[SC], b->w[BI], t[G], bf, bf, T, I, stream)); break;
+  case S_PREFILL: TRY("stand-in", k_ref_prefill(t[Q], t[K], t[V], t[O], bf, bf, B, HQ, HKV, S, D, 1, stream)); break;
+  case S_DECODE: TRY("stand-in", k_ref_decode(t[QD], t[KC], t[VC], b->bt, t[OD], bf, bf, DB, HQ, HKV, L, D, PAGE, stream)); break;
+  }
+  return 0;
+}
+
+static int glue_tuned(int g, const bufs *b) {
+  void *const *t = b->t;
+  switch (g) {
+  case G_SPLIT: TRY("split heads", k_split_heads(t[QKV], t[Q], t[K], t[V], DT_BF16, B, S, HQ, HKV, D, stream)); break;
+  case G_MERGE: TRY("merge heads", k_merge_heads(t[O], t[AO], DT_BF16, B, S, HQ, D, stream)); break;
+  case G_PAGES:
+    TRY("KV to pages", k_to_pages(t[K], t[V], t[KC], t[VC], b->bt, DT_BF16, B, HKV, S, D, PAGE, stream));
+    TRY("last query", k_last_row(t[Q], t[QD], DT_BF16, B, HQ, S, D, stream));
+    break;
+  }
+  return 0;
+}
+
+/* The fp32 block, from the same inputs and weights. */
+static int reference(const bufs *b) {
+  const int f = DT_F32;
+  float *const *r = b->r;
+  void *const *t = b->t;
+  TRY("ref", k_bf16_to_f32(t[X], r[X], (size_t)act_numel[X], stream));
+  TRY("ref", k_ref_rmsnorm(r[X], NULL, b->w[WN1], r[Y0], NULL, f, f, T, H, rms_eps(S_NORM1), stream));
+  TRY("ref", k_ref_gemm(r[Y0], f, b->w[WQKV], b->w_col[WQKV], r[QKV], f, T, NQKV, H, stream));
+  TRY("ref", k_split_heads(r[QKV], r[Q], r[K], r[V], f, B, S, HQ, HKV, D, stream));
+  TRY("ref", k_ref_prefill(r[Q], r[K], r[V], r[O], f, f, B, HQ, HKV, S, D, 1, stream));
+  TRY("ref", k_merge_heads(r[O], r[AO], f, B, S, HQ, D, stream));
+  TRY("ref", k_ref_gemm(r[AO], f, b->w[WO], b->w_col[WO], r[A], f, T, H, H, stream));
+  TRY("ref", k_ref_rmsnorm(r[A], r[X], b->w[WN2], r[Y1], r[H1], f, f, T, H, rms_eps(S_NORM2), stream));
+  TRY("ref", k_ref_gemm(r[Y1], f, b->w[WUP], b->w_col[WUP], r[U], f, T, I, H, stream));
+  TRY("ref", k_ref_silu(r[U], b->w[SC], b->w[BI], r[G], f, f, T, I, stream));
+  TRY("ref", k_ref_gemm(r[G], f, b->w[WDOWN], b->w_col[WDOWN], r[DN], f, T, H, I, stream));
+  TRY("ref", k_ref_rmsnorm(r[DN], r[H1], b->w[WNF], r[YF], r[OUT], f, f, T, H, rms_eps(S_NORMF), stream));
+  /* decode: the other requests' caches and queries as the bf16 pipeline has them, then the prompts' */
+  TRY("ref", k_bf16_to_f32(t[KC], r[KC], (size_t)act_numel[KC], stream));
+  TRY("ref", k_bf16_to_f32(t[VC], r[VC], (size_t)act_numel[VC], stream));
+  TRY("ref", k_bf16_to_f32(t[QD], r[QD], (size_t)act_numel[QD], stream));
+  TRY("ref", k_to_pages(r[K], r[V], r[KC], r[VC], b->bt, f, B, HKV, S, D, PAGE, stream));
+  TRY("ref", k_last_row(r[Q], r[QD], f, B, HQ, S, D, stream));
+  TRY("ref", k_ref_decode(r[QD], r[KC], r[VC], b->bt, r[OD], f, f, DB, HQ, HKV, L, D, PAGE, stream));
+  TRY("ref", cudaStreamSynchronize((cudaStream_t)stream));
+  return 0;
+}
+
+/* The output each step is checked by. */
+static int step_out(int s) {
+  static const int o[N_STEPS] = {[S_NORM1] = Y0, [S_QKV] = QKV, [S_PREFILL] = O, [S_OPROJ] = A, [S_NORM2] = Y1, [S_UP] = U,
+                                 [S_SILU] = G, [S_DOWN] = DN, [S_NORMF] = OUT, [S_DECODE] = OD};
+  return o[s];
+}
+
+/* ---- timing ------------------------------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of iters runs of step s (glue g when s < 0) [us]. */
+static int time_it(int s, int g, const bufs *b, double *us) {
+  cudaEvent_t e0, e1;
+  double t[256];
+  TRY("event", cudaEventCreate(&e0));
+  TRY("event", cudaEventCreate(&e1));
+  for (int i = 0; i < iters; ++i) {
+    TRY("event", cudaEventRecord(e0, (cudaStream_t)stream));
+    if (s >= 0 ? step_tuned(s, b) : glue_tuned(g, b)) return -1;
+    TRY("event", cudaEventRecord(e1, (cudaStream_t)stream));
+    TRY("run", cudaEventSynchronize(e1));
+    float ms;
+    TRY("event", cudaEventElapsedTime(&ms, e0, e1));
+    t[i] = ms * 1e3;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  qsort(t, (size_t)iters, sizeof t[0], cmp_double);
+  *us = t[iters / 2];
+  return 0;
+}
+
+/* ---- setup --------------------------------------------------------------------------------------------------- */
+
+static int alloc_all(bufs *b) {
+  for (int i = 0; i < N_ACT; ++i) {
+    TRY("cudaMalloc", cudaMalloc(&b->t[i], (size_t)act_numel[i] * 2));
+    TRY("cudaMalloc", cudaMalloc((void **)&b->r[i], (size_t)act_numel[i] * 4));
+    TRY("poison", cudaMemset(b->t[i], 0xff, (size_t)act_numel[i] * 2)); /* NaN until written */
+  }
+  for (int i = 0; i < N_W; ++i) TRY("cudaMalloc", cudaMalloc((void **)&b->w[i], (size_t)w_numel[i] * 2));
+  TRY("cudaMalloc", cudaMalloc((void **)&b->bt, sizeof(int32_t) * DB * (L / PAGE)));
+  TRY("cudaMalloc", cudaMalloc((void **)&b->ws, (size_t)b->ws_numel * 4));
+  TRY("cudaMalloc", cudaMalloc(&b->o_last, (size_t)B * HQ * D * 2));
+  return 0;
+}
+
+static int init_inputs(bufs *b) {
+  /* seeded: the same block every run */
+  TRY("init", k_init(b->t[X], DT_BF16, (size_t)act_numel[X], 1, 1, 1.f, 0.f, stream));
+  TRY("init", k_init(b->w[WN1], DT_BF16, H, 2, 0, 0.5f, 1.f, stream));
+  TRY("init", k_init(b->w[WN2], DT_BF16, H, 3, 0, 0.5f, 1.f, stream));
+  TRY("init", k_init(b->w[WNF], DT_BF16, H, 4, 0, 0.5f, 1.f, stream));
+  TRY("init", k_init(b->w[SC], DT_BF16, I, 5, 0, 0.5f, 1.f, stream));
+  TRY("init", k_init(b->w[BI], DT_BF16, I, 6, 0, 0.5f, 0.f, stream));
+  /* weights ~ N(0, 1/K): activations stay of order 1 */
+  struct { int w; int64_t n, k; } g[] = {{WQKV, NQKV, H}, {WO, H, H}, {WUP, I, H}, {WDOWN, H, I}};
+  for (int i = 0; i < 4; ++i)
+    TRY("init", k_init_weight(b->w[g[i].w], g[i].n, g[i].k, b->w_col[g[i].w], 10 + (uint64_t)i, 1.f / sqrtf((float)g[i].k), stream));
+  /* the decode batch: other requests' caches and queries */
+  TRY("init", k_init(b->t[KC], DT_BF16, (size_t)act_numel[KC], 20, 1, 1.f, 0.f, stream));
+  TRY("init", k_init(b->t[VC], DT_BF16, (size_t)act_numel[VC], 21, 1, 1.f, 0.f, stream));
+  TRY("init", k_init(b->t[QD], DT_BF16, (size_t)act_numel[QD], 22, 1, 1.f, 0.f, stream));
+  /* block table: a seeded permutation of the pages */
+  int32_t *bt = malloc(sizeof(int32_t) * PAGES);
+  if (!bt) { fprintf(stderr, "decoder_block: out of memory\n"); return -1; }
+  uint64_t st = 0x243f6a8885a308d3ull;
+  for (int i = 0; i < PAGES; ++i) bt[i] = i;
+  for (int i = PAGES - 1; i > 0; --i) {
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    int j = (int)(st % (uint64_t)(i + 1));
+    int32_t x = bt[i];
+    bt[i] = bt[j], bt[j] = x;
+  }
+  int rc = (int)cudaMemcpy(b->bt, bt, sizeof(int32_t) * PAGES, cudaMemcpyHostToDevice);
+  free(bt);
+  TRY("block table", rc);
+  TRY("init", cudaStreamSynchronize((cudaStream_t)stream));
+  return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------------------------------------- */
+
+static void usage(void) {
+  fprintf(stderr, "usage: decoder_block BUNDLE... [--plan] [--arch sm_90a] [--standins] [--device N] [--iters K]\n");
+}
+
+static void print_plan(int standins) {
+  printf("\nplan (per step: the family and variant libtunert chose, and why)\n");
+  for (int s = 0; s < N_STEPS; ++s) {
+    steprun *r = &run[s];
+    printf("%2d %-32s ", s + 1, steps[s].title);
+    if (!r->p.ok) {
+      printf("%s\n     %s\n", standins ? "STAND-IN (plain reference kernel, bf16)" : "NO VARIANT", r->p.why_not);
+      continue;
     }
-  }
-  const tunert_selection *sel;
-  if (tunert_select(ctx, st->family, dims, fi.n_dims, &sel, &e)) {
-    snprintf(r->status, sizeof r->status, "NO VARIANT");
-    snprintf(r->detail, sizeof r->detail, "%s", e.msg);
-    return;
-  }
-  tunert_selection_info si = {.struct_size = sizeof si};
-  tunert_selection_info_get(sel, &si);
-  snprintf(r->detail, sizeof r->detail, "%s %s; %s", si.exact ? "tuned for this problem:" : "nearest tuned problem:", si.variant, si.binary);
-  r->bundle_us = si.measured_ns / 1e3;
-  /* buffers */
-  CUdeviceptr dev[32] = {0};
-  void *host[32] = {0};
-  tunert_arg args[32];
-  int failed = 0;
-  for (int a = 0; a < si.n_args && !failed; ++a) {
-    const tunert_arg_info *x = &si.args[a];
-    if (x->role == TUNERT_ROLE_SCALAR) { args[a] = tunert_arg_auto(); continue; }
-    int fill = x->role == TUNERT_ROLE_OUTPUT ? FILL_OUT : x->role == TUNERT_ROLE_SCRATCH ? FILL_SCRATCH : FILL_NORMAL;
-    for (int b = 0; b < st->n_args; ++b)
-      if (!strcmp(st->args[b].name, x->name)) fill = st->args[b].fill;
-    size_t bytes = (size_t)(x->bytes > 0 ? x->bytes : 16);
-    if (cu.cuMemAlloc(&dev[a], bytes)) { snprintf(r->check, sizeof r->check, "cuMemAlloc(%zu) failed", bytes); failed = 1; break; }
-    args[a] = tunert_arg_devptr(dev[a]);
-    if (fill == FILL_OUT || fill == FILL_SCRATCH) { cu.cuMemsetD8(dev[a], 0xff, bytes); continue; } /* poisoned: NaN */
-    host[a] = malloc(bytes);
-    if (!strcmp(x->dtype, "bf16")) {
-      uint16_t *h = host[a];
-      for (int64_t i = 0; i < x->numel; ++i)
-        h[i] = f2bf(fill == FILL_WEIGHT ? (float)(0.5 + urand()) : (float)((urand() + urand() + urand() - 1.5) * 2.0));
-    } else if (!strcmp(x->dtype, "f32")) {
-      float *h = host[a];
-      for (int64_t i = 0; i < x->numel; ++i) h[i] = (float)(urand() * 2 - 1);
-    } else if (!strcmp(x->dtype, "i32")) {
-      int32_t *h = host[a];
-      for (int64_t i = 0; i < x->numel; ++i) h[i] = (int32_t)i;
-      if (fill == FILL_PERM)
-        for (int64_t i = x->numel - 1; i > 0; --i) { int64_t j = (int64_t)(rnd() % (uint64_t)(i + 1)); int32_t t = h[i]; h[i] = h[j]; h[j] = t; }
-    } else memset(host[a], 0, bytes);
-    cu.cuMemcpyHtoD(dev[a], host[a], bytes);
-  }
-  if (!failed) {
-    r->ran = 1;
-    CUevent e0, e1;
-    cu.cuEventCreate(&e0, 0);
-    cu.cuEventCreate(&e1, 0);
-    double t[256];
-    int rc = 0;
-    for (int i = 0; i < 3 + iters && !rc; ++i) {
-      cu.cuEventRecord(e0, NULL);
-      rc = tunert_launch(ctx, sel, NULL, args, si.n_args, &e);
-      cu.cuEventRecord(e1, NULL);
-      cu.cuEventSynchronize(e1);
-      float ms = 0;
-      cu.cuEventElapsedTime(&ms, e0, e1);
-      if (i >= 3) t[i - 3] = ms * 1e3;
-      if (i == 0 && !rc) { /* check the first run's output */
-        CUresult cr = cu.cuCtxSynchronize();
-        if (cr) { const char *nm = "?"; cu.cuGetErrorName(cr, &nm); snprintf(r->check, sizeof r->check, "kernel failed: %s", nm); rc = 1; break; }
-        r->ok = st->check(st, &si, host, dev, r->check, sizeof r->check) == 0;
-        /* later launches rewrite the outputs: no need to restore them */
-      }
-    }
-    if (rc) {
-      if (!r->check[0]) snprintf(r->check, sizeof r->check, "launch failed: %.260s", e.msg);
-      r->ok = 0;
-      snprintf(r->status, sizeof r->status, "FAILED");
-    } else {
-      for (int i = 1; i < iters; ++i)
-        for (int j = i; j > 0 && t[j - 1] > t[j]; --j) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
-      r->us = t[iters / 2];
-      snprintf(r->status, sizeof r->status, "ran");
-    }
-    cu.cuEventDestroy(e0);
-    cu.cuEventDestroy(e1);
-  } else snprintf(r->status, sizeof r->status, "FAILED");
-  for (int a = 0; a < si.n_args; ++a) {
-    if (dev[a]) cu.cuMemFree(dev[a]);
-    free(host[a]);
+    printf("%s from %s\n     %s\n     variant %s; %s\n", r->p.family, bundle_of(r->p.ctx), r->p.how, r->p.si.variant, r->p.si.binary);
   }
 }
 
 int main(int argc, char **argv) {
-  const char *bundles[16];
-  int n_bundles = 0, ordinal = 0;
+  int n_bundles = 0, ordinal = 0, plan_only = 0, standins = 0;
+  const char *arch = "sm_90a";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) ordinal = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--iters") && i + 1 < argc) { iters = atoi(argv[++i]); if (iters < 1 || iters > 200) iters = 20; }
-    else if (argv[i][0] != '-' && n_bundles < 16) bundles[n_bundles++] = argv[i];
-    else { fprintf(stderr, "usage: decoder_block BUNDLE... [--device N] [--iters K]\n"); return 2; }
+    else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+      iters = atoi(argv[++i]);
+      if (iters < 1 || iters > 256) { usage(); return 2; }
+    } else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+    else if (!strcmp(argv[i], "--plan")) plan_only = 1;
+    else if (!strcmp(argv[i], "--standins")) standins = 1;
+    else if (argv[i][0] != '-' && n_bundles < 16) bundle_paths[n_bundles++] = argv[i];
+    else { usage(); return 2; }
   }
-  if (!n_bundles) { fprintf(stderr, "usage: decoder_block BUNDLE... [--device N] [--iters K]\n"); return 2; }
-  char gpu[256] = "?";
-  if (cuda_open(ordinal, gpu, sizeof gpu)) { fprintf(stderr, "decoder_block: no usable NVIDIA GPU/driver here: this program runs kernels\n"); return 3; }
+  if (!n_bundles) { usage(); return 2; }
+
   tunert_options o;
   tunert_options_init(&o);
   o.device = ordinal;
+  if (plan_only) { o.flags |= TUNERT_OPEN_NO_DEVICE; o.arch = arch; }
   tunert_err e;
-  printf("decoder block forward through libtunert\n");
-  for (int b = 0; b < n_bundles; ++b) {
-    if (tunert_open(bundles[b], &o, &ctxs[n_ctxs], &e)) { fprintf(stderr, "decoder_block: %s\n", e.msg); return 1; }
-    tunert_ctx *ctx = ctxs[n_ctxs++];
+  int code = 0;
+  printf("decoder block forward through libtunert (%s)\n", plan_only ? "plan only" : "run");
+  for (int i = 0; i < n_bundles; ++i) {
+    if (tunert_open(bundle_paths[i], &o, &ctxs[n_ctxs], &e)) { fprintf(stderr, "decoder_block: %s\n", e.msg); code = 4; goto done; }
+    tunert_ctx *c = ctxs[n_ctxs++];
     tunert_bundle_info bi = {.struct_size = sizeof bi};
-    tunert_bundle_info_get(ctx, &bi);
-    printf("bundle %s: format %d.%d, made %s by tune %s, measured on %s; binaries %s; opened in %.2f ms; families:",
-           bundles[b], bi.format_major, bi.format_minor, bi.created_at, bi.tool_version, bi.device_name, bi.archs, bi.open_ms);
-    for (int f = 0; f < tunert_family_count(ctx); ++f) printf(" %s", tunert_family_name(ctx, f));
+    tunert_bundle_info_get(c, &bi);
+    printf("bundle %s: format %d.%d by tune %s, measured on %s, binaries %s, opened in %.2f ms; families:", bundle_paths[i], bi.format_major,
+           bi.format_minor, bi.tool_version, bi.device_name, bi.archs, bi.open_ms);
+    for (int f = 0; f < tunert_family_count(c); ++f) printf(" %s", tunert_family_name(c, f));
     printf("\n");
   }
-  const int64_t B = 4, S = 4096, HQ = 32, HKV = 8, D = 128, H = HQ * D, T = B * S, I = 14336;
-  const int64_t DB = 32, DL = 4096, PAGE = 16;
-  printf("device %d: %s\n", ordinal, gpu);
-  printf("prefill: B=%lld S=%lld -> T=%lld tokens, hidden %lld (%lld query heads x %lld, %lld KV heads), MLP %lld, causal\n",
-         (long long)B, (long long)S, (long long)T, (long long)H, (long long)HQ, (long long)D, (long long)HKV, (long long)I);
-  printf("decode:  B=%lld sequences, %lld-token paged KV caches (page %lld)\n\n", (long long)DB, (long long)DL, (long long)PAGE);
-  const char *gemm_note = "stand-in random inputs (the producing GEMM is not available)";
-  step steps[] = {
-      {1, "save residual (fp32 copy)", "copy", "the block input x", 1, {{"N", T * H}}, 3,
-       {{"src", FILL_NORMAL}, {"dst", FILL_OUT}, {"n", 0}}, check_copy},
-      {2, "input RMSNorm", "rmsnorm", "the block input x", 3, {{"T", T}, {"H", H}, {"residual", 0}}, 5,
-       {{"x", FILL_NORMAL}, {"w", FILL_WEIGHT}, {"y", FILL_OUT}, {"T", 0}, {"eps", 0}}, check_rmsnorm},
-      {3, "QKV projection", "gemm", "", 3, {{"M", T}, {"N", (HQ + 2 * HKV) * D}, {"K", H}}, 0, {{0}}, NULL},
-      {4, "attention, prefill (causal, GQA)", "attention.prefill", NULL, 6,
-       {{"B", B}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"S", S}, {"causal", 1}}, 9,
-       {{"q", FILL_NORMAL}, {"k", FILL_NORMAL}, {"v", FILL_NORMAL}, {"o", FILL_OUT}, {"B", 0}, {"HQ", 0}, {"HKV", 0}, {"S", 0},
-        {"scale_log2", 0}}, check_prefill},
-      {5, "output projection", "gemm", "", 3, {{"M", T}, {"N", H}, {"K", H}}, 0, {{0}}, NULL},
-      {6, "residual add + RMSNorm", "rmsnorm.add", NULL, 3, {{"T", T}, {"H", H}, {"residual", 1}}, 7,
-       {{"x", FILL_NORMAL}, {"r", FILL_NORMAL}, {"w", FILL_WEIGHT}, {"y", FILL_OUT}, {"h", FILL_OUT}, {"T", 0}, {"eps", 0}},
-       check_rmsnorm},
-      {7, "MLP gate and up projections", "gemm", "", 3, {{"M", T}, {"N", 2 * I}, {"K", H}}, 0, {{0}}, NULL},
-      {8, "SiLU(gate) (x up: no fused family yet)", "elementwise", NULL, 2, {{"rows", T}, {"cols", I}}, 6,
-       {{"x", FILL_NORMAL}, {"scale", FILL_WEIGHT}, {"bias", FILL_NORMAL}, {"y", FILL_OUT}, {"rows", 0}, {"cols", 0}}, check_silu},
-      {9, "MLP down projection", "gemm", "", 3, {{"M", T}, {"N", H}, {"K", I}}, 0, {{0}}, NULL},
-      {10, "attention, decode (paged KV)", "attention.decode", NULL, 6,
-       {{"B", DB}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"L", DL}, {"page", PAGE}}, 12,
-       {{"q", FILL_NORMAL}, {"k_cache", FILL_NORMAL}, {"v_cache", FILL_NORMAL}, {"block_table", FILL_PERM}, {"o", FILL_OUT},
-        {"partial", FILL_SCRATCH}, {"B", 0}, {"HQ", 0}, {"HKV", 0}, {"L", 0}, {"max_pages_per_seq", 0}, {"scale_log2", 0}},
-       check_decode},
-  };
-  int n_steps = (int)(sizeof steps / sizeof steps[0]);
-  result res[16];
-  int n_ran = 0, n_ok = 0, n_fail = 0;
-  char missing[512] = "";
-  printf("%-3s %-40s %-18s %-13s %11s %11s  %s\n", "", "step", "family", "status", "time", "tuned time", "check");
-  for (int i = 0; i < n_steps; ++i) {
-    step *st = &steps[i];
-    if (!st->check) {
-      /* GEMM steps: no binding in this program until a GEMM family with integer dims exists */
-      memset(&res[i], 0, sizeof res[i]);
-      int have = ctx_for(st->family) != NULL;
-      snprintf(res[i].status, sizeof res[i].status, have ? "NOT RUN" : "NOT AVAILABLE");
-      snprintf(res[i].detail, sizeof res[i].detail, "%s", have ? "family 'gemm' is in the bundle but this program does not bind GEMMs yet"
-                                                              : "no family 'gemm' in the bundle");
-    } else {
-      const char *producer = i >= 3 ? gemm_note : "";
-      if (!st->inputs_note) st->inputs_note = producer;
-      run_step(st, &res[i]);
-    }
-    result *r = &res[i];
-    char t[32] = "-", tt[32] = "-";
-    if (r->us > 0) snprintf(t, sizeof t, "%.2f us", r->us);
-    if (r->bundle_us > 0) snprintf(tt, sizeof tt, "%.2f us", r->bundle_us);
-    printf("%-3d %-40s %-18s %-13s %11s %11s  %s\n", st->no, st->title, st->family, r->status, t, tt, r->check);
-    printf("    %s\n", r->detail);
-    if (r->ran && st->inputs_note && st->inputs_note[0]) printf("    inputs: %s\n", st->inputs_note);
-    if (r->ran) { n_ran++; if (r->ok) n_ok++; else n_fail++; }
-    else if (!strstr(missing, st->family)) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "", st->family);
-    fflush(stdout);
+  printf("model: hidden %d (%d query heads x %d, %d KV heads), MLP %d; prefill B=%d x S=%d (T=%d tokens, causal); "
+         "decode %d sequences x %d cached tokens (page %d)\n",
+         H, HQ, D, HKV, I, B, S, T, DB, L, PAGE);
+  printf("MLP: up -> SiLU(u * scale + bias) -> down (the elementwise family computes silu(x * scale + bias); "
+         "no family multiplies two tensors, so a SwiGLU gate is not expressible); no rotary embedding (no family)\n");
+
+  /* plan every step; a missing family or problem stops here unless --standins */
+  int missing = 0;
+  for (int s = 0; s < N_STEPS; ++s) {
+    plan_make(ctxs, n_ctxs, &steps[s].req, &run[s].p);
+    if (!run[s].p.ok) { missing++; run[s].standin = standins; }
   }
-  printf("\nsummary: %d of %d steps ran through libtunert from the bundle, %d passed their check, %d failed\n", n_ran, n_steps, n_ok, n_fail);
-  if (n_ran < n_steps)
-    printf("not available or not run: %s. The block's output is therefore not computed end to end: each step that ran "
-           "was checked on its own inputs.\n", missing);
-  printf("times: CUDA-event median of %d launches per step on this GPU; 'tuned time' is the tuner's CUPTI median in the bundle.\n", iters);
-  for (int b = 0; b < n_ctxs; ++b) tunert_close(ctxs[b]);
-  return n_fail ? 1 : 0;
+  print_plan(standins);
+  bufs b = {0};
+  for (int i = 0; i < N_W; ++i) b.w_col[i] = 1;
+  b.ws_numel = 1;
+  for (int s = 0; s < N_STEPS; ++s) {
+    if (!run[s].p.ok) continue;
+    if (run[s].p.scratch_bytes / 4 + 1 > b.ws_numel) b.ws_numel = run[s].p.scratch_bytes / 4 + 1;
+    if (run[s].p.layout[0]) b.w_col[gemm_weight(s)] = !strcmp(run[s].p.layout, "col");
+  }
+  if (missing && !standins) {
+    fprintf(stderr, "decoder_block: the bundles cannot run %d of the %d steps (NO VARIANT above): make the bundle with those "
+                    "families and problems (tune run, then tune bundle --recipe ...), or pass --standins to run them with the "
+                    "plain reference kernel\n", missing, N_STEPS);
+    code = 4;
+    goto done;
+  }
+  if (plan_only) { /* bind with null pointers: checks names, dtypes and sizes */
+    char why[512];
+    for (int s = 0; s < N_STEPS; ++s) {
+      plan_buf pb[16];
+      int n = step_bufs(s, &b, pb);
+      if (run[s].p.ok && plan_bind(&run[s].p, pb, n, why, sizeof why)) {
+        fprintf(stderr, "decoder_block: step %d (%s): %s\n", s + 1, steps[s].title, why);
+        code = 4;
+      }
+    }
+    if (!code) printf("\nplan ok: every step %s; arguments bound by name with matching dtypes and sizes\n",
+                      missing ? "has a variant or a stand-in" : "has a variant");
+    goto done;
+  }
+
+  /* the GPU */
+  int n_dev = 0;
+  if (cudaGetDeviceCount(&n_dev) || n_dev <= ordinal || cudaSetDevice(ordinal) || cudaFree(0)) {
+    fprintf(stderr, "decoder_block: no usable NVIDIA GPU/driver here (device %d): this program runs kernels (--plan does not)\n", ordinal);
+    code = 3;
+    goto done;
+  }
+  struct cudaDeviceProp prop;
+  if (!cudaGetDeviceProperties(&prop, ordinal)) printf("device %d: %s (sm_%d%d)\n", ordinal, prop.name, prop.major, prop.minor);
+  cudaStream_t st;
+  if (cudaStreamCreate(&st)) { fprintf(stderr, "decoder_block: cudaStreamCreate failed\n"); code = 1; goto done; }
+  stream = st;
+  if (alloc_all(&b) || init_inputs(&b)) { code = 1; goto done; }
+  for (int s = 0; s < N_STEPS; ++s) {
+    char why[512];
+    plan_buf pb[16];
+    int n = step_bufs(s, &b, pb);
+    if (run[s].p.ok && plan_bind(&run[s].p, pb, n, why, sizeof why)) {
+      fprintf(stderr, "decoder_block: step %d (%s): %s\n", s + 1, steps[s].title, why);
+      code = 4;
+      goto done;
+    }
+  }
+
+  /* 1. the block, once, in order (the checked run; it also loads every module) */
+  static const int order[][2] = {{S_NORM1, -1}, {S_QKV, -1}, {-1, G_SPLIT}, {S_PREFILL, -1}, {-1, G_MERGE}, {S_OPROJ, -1},
+                                 {S_NORM2, -1}, {S_UP, -1},  {S_SILU, -1},  {S_DOWN, -1},    {S_NORMF, -1}, {-1, G_PAGES},
+                                 {S_DECODE, -1}};
+  int n_order = (int)(sizeof order / sizeof order[0]);
+  for (int i = 0; i < n_order; ++i)
+    if (order[i][0] >= 0 ? step_tuned(order[i][0], &b) : glue_tuned(order[i][1], &b)) { code = 1; goto done; }
+  if (cudaStreamSynchronize(st)) { fprintf(stderr, "decoder_block: the block failed on the GPU: %s\n", cudaGetErrorString(cudaGetLastError())); code = 1; goto done; }
+  /* the prefill's output for each prompt's last token, before timing reruns anything */
+  if (k_last_row(b.t[O], b.o_last, DT_BF16, B, HQ, S, D, stream)) { code = 1; goto done; }
+
+  /* 2. the fp32 reference of the whole block, and every step's output against it */
+  printf("\nreference: the whole block in fp32 (plain kernels of this program) ...\n");
+  fflush(stdout);
+  if (reference(&b)) { code = 1; goto done; }
+  for (int s = 0; s < N_STEPS; ++s) {
+    int out = step_out(s);
+    cmp_result c;
+    if (k_compare(b.t[out], DT_BF16, b.r[out], DT_F32, (size_t)act_numel[out], &c, stream)) { code = 1; goto done; }
+    steprun *r = &run[s];
+    r->checked = 1;
+    r->rel_l2 = c.sum_sq_ref > 0 ? sqrt(c.sum_sq_diff / c.sum_sq_ref) : INFINITY;
+    r->max_abs = c.max_abs;
+    r->nonfinite = c.nonfinite;
+    r->ok = c.nonfinite == 0 && r->rel_l2 <= TOL_REL_L2;
+  }
+  cmp_result cross;
+  if (k_compare(b.t[OD], DT_BF16, b.o_last, DT_BF16, (size_t)B * HQ * D, &cross, stream)) { code = 1; goto done; }
+  double cross_rel = cross.sum_sq_ref > 0 ? sqrt(cross.sum_sq_diff / cross.sum_sq_ref) : INFINITY;
+  int cross_ok = cross.nonfinite == 0 && cross_rel <= TOL_REL_L2;
+
+  /* 3. per-kernel times */
+  for (int s = 0; s < N_STEPS; ++s)
+    if (time_it(s, 0, &b, &run[s].us)) { code = 1; goto done; }
+  for (int g = 0; g < N_GLUE; ++g)
+    if (time_it(-1, g, &b, &glue_us[g])) { code = 1; goto done; }
+
+  /* 4. report */
+  printf("\n%-3s %-32s %-18s %8s %12s %12s %10s %9s  %s\n", "", "step", "family", "launches", "time here", "tuned time", "rel-L2",
+         "max abs", "check");
+  double total = 0, total_glue = 0;
+  int n_lib = 0, n_ok = 0;
+  for (int s = 0; s < N_STEPS; ++s) {
+    steprun *r = &run[s];
+    char tt[32] = "-";
+    if (r->p.ok && r->p.est_ns > 0) snprintf(tt, sizeof tt, "%.1f us", r->p.est_ns / 1e3);
+    printf("%-3d %-32s %-18s %8d %9.1f us %12s %10.2e %9.2e  %s%s\n", s + 1, steps[s].title, r->standin ? "STAND-IN" : r->p.family,
+           r->standin ? 1 : r->p.chunks * r->p.si.n_launches, r->us, tt, r->rel_l2, r->max_abs, r->ok ? "ok" : "MISMATCH",
+           r->nonfinite ? " (non-finite values)" : "");
+    total += r->us;
+    n_lib += !r->standin;
+    n_ok += r->ok;
+  }
+  for (int g = 0; g < N_GLUE; ++g) {
+    printf("%-3s %-32s %-18s %8s %9.1f us\n", "-", glue_titles[g], "(this program)", "", glue_us[g]);
+    total_glue += glue_us[g];
+  }
+  printf("\ndecode vs prefill for the prompts' last tokens (sequences 0..%d): rel-L2 %.2e, max abs %.2e: %s\n", B - 1, cross_rel,
+         cross.max_abs, cross_ok ? "ok" : "MISMATCH");
+  printf("summary: %d of %d steps through libtunert from the bundle%s, %d of %d within rel-L2 %.0e of the fp32 block; "
+         "kernel time %.1f us (steps) + %.1f us (glue)\n",
+         n_lib, N_STEPS, n_lib < N_STEPS ? " (the others: plain reference kernels, --standins)" : "", n_ok, N_STEPS, TOL_REL_L2, total,
+         total_glue);
+  printf("times: CUDA-event median of %d runs per step on this GPU (chunked steps: all their launches); 'tuned time' is the "
+         "bundle's measured median (x launches) for the tuned problem, measured on %s\n",
+         iters, run[S_PREFILL].p.ok ? run[S_PREFILL].p.si.measured_on : "the tuning device");
+  code = n_ok == N_STEPS && cross_ok ? 0 : 1;
+done:
+  for (int i = 0; i < n_ctxs; ++i) tunert_close(ctxs[i]);
+  return code;
 }
