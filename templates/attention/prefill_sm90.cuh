@@ -483,7 +483,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
 }  // namespace pf90
 
 // Bytes of dynamic shared memory the kernel needs (host code that includes this header may use it).
-constexpr int attn_prefill_sm90_smem_bytes = pf90::kSmemBytes;
+[[maybe_unused]] constexpr int attn_prefill_sm90_smem_bytes = pf90::kSmemBytes;
 
 extern "C" __global__ void __launch_bounds__(pf90::kThreads, 1)
 attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,

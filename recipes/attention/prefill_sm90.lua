@@ -1,0 +1,111 @@
+-- attention/prefill_sm90.lua: attention forward (prefill), the Hopper path: a producer warpgroup
+-- fills a K/V ring through mbarriers, consumer warpgroups run wgmma (Q K^T from shared memory, P V with
+-- P in registers) with the online softmax on the accumulators. sm_90a only.
+-- Same arguments, layout, reference, tolerance and problems as attention/prefill.lua (the mma.sync
+-- path), so that the two recipes' results compare problem by problem. Any S: tails are masked.
+-- Every knob of templates/attention/prefill_sm90.cuh is a parameter here; D and causal are
+-- compile-time defines of the problem.
+
+-- Dynamic shared memory of a config at head dim D (templates/attention/prefill_sm90.cuh, kSmemBytes):
+-- 1024 bytes of alignment slack, the Q tile, STAGES K and V tiles, 1 + 4 * STAGES mbarriers.
+local function smem_bytes(c, D)
+  return 1024 + (64 * c.CONSUMERS + 2 * c.STAGES * c.BLOCK_N) * D * 2 + (1 + 4 * c.STAGES) * 8
+end
+local SMEM_LIMIT = 227 * 1024   -- sm_90 opt-in maximum per block; the template static_asserts the same
+
+-- Query tiles per head.
+local function q_tiles(c, p) return (p.S + 64 * c.CONSUMERS - 1) // (64 * c.CONSUMERS) end
+
+return {
+  name = "attention.prefill_sm90",
+  template = "templates/attention/prefill_sm90.cuh",
+  kernel = "attn_prefill_sm90",
+
+  params = {
+    { "BLOCK_N",   { 64, 128, 176 } },  -- keys per K/V tile (n of the Q K^T wgmma)
+    { "CONSUMERS", { 1, 2, 3 } },       -- consumer warpgroups; query rows per block = 64 * CONSUMERS
+    { "STAGES",    { 2, 3 } },          -- K/V ring depth
+    { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
+    { "SCHED",     { 0, 1, 2 } },       -- causal order: 0 natural, 1 longest first per head, 2 grouped heads, longest first
+    { "PV_SPLIT",  { 0, 1 } },          -- 1: P V as D / 64 wgmma of n = 64 (no leading-byte offset)
+  },
+
+  constraints = {
+    -- registers per consumer thread (setmaxnreg: 160 with 3 consumers): O (D / 2) + S (BLOCK_N / 2)
+    -- + P (BLOCK_N / 4) must leave room at 160; 3 consumers with BLOCK_N 176 spill at any D
+    function(c) return c.CONSUMERS < 3 or c.BLOCK_N <= 128 end,
+  },
+
+  applies = function(c, p)
+    if p.HQ % p.HKV ~= 0 then return false, "HQ must be a multiple of HKV" end
+    if not p.causal and c.SCHED ~= 0 then
+      return false, "SCHED only reorders causal work (same kernel as SCHED=0 when not causal)"
+    end
+    if p.D ~= 128 and c.PV_SPLIT ~= 0 then return false, "PV_SPLIT changes nothing at D=64" end
+    if p.D == 128 and c.CONSUMERS == 3 then
+      return false, "3 consumers at D=128: O, S and P do not fit in 160 registers"
+    end
+    if smem_bytes(c, p.D) > SMEM_LIMIT then
+      return false, "shared memory " .. smem_bytes(c, p.D) .. " B over 227 KiB at D=" .. p.D
+    end
+    return true
+  end,
+
+  defines = function(c, p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal } end,
+
+  problems = {
+    { name = "b4h32s4096d128",      B = 4,  HQ = 32, HKV = 32, S = 4096,  D = 128, causal = false },
+    { name = "b4h32s4096d128c",     B = 4,  HQ = 32, HKV = 32, S = 4096,  D = 128, causal = true },
+    { name = "b16h16s1024d64",      B = 16, HQ = 16, HKV = 16, S = 1024,  D = 64,  causal = false },
+    { name = "b2h16s16384d128c",    B = 2,  HQ = 16, HKV = 16, S = 16384, D = 128, causal = true },
+    { name = "b8h32s2048d128c",     B = 8,  HQ = 32, HKV = 32, S = 2048,  D = 128, causal = true },
+    { name = "b4h32s4096d128c_gqa8", B = 4, HQ = 32, HKV = 8,  S = 4096,  D = 128, causal = true },
+  },
+
+  -- SCHED 0 | 1: grid.x = query tiles of one head, so the blocks of one (b, h), which share K/V, run
+  -- together. SCHED 2: one flat grid; the template maps blockIdx.x to (head group, tile, head).
+  launch = {
+    grid = function(c, p)
+      local tiles = q_tiles(c, p)
+      if c.SCHED == 2 then return { tiles * p.HQ * p.B, 1, 1 } end
+      return { tiles, p.HQ, p.B }
+    end,
+    block = function(c) return { 128 * (c.CONSUMERS + 1), 1, 1 } end,
+    shared = function(c, p) return smem_bytes(c, p.D) end,
+  },
+
+  args = {
+    { "q", tensor = "bf16", shape = { "B", "HQ", "S", "D" },  init = { "normal", 0, 1 } },
+    { "k", tensor = "bf16", shape = { "B", "HKV", "S", "D" }, init = { "normal", 0, 1 } },
+    { "v", tensor = "bf16", shape = { "B", "HKV", "S", "D" }, init = { "normal", 0, 1 } },
+    { "o", tensor = "bf16", shape = { "B", "HQ", "S", "D" },  output = true },
+    { "B",   scalar = "i32", value = "B" },
+    { "HQ",  scalar = "i32", value = "HQ" },
+    { "HKV", scalar = "i32", value = "HKV" },
+    { "S",   scalar = "i32", value = "S" },
+    -- softmax(x * scale) is computed as 2^(x * scale * log2 e); scale = 1 / sqrt(D)
+    { "scale_log2", scalar = "f32", value = function(p) return 1.4426950408889634 / math.sqrt(p.D) end },
+  },
+
+  reference = {
+    source = "templates/attention/reference_prefill.cuh",
+    kernel = "attn_prefill_reference",
+    grid = function(p) return { (p.S + 127) // 128, p.HQ, p.B } end,
+    block = { 128, 1, 1 },
+    shared = 0,
+    defines = function(p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal } end,
+  },
+
+  -- as attention/prefill.lua: bf16 output and P rounded to bf16 before P V
+  tolerance = { rel_l2 = 2e-2, max_abs = 5e-2 },
+
+  metrics = {
+    -- two matmuls of 2*S*S*D flops per (b, h); causal does half
+    flops = function(p)
+      local f = 4 * p.B * p.HQ * p.S * p.S * p.D
+      if p.causal then f = f // 2 end
+      return f
+    end,
+    bytes = function(p) return 2 * p.S * p.D * (2 * p.B * p.HQ + 2 * p.B * p.HKV) end,
+  },
+}
