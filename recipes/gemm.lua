@@ -6,11 +6,15 @@
 --   gemm.splitk  decode shapes only: the same paths with K split over grid.y (SPLIT_K), fp32 partials
 --                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
 --                without split-K never pay for a second (empty) kernel launch.
--- Tile shapes are whitelisted per path below; `applies` keeps large problems on large tiles and decode
--- problems (M <= 128) on small tiles, GEMV and split-K: gemm has 133 configs per large problem and
--- 8..60 per decode problem, gemm.splitk 10..40 per decode problem (2180 evaluations in all).
--- Not yet in the space: USE_TMA (bulk tensor copies in the PATH 1 producer, ~+30 % on the large
--- problems), which needs tensor-map arguments from the worker: docs/tensormap-args.md.
+-- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
+-- tensor copies (TMA) through the tensor maps tmA and tmB that the worker builds per variant
+-- (docs/tensormap-args.md). Every kernel (and the reference) takes the two maps (TMA_ARGS = 1).
+-- Tile shapes are whitelisted per path below; `applies` keeps large problems on a measured short list
+-- (TMA producers first; cp.async, wgmma without producer and mma.sync for comparison) and decode
+-- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized for one exhaustive run of
+-- every problem in about 7 minutes on an H200 (tools/bench/device_gemm_run.sh); `gemm_space
+-- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem: 38 per large problem
+-- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 1848 in all.
 
 local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
 
@@ -103,6 +107,7 @@ local function params(split)
     { "WS",             { 0, 1 } },             -- PATH 1: 1 = producer warpgroup + consumers
     { "PRODUCER_WARPS", { 1, 4 } },             -- PATH 1, WS = 1: warps of the producer that copy
     { "SETMAXNREG",     { 0, 1 } },             -- PATH 1, WS = 1: producer 40/56 regs, consumers 232/240
+    { "USE_TMA",        { 0, 1 } },             -- PATH 1, WS = 1, SETMAXNREG = 1: TMA producer (one thread)
     { "PERSISTENT",     { 0, 1 } },             -- PATH 1: one wave of blocks looping over tiles
     { "RASTER",         { 1, 8 } },             -- tile order: row-major or groups of 8 tile rows
     { "GEMV_WARPS",     { 4, 8 } },             -- PATH 2
@@ -144,11 +149,46 @@ local constraints = {
     if c.SETMAXNREG == 0 then return c.CONSUMERS == 1 and c.PRODUCER_WARPS == 1 and c.PERSISTENT == 0 end
     return true
   end,
+  -- the TMA producer is one thread of a setmaxnreg producer warpgroup
+  function(c) return c.USE_TMA == 0 or (c.PATH == 1 and c.WS == 1 and c.SETMAXNREG == 1 and c.PRODUCER_WARPS == 1) end,
   function(c) return c.PATH ~= 2 or c.RASTER == 1 end,
   function(c) return c.PATH == 2 or (c.GEMV_WARPS == 4 and c.GEMV_COLS == 1 and c.GEMV_UNROLL == 2) end,
 }
 
 local function is_large(p) return p.M >= 256 end
+
+-- Large problems (M >= 256): 38 configs each, so that the six of them take about 4 minutes (about
+-- 1 s per variant at 8192^3: verification compares 64 M outputs). The TMA producer is the fast one
+-- (~+30 % over cp.async in a standalone harness, docs/tensormap-args.md): 24 configs of it; the
+-- others keep a few each for comparison (all in grouped tile order, their best before).
+local function large_short_list(c)
+  if c.BLOCK_M < 128 then return false, "large problem: tiles of >= 128 rows only" end
+  if c.PATH == 1 and c.USE_TMA == 1 then
+    if c.BLOCK_M == 128 and c.BLOCK_N == 128 and (c.STAGES < 4 or c.RASTER ~= 8) then
+      return false, "large problems: 128 x 128 TMA tiles 4..5 deep, grouped order"
+    end
+    return true
+  end
+  if c.RASTER ~= 8 then return false, "large problems: only TMA variants try row-major tile order" end
+  if c.BLOCK_M * c.BLOCK_N < 128 * 256 then return false, "large problems: only TMA variants try 128 x 128 tiles" end
+  if c.PATH == 0 then
+    if c.SWIZZLE ~= 1 then return false, "large problems: mma.sync with swizzled rows only" end
+    if (c.BLOCK_K == 64 and c.STAGES ~= 3) or (c.BLOCK_K == 32 and c.STAGES ~= 4) then
+      return false, "large problems: mma.sync 3 deep (64-wide slices) or 4 deep (32-wide)"
+    end
+    return true
+  end
+  if c.PATH == 1 and c.WS == 0 then
+    if c.STAGES ~= 4 then return false, "large problems: wgmma without producer 4 deep only" end
+    return true
+  end
+  if c.PATH == 1 then
+    if c.SETMAXNREG == 0 then return false, "large problems: the cp.async producer with setmaxnreg only" end
+    if c.STAGES ~= 4 then return false, "large problems: the cp.async producer 4 deep only" end
+    return true
+  end
+  return false, "large problems: no GEMV"
+end
 
 -- Which configs serve which problem (shape classes, divisibility), with the reason when not.
 local function applies_common(c, p, split)
@@ -169,12 +209,8 @@ local function applies_common(c, p, split)
   if p.K % (c.BLOCK_K * S) ~= 0 then return false, "K is not a multiple of BLOCK_K * SPLIT_K" end
   if smem_bytes(c, b_col, split) > SMEM_LIMIT then return false, "shared memory over 227 KiB" end
   if is_large(p) then
-    if c.BLOCK_M < 128 then return false, "large problem: tiles of >= 128 rows only" end
-    if c.PATH == 0 and c.RASTER ~= 8 then return false, "PATH 0 on large problems: grouped tile order only" end
-    if c.PATH == 0 and c.BLOCK_K == 32 and c.STAGES < 4 then return false, "PATH 0 on large problems: 32-wide slices 4..5 deep" end
-    if c.PATH == 1 and c.WS == 1 and c.SETMAXNREG == 0 and c.RASTER ~= 8 then
-      return false, "large problems: the producer without setmaxnreg is measured in grouped tile order only"
-    end
+    local ok, why = large_short_list(c)
+    if not ok then return false, why end
   else
     -- decode: tiles of at most the next power of two >= M rows, at least a quarter of it
     local mp = 16
@@ -183,7 +219,8 @@ local function applies_common(c, p, split)
     if c.RASTER ~= 1 then return false, "decode: one or two tile rows, tile order does not matter" end
     if c.PATH == 0 and (c.SWIZZLE ~= 1 or c.BLOCK_K ~= 64) then return false, "decode: PATH 0 with swizzled 64-wide slices only" end
     if c.PATH == 1 and p.M < 64 then return false, "decode: wgmma tiles of 64 rows for M >= 64 only" end
-    if c.PATH == 1 and c.WS == 1 and c.PRODUCER_WARPS ~= 4 then return false, "decode: producer with 4 copying warps only" end
+    if c.PATH == 1 and c.WS == 1 and c.USE_TMA == 0 and c.PRODUCER_WARPS ~= 4 then return false, "decode: cp.async producer with 4 copying warps only" end
+    if c.PATH == 1 and c.USE_TMA == 1 and c.STAGES == 3 then return false, "decode: TMA rings of 4..5 slots" end
   end
   return true
 end
@@ -221,6 +258,18 @@ local function args(split)
     { "M", scalar = "i32", value = "M" },
     { "N", scalar = "i32", value = "N" },
     { "K", scalar = "i32", value = "K" },
+    -- tensor maps of a and b for the TMA producer (docs/tensormap-args.md): 128-byte swizzled boxes
+    -- of 64 k x BLOCK_M rows (a), 64 k x BLOCK_N rows (b stored [N][K]) or 64 n x 64 k (b [K][N],
+    -- one copy per 64-column block). Variants without USE_TMA get a map too (every kernel takes
+    -- them); theirs is clipped to the tensor so that it always builds (a box larger than the tensor
+    -- is the driver's to refuse, and M may be 1).
+    { "tmA", tensormap = { tensor = "a", swizzle = 128,
+      box = function(p, c) return { 64, c.USE_TMA == 1 and c.BLOCK_M or math.min(c.BLOCK_M, p.M) } end } },
+    { "tmB", tensormap = { tensor = "b", swizzle = 128,
+      box = function(p, c)
+        if p.b_layout == "col" then return { 64, c.USE_TMA == 1 and c.BLOCK_N or math.min(c.BLOCK_N, p.N) } end
+        return { 64, 64 }
+      end } },
   }
 end
 
@@ -230,11 +279,11 @@ local reference = {
   grid = function(p) return { (p.N + 15) // 16, (p.M + 15) // 16, 1 } end,
   block = { 16, 16, 1 },
   shared = 0,
-  defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0 } end,
+  defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 } end,
 }
 
 local function defines(c, p)
-  local d = { B_COL = p.b_layout == "col" and 1 or 0 }
+  local d = { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 }
   if c.PATH == 2 then d.GEMV_M = p.M end
   return d
 end

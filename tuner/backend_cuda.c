@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "compile.h"
 #include "protocol.h"
+#include "tensormap.h"
 
 typedef struct cuda_impl {
   char exe[4096];
@@ -116,6 +117,10 @@ static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
                                           "dtype", (int)d->dtype, "numel", (json_int_t)s->numel[i], "output", d->output,
                                           "scratch", d->scratch, "init", (int)d->init, "a", d->init_a, "b", d->init_b,
                                           "f", s->scalar_f[i], "i", (json_int_t)s->scalar_i[i]));
+    /* zeroed scratch and tensor maps (docs/tensormap-args.md) */
+    json_t *last = json_array_get(args, json_array_size(args) - 1);
+    if (d->zero) json_object_set_new(last, "zero", json_true());
+    if (d->is_tmap) json_object_set_new(last, "tmap", tune_tmap_def_json(&d->tmap));
   }
   const tune_launch *l = &s->ref_launch;
   json_t *ref = json_pack("{s:s,s:[i,i,i],s:[i,i,i],s:i}", "kernel", ref_lowered, "grid", l->grid[0], l->grid[1], l->grid[2],
@@ -157,6 +162,9 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
   json_t *msg = json_pack("{s:s,s:o,s:o,s:i,s:i,s:f}", "op", "measure", "launches", launches, "scratch", scratch,
                           "min_samples", 10, "max_samples", 200, "max_ms", 2000.0);
+  json_t *tmaps = json_array();
+  for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(tmaps, tune_tmap_var_json(&v->tmap[i]));
+  json_object_set_new(msg, "tmaps", tmaps);
   /* watchdog: generous against the reference (itself simple and slow) */
   int timeout = b->timeout_ms > 0 ? b->timeout_ms : (int)(30000 + 400 * c->ref_ms);
   json_t *rep = NULL;

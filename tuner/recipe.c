@@ -416,6 +416,110 @@ static int parse_problems(lua_State *L, tune_recipe *r, int tidx, tune_err *err)
   return TUNE_OK;
 }
 
+/* ---- tensormap args (docs/tensormap-args.md) ------------------------------ */
+
+/* An integer field of the tensormap table at t that must be one of allowed[] (def if absent). */
+static int tmap_enum(lua_State *L, int t, const char *f, const int *allowed, int n, int def, int *out) {
+  int ty = lua_getfield(L, t, f);
+  long long x = def;
+  int bad = ty != LUA_TNIL && to_int(L, -1, &x);
+  lua_pop(L, 1);
+  if (bad) return -1;
+  for (int i = 0; i < n; ++i)
+    if (allowed[i] == x) { *out = (int)x; return 0; }
+  return -1;
+}
+
+/* The fixed fields of { "name", tensormap = { ... } } (arg table at e); the tensor name is
+ * resolved once every arg is known (resolve_tmap_tensors). */
+static int parse_tmap_fields(lua_State *L, tune_recipe *r, tune_arg_def *a, int e, tune_err *err) {
+  static const char *const arg_keys[] = {"tensormap", NULL};
+  static const char *const keys[] = {"tensor", "box", "dims", "strides", "swizzle", "element_strides",
+                                     "l2_promotion", "oob", NULL};
+  lua_pushnil(L);
+  while (lua_next(L, e)) { /* nothing but the name and tensormap = */
+    int ok = lua_type(L, -2) == LUA_TNUMBER && lua_tointeger(L, -2) == 1;
+    for (int k = 0; !ok && arg_keys[k]; ++k) ok = lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), arg_keys[k]);
+    if (!ok) {
+      const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "(non-name key)";
+      return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: a tensormap arg takes no field '%s'", r->file, a->name, key);
+    }
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, e, "tensormap");
+  int t = lua_gettop(L);
+  if (!lua_istable(L, t)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap must be a table { tensor = ..., box = ... }", r->file, a->name);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    int ok = 0;
+    for (int k = 0; !ok && keys[k]; ++k) ok = lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), keys[k]);
+    if (!ok) {
+      const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "(non-name key)";
+      return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown tensormap field '%s' (tensor, box, dims, strides, swizzle, element_strides, l2_promotion, oob)", r->file, a->name, key);
+    }
+    lua_pop(L, 1);
+  }
+  a->is_tmap = 1;
+  if (lua_getfield(L, t, "tensor") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap needs tensor = \"name of a tensor arg\"", r->file, a->name);
+  lua_pop(L, 1);
+  int bt = lua_getfield(L, t, "box");
+  lua_pop(L, 1);
+  if (bt != LUA_TTABLE && bt != LUA_TFUNCTION) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap needs box = { sizes, innermost first } or a function(p, c)", r->file, a->name);
+  for (int k = 0; k < 2; ++k) {
+    int ty = lua_getfield(L, t, k ? "strides" : "dims");
+    lua_pop(L, 1);
+    if (ty != LUA_TNIL && ty != LUA_TTABLE && ty != LUA_TFUNCTION) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap %s must be a list or a function(p, c)", r->file, a->name, k ? "strides" : "dims");
+  }
+  static const int swz[] = {0, 32, 64, 128}, l2[] = {0, 64, 128, 256};
+  if (tmap_enum(L, t, "swizzle", swz, 4, 0, &a->tmap.swizzle)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap swizzle must be 0, 32, 64 or 128", r->file, a->name);
+  if (tmap_enum(L, t, "l2_promotion", l2, 4, 256, &a->tmap.l2_promotion)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap l2_promotion must be 0, 64, 128 or 256", r->file, a->name);
+  int ot = lua_getfield(L, t, "oob");
+  const char *oob = ot == LUA_TSTRING ? lua_tostring(L, -1) : ot == LUA_TNIL ? "zero" : "";
+  int oob_ok = !strcmp(oob, "zero") || !strcmp(oob, "nan");
+  a->tmap.oob_nan = !strcmp(oob, "nan");
+  lua_pop(L, 1);
+  if (!oob_ok) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap oob must be \"zero\" or \"nan\"", r->file, a->name);
+  int et = lua_getfield(L, t, "element_strides");
+  if (et != LUA_TNIL) {
+    int n = et == LUA_TTABLE ? (int)lua_rawlen(L, -1) : 0;
+    if (n < 1 || n > TUNE_TMAP_MAX_RANK) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap element_strides must be a list of 1..%d integers", r->file, a->name, TUNE_TMAP_MAX_RANK);
+    for (int j = 0; j < n; ++j) {
+      long long x;
+      lua_rawgeti(L, -1, j + 1);
+      int bad = to_int(L, -1, &x) || x < 1 || x > 8;
+      lua_pop(L, 1);
+      if (bad) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap element_strides entries must be 1..8", r->file, a->name);
+      a->tmap.estr[j] = (unsigned)x;
+    }
+    a->tmap.n_estr = n;
+  }
+  lua_pop(L, 2); /* element_strides, tensormap */
+  return TUNE_OK;
+}
+
+/* tensormap.tensor -> the index of a tensor arg; the map takes that tensor's dtype. */
+static int resolve_tmap_tensors(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
+  for (int i = 0; i < r->n_args; ++i) {
+    tune_arg_def *a = &r->args[i];
+    if (!a->is_tmap) continue;
+    lua_rawgeti(L, tidx, i + 1);
+    lua_getfield(L, -1, "tensormap");
+    lua_getfield(L, -1, "tensor");
+    const char *want = lua_tostring(L, -1);
+    a->tmap.tensor = -1;
+    for (int j = 0; j < r->n_args; ++j)
+      if (r->args[j].is_tensor && !strcmp(r->args[j].name, want)) a->tmap.tensor = j;
+    if (a->tmap.tensor < 0) {
+      tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap tensor '%s' is not a tensor arg of recipe '%s'", r->file, a->name, want, r->name);
+      lua_pop(L, 3);
+      return err->code;
+    }
+    a->dtype = r->args[a->tmap.tensor].dtype;
+    lua_pop(L, 3);
+  }
+  return TUNE_OK;
+}
+
 static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   int n = lua_istable(L, tidx) ? (int)lua_rawlen(L, tidx) : 0;
   if (n == 0 || n > TUNE_MAX_ARGS) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': args must be a list of 1..%d entries", r->file, r->name, TUNE_MAX_ARGS);
@@ -428,6 +532,13 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     if (!lua_istable(L, e) || lua_rawgeti(L, e, 1) != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: args[%d] must start with its name", r->file, i + 1);
     a->name = sdup(lua_tostring(L, -1));
     lua_pop(L, 1);
+    int tm = lua_getfield(L, e, "tensormap");
+    lua_pop(L, 1);
+    if (tm != LUA_TNIL) {
+      if (parse_tmap_fields(L, r, a, e, err)) return err->code;
+      lua_pop(L, 1);
+      continue;
+    }
     const char *dt = NULL;
     if (lua_getfield(L, e, "tensor") == LUA_TSTRING) { a->is_tensor = 1; dt = lua_tostring(L, -1); }
     lua_pop(L, 1);
@@ -435,6 +546,8 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     if (!dt || dtype_parse(dt, &a->dtype)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: needs tensor = or scalar = one of f32, f16, bf16, i32, i64, f64", r->file, a->name);
     lua_getfield(L, e, "output"); a->output = lua_toboolean(L, -1); lua_pop(L, 1);
     lua_getfield(L, e, "scratch"); a->scratch = lua_toboolean(L, -1); lua_pop(L, 1);
+    lua_getfield(L, e, "zero"); a->zero = lua_toboolean(L, -1); lua_pop(L, 1);
+    if (a->zero && !(a->is_tensor && a->scratch)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: zero = true is for scratch tensors", r->file, a->name);
     n_out += a->output;
     if (a->is_tensor) {
       if (lua_getfield(L, e, "shape") == LUA_TNIL) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensor needs a shape", r->file, a->name);
@@ -463,7 +576,7 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     lua_pop(L, 1);
   }
   if (n_out == 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': no arg has output = true: nothing could be verified", r->file, r->name);
-  return TUNE_OK;
+  return resolve_tmap_tensors(L, r, tidx, err);
 }
 
 static int resolve_path(const char *root, const char *rel, const char **out) {
@@ -808,6 +921,84 @@ static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, 
   return TUNE_OK;
 }
 
+/* The value at the top (a list, or a function(p, c, d) returning one) -> at most max integers,
+ * each entry a number or an expression string over params and dims. Pops it. 0: ok; 1: a Lua
+ * error, its message at the top; 2: not a list of 1..max integers. */
+static int eval_int_list(lua_State *L, int cfg, int prob, int dev, long long *out, int max, int *n) {
+  int top = lua_gettop(L) - 1;
+  if (eval_top(L, cfg, prob, dev, 1) != LUA_OK) { lua_copy(L, -1, top + 1); lua_settop(L, top + 1); return 1; }
+  *n = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  if (*n < 1 || *n > max) { lua_settop(L, top); return 2; }
+  for (int j = 0; j < *n; ++j) {
+    lua_rawgeti(L, -1, j + 1);
+    if (eval_top(L, cfg, prob, dev, 1) != LUA_OK) { lua_copy(L, -1, top + 1); lua_settop(L, top + 1); return 1; }
+    int bad = to_int(L, -1, &out[j]);
+    lua_pop(L, 1);
+    if (bad) { lua_settop(L, top); return 2; }
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
+/* dims, strides and box of tensormap arg i (args table at `at`) for one variant. Ranges are the
+ * worker's to check (a bad box is that variant's launch_error, docs/tensormap-args.md). */
+static int eval_tmap(lua_State *L, tune_recipe *r, int at, int i, int cfg, int prob, int dev,
+                     const tune_problem *p, tune_tmap_var *v, tune_err *err) {
+  const tune_arg_def *a = &r->args[i];
+  const int t = a->tmap.tensor, elsize = tune_dtype_size(r->args[t].dtype);
+  long long dims[TUNE_TMAP_MAX_RANK], strides[TUNE_TMAP_MAX_RANK], box[TUNE_TMAP_MAX_RANK];
+  int rank = 0, n = 0, rc;
+  char what[200];
+  lua_rawgeti(L, at, i + 1);
+  lua_getfield(L, -1, "tensormap");
+  int tm = lua_gettop(L);
+  /* dims: given, or the tensor's shape reversed */
+  if (lua_getfield(L, tm, "dims") != LUA_TNIL) {
+    snprintf(what, sizeof what, "arg %s: tensormap dims", a->name);
+    rc = eval_int_list(L, cfg, prob, dev, dims, TUNE_TMAP_MAX_RANK, &rank);
+  } else {
+    lua_pop(L, 1);
+    snprintf(what, sizeof what, "arg %s: the shape of tensor %s (the map's default dims)", a->name, r->args[t].name);
+    lua_rawgeti(L, at, t + 1);
+    lua_getfield(L, -1, "shape");
+    lua_remove(L, -2);
+    long long shape[TUNE_TMAP_MAX_RANK];
+    rc = eval_int_list(L, cfg, prob, dev, shape, TUNE_TMAP_MAX_RANK, &rank);
+    for (int j = 0; !rc && j < rank; ++j) dims[j] = shape[rank - 1 - j];
+  }
+  if (rc == 1) { rc = lua_fail(L, err, what, r); goto out; }
+  if (rc == 2) { rc = tune_fail(err, TUNE_ERECIPE, "%s: %s: want a list of 1..%d integers (problem %s)", r->file, what, TUNE_TMAP_MAX_RANK, p->name); goto out; }
+  for (int j = 0; j < rank; ++j)
+    if (dims[j] < 1) { rc = tune_fail(err, TUNE_ERECIPE, "%s: %s: entry %d is %lld, want >= 1 (problem %s)", r->file, what, j + 1, dims[j], p->name); goto out; }
+  /* strides: given (bytes, dims 2..rank), or packed */
+  if (lua_getfield(L, tm, "strides") != LUA_TNIL) {
+    snprintf(what, sizeof what, "arg %s: tensormap strides", a->name);
+    rc = rank > 1 ? eval_int_list(L, cfg, prob, dev, strides, TUNE_TMAP_MAX_RANK - 1, &n) : 2;
+    if (rc == 1) { rc = lua_fail(L, err, what, r); goto out; }
+    if (rc == 2 || n != rank - 1) { rc = tune_fail(err, TUNE_ERECIPE, "%s: %s: want %d integers (byte strides of dims 2..%d; problem %s)", r->file, what, rank - 1, rank, p->name); goto out; }
+  } else {
+    lua_pop(L, 1);
+    long long s = elsize;
+    for (int j = 0; j + 1 < rank; ++j) strides[j] = s *= dims[j];
+  }
+  lua_getfield(L, tm, "box");
+  snprintf(what, sizeof what, "arg %s: tensormap box", a->name);
+  rc = eval_int_list(L, cfg, prob, dev, box, TUNE_TMAP_MAX_RANK, &n);
+  if (rc == 1) { rc = lua_fail(L, err, what, r); goto out; }
+  if (rc == 2 || n != rank) { rc = tune_fail(err, TUNE_ERECIPE, "%s: %s: want %d integers, one per dim (problem %s)", r->file, what, rank, p->name); goto out; }
+  if (a->tmap.n_estr && a->tmap.n_estr != rank) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: tensormap element_strides has %d entries for %d dims", r->file, a->name, a->tmap.n_estr, rank); goto out; }
+  v->rank = rank;
+  for (int j = 0; j < rank; ++j) {
+    v->dims[j] = (uint64_t)dims[j];
+    v->box[j] = box[j] < 0 || box[j] > 0xffffffffLL ? 0u : (unsigned)box[j]; /* 0: refused by the worker */
+    if (j + 1 < rank) v->strides[j] = strides[j] < 0 ? 0 : (uint64_t)strides[j];
+  }
+  rc = TUNE_OK;
+out:
+  lua_settop(L, tm - 2);
+  return rc;
+}
+
 int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *p,
                              const tune_device_facts *d, tune_variant *out, tune_err *err) {
   lua_State *L = r->set->L;
@@ -914,6 +1105,8 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
     out->scratch_numel[i] = numel;
     lua_pop(L, 2);
   }
+  for (int i = 0; i < r->n_args; ++i)
+    if (r->args[i].is_tmap && (rc = eval_tmap(L, r, at, i, cfg, prob, dev, p, &out->tmap[i], err))) goto done;
 done:
   lua_settop(L, top);
   return rc;
@@ -953,7 +1146,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
       }
       out->numel[i] = numel;
       lua_pop(L, 1);
-    } else if (!r->args[i].is_tensor) {
+    } else if (!r->args[i].is_tensor && !r->args[i].is_tmap) { /* tensor maps: per variant */
       lua_getfield(L, -1, "value");
       if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }
       if (lua_type(L, -1) != LUA_TNUMBER && lua_type(L, -1) != LUA_TBOOLEAN) { rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: value must be a number", r->file, r->args[i].name); goto done; }

@@ -44,6 +44,19 @@ typedef struct tune_problem {
   int ref;              /* Lua registry ref of the problem table */
 } tune_problem;
 
+#define TUNE_TMAP_MAX_RANK 5
+
+/* The fixed fields of a tensormap arg (docs/tensormap-args.md); dims, strides and box are
+ * evaluated per variant (tune_tmap_var). */
+typedef struct tune_tmap_def {
+  int tensor;               /* index of the tensor arg the map reads */
+  int swizzle;              /* 0, 32, 64, 128 (bytes) */
+  int l2_promotion;         /* 0, 64, 128, 256 (bytes) */
+  int oob_nan;              /* 1: out-of-bounds elements read as NaN (else zero) */
+  int n_estr;               /* element strides given (0: all 1) */
+  unsigned estr[TUNE_TMAP_MAX_RANK];
+} tune_tmap_def;
+
 typedef struct tune_arg_def {
   const char *name;
   int is_tensor;
@@ -51,7 +64,18 @@ typedef struct tune_arg_def {
   int output, scratch;
   tune_init init;
   double init_a, init_b;
+  int zero;                 /* scratch only: zeroed (by a kernel, timed) before every launch of the variant */
+  int is_tmap;              /* a tensor map (CUtensorMap, 128 bytes by value); dtype is the tensor's */
+  tune_tmap_def tmap;
 } tune_arg_def;
+
+/* A tensormap arg evaluated for one variant: innermost dimension first. */
+typedef struct tune_tmap_var {
+  int rank;                 /* 0: not a tensormap arg */
+  uint64_t dims[TUNE_TMAP_MAX_RANK];
+  uint64_t strides[TUNE_TMAP_MAX_RANK - 1];  /* bytes, of dims 2..rank */
+  unsigned box[TUNE_TMAP_MAX_RANK];
+} tune_tmap_var;
 
 typedef struct tune_recipe {
   const char *name;
@@ -102,6 +126,7 @@ typedef struct tune_variant {
   int n_launches;
   tune_launch launch[TUNE_MAX_LAUNCHES];
   int64_t scratch_numel[TUNE_MAX_ARGS]; /* elements of each scratch arg, 0 others */
+  tune_tmap_var tmap[TUNE_MAX_ARGS];    /* tensormap args (rank 0 others) */
 } tune_variant;
 
 /* A problem evaluated: buffers, scalars, reference, tolerance, metrics. */
