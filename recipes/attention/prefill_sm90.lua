@@ -28,12 +28,15 @@ return {
     { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
     { "SCHED",     { 0, 1, 2 } },       -- causal order: 0 natural, 1 longest first per head, 2 grouped heads, longest first
     { "PV_SPLIT",  { 0, 1 } },          -- 1: P V as D / 64 wgmma of n = 64 (no leading-byte offset)
+    { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
   },
 
   constraints = {
     -- registers per consumer thread (setmaxnreg: 160 with 3 consumers): O (D / 2) + S (BLOCK_N / 2)
     -- + P (BLOCK_N / 4) must leave room at 160; 3 consumers with BLOCK_N 176 spill at any D
     function(c) return c.CONSUMERS < 3 or c.BLOCK_N <= 128 end,
+    -- the turn-taking schedule interleaves the overlapped batches of two or more warpgroups
+    "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
   },
 
   applies = function(c, p)

@@ -41,6 +41,9 @@
 //   PRODUCER_WARPS 1 | 2 | 4 [4]  producer warps that issue cp.async
 //   SETMAXNREG  0 | 1 [1]       CONSUMERS >= 2: producer gives registers to the consumers
 //   PV_SPLIT    0 | 1 [0]       1: P V as D / 64 wgmma n64 per k16 step (no LBO), 0: one n = D wgmma
+//   PINGPONG    0 | 1 [0]       OVERLAP = 1, CONSUMERS >= 2: warpgroups take turns issuing their wgmma
+//                               batches (FlashAttention-3's inter-warpgroup schedule), so that one
+//                               softmax overlaps the other warpgroups' matmuls
 //   SCHED_WAVE  [132]           blocks per wave assumed by SCHED 2 (the SM count of H100 / H200)
 // Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
 //
@@ -70,6 +73,9 @@
 #endif
 #ifndef SCHED_WAVE
 #define SCHED_WAVE 132
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
 #endif
 
 typedef __nv_bfloat16 bf16;
@@ -107,6 +113,8 @@ static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 |
 static_assert(kCons >= 1 && kCons <= 3, "CONSUMERS must be 1..3");
 static_assert(kStages >= 1 && kStages <= 4, "STAGES must be 1..4");
 static_assert(OVERLAP == 0 || OVERLAP == 1, "OVERLAP must be 0 or 1");
+static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1 && kCons >= 2),
+              "PINGPONG needs OVERLAP = 1 and at least 2 consumer warpgroups");
 static_assert(SCHED >= 0 && SCHED <= 2, "SCHED must be 0, 1 or 2");
 static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4, "PRODUCER_WARPS must be 1, 2 or 4");
 static_assert(kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0,
@@ -114,6 +122,16 @@ static_assert(kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0,
 static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= 65536,
               "setmaxnreg budgets exceed the register file");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+
+constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
+
+// Named barrier by id, sync (wait for `count` threads) or arrive (count without waiting).
+__device__ __forceinline__ void named_bar_sync_id(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive_id(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 // -inf without <math.h> (NVRTC defines no INF macro).
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
@@ -376,7 +394,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   const int n_tiles = (S + kBN - 1) / kBN;
   const int n_end = block_n_end(m0, S);
   // Tiles this warpgroup computes, and those of them that need no mask.
-  const int n_end_wg = IS_CAUSAL ? min(n_tiles, (r0 + 64 + kBN - 1) / kBN) : n_tiles;
+  const int n_end_wg = (IS_CAUSAL && !PINGPONG) ? min(n_tiles, (r0 + 64 + kBN - 1) / kBN) : n_end;
   const int n_plain = min(IS_CAUSAL ? (r0 + 1) / kBN : n_tiles, S / kBN);
   const int row_g = r0 + warp * 16 + g;
   const unsigned sq_wg = sm.q + wg * 64 * 128;
@@ -394,12 +412,25 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   tune::fence_proxy_async_smem();
 
 #if OVERLAP
+  // PINGPONG: warpgroups issue their wgmma batches in turn (a token passed round-robin through named
+  // barriers), so that one warpgroup's softmax runs while the others' wgmma keep the tensor cores
+  // busy. Batches per warpgroup: n_end_wg + 1, the same for all (no causal tile skipping then).
+  int batch = 0;
+  const auto sched_wait = [&]() {
+    if (PINGPONG && (wg != 0 || batch != 0)) named_bar_sync_id(kSchedBar + wg, 256);
+  };
+  const auto sched_pass = [&]() {
+    if (PINGPONG && (wg != kCons - 1 || batch != n_end_wg)) named_bar_arrive_id(kSchedBar + (wg + 1) % kCons, 256);
+    ++batch;
+  };
   // Tile 0: scores and softmax only; its P V is issued together with the scores of tile 1.
   wait_full(sm.k_full, 0);
+  sched_wait();
   tune::wgmma_fence_acc(s);
   tune::wgmma_arrive();
   issue_qk(s, sq_wg, sm.k);
   tune::wgmma_commit();
+  sched_pass();
   tune::wgmma_wait<0>();
   tune::wgmma_fence_acc(s);
   release(sm.k_empty, 0, lane);
@@ -408,16 +439,19 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   pack_p(p, s);
   for (int j = 1; j < n_end_wg; ++j) {
     wait_full(sm.k_full, j);
+    if (PINGPONG) wait_full(sm.v_full, j - 1);  // no waiting for data while holding the token
+    sched_wait();
     tune::wgmma_fence_acc(s);
     tune::wgmma_arrive();
     issue_qk(s, sq_wg, sm.k + (j % kStages) * kKVBytes);
     tune::wgmma_commit();
-    wait_full(sm.v_full, j - 1);
+    if (!PINGPONG) wait_full(sm.v_full, j - 1);
     tune::wgmma_fence_acc(o);
     fence_p(p);
     tune::wgmma_arrive();
     issue_pv(o, p, sm.v + ((j - 1) % kStages) * kKVBytes);
     tune::wgmma_commit();
+    sched_pass();
     tune::wgmma_wait<1>();  // scores of tile j are done
     tune::wgmma_fence_acc(s);
     release(sm.k_empty, j, lane);
@@ -433,11 +467,13 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   {
     const int j = n_end_wg - 1;
     wait_full(sm.v_full, j);
+    sched_wait();
     tune::wgmma_fence_acc(o);
     fence_p(p);
     tune::wgmma_arrive();
     issue_pv(o, p, sm.v + (j % kStages) * kKVBytes);
     tune::wgmma_commit();
+    sched_pass();
     tune::wgmma_wait<0>();
     tune::wgmma_fence_acc(o);
     fence_p(p);

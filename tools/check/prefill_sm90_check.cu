@@ -34,7 +34,7 @@
 #define STR2(x) #x
 #define STR(x) STR2(x)
 static const char *kConfig = "BN" STR(BLOCK_N) " CO" STR(CONSUMERS) " ST" STR(STAGES) " OV" STR(OVERLAP)
-                             " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " D" STR(HEAD_DIM)
+                             " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " PP" STR(PINGPONG) " D" STR(HEAD_DIM)
                              " C" STR(IS_CAUSAL);
 
 static const double kTolRelL2 = 2e-2;   // same as recipes/attention/prefill_sm90.lua
