@@ -25,7 +25,7 @@
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
 //           USE_TMA [0] (PATH 1 with WS = 1: bulk tensor copies instead of cp.async) and TMA_ARGS
 //           [= USE_TMA] (both kernels take `const __grid_constant__ tune::tensormap tmA, tmB` after
-//           K). Not in the recipe until the worker can build tensor maps: docs/tensormap-args.md.
+//           K); recipes/gemm.lua passes them (the worker builds them: docs/tensormap-args.md).
 //
 // Shapes: N % BLOCK_N == 0 and K % (BLOCK_K * SPLIT_K) == 0 (PATH 2: see gemv.cuh); any M >= 1
 // (rows past M are zero-filled on load and not stored). Launch geometry is in recipes/gemm.lua.

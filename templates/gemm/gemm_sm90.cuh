@@ -19,7 +19,7 @@
 //   cp.async.mbarrier.arrive.noinc; consumer warpgroups wait on `full`, run the wgmma batch, keep one
 //   batch in flight and release the previous slot. SETMAXNREG = 1 moves registers from the producer
 //   (kProducerRegs) to the consumers (kConsumerRegs).
-// USE_TMA = 1 (WS = 1 only; not yet in the recipe: the worker must pass tensor maps, see
+// USE_TMA = 1 (WS = 1 only; the worker builds the tensor maps the recipe describes,
 //   docs/tensormap-args.md): one producer thread fills a slot with bulk tensor copies (TMA) that
 //   complete on its `full` barrier (arrive.expect_tx of the slot's bytes); same shared-memory layout
 //   (the maps use 128-byte swizzle, boxes of 64 x BLOCK_M (a), 64 x BLOCK_N (b, B_COL) or 64 x 64
