@@ -45,6 +45,13 @@
 //                               batches (FlashAttention-3's inter-warpgroup schedule), so that one
 //                               softmax overlaps the other warpgroups' matmuls
 //   SCHED_WAVE  [132]           blocks per wave assumed by SCHED 2 (the SM count of H100 / H200)
+//   USE_TMA     0 | 1 [0]       1: one producer thread loads every tile with bulk tensor copies (TMA,
+//                               4-D maps {D, S, heads, B} (the tensors' shapes reversed, the spec's
+//                               default), box {64, rows, 1, 1}, 128-byte swizzle: rows past S of a head
+//                               read as zeros) completing on the `full` barriers; the kernel
+//                               then takes `const __grid_constant__ tune::tensormap tmQ, tmK, tmV` after
+//                               scale_log2 (tools/check/prefill_sm90_check.cu builds them; the worker
+//                               cannot pass tensor maps yet: docs/tensormap-args.md). 0: cp.async.
 // Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
 //
 // Launch (must match the recipe): block = 128 * (CONSUMERS + 1), grid = (T, HQ, B) for SCHED 0 | 1 or
@@ -56,6 +63,7 @@
 #include "common/cp_async_zfill.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma.cuh"
+#include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
 #if !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES) || !defined(OVERLAP) || !defined(SCHED) || \
@@ -77,6 +85,9 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef USE_TMA
+#define USE_TMA 0
+#endif
 
 typedef __nv_bfloat16 bf16;
 
@@ -89,7 +100,7 @@ constexpr int kBM = 64 * kCons;
 constexpr int kStages = STAGES;
 constexpr int kDB = kD / 64;                       // 64-column (128-byte) blocks of a tile
 constexpr int kThreads = (kCons + 1) * 128;
-constexpr int kProdThreads = PRODUCER_WARPS * 32;  // threads that copy and arrive on `full`
+constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that copy and arrive on `full`
 constexpr int kSAcc = kBN / 2;                     // score accumulators per thread
 constexpr int kOAcc = kD / 2;                      // output accumulators per thread
 constexpr int kPK = kBN / 16;                      // k16 steps of P V
@@ -104,8 +115,9 @@ constexpr bool kSetMaxNReg = SETMAXNREG && kCons >= 2;
 // setmaxnreg budgets: the block starts with 65536 / kThreads registers per thread (ptxas caps the
 // kernel there: 168 at 384 threads, 128 at 512); the consumers' increase must fit in what the
 // producer warpgroup gives back: 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= block total.
-constexpr int kConsumerRegs = kCons == 2 ? 232 : 160;
-constexpr int kProducerRegs = kCons == 2 ? 40 : 32;
+// A TMA producer is one thread issuing a few copies: 24 registers leave 240 to 2 consumers.
+constexpr int kConsumerRegs = kCons == 2 ? (USE_TMA ? 240 : 232) : 160;
+constexpr int kProducerRegs = kCons == 2 ? (USE_TMA ? 24 : 40) : 32;
 
 static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
@@ -117,10 +129,11 @@ static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1 && kCons >= 2),
               "PINGPONG needs OVERLAP = 1 and at least 2 consumer warpgroups");
 static_assert(SCHED >= 0 && SCHED <= 2, "SCHED must be 0, 1 or 2");
 static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4, "PRODUCER_WARPS must be 1, 2 or 4");
-static_assert(kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0,
+static_assert(USE_TMA || (kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0),
               "tile rows must split evenly over the copy threads (8 per 128-byte row)");
-static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= 65536,
-              "setmaxnreg budgets exceed the register file");
+static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= ((65536 / kThreads) & ~7) * kThreads,
+              "setmaxnreg budgets exceed what the block holds at entry");
+static_assert(USE_TMA == 0 || USE_TMA == 1, "USE_TMA must be 0 or 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
 constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
@@ -209,15 +222,57 @@ __device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__
   }
 }
 
+// Box at (c0, c1, c2, c3) of a 4-D tensor map -> shared memory at dst (1024-byte aligned for the
+// 128-byte swizzle); completes its bytes of transaction on bar.
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const tune::tensormap &m, int c0, int c1, int c2, int c3,
+                                            unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(tune::tensormap_addr(m)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
+// tmQ, tmK, tmV: the tensor map parameters (USE_TMA), else null.
 __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                                          const bf16 *__restrict__ v, const Work &w, int HQ, int HKV, int S,
-                                         const Smem &sm, int t) {
+                                         const Smem &sm, int t, const tune::tensormap *tmQ,
+                                         const tune::tensormap *tmK, const tune::tensormap *tmV) {
   if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
   const int kvh = w.h / (HQ / HKV);
   const bf16 *q_head = q + (size_t)(w.b * HQ + w.h) * S * kD;
   const bf16 *k_head = k + (size_t)(w.b * HKV + kvh) * S * kD;
   const bf16 *v_head = v + (size_t)(w.b * HKV + kvh) * S * kD;
   const int m0 = w.m_blk * kBM;
+#if USE_TMA
+  (void)q_head;
+  (void)k_head;
+  (void)v_head;
+  tune::tma_prefetch_desc(*tmQ);
+  tune::tma_prefetch_desc(*tmK);
+  tune::tma_prefetch_desc(*tmV);
+  tune::mbar_arrive_expect_tx(sm.q_full, kQBytes);
+#pragma unroll
+  for (int blk = 0; blk < kDB; ++blk) tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
+  const int n_end = block_n_end(m0, S);
+  for (int j = 0; j < n_end; ++j) {
+    const int s = j % kStages;
+    const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
+    if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
+    tune::mbar_arrive_expect_tx(sm.k_full + 8 * s, kKVBytes);
+#pragma unroll
+    for (int blk = 0; blk < kDB; ++blk)
+      tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, j * kBN, kvh, w.b, sm.k_full + 8 * s);
+    if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
+    tune::mbar_arrive_expect_tx(sm.v_full + 8 * s, kKVBytes);
+#pragma unroll
+    for (int blk = 0; blk < kDB; ++blk)
+      tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, j * kBN, kvh, w.b, sm.v_full + 8 * s);
+  }
+#else
+  (void)tmQ;
+  (void)tmK;
+  (void)tmV;
   load_rows<kBM>(sm.q, q_head, m0, S, t);
   tune::cp_async_mbar_arrive_noinc(sm.q_full);
   const int n_end = block_n_end(m0, S);
@@ -232,6 +287,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     tune::cp_async_mbar_arrive_noinc(sm.v_full + 8 * s);
   }
   tune::cp_async_wait<0>();
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,7 +579,12 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
 
 extern "C" __global__ void __launch_bounds__(pf90::kThreads, 1)
 attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-                  bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2) {
+                  bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2
+#if USE_TMA
+                  , const __grid_constant__ tune::tensormap tmQ, const __grid_constant__ tune::tensormap tmK,
+                  const __grid_constant__ tune::tensormap tmV
+#endif
+) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // 128-byte swizzled operands need 1024-byte aligned tiles: align the base by hand
   const unsigned base = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -543,7 +604,11 @@ attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
   const int wg = (int)threadIdx.x >> 7;
   if (wg == pf90::kCons) {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
-    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128);
+#if USE_TMA
+    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128, &tmQ, &tmK, &tmV);
+#else
+    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128, nullptr, nullptr, nullptr);
+#endif
   } else {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
     pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, (int)threadIdx.x & 127);

@@ -22,6 +22,11 @@
 #include "attention/prefill_sm90.cuh"
 #include "attention/reference_prefill.cuh"
 
+#if USE_TMA
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#endif
+
 #define CUDA_TRY(call)                                                                          \
   do {                                                                                          \
     cudaError_t e_ = (call);                                                                    \
@@ -34,7 +39,8 @@
 #define STR2(x) #x
 #define STR(x) STR2(x)
 static const char *kConfig = "BN" STR(BLOCK_N) " CO" STR(CONSUMERS) " ST" STR(STAGES) " OV" STR(OVERLAP)
-                             " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " PP" STR(PINGPONG) " D" STR(HEAD_DIM)
+                             " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " PP" STR(PINGPONG) " TMA" STR(USE_TMA)
+                             " D" STR(HEAD_DIM)
                              " C" STR(IS_CAUSAL);
 
 static const double kTolRelL2 = 2e-2;   // same as recipes/attention/prefill_sm90.lua
@@ -78,6 +84,44 @@ static ErrStats compare(const std::vector<unsigned short> &out, const std::vecto
   }
   return {den > 0 ? std::sqrt(num / den) : std::sqrt(num), mx, nans};
 }
+
+#if USE_TMA
+// The tensor maps USE_TMA kernels take (prefill_sm90.cuh): 4-D {D, S, H, B} over a [B][H][S][D] bf16
+// tensor, box {64, rows, 1, 1}, 128-byte swizzle, out-of-bounds rows (past S) read as zeros.
+// cuTensorMapEncodeTiled comes from the driver through the runtime, so no -lcuda is needed.
+static tune::tensormap make_map(void *ptr, int D, int S, int H, int B, int rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (!encode) {
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult qr;
+    CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &qr));
+    if (qr != cudaDriverEntryPointSuccess || !fn) {
+      fprintf(stderr, "cuTensorMapEncodeTiled not found in the driver\n");
+      exit(3);
+    }
+    encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }
+  CUtensorMap m;
+  const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)S, (cuuint64_t)H, (cuuint64_t)B};
+  const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)S * D * 2, (cuuint64_t)H * S * D * 2};
+  const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, ptr, dims, strides, box, estr,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "cuTensorMapEncodeTiled failed (%d)\n", (int)r);
+    exit(3);
+  }
+  tune::tensormap t;
+  static_assert(sizeof t == sizeof m, "tune::tensormap must match CUtensorMap");
+  memcpy(&t, &m, sizeof m);
+  return t;
+}
+#define TMA_LAUNCH_ARGS , tmQ, tmK, tmV
+#else
+#define TMA_LAUNCH_ARGS
+#endif
 
 static dim3 variant_grid(int B, int HQ, int S) {
   const int tiles = (S + 64 * CONSUMERS - 1) / (64 * CONSUMERS);
@@ -126,9 +170,14 @@ int main(int argc, char **argv) {
   cudaFuncAttributes fa;
   CUDA_TRY(cudaFuncGetAttributes(&fa, attn_prefill_sm90));
   const dim3 grid = variant_grid(B, HQ, S), block(pf90::kThreads);
+#if USE_TMA
+  const tune::tensormap tmQ = make_map(q, D, S, HQ, B, pf90::kBM);
+  const tune::tensormap tmK = make_map(k, D, S, HKV, B, pf90::kBN);
+  const tune::tensormap tmV = make_map(v, D, S, HKV, B, pf90::kBN);
+#endif
 
   // --- verify
-  attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2);
+  attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2 TMA_LAUNCH_ARGS);
   CUDA_TRY(cudaGetLastError());
   CUDA_TRY(cudaDeviceSynchronize());
   attn_prefill_reference<<<dim3((S + 127) / 128, HQ, B), 128>>>(q, k, v, oref, B, HQ, HKV, S, scale_log2);
@@ -141,13 +190,14 @@ int main(int argc, char **argv) {
   const ErrStats ref_self = compare(h_ref, h_ref);  // the reference must have written everything
 
   // --- warmup, run
-  for (int i = 0; i < 3; ++i) attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2);
+  for (int i = 0; i < 3; ++i)
+    attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2 TMA_LAUNCH_ARGS);
   CUDA_TRY(cudaGetLastError());
   std::vector<cudaEvent_t> ev(2 * iters);
   for (auto &e : ev) CUDA_TRY(cudaEventCreate(&e));
   for (int i = 0; i < iters; ++i) {
     CUDA_TRY(cudaEventRecord(ev[2 * i]));
-    attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2);
+    attn_prefill_sm90<<<grid, block, smem>>>(q, k, v, o, B, HQ, HKV, S, scale_log2 TMA_LAUNCH_ARGS);
     CUDA_TRY(cudaEventRecord(ev[2 * i + 1]));
   }
   CUDA_TRY(cudaGetLastError());
