@@ -1,6 +1,7 @@
 /* bundle.c: `tune bundle`: best verified variants -> one bundle file for libtunert. */
 #define _GNU_SOURCE
 #include "bundle.h"
+#include "code_proposal.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -36,6 +37,8 @@ typedef struct bvariant {
   int64_t id;                  /* in the bundle */
   int job0;                    /* first compile job (cubins, then PTX) */
   char lowered[TUNE_MAX_LAUNCHES][512];
+  char *source_text;           /* a code proposal's variant: the template with the proposed region
+                                  (malloc'd); NULL: the template itself */
 } bvariant;
 
 typedef struct bentry {
@@ -622,8 +625,6 @@ static int evaluate(bstate *s, tune_err *err) {
     if (tune_recipe_eval_variant(r, vi, be->p, &facts, &be->var, err)) return err->code;
     if (be->var.skip) return tune_fail(err, TUNE_ERECIPE, "%s / %s: the recipe now skips the measured config: %s", r->name, be->p->name, be->var.skip_reason);
     if (tune_recipe_eval_problem(r, be->p, &facts, &be->setup, err)) return err->code;
-    for (int a = 0; a < r->n_args; ++a) /* docs/tensormap-args.md: libtunert, later */
-      if (r->args[a].is_tmap) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s is a tensor map: libtunert does not build tensor maps yet, so none is bundled", r->name, r->args[a].name);
     if (tune_recipe_exprs(r, &be->var, &be->setup, &be->ex, err)) return err->code;
     for (int a = 0; a < r->n_args; ++a)
       if (!r->args[a].is_tensor && (r->args[a].dtype == TUNE_F16 || r->args[a].dtype == TUNE_BF16))
@@ -647,6 +648,16 @@ static int evaluate(bstate *s, tune_err *err) {
       tune_recipe_config_json(r, vi, bv->params_json, sizeof bv->params_json);
       bv->var = be->var;
       snprintf(bv->defines_text, sizeof bv->defines_text, "%s", defs);
+      /* a code proposal's variant (docs/llm-hook.md) is rebuilt from its stored code */
+      const char *origin = jstr(json_object_get(be->show, "config"), "origin");
+      if (!strncmp(origin, TUNE_CODE_ORIGIN, strlen(TUNE_CODE_ORIGIN))) {
+        json_t *pr = json_object_get(be->show, "proposal");
+        char why[300];
+        if (!pr || strcmp(jstr(pr, "kind"), "code") ||
+            tune_code_splice_file(r->template_path, jstr(pr, "region"), jstr(pr, "code"), &bv->source_text, why, sizeof why))
+          return tune_fail(err, TUNE_ERECIPE, "%s / %s: the best result is the code of proposal %s, which cannot be rebuilt: %s",
+                           r->name, be->p->name, origin + strlen(TUNE_CODE_ORIGIN), pr ? why : "the proposal is not in the database");
+      }
     }
     be->variant = vid;
   }
@@ -671,6 +682,7 @@ static int compile_all(bstate *s, tune_compile_job **jobs_out, int *n_out, tune_
       tune_compile_job *j = &jobs[v * per + k];
       int ptx = k >= s->n_archs;
       j->source_path = s->fam[bv->family].r->template_path;
+      if (bv->source_text) { j->source_text = bv->source_text; j->text_of_template = 1; }
       j->include_root = templates[bv->family];
       j->arch = ptx ? ptx_archs[k - s->n_archs] : s->archs[k];
       j->n_defines = bv->var.n_defines;
@@ -935,6 +947,7 @@ fail:
   free(jobs);
   for (int i = 0; s->ent && i < s->n_entries; ++i) json_decref(s->ent[i].show);
   free(s->ent);
+  for (int i = 0; s->var && i < s->n_variants; ++i) free(s->var[i].source_text);
   free(s->var);
   json_decref(s->best_rows);
   json_decref(s->device);

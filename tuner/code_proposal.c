@@ -149,7 +149,10 @@ void tune_code_set_note(tune_code_set *s, int i, const char *problem, const db_r
   if (res->status == DB_SKIPPED && !strcmp(res->error_text, "compile-only")) { v->n_compiled++; return; }
   if (res->status == DB_SKIPPED || res->status == DB_NOT_RECORDED) { v->n_other++; return; }
   if (!v->n_failed++) {
-    const char *t = res->error_text;
+    /* a compile log: its first error, not the warnings before it */
+    const char *t = strstr(res->error_text, ": error");
+    while (t && t > res->error_text && t[-1] != '\n') --t;
+    if (!t) t = res->error_text;
     int k = (int)strcspn(t, "\n");
     snprintf(v->first_failure, sizeof v->first_failure, "%s on %s: %.*s", db_status_name(res->status), problem,
              k > 400 ? 400 : k, t);

@@ -27,7 +27,7 @@ static void compile_ptx_one(tune_compile_job *job) {
   tune_err *err = &job->err;
   db_binary *b = &job->bin;
   nvrtcProgram prog = NULL;
-  char *src = tune_read_file(job->source_path, NULL);
+  char *src = job->source_text ? strdup(job->source_text) : tune_read_file(job->source_path, NULL);
   if (!src) { tune_fail(err, TUNE_EIO, "%s: cannot read template", job->source_path); return; }
   char arch[64], inc[4200], cinc[4200];
   snprintf(arch, sizeof arch, "-arch=%s", job->arch);

@@ -13,7 +13,6 @@
 #include "inputs.h"
 #include "protocol.h"
 #include "recipe.h"
-#include "tensormap.h"
 
 typedef struct wstate {
   CUdevice dev;
@@ -39,8 +38,7 @@ typedef struct wstate {
   size_t host_n;
   double tol_rel, tol_abs;
   uint64_t seed;                  /* of the current problem's inputs */
-  CUfunction zero_fn;             /* scratch_zero, in sum_mod */
-  CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
+  CUdeviceptr guard_base[TUNE_MAX_ARGS]; /* allocation of a guarded tensor (ptr - GUARD_BYTES), 0 none */
 } wstate;
 
 static double now_ms(void) {
@@ -59,7 +57,8 @@ static int host_reserve(wstate *w, size_t n, tune_err *err) {
 
 static void free_problem(wstate *w) {
   for (int i = 0; i < w->n_args; ++i) {
-    if (w->ptr[i]) tune_cu.cuMemFree(w->ptr[i]);
+    if (w->ptr[i]) tune_cu.cuMemFree(w->guard_base[i] ? w->guard_base[i] : w->ptr[i]);
+    w->guard_base[i] = 0;
     free(w->ref[i]);
     free((char *)w->def[i].name);
     w->def[i].name = NULL;
@@ -135,12 +134,9 @@ static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap) {
   size_t off = 0;
   for (int i = 0; i < w->n_args; ++i) {
     size_t sz = w->def[i].is_tensor ? sizeof(CUdeviceptr) : (size_t)tune_dtype_size(w->def[i].dtype);
-    size_t align = sz;
-    if (w->def[i].is_tmap) sz = sizeof(CUtensorMap), align = 64; /* docs/tensormap-args.md */
-    off = (off + align - 1) / align * align;
+    off = (off + sz - 1) / sz * sz;
     if (off + sz > cap) return 0;
-    if (w->def[i].is_tmap) memcpy(buf + off, &w->tmap[i], sz);
-    else if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
+    if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
     else {
       switch (w->def[i].dtype) {
       case TUNE_F32: { float f = (float)w->scalar_f[i]; memcpy(buf + off, &f, 4); break; }
@@ -195,13 +191,9 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
   return CUDA_SUCCESS;
 }
 
-static CUresult zero_scratch(wstate *w, char *why, size_t why_n);
-
 static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
   unsigned char args[1024];
   size_t size = pack_args(w, args, sizeof args);
-  CUresult zr = zero_scratch(w, why, why_n);
-  if (zr != CUDA_SUCCESS) return zr;
   for (int i = 0; i < n; ++i) {
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
@@ -236,14 +228,6 @@ static const char checksum_src[] =
     "  }\n"
     "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
     "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
-    "}\n"
-    /* zero = true scratch, before each launch of the variant. Not named tune_*: CUPTI then counts
-       it in the variant's time, as a memset the variant needs must be. */
-    "extern \"C\" __global__ void scratch_zero(unsigned long long *p, unsigned long long n8,\n"
-    "    unsigned char *tail, unsigned long long ntail) {\n"
-    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < ntail) tail[i] = 0;\n"
-    "  for (; i < n8; i += (unsigned long long)gridDim.x * blockDim.x) p[i] = 0ull;\n"
     "}\n";
 
 static int checksum_init(wstate *w, tune_err *err) {
@@ -259,9 +243,8 @@ static int checksum_init(wstate *w, tune_err *err) {
   job.source_text = checksum_src;
   job.include_root = ".";
   job.arch = arch;
-  job.n_names = 2;
+  job.n_names = 1;
   job.names[0] = "tune_checksum";
-  job.names[1] = "scratch_zero";
   if (tune_compile_batch(&job, 1, 1, err)) return err->code;
   if (!job.bin.ok) {
     tune_fail(err, TUNE_EINTERNAL, "worker: the checksum kernel does not compile: %s", job.bin.log ? job.bin.log : "");
@@ -272,7 +255,6 @@ static int checksum_init(wstate *w, tune_err *err) {
   db_binary_release(&job.bin);
   if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: checksum module: %s", tune_cuda_error_name(r));
   CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
-  CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
   CU_TRY(err, cuMemAlloc(&w->sum_out, 8));
   return TUNE_OK;
 fail:
@@ -294,67 +276,87 @@ fail:
   return err->code;
 }
 
-/* ---- tensormap args and zeroed scratch (docs/tensormap-args.md, docs/recipes.md) ---- */
+/* ---- guard bands and the relaunch check: variants that write out of bounds, or
+   compute their output only once (docs/llm-hook.md) ---- */
 
-/* The problem message's extras of arg i: "zero" (scratch) and "tmap" (a tensormap arg). */
-static int read_arg_extras(wstate *w, int i, json_t *a, tune_err *err) {
-  tune_arg_def *d = &w->def[i];
-  d->zero = json_is_true(json_object_get(a, "zero"));
-  memset(&w->tmap[i], 0, sizeof w->tmap[i]);
-  json_t *t = json_object_get(a, "tmap");
-  if (!t) return TUNE_OK;
-  d->is_tmap = 1;
-  d->is_tensor = 0;
-  if (tune_tmap_def_from_json(t, &d->tmap) || d->tmap.tensor < 0 || d->tmap.tensor >= TUNE_MAX_ARGS)
-    return tune_fail(err, TUNE_EINVAL, "worker: arg %s: malformed tensormap", d->name ? d->name : "?");
+#define GUARD_BYTES ((size_t)1 << 20) /* before and after every input and output tensor */
+#define GUARD_BYTE 0xa5
+
+/* Allocate tensor i with a guard band on each side, filled with GUARD_BYTE. */
+static int guard_alloc(wstate *w, int i, tune_err *err) {
+  CUdeviceptr base = 0;
+  CU_TRY(err, cuMemAlloc(&base, w->bytes[i] + 2 * GUARD_BYTES));
+  w->guard_base[i] = base;
+  w->ptr[i] = base + GUARD_BYTES;
+  CU_TRY(err, cuMemsetD8(base, GUARD_BYTE, GUARD_BYTES));
+  CU_TRY(err, cuMemsetD8(w->ptr[i] + w->bytes[i], GUARD_BYTE, GUARD_BYTES));
   return TUNE_OK;
+fail:
+  return err->code;
 }
 
-/* Build every tensormap arg of a variant (tmaps[i]: dims, strides, box) on the current buffers;
- * the scratch buffers have their final size by now. -1 with the reason: the variant's launch_error. */
-static int build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n) {
+/* Were the guard bands written? The first hit is described in wrong (left as is when it
+ * already holds a finding); the bands are refilled for the next variant. */
+static int guard_check(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
+  unsigned char *buf = malloc(GUARD_BYTES);
+  if (!buf) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
   for (int i = 0; i < w->n_args; ++i) {
-    if (!w->def[i].is_tmap) continue;
-    const tune_tmap_def *d = &w->def[i].tmap;
-    tune_tmap_var v;
-    char m[640];
-    const char *name = w->def[i].name ? w->def[i].name : "?";
-    if (d->tensor >= w->n_args || !w->def[d->tensor].is_tensor || tune_tmap_var_from_json(json_array_get(tmaps, (size_t)i), &v) || v.rank == 0) {
-      snprintf(why, why_n, "tensormap %s: no dims/box for this variant, or no tensor to map", name);
-      return -1;
-    }
-    const int t = d->tensor;
-    if (tune_tmap_check(d, &v, tune_dtype_size(w->def[t].dtype), w->ptr[t], w->bytes[t], m, sizeof m)) {
-      char desc[320];
-      tune_tmap_describe(d, &v, desc, sizeof desc);
-      snprintf(why, why_n, "tensormap %.40s of %.40s: %.300s (%s)", name, w->def[t].name ? w->def[t].name : "?", m, desc);
-      return -1;
-    }
-    if (tune_tmap_encode(&w->tmap[i], d, &v, w->def[t].dtype, w->ptr[t], m, sizeof m) != CUDA_SUCCESS) {
-      snprintf(why, why_n, "tensormap %.40s of %.40s: %s", name, w->def[t].name ? w->def[t].name : "?", m);
-      return -1;
+    if (!w->guard_base[i]) continue;
+    for (int side = 0; side < 2; ++side) {
+      CUdeviceptr g = side ? w->ptr[i] + w->bytes[i] : w->guard_base[i];
+      CU_TRY(err, cuMemcpyDtoH(buf, g, GUARD_BYTES));
+      size_t first = GUARD_BYTES, last = 0, hits = 0;
+      for (size_t k = 0; k < GUARD_BYTES; ++k)
+        if (buf[k] != GUARD_BYTE) { if (first == GUARD_BYTES) first = k; last = k; ++hits; }
+      if (!hits) continue;
+      if (!wrong[0])
+        snprintf(wrong, wrong_n, "out-of-bounds write: %zu byte(s) %s %s %s were changed (%zu to %zu bytes %s it)",
+                 hits, side ? "after the end of" : "before the start of", w->def[i].output ? "output" : "input",
+                 w->def[i].name ? w->def[i].name : "?", side ? first + 1 : GUARD_BYTES - last,
+                 side ? last + 1 : GUARD_BYTES - first, side ? "past" : "before");
+      CU_TRY(err, cuMemsetD8(g, GUARD_BYTE, GUARD_BYTES));
     }
   }
-  return 0;
+  free(buf);
+  return TUNE_OK;
+fail:
+  free(buf);
+  return err->code;
 }
 
-/* Zero every zero = true scratch buffer, on the variant's stream, by a kernel CUPTI counts. */
-static CUresult zero_scratch(wstate *w, char *why, size_t why_n) {
-  for (int i = 0; i < w->n_args; ++i) {
-    if (!w->def[i].zero || !w->ptr[i] || !w->bytes[i]) continue;
-    if (!w->zero_fn) {
-      tune_err e;
-      tune_err_clear(&e);
-      if (checksum_init(w, &e)) { snprintf(why, why_n, "scratch zeroing kernel: %s", e.msg); return CUDA_ERROR_NOT_INITIALIZED; }
-    }
-    unsigned long long n8 = w->bytes[i] / 8, ntail = w->bytes[i] % 8;
-    CUdeviceptr tail = w->ptr[i] + n8 * 8;
-    unsigned blocks = (unsigned)((n8 + 255) / 256 < 1 ? 1 : (n8 + 255) / 256 > 2048 ? 2048 : (n8 + 255) / 256);
-    void *args[] = {&w->ptr[i], &n8, &tail, &ntail};
-    CUresult r = tune_cu.cuLaunchKernel(w->zero_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
-    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "zeroing scratch %s: %s", w->def[i].name ? w->def[i].name : "?", tune_cuda_error_name(r)); return r; }
+/* After timing: poison the outputs, launch once more and compare again, so that a variant
+ * which computes its output on the first launch only (keeping it in later ones) is wrong.
+ * The outputs' checksums of the verified launch (out_hash) settle the usual case without a
+ * copy; a difference (a kernel whose rounding varies between launches) is compared with the
+ * reference and its tolerance. Then the guard bands once more. Returns NULL when the variant
+ * passes, else its reply; *failed = 1 when the worker itself failed (err set). */
+static json_t *relaunch_check(wstate *w, launch *l, int n, const uint64_t *out_hash, tune_err *err, int *failed) {
+  char wrong[1024] = "", why[1024] = "";
+  *failed = 1;
+  if (poison_outputs(w, err)) return NULL;
+  CUresult r = run_launches(w, l, n, why, sizeof why);
+  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) { *failed = 0; return crash_reply(r, why[0] ? why : "in the launch after timing"); }
+  if (tune_cupti_available()) { double d; int k; if (tune_cupti_collect(&d, &k, err)) return NULL; }
+  for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
+    uint64_t h;
+    if (device_checksum(w, i, &h, err)) return NULL;
+    if (h == out_hash[i]) continue;
+    if (host_reserve(w, w->bytes[i], err)) return NULL;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    tune_compare c;
+    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
+      snprintf(wrong, sizeof wrong, "output %s is wrong in a launch after the timed ones (%lld NaN/Inf, rel_l2 %.3g, "
+               "first bad at %lld): the variant does not compute its output on every launch",
+               w->def[i].name ? w->def[i].name : "?", (long long)c.n_nan, c.rel_l2, (long long)c.first_bad);
   }
-  return CUDA_SUCCESS;
+  if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
+  *failed = 0;
+  return wrong[0] ? json_pack("{s:s,s:s}", "status", "wrong", "error", wrong) : NULL;
+fail:
+  return NULL;
 }
 
 /* Set up a problem: buffers, inputs, reference outputs. Reply {ok, ref_ms}. */
@@ -380,13 +382,12 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     d->init = (tune_init)json_integer_value(json_object_get(a, "init"));
     d->init_a = json_number_value(json_object_get(a, "a"));
     d->init_b = json_number_value(json_object_get(a, "b"));
-    if (read_arg_extras(w, i, a, err)) goto fail;
     w->numel[i] = json_integer_value(json_object_get(a, "numel"));
     w->scalar_f[i] = json_number_value(json_object_get(a, "f"));
     w->scalar_i[i] = json_integer_value(json_object_get(a, "i"));
     if (!d->is_tensor || d->scratch || w->numel[i] <= 0) continue;
     w->bytes[i] = (size_t)w->numel[i] * (size_t)tune_dtype_size(d->dtype);
-    CU_TRY(err, cuMemAlloc(&w->ptr[i], w->bytes[i]));
+    if (guard_alloc(w, i, err)) goto fail;
     if (!d->output) {
       if (host_reserve(w, w->bytes[i], err)) goto fail;
       tune_inputs_fill_parallel(d, w->numel[i], seed, i, w->host);
@@ -465,7 +466,6 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     }
     w->numel[i] = need;
   }
-  if (build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 1. verify */
@@ -481,16 +481,15 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     double ns;
     int nk;
     if (tune_cupti_collect(&ns, &nk, err)) goto fail;
-    int nz = 0; /* the scratch_zero kernels ran too */
-    for (int i = 0; i < w->n_args; ++i) nz += w->def[i].zero && w->ptr[i] && w->bytes[i];
-    if (nk < n + nz) {
-      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n + nz);
+    if (nk < n) {
+      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n);
       reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
       goto done;
     }
   }
   double worst_rel = 0, worst_abs = 0;
   char wrong[1024] = "";
+  uint64_t out_hash[TUNE_MAX_ARGS] = {0}; /* checksums of the verified outputs */
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].is_tensor || w->def[i].scratch) continue;
     if (!w->def[i].output) {
@@ -517,6 +516,9 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
                  c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
     }
   }
+  if (guard_check(w, wrong, sizeof wrong, err)) goto fail;
+  for (int i = 0; i < w->n_args && !wrong[0]; ++i)
+    if (w->def[i].is_tensor && !w->def[i].scratch && w->def[i].output && device_checksum(w, i, &out_hash[i], err)) goto fail;
   if (wrong[0]) {
     reply = json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", worst_rel, "max_abs", worst_abs);
     /* a variant that wrote its inputs poisons later runs: restore them */
@@ -548,6 +550,9 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   int ns = 0;
   double t0 = now_ms(), rel_ci = 1;
   while (ns < max_samples) {
+    /* poisoned again before every timed launch, outside the timed span (the flush below evicts the
+       poison from L2): a variant must compute its output each time, not find it already there */
+    if (poison_outputs(w, err)) goto fail;
     /* evict the inputs from L2 by writing 2x its size. The dirty lines this leaves are written
        back during the variant, as a pipeline's previous kernel would leave them; that is also how
        the peers are timed (triton's do_bench zeroes a buffer). A read-only flush was tried: it
@@ -589,6 +594,12 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       free(s);
       if (rel_ci < 0.01 || now_ms() - t0 > max_ms) break;
     }
+  }
+  {
+    int failed = 0;
+    reply = relaunch_check(w, l, n, out_hash, err, &failed);
+    if (failed) goto fail;
+    if (reply) goto done_restore;
   }
   qsort(samples, (size_t)ns, sizeof *samples, cmp_double);
   double mean = 0, var = 0;
