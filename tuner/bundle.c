@@ -625,6 +625,8 @@ static int evaluate(bstate *s, tune_err *err) {
     if (tune_recipe_eval_variant(r, vi, be->p, &facts, &be->var, err)) return err->code;
     if (be->var.skip) return tune_fail(err, TUNE_ERECIPE, "%s / %s: the recipe now skips the measured config: %s", r->name, be->p->name, be->var.skip_reason);
     if (tune_recipe_eval_problem(r, be->p, &facts, &be->setup, err)) return err->code;
+    for (int a = 0; a < r->n_args; ++a) /* docs/tensormap-args.md: libtunert, later */
+      if (r->args[a].is_tmap) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s is a tensor map: libtunert does not build tensor maps yet, so none is bundled", r->name, r->args[a].name);
     if (tune_recipe_exprs(r, &be->var, &be->setup, &be->ex, err)) return err->code;
     for (int a = 0; a < r->n_args; ++a)
       if (!r->args[a].is_tensor && (r->args[a].dtype == TUNE_F16 || r->args[a].dtype == TUNE_BF16))

@@ -13,6 +13,7 @@
 #include "inputs.h"
 #include "protocol.h"
 #include "recipe.h"
+#include "tensormap.h"
 
 typedef struct wstate {
   CUdevice dev;
@@ -39,6 +40,8 @@ typedef struct wstate {
   double tol_rel, tol_abs;
   uint64_t seed;                  /* of the current problem's inputs */
   CUdeviceptr guard_base[TUNE_MAX_ARGS]; /* allocation of a guarded tensor (ptr - GUARD_BYTES), 0 none */
+  CUfunction zero_fn;             /* scratch_zero, in sum_mod */
+  CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
 } wstate;
 
 static double now_ms(void) {
@@ -134,9 +137,12 @@ static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap) {
   size_t off = 0;
   for (int i = 0; i < w->n_args; ++i) {
     size_t sz = w->def[i].is_tensor ? sizeof(CUdeviceptr) : (size_t)tune_dtype_size(w->def[i].dtype);
-    off = (off + sz - 1) / sz * sz;
+    size_t align = sz;
+    if (w->def[i].is_tmap) sz = sizeof(CUtensorMap), align = 64; /* docs/tensormap-args.md */
+    off = (off + align - 1) / align * align;
     if (off + sz > cap) return 0;
-    if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
+    if (w->def[i].is_tmap) memcpy(buf + off, &w->tmap[i], sz);
+    else if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
     else {
       switch (w->def[i].dtype) {
       case TUNE_F32: { float f = (float)w->scalar_f[i]; memcpy(buf + off, &f, 4); break; }
@@ -191,9 +197,13 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
   return CUDA_SUCCESS;
 }
 
+static CUresult zero_scratch(wstate *w, char *why, size_t why_n);
+
 static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
   unsigned char args[1024];
   size_t size = pack_args(w, args, sizeof args);
+  CUresult zr = zero_scratch(w, why, why_n);
+  if (zr != CUDA_SUCCESS) return zr;
   for (int i = 0; i < n; ++i) {
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
@@ -228,6 +238,14 @@ static const char checksum_src[] =
     "  }\n"
     "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
     "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
+    "}\n"
+    /* zero = true scratch, before each launch of the variant. Not named tune_*: CUPTI then counts
+       it in the variant's time, as a memset the variant needs must be. */
+    "extern \"C\" __global__ void scratch_zero(unsigned long long *p, unsigned long long n8,\n"
+    "    unsigned char *tail, unsigned long long ntail) {\n"
+    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < ntail) tail[i] = 0;\n"
+    "  for (; i < n8; i += (unsigned long long)gridDim.x * blockDim.x) p[i] = 0ull;\n"
     "}\n";
 
 static int checksum_init(wstate *w, tune_err *err) {
@@ -243,8 +261,9 @@ static int checksum_init(wstate *w, tune_err *err) {
   job.source_text = checksum_src;
   job.include_root = ".";
   job.arch = arch;
-  job.n_names = 1;
+  job.n_names = 2;
   job.names[0] = "tune_checksum";
+  job.names[1] = "scratch_zero";
   if (tune_compile_batch(&job, 1, 1, err)) return err->code;
   if (!job.bin.ok) {
     tune_fail(err, TUNE_EINTERNAL, "worker: the checksum kernel does not compile: %s", job.bin.log ? job.bin.log : "");
@@ -255,6 +274,7 @@ static int checksum_init(wstate *w, tune_err *err) {
   db_binary_release(&job.bin);
   if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: checksum module: %s", tune_cuda_error_name(r));
   CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
+  CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
   CU_TRY(err, cuMemAlloc(&w->sum_out, 8));
   return TUNE_OK;
 fail:
@@ -274,6 +294,69 @@ static int device_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
   return TUNE_OK;
 fail:
   return err->code;
+}
+
+/* ---- tensormap args and zeroed scratch (docs/tensormap-args.md, docs/recipes.md) ---- */
+
+/* The problem message's extras of arg i: "zero" (scratch) and "tmap" (a tensormap arg). */
+static int read_arg_extras(wstate *w, int i, json_t *a, tune_err *err) {
+  tune_arg_def *d = &w->def[i];
+  d->zero = json_is_true(json_object_get(a, "zero"));
+  memset(&w->tmap[i], 0, sizeof w->tmap[i]);
+  json_t *t = json_object_get(a, "tmap");
+  if (!t) return TUNE_OK;
+  d->is_tmap = 1;
+  d->is_tensor = 0;
+  if (tune_tmap_def_from_json(t, &d->tmap) || d->tmap.tensor < 0 || d->tmap.tensor >= TUNE_MAX_ARGS)
+    return tune_fail(err, TUNE_EINVAL, "worker: arg %s: malformed tensormap", d->name ? d->name : "?");
+  return TUNE_OK;
+}
+
+/* Build every tensormap arg of a variant (tmaps[i]: dims, strides, box) on the current buffers;
+ * the scratch buffers have their final size by now. -1 with the reason: the variant's launch_error. */
+static int build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n) {
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].is_tmap) continue;
+    const tune_tmap_def *d = &w->def[i].tmap;
+    tune_tmap_var v;
+    char m[640];
+    const char *name = w->def[i].name ? w->def[i].name : "?";
+    if (d->tensor >= w->n_args || !w->def[d->tensor].is_tensor || tune_tmap_var_from_json(json_array_get(tmaps, (size_t)i), &v) || v.rank == 0) {
+      snprintf(why, why_n, "tensormap %s: no dims/box for this variant, or no tensor to map", name);
+      return -1;
+    }
+    const int t = d->tensor;
+    if (tune_tmap_check(d, &v, tune_dtype_size(w->def[t].dtype), w->ptr[t], w->bytes[t], m, sizeof m)) {
+      char desc[320];
+      tune_tmap_describe(d, &v, desc, sizeof desc);
+      snprintf(why, why_n, "tensormap %.40s of %.40s: %.300s (%s)", name, w->def[t].name ? w->def[t].name : "?", m, desc);
+      return -1;
+    }
+    if (tune_tmap_encode(&w->tmap[i], d, &v, w->def[t].dtype, w->ptr[t], m, sizeof m) != CUDA_SUCCESS) {
+      snprintf(why, why_n, "tensormap %.40s of %.40s: %s", name, w->def[t].name ? w->def[t].name : "?", m);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Zero every zero = true scratch buffer, on the variant's stream, by a kernel CUPTI counts. */
+static CUresult zero_scratch(wstate *w, char *why, size_t why_n) {
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].zero || !w->ptr[i] || !w->bytes[i]) continue;
+    if (!w->zero_fn) {
+      tune_err e;
+      tune_err_clear(&e);
+      if (checksum_init(w, &e)) { snprintf(why, why_n, "scratch zeroing kernel: %s", e.msg); return CUDA_ERROR_NOT_INITIALIZED; }
+    }
+    unsigned long long n8 = w->bytes[i] / 8, ntail = w->bytes[i] % 8;
+    CUdeviceptr tail = w->ptr[i] + n8 * 8;
+    unsigned blocks = (unsigned)((n8 + 255) / 256 < 1 ? 1 : (n8 + 255) / 256 > 2048 ? 2048 : (n8 + 255) / 256);
+    void *args[] = {&w->ptr[i], &n8, &tail, &ntail};
+    CUresult r = tune_cu.cuLaunchKernel(w->zero_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "zeroing scratch %s: %s", w->def[i].name ? w->def[i].name : "?", tune_cuda_error_name(r)); return r; }
+  }
+  return CUDA_SUCCESS;
 }
 
 /* ---- guard bands and the relaunch check: variants that write out of bounds, or
@@ -382,6 +465,7 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     d->init = (tune_init)json_integer_value(json_object_get(a, "init"));
     d->init_a = json_number_value(json_object_get(a, "a"));
     d->init_b = json_number_value(json_object_get(a, "b"));
+    if (read_arg_extras(w, i, a, err)) goto fail;
     w->numel[i] = json_integer_value(json_object_get(a, "numel"));
     w->scalar_f[i] = json_number_value(json_object_get(a, "f"));
     w->scalar_i[i] = json_integer_value(json_object_get(a, "i"));
@@ -466,6 +550,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     }
     w->numel[i] = need;
   }
+  if (build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 1. verify */
@@ -481,8 +566,10 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     double ns;
     int nk;
     if (tune_cupti_collect(&ns, &nk, err)) goto fail;
-    if (nk < n) {
-      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n);
+    int nz = 0; /* the scratch_zero kernels ran too */
+    for (int i = 0; i < w->n_args; ++i) nz += w->def[i].zero && w->ptr[i] && w->bytes[i];
+    if (nk < n + nz) {
+      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n + nz);
       reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
       goto done;
     }
