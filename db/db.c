@@ -533,9 +533,10 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
                "INSERT INTO results (run_id, recipe_id, device_id, config_id, problem_id, status,"
                " median_ns, min_ns, max_ns, stddev_ns, samples, registers, shared_bytes,"
                " dyn_shared_bytes, local_bytes, spill_stores, spill_loads, compile_ms,"
-               " measure_ms, err_rel_l2, err_max_abs, seed, binary_key, error_text)"
+               " measure_ms, err_rel_l2, err_max_abs, seed, binary_key, error_text,"
+               " sm_mhz, mem_mhz, clock_reasons)"
                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24) RETURNING id, created_at",
+               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) RETURNING id, created_at",
                &st, err);
   if (rc) goto fail;
   if (r->run_id > 0) SQL_TRY(db, err, sqlite3_bind_int64(st, 1, r->run_id));
@@ -565,6 +566,9 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
   else SQL_TRY(db, err, sqlite3_bind_null(st, 23));
   if (r->error_text[0]) SQL_TRY(db, err, bind_fixed(st, 24, r->error_text, sizeof r->error_text));
   else SQL_TRY(db, err, sqlite3_bind_null(st, 24));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 25, r->sm_mhz));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 26, r->mem_mhz));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 27, r->clock_reasons));
 
   SQL_EXEC(db, err, "BEGIN IMMEDIATE");
   began = 1;

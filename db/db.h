@@ -21,7 +21,7 @@
 
 #include "../tuner/tune_err.h"
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables (2: proposals). */
 #define DB_SCHEMA_READ_MIN 1
@@ -90,6 +90,8 @@ typedef struct db_result {
   char binary_key[40];  /* hex key into binaries, "" none */
   char error_text[4096];/* compile log excerpt, CUDA error name, mismatch... */
   char created_at[32];  /* set by the database (UTC ISO 8601) */
+  int sm_mhz, mem_mhz;  /* lowest clocks NVML saw while timing, -1 unknown (written, not read back) */
+  int64_t clock_reasons;/* NVML clock event reasons seen while timing */
 } db_result;
 
 typedef struct db_binary {

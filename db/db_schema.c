@@ -157,6 +157,11 @@ static const char *const migrations[] = {
     "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
     ");\n"
     "CREATE INDEX proposals_run ON proposals (run_id, id);\n",
+    /* 2 -> 3: the lowest SM and memory clocks NVML reported while a result was timed, and
+       the clock event (throttle) reasons seen (issue 3); -1 / 0 when NVML was unavailable. */
+    "ALTER TABLE results ADD COLUMN sm_mhz INTEGER NOT NULL DEFAULT -1;\n"
+    "ALTER TABLE results ADD COLUMN mem_mhz INTEGER NOT NULL DEFAULT -1;\n"
+    "ALTER TABLE results ADD COLUMN clock_reasons INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == DB_SCHEMA_VERSION,

@@ -214,6 +214,7 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
   for (int l = 0; l < s->n_launches; ++l) {
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     const tunert_launch_info *li = &s->launch[l];
+    if (!li->grid[0] || !li->grid[1] || !li->grid[2]) continue; /* no blocks: not launched */
     r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
                                li->shared, (CUstream)stream, NULL, extra);
     if (r != CUDA_SUCCESS)

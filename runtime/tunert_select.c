@@ -114,7 +114,8 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
       int64_t g, b;
       if (eval_int(e->grid[l], k, env, &g, why, n) || eval_int(e->block[l], k, env, &b, why, n)) return -1;
       int64_t gmax = k == 0 ? 2147483647 : 65535;
-      if (g < 1 || g > gmax) { snprintf(why, n, "launch %d: grid[%d] = %lld out of 1..%lld", l, k, (long long)g, (long long)gmax); return -1; }
+      /* 0: the step has no blocks for this problem and is not launched (as in the tuner) */
+      if (g < 0 || g > gmax) { snprintf(why, n, "launch %d: grid[%d] = %lld out of 0..%lld", l, k, (long long)g, (long long)gmax); return -1; }
       if (b < 1 || b > 1024) { snprintf(why, n, "launch %d: block[%d] = %lld out of 1..1024", l, k, (long long)b); return -1; }
       c->grid[l][k] = (unsigned)g;
       c->block[l][k] = (unsigned)b;

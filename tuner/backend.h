@@ -43,6 +43,8 @@ struct tune_backend {
   /* Measure device copy bandwidth [GB/s] with tune's own copy kernel
    * (kernel(const float4*, float4*, long long n)); NULL when not possible. */
   int (*measure_copy_peak)(tune_backend *b, const db_binary *bin, const char *kernel, double *gbps, tune_err *err);
+  /* tune's wgmma kernel's bf16 TFLOP/s (sm_90 only; NULL where not measured) */
+  int (*measure_mma_peak)(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err);
   void (*close)(tune_backend *b);
   void *impl;
 };

@@ -156,8 +156,9 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   json_t *launches = json_array(), *scratch = json_array();
   for (int i = 0; i < v->n_launches; ++i) {
     const tune_launch *l = &v->launch[i];
-    json_array_append_new(launches, json_pack("{s:s,s:[i,i,i],s:[i,i,i],s:i}", "kernel", q->lowered[i], "grid", l->grid[0],
-                                              l->grid[1], l->grid[2], "block", l->block[0], l->block[1], l->block[2], "shared", l->shared));
+    json_array_append_new(launches, json_pack("{s:s,s:[i,i,i],s:[i,i,i],s:i,s:i}", "kernel", q->lowered[i], "grid", l->grid[0],
+                                              l->grid[1], l->grid[2], "block", l->block[0], l->block[1], l->block[2], "shared", l->shared,
+                                              "stream", l->side_stream));
   }
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
   json_t *msg = json_pack("{s:s,s:o,s:o,s:i,s:i,s:f}", "op", "measure", "launches", launches, "scratch", scratch,
@@ -192,10 +193,27 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   out->err_rel_l2 = rl ? json_number_value(rl) : -1;
   out->err_max_abs = ma ? json_number_value(ma) : -1;
   out->measure_ms = json_number_value(json_object_get(rep, "measure_ms"));
+  json_t *sm = json_object_get(rep, "sm_mhz"), *mem = json_object_get(rep, "mem_mhz");
+  out->sm_mhz = sm ? (int)json_integer_value(sm) : -1;
+  out->mem_mhz = mem ? (int)json_integer_value(mem) : -1;
+  out->clock_reasons = (int64_t)json_integer_value(json_object_get(rep, "clock_reasons"));
   int fatal = json_is_true(json_object_get(rep, "fatal")) || s < 0;
   json_decref(rep);
   if (fatal) return restart(c, err);
   return TUNE_OK;
+}
+
+static int cuda_mma_peak(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err) {
+  cuda_impl *c = b->impl;
+  json_t *msg = json_pack("{s:s,s:s}", "op", "mma_peak", "kernel", kernel), *rep = NULL;
+  int rc = call(c, msg, bin->cubin, bin->cubin_size, 120000, &rep, err);
+  json_decref(msg);
+  if (rc) return tune_fail(err, TUNE_EWORKER, "cuda: the worker died measuring matrix throughput");
+  if (strcmp(json_string_value(json_object_get(rep, "status")) ?: "", "ok"))
+    rc = tune_fail(err, TUNE_EWORKER, "matrix throughput: %s", json_string_value(json_object_get(rep, "error")) ?: "?");
+  else *tflops = json_number_value(json_object_get(rep, "TFLOPs"));
+  json_decref(rep);
+  return rc;
 }
 
 static int cuda_copy_peak(tune_backend *b, const db_binary *bin, const char *kernel, double *gbps, tune_err *err) {
@@ -237,6 +255,7 @@ int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tun
   b->close = cuda_close;
   b->needs_binaries = 1;
   b->measure_copy_peak = cuda_copy_peak;
+  b->measure_mma_peak = cuda_mma_peak;
   if (worker_start(c, err) || hello(c, &b->device, b->provenance, sizeof b->provenance, err)) { cuda_close(b); return err->code; }
   *out = b;
   return TUNE_OK;

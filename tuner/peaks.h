@@ -1,11 +1,13 @@
 /* peaks.h: the device's physical limits, against which results are judged.
  *
- * Copy bandwidth is measured once per device by tune's own kernel (two
- * 16-byte vectors per thread, 1 GiB, best of 20, bytes read + written) and
- * kept in the database's peaks table. The dense bf16 tensor-core bound is
- * computed, not measured: 4096 FLOP per clock per SM (Hopper) x SMs x the
- * maximum SM clock, an upper bound no kernel can pass. A result faster than
- * either (with 5% slack for clock and timer granularity) is `suspicious`. */
+ * Both limits are measured once per device by tune's own kernels and kept in
+ * the database's peaks table: copy bandwidth (two 16-byte vectors per thread,
+ * 1 GiB, best of 20, bytes read + written) and, on Hopper, dense bf16 matrix
+ * throughput (wgmma from shared memory, peak_mma.h, best of 10). Where the
+ * matrix kernel cannot run (another arch, replay of an old recording) the
+ * computed bound stands in: 4096 FLOP per clock per SM x SMs x the maximum SM
+ * clock. A result faster than a limit by more than 5% (clock and timer
+ * granularity) is `suspicious`. */
 #ifndef TUNE_PEAKS_H
 #define TUNE_PEAKS_H
 
@@ -14,11 +16,13 @@
 
 typedef struct tune_peaks {
   double copy_GBps;        /* measured, 0 when unknown */
-  double tensor_TFLOPs;    /* computed bound, 0 when unknown for this arch */
+  double tensor_TFLOPs;    /* the matrix limit results are judged by: measured, else the bound */
+  int tensor_measured;     /* 1: tensor_TFLOPs was measured by tune's kernel */
+  double tensor_bound;     /* computed bound, 0 when unknown for this arch */
 } tune_peaks;
 
-/* Read the device's peaks from the database, measuring the copy bandwidth
- * on the backend when it is not there yet (cuda backends only). */
+/* Read the device's peaks from the database, measuring what is not there yet
+ * on the backend (cuda backends only). */
 int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks *out,
                       tune_err *err);
 

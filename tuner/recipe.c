@@ -809,11 +809,12 @@ static int lua_fail(lua_State *L, tune_err *err, const char *what, tune_recipe *
 }
 
 /* Read {x,y,z} (or a number) at the top into v[3]; missing entries are 1. */
-static int read_dim3(lua_State *L, unsigned v[3]) {
+/* min: 1 for blocks; 0 for a variant step's grid (a step with no blocks is not launched). */
+static int read_dim3(lua_State *L, unsigned v[3], long long min) {
   v[0] = v[1] = v[2] = 1;
   long long x;
   if (lua_type(L, -1) == LUA_TNUMBER) {
-    if (to_int(L, -1, &x) || x < 1 || x > 0x7fffffff) return -1;
+    if (to_int(L, -1, &x) || x < min || x > 0x7fffffff) return -1;
     v[0] = (unsigned)x;
     return 0;
   }
@@ -822,7 +823,7 @@ static int read_dim3(lua_State *L, unsigned v[3]) {
   if (n < 1 || n > 3) return -1;
   for (int i = 0; i < n; ++i) {
     lua_rawgeti(L, -1, i + 1);
-    int bad = to_int(L, -1, &x) || x < 1 || x > 0x7fffffff;
+    int bad = to_int(L, -1, &x) || x < min || x > 0x7fffffff;
     lua_pop(L, 1);
     if (bad) return -1;
     v[i] = (unsigned)x;
@@ -908,8 +909,9 @@ static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, 
     if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) return lua_fail(L, err, f[i], r);
     if (i < 2 && eval_entries(L, cfg, prob, dev) != LUA_OK) return lua_fail(L, err, f[i], r);
     if (i < 2) {
-      if (read_dim3(L, i == 0 ? out->grid : out->block))
-        return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s must be a positive integer or {x, y, z}", r->file, r->name, f[i]);
+      if (read_dim3(L, i == 0 ? out->grid : out->block, i == 0 ? 0 : 1))
+        return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s must be %s integer or {x, y, z}", r->file, r->name, f[i],
+                         i == 0 ? "a non-negative (0: the step is not launched)" : "a positive");
     } else {
       long long s;
       if (to_int(L, -1, &s) || s < 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': shared must be bytes >= 0", r->file, r->name);
@@ -917,6 +919,14 @@ static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, 
     }
     lua_pop(L, 1);
   }
+  /* stream: "main" (default) or "side" (a second stream of the worker, for steps meant to overlap;
+     timing still counts every kernel of the context, and libtunert runs all steps in order on the
+     caller's stream) */
+  int st = lua_getfield(L, lt, "stream");
+  if (st == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "side")) out->side_stream = 1;
+  else if (!(st == LUA_TNIL || (st == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "main"))))
+    return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': launch stream must be \"main\" or \"side\"", r->file, r->name);
+  lua_pop(L, 1);
   (void)top_kernel_or_null;
   return TUNE_OK;
 }
@@ -1171,7 +1181,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     if (lua_isnil(L, -1) && i == 2) { lua_pop(L, 1); break; }
     if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, "reference", r); goto done; }
     if (i < 2 && eval_entries(L, 0, prob, dev) != LUA_OK) { rc = lua_fail(L, err, "reference", r); goto done; }
-    if (i < 2 && read_dim3(L, i == 0 ? out->ref_launch.grid : out->ref_launch.block)) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference %s must be {x, y, z}", r->file, f[i]); goto done; }
+    if (i < 2 && read_dim3(L, i == 0 ? out->ref_launch.grid : out->ref_launch.block, 1)) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference %s must be {x, y, z}", r->file, f[i]); goto done; }
     if (i == 2) { long long s; if (to_int(L, -1, &s) || s < 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: reference shared must be bytes", r->file); goto done; } out->ref_launch.shared = (unsigned)s; }
     lua_pop(L, 1);
   }

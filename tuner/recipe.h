@@ -115,6 +115,7 @@ typedef struct tune_launch {
   int is_expr;          /* 1: resolve with NVRTC name expressions */
   unsigned grid[3], block[3];
   unsigned shared;      /* dynamic shared memory [bytes] */
+  int side_stream;      /* 1: stream = "side": launched on the worker's second stream */
 } tune_launch;
 
 /* A config evaluated for one problem: what to compile and how to launch. */

@@ -329,6 +329,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       res.problem_id = problem_id;
       res.seed = seed;
       res.err_rel_l2 = res.err_max_abs = -1;
+      res.sm_mhz = res.mem_mhz = -1;
       res.registers = res.shared_bytes = res.local_bytes = res.spill_stores = res.spill_loads = -1;
       if (q->v.skip) {
         res.status = DB_SKIPPED;
@@ -493,7 +494,8 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     tune_peaks peaks;
     if (tune_peaks_ensure(db, device_id, &dev, be, &peaks, err)) goto fail;
     if (peaks.copy_GBps > 0 && be && be->measure_copy_peak)
-      printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (computed bound)\n", peaks.copy_GBps, peaks.tensor_TFLOPs);
+      printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)\n", peaks.copy_GBps, peaks.tensor_TFLOPs,
+             peaks.tensor_measured ? "measured" : "computed bound");
     stats st;
     memset(&st, 0, sizeof st);
     double deadline = o->budget_s > 0 ? now_s() + o->budget_s : 0;

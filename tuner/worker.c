@@ -10,6 +10,8 @@
 #include "cuda_dl.h"
 #include "compile.h"
 #include "cupti_timer.h"
+#include "nvml_clocks.h"
+#include "peak_mma.h"
 #include "inputs.h"
 #include "protocol.h"
 #include "recipe.h"
@@ -41,6 +43,8 @@ typedef struct wstate {
   uint64_t seed;                  /* of the current problem's inputs */
   CUdeviceptr guard_base[TUNE_MAX_ARGS]; /* allocation of a guarded tensor (ptr - GUARD_BYTES), 0 none */
   CUfunction zero_fn;             /* scratch_zero, in sum_mod */
+  int nvml;                       /* NVML opened: clocks sampled during timing */
+  CUstream side;                  /* second stream for launch steps with stream = "side" */
   CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
 } wstate;
 
@@ -98,6 +102,9 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   CU_TRY(err, cuDeviceGetUuid(&uuid, w->dev));
   CU_TRY(err, cuEventCreate(&w->e0, CU_EVENT_DEFAULT));
   CU_TRY(err, cuEventCreate(&w->e1, CU_EVENT_DEFAULT));
+  /* launch steps with stream = "side"; non-blocking, so the legacy stream does not wait for it:
+     only a context synchronize (or CUPTI, which sees every kernel) covers its work */
+  CU_TRY(err, cuStreamCreate(&w->side, CU_STREAM_NON_BLOCKING));
   w->l2_bytes = v[6];
   w->flush_bytes = (size_t)(v[6] > 0 ? v[6] : (64 << 20)) * 2;
   CU_TRY(err, cuMemAlloc(&w->flush, w->flush_bytes));
@@ -106,6 +113,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   snprintf(u, sizeof u, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   snprintf(drvs, sizeof drvs, "%d.%d", drv / 1000, (drv % 1000) / 10);
+  w->nvml = tune_nvml_open(u) == 0; /* optional: clocks are stored as -1 without it */
   /* the kernel module's version (e.g. 580.159.04) says more than the API level */
   FILE *vf = fopen("/proc/driver/nvidia/version", "r");
   if (vf) {
@@ -172,7 +180,7 @@ fail:
   return err->code;
 }
 
-typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared; } launch;
+typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared; int side; } launch;
 
 /* Load the module and its kernels; a refusal is the variant's launch_error. */
 static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches, launch *l, int *n, char *why, size_t why_n) {
@@ -189,6 +197,7 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
       l[i].block[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "block"), d));
     }
     l[i].shared = (unsigned)json_integer_value(json_object_get(j, "shared"));
+    l[i].side = json_integer_value(json_object_get(j, "stream")) == 1;
     if (l[i].shared > 48 * 1024) {
       r = tune_cu.cuFuncSetAttribute(l[i].fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l[i].shared);
       if (r != CUDA_SUCCESS) { snprintf(why, why_n, "%u bytes of dynamic shared memory refused: %s", l[i].shared, tune_cuda_error_name(r)); return r; }
@@ -205,9 +214,10 @@ static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_
   CUresult zr = zero_scratch(w, why, why_n);
   if (zr != CUDA_SUCCESS) return zr;
   for (int i = 0; i < n; ++i) {
+    if (!l[i].grid[0] || !l[i].grid[1] || !l[i].grid[2]) continue; /* a step with no blocks is not launched */
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
-                                       l[i].block[1], l[i].block[2], l[i].shared, 0, NULL, extra);
+                                       l[i].block[1], l[i].block[2], l[i].shared, l[i].side ? w->side : 0, NULL, extra);
     if (r != CUDA_SUCCESS) { snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared, tune_cuda_error_name(r)); return r; }
   }
   return CUDA_SUCCESS;
@@ -558,7 +568,8 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   r = run_launches(w, l, n, why, sizeof why);
   if (r != CUDA_SUCCESS) {
     reply = is_sticky(r) ? crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
-    goto done;
+    if (is_sticky(r)) goto done;
+    goto done_restore; /* an earlier step may have run */
   }
   r = tune_cu.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) { reply = crash_reply(r, "after the verified run"); goto done; }
@@ -568,10 +579,13 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     if (tune_cupti_collect(&ns, &nk, err)) goto fail;
     int nz = 0; /* the scratch_zero kernels ran too */
     for (int i = 0; i < w->n_args; ++i) nz += w->def[i].zero && w->ptr[i] && w->bytes[i];
-    if (nk < n + nz) {
-      snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, n + nz);
+    int nl = 0; /* steps with zero blocks are not launched */
+    for (int i = 0; i < n; ++i) nl += l[i].grid[0] && l[i].grid[1] && l[i].grid[2];
+    if (nl == 0) snprintf(why, sizeof why, "no kernel launched: every launch step has zero blocks for this problem");
+    else if (nk < nl + nz) snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, nl + nz);
+    if (nl == 0 || nk < nl + nz) {
       reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
-      goto done;
+      goto done_restore; /* it ran: it may have written its inputs */
     }
   }
   double worst_rel = 0, worst_abs = 0;
@@ -636,7 +650,10 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   }
   int ns = 0;
   double t0 = now_ms(), rel_ci = 1;
+  tune_clocks clk = {-1, -1, 0};
+  tune_clocks_fold(&clk, tune_nvml_sample());
   while (ns < max_samples) {
+    if (ns % 8 == 7) tune_clocks_fold(&clk, tune_nvml_sample()); /* between samples, off the timed path */
     /* poisoned again before every timed launch, outside the timed span (the flush below evicts the
        poison from L2): a variant must compute its output each time, not find it already there */
     if (poison_outputs(w, err)) goto fail;
@@ -650,7 +667,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     r = run_launches(w, l, n, why, sizeof why);
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
     CU_TRY(err, cuEventRecord(w->e1, 0));
-    r = tune_cu.cuEventSynchronize(w->e1);
+    r = tune_cu.cuCtxSynchronize(); /* every stream: side-stream work must end before the next flush */
     if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during timing"); goto done; }
     float ms;
     CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
@@ -662,7 +679,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       if (tune_cupti_collect(&kns, &nk, err)) goto fail;
       if (nk == 0) {
         reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", "no kernel ran during a measured launch");
-        goto done;
+        goto done_restore;
       }
       samples[ns++] = kns;
     } else samples[ns++] = ms * 1e6;
@@ -695,10 +712,14 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   for (int i = 0; i < ns; ++i) var += (samples[i] - mean) * (samples[i] - mean);
   double median = ns % 2 ? samples[ns / 2] : 0.5 * (samples[ns / 2 - 1] + samples[ns / 2]);
   qsort(event_samples, (size_t)ns, sizeof *event_samples, cmp_double);
+  tune_clocks_fold(&clk, tune_nvml_sample());
   reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
                     "max_ns", samples[ns - 1], "stddev_ns", ns > 1 ? sqrt(var / (ns - 1)) : 0.0, "samples", ns,
                     "rel_l2", worst_rel, "max_abs", worst_abs, "rel_ci", rel_ci, "timer", use_cupti ? "cupti" : "events",
                     "event_median_ns", event_samples[ns / 2]);
+  json_object_set_new(reply, "sm_mhz", json_integer(clk.sm_mhz));
+  json_object_set_new(reply, "mem_mhz", json_integer(clk.mem_mhz));
+  json_object_set_new(reply, "clock_reasons", json_integer((json_int_t)clk.reasons));
   goto done;
 done_restore:
   for (int i = 0; i < w->n_args; ++i) {
@@ -758,6 +779,39 @@ fail:
   return reply;
 }
 
+/* tune's matrix peak: one block of two warpgroups per SM, best of 10 timed launches of ~ms each. */
+static json_t *do_mma_peak(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
+  CUmodule mod = NULL;
+  CUfunction fn;
+  CUdeviceptr sink = 0;
+  json_t *reply = NULL;
+  int sms = 0, iters = 10000;
+  CU_TRY(err, cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, w->dev));
+  CU_TRY(err, cuModuleLoadData(&mod, cubin));
+  CU_TRY(err, cuModuleGetFunction(&fn, mod, json_string_value(json_object_get(msg, "kernel")) ?: ""));
+  CU_TRY(err, cuMemAlloc(&sink, TUNE_PEAK_MMA_THREADS * sizeof(float)));
+  void *args[] = {&sink, &iters};
+  float best = 1e30f;
+  tune_clocks clk = {-1, -1, 0};
+  for (int i = 0; i < 12; ++i) {
+    CU_TRY(err, cuEventRecord(w->e0, 0));
+    CU_TRY(err, cuLaunchKernel(fn, (unsigned)sms, 1, 1, TUNE_PEAK_MMA_THREADS, 1, 1, 0, NULL, args, NULL));
+    CU_TRY(err, cuEventRecord(w->e1, 0));
+    CU_TRY(err, cuEventSynchronize(w->e1));
+    float ms;
+    CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
+    if (i >= 2 && ms < best) best = ms;
+    tune_clocks_fold(&clk, tune_nvml_sample());
+  }
+  if (tune_cupti_available()) { double x; int k; tune_cupti_collect(&x, &k, err); }
+  reply = json_pack("{s:s,s:f,s:i}", "status", "ok", "TFLOPs",
+                    (double)sms * iters * TUNE_PEAK_MMA_FLOP_PER_ITER / (best * 1e-3) / 1e12, "sm_mhz", clk.sm_mhz);
+fail:
+  if (sink) tune_cu.cuMemFree(sink);
+  if (mod) tune_cu.cuModuleUnload(mod);
+  return reply;
+}
+
 int tune_worker_main(int ordinal, int in_fd, int out_fd) {
   wstate w;
   memset(&w, 0, sizeof w);
@@ -777,6 +831,7 @@ int tune_worker_main(int ordinal, int in_fd, int out_fd) {
       if (!worker_init(&w, ordinal, &info, &err)) reply = json_pack("{s:s,s:o}", "status", "ok", "device", info);
     } else if (!strcmp(op, "problem")) reply = do_problem(&w, msg, blob, blob_n, &err);
     else if (!strcmp(op, "copy_peak")) reply = do_copy_peak(&w, msg, blob, &err);
+    else if (!strcmp(op, "mma_peak")) reply = do_mma_peak(&w, msg, blob, &err);
     else if (!strcmp(op, "measure")) {
       reply = do_measure(&w, msg, blob, &err);
       fatal = reply && json_is_true(json_object_get(reply, "fatal"));

@@ -8,6 +8,7 @@
 rc=$?
 if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
 check "run exits 0 (rc $rc)" test $rc -eq 0
+[ $rc -eq 0 ] || tail -25 run.txt >&2
 n_ok=$(sql t.db "select count(*) from results where status='ok' and samples >= 10 and err_max_abs = 0")
 check "8 variants (4 configs x 2 problems) copy exactly through their tensor maps ($n_ok)" test "$n_ok" -eq 8
 # control: the same recipe without zeroing

@@ -117,6 +117,7 @@ static db_result mk_result(int64_t run, int64_t recipe, int64_t dev, int64_t cfg
                            db_status s, double median) {
   db_result r;
   memset(&r, 0, sizeof r);
+  r.sm_mhz = r.mem_mhz = -1;
   r.run_id = run;
   r.recipe_id = recipe;
   r.device_id = dev;
