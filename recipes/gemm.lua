@@ -232,6 +232,11 @@ local function problems_large()
       t[#t + 1] = { name = string.format("m%dn%dk%d_%s", s[1], s[2], s[3], lay), M = s[1], N = s[2], K = s[3], b_layout = lay }
     end
   end
+  -- the decoder block's other projections (examples/decoder_block, Llama-3-8B shapes, 4096 tokens):
+  -- fused QKV (4096 + 2 x 8 KV heads x 128) and MLP down; weights stored [N][K] as nn.Linear keeps them
+  for _, s in ipairs({ { 4096, 6144, 4096 }, { 4096, 4096, 14336 } }) do
+    t[#t + 1] = { name = string.format("m%dn%dk%d_col", s[1], s[2], s[3]), M = s[1], N = s[2], K = s[3], b_layout = "col" }
+  end
   return t
 end
 local function problems_decode()

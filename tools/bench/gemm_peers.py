@@ -23,6 +23,7 @@ LARGE = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096)]  # M, N, K
 DECODE_M = [1, 16, 64, 128]
 DECODE_NK = [(8192, 8192), (14336, 4096), (4096, 14336)]
 LAYOUTS = ["row", "col"]
+EXTRA_COL = [(4096, 6144, 4096), (4096, 4096, 14336)]  # the decoder block's QKV and MLP-down projections
 
 
 def problems():
@@ -31,6 +32,8 @@ def problems():
     for m, n, k in LARGE:
         for lay in LAYOUTS:
             out.append((f"m{m}n{n}k{k}_{lay}", m, n, k, lay))
+    for m, n, k in EXTRA_COL:
+        out.append((f"m{m}n{n}k{k}_col", m, n, k, "col"))
     for m in DECODE_M:
         for n, k in DECODE_NK:
             for lay in LAYOUTS:
