@@ -141,7 +141,7 @@ fail:
 }
 
 /* Pack the kernel arguments with natural alignment. */
-static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap) {
+static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap, void **ptrs) {
   size_t off = 0;
   for (int i = 0; i < w->n_args; ++i) {
     size_t sz = w->def[i].is_tensor ? sizeof(CUdeviceptr) : (size_t)tune_dtype_size(w->def[i].dtype);
@@ -149,6 +149,7 @@ static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap) {
     if (w->def[i].is_tmap) sz = sizeof(CUtensorMap), align = 64; /* docs/tensormap-args.md */
     off = (off + align - 1) / align * align;
     if (off + sz > cap) return 0;
+    ptrs[i] = buf + off;
     if (w->def[i].is_tmap) memcpy(buf + off, &w->tmap[i], sz);
     else if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
     else {
@@ -209,15 +210,22 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
 static CUresult zero_scratch(wstate *w, char *why, size_t why_n);
 
 static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
-  unsigned char args[1024];
-  size_t size = pack_args(w, args, sizeof args);
+  /* kernelParams form: the driver copies each arg by the kernel's own parameter table, so a
+     64-byte-aligned __grid_constant__ tensor map lands where the kernel expects it whatever the
+     padding (a packed buffer with CU_LAUNCH_PARAM_BUFFER_SIZE was refused with "too many
+     resources" for kernels taking tensor maps on the H200) */
+  _Alignas(64) unsigned char args[1024];
+  void *ptrs[TUNE_MAX_ARGS];
+  if (w->n_args && !pack_args(w, args, sizeof args, ptrs)) {
+    snprintf(why, why_n, "the kernel arguments exceed %zu bytes", sizeof args);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   CUresult zr = zero_scratch(w, why, why_n);
   if (zr != CUDA_SUCCESS) return zr;
   for (int i = 0; i < n; ++i) {
     if (!l[i].grid[0] || !l[i].grid[1] || !l[i].grid[2]) continue; /* a step with no blocks is not launched */
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
-                                       l[i].block[1], l[i].block[2], l[i].shared, l[i].side ? w->side : 0, NULL, extra);
+                                       l[i].block[1], l[i].block[2], l[i].shared, l[i].side ? w->side : 0, ptrs, NULL);
     if (r != CUDA_SUCCESS) { snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared, tune_cuda_error_name(r)); return r; }
   }
   return CUDA_SUCCESS;
