@@ -51,7 +51,9 @@
 //                               read as zeros) completing on the `full` barriers; the kernel
 //                               then takes `const __grid_constant__ tune::tensormap tmQ, tmK, tmV` after
 //                               scale_log2 (tools/check/prefill_sm90_check.cu builds them; the worker
-//                               cannot pass tensor maps yet: docs/tensormap-args.md). 0: cp.async.
+//                               recipe does not pass them yet: docs/tensormap-args.md). 0: cp.async.
+//   TMA_ARGS    0 | 1 [USE_TMA] the kernel takes the three maps (used or not), so that one recipe arg
+//                               list serves USE_TMA 0 and 1
 // Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
 //
 // Launch (must match the recipe): block = 128 * (CONSUMERS + 1), grid = (T, HQ, B) for SCHED 0 | 1 or
@@ -87,6 +89,12 @@
 #endif
 #ifndef USE_TMA
 #define USE_TMA 0
+#endif
+#ifndef TMA_ARGS
+#define TMA_ARGS USE_TMA
+#endif
+#if USE_TMA && !TMA_ARGS
+#error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
 #endif
 
 typedef __nv_bfloat16 bf16;
@@ -580,7 +588,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
 extern "C" __global__ void __launch_bounds__(pf90::kThreads, 1)
 attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                   bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2
-#if USE_TMA
+#if TMA_ARGS
                   , const __grid_constant__ tune::tensormap tmQ, const __grid_constant__ tune::tensormap tmK,
                   const __grid_constant__ tune::tensormap tmV
 #endif
