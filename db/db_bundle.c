@@ -148,6 +148,14 @@ int db_bundle_entry_arg_put(db_bundle_writer *w, int64_t entry_id, int idx, cons
              entry_id, (int64_t)idx, shape, value);
 }
 
+int db_bundle_tensormap_put(db_bundle_writer *w, const db_bundle_tensormap *t, tune_err *err) {
+  return run(w, err, NULL,
+             "INSERT INTO entry_tensormaps(entry_id, idx, tensor, dtype, dims, strides, box, swizzle, l2_promotion, oob,"
+             " element_strides) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             "iiittttiitt", t->entry_id, (int64_t)t->idx, (int64_t)t->tensor, t->dtype, t->dims, t->strides, t->box,
+             (int64_t)t->swizzle, (int64_t)t->l2_promotion, t->oob_nan ? "nan" : "zero", t->element_strides);
+}
+
 int db_bundle_commit(db_bundle_writer *w, tune_err *err) {
   if (sqlite3_exec(w->h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
     wfail(w, err, "COMMIT");

@@ -54,7 +54,7 @@ typedef struct db_bundle_entry {
 int db_bundle_create(const char *path, db_bundle_writer **out, tune_err *err);
 int db_bundle_meta(db_bundle_writer *w, const char *key, const char *value, tune_err *err);
 int db_bundle_family_put(db_bundle_writer *w, const db_bundle_family *f, int64_t *id, tune_err *err);
-/* role: input, output, scratch, scalar */
+/* role: input, output, scratch, scalar, tensormap */
 int db_bundle_arg_put(db_bundle_writer *w, int64_t family_id, int idx, const char *name,
                       const char *role, const char *dtype, tune_err *err);
 int db_bundle_variant_put(db_bundle_writer *w, const db_bundle_variant *v, int64_t *id, tune_err *err);
@@ -64,6 +64,17 @@ int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const c
                          const char *block, const char *shared, tune_err *err);
 int db_bundle_entry_arg_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *shape,
                             const char *value, tune_err *err);
+/* A tensormap arg's spec for one entry (format 1.1, table entry_tensormaps). */
+typedef struct db_bundle_tensormap {
+  int64_t entry_id;
+  int idx, tensor;              /* the tensormap arg, the tensor arg it maps */
+  const char *dtype;            /* the tensor's */
+  const char *dims, *strides, *box;   /* expression lists, innermost first; strides "" for rank 1 */
+  int swizzle, l2_promotion;
+  int oob_nan;
+  const char *element_strides;  /* "" all 1 */
+} db_bundle_tensormap;
+int db_bundle_tensormap_put(db_bundle_writer *w, const db_bundle_tensormap *t, tune_err *err);
 /* Commit, close and rename PATH.tmp to PATH; the writer is freed either way. */
 int db_bundle_commit(db_bundle_writer *w, tune_err *err);
 /* Roll back, close, remove PATH.tmp, free. NULL is ignored. */

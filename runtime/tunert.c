@@ -220,6 +220,7 @@ static int role_parse(const char *s) {
   if (!strcmp(s, "output")) return TUNERT_ROLE_OUTPUT;
   if (!strcmp(s, "scratch")) return TUNERT_ROLE_SCRATCH;
   if (!strcmp(s, "scalar")) return TUNERT_ROLE_SCALAR;
+  if (!strcmp(s, "tensormap")) return TUNERT_ROLE_TENSORMAP;
   return -1;
 }
 
@@ -323,6 +324,10 @@ static int read_args(opener *o) {
     f->arg_dtypes[idx] = rt_strdup(a, col_text(st, 4));
     f->arg_size[idx] = dtype_size(col_text(st, 4)); /* element (tensors) or value (scalars) */
     if (f->arg_roles[idx] < 0 || f->arg_size[idx] < 0) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: arg %d has a bad role or dtype", o->path, f->name, idx); break; }
+    if (f->arg_roles[idx] == TUNERT_ROLE_TENSORMAP) {
+      if (f->n_tmaps == TUNERT_MAX_TMAPS) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: more than %d tensor maps", o->path, f->name, TUNERT_MAX_TMAPS); break; }
+      f->tmap_arg[f->n_tmaps++] = idx;
+    }
     f->n_args++;
   }
   if (!rc && step != SQLITE_DONE) rc = sql_fail(o, "args");
@@ -487,6 +492,7 @@ static int read_entries(opener *o) {
     e->dims = rt_alloc(a, sizeof(int64_t) * (size_t)(f->n_dims + 1));
     e->shape = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
     e->value = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
+    if (f->n_tmaps) e->tm = rt_alloc(a, sizeof(rt_tmap_expr) * (size_t)f->n_tmaps);
     tunert_xval dv[TUNERT_MAX_DIMS];
     if (a->failed) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); goto fail; }
     if ((rc = literal_list(a, col_text(st, 4), f->n_dims, dv, o->msg, sizeof o->msg))) {
@@ -532,6 +538,12 @@ static int read_entries(opener *o) {
       if (idx != na || idx >= f->n_args) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: args out of order", o->path, (long long)e->id); goto fail; }
       int scalar = f->arg_roles[idx] == TUNERT_ROLE_SCALAR;
       const char *shape = col_text(ast, 2), *value = col_text(ast, 3);
+      if (f->arg_roles[idx] == TUNERT_ROLE_TENSORMAP) { /* its spec is in entry_tensormaps */
+        if (*shape || *value) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: tensor map %s has a shape or value", o->path, (long long)e->id, f->arg_names[idx]); goto fail; }
+        ++na;
+        astep = sqlite3_step(ast);
+        continue;
+      }
       if (scalar ? (!*value || *shape) : (!*shape || *value)) {
         rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: arg %s needs a %s", o->path, (long long)e->id, f->arg_names[idx], scalar ? "value" : "shape");
         goto fail;
@@ -551,6 +563,96 @@ fail:
   sqlite3_finalize(st);
   sqlite3_finalize(lst);
   sqlite3_finalize(ast);
+  return rc;
+}
+
+static rt_entry *entry_by_id(rt_family *f, int64_t id) {
+  int lo = 0, hi = f->n_entries - 1; /* read in id order */
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (f->entries[mid].id == id) return &f->entries[mid];
+    if (f->entries[mid].id < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return NULL;
+}
+
+/* entry_tensormaps (format 1.1): read only when a family has tensormap args. */
+static int read_tensormaps(opener *o) {
+  tunert_ctx *ctx = o->ctx;
+  int any = 0, rc = 0, step;
+  for (int i = 0; i < ctx->n_families; ++i) any |= ctx->families[i].n_tmaps > 0;
+  if (!any) return 0;
+  sqlite3_stmt *st = NULL;
+  if ((rc = prepare(o, "SELECT t.entry_id, e.family_id, t.idx, t.tensor, t.dtype, t.dims, t.strides, t.box, t.swizzle,"
+                       " t.l2_promotion, t.oob, t.element_strides FROM entry_tensormaps t JOIN entries e ON e.id = t.entry_id"
+                       " ORDER BY t.entry_id, t.idx", &st))) return rc;
+#define TFAIL(...) do { rc = rt_fail(o->err, TUNERT_EFORMAT, __VA_ARGS__); goto done; } while (0)
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t eid = sqlite3_column_int64(st, 0);
+    rt_family *f = family_by_id(ctx, sqlite3_column_int64(st, 1));
+    rt_entry *e = f ? entry_by_id(f, eid) : NULL;
+    if (!e) TFAIL("%s: entry_tensormaps: unknown entry %lld", o->path, (long long)eid);
+    int idx = sqlite3_column_int(st, 2), k = 0, tensor = sqlite3_column_int(st, 3);
+    while (k < f->n_tmaps && f->tmap_arg[k] != idx) ++k;
+    if (k == f->n_tmaps) TFAIL("%s: entry %lld: arg %d is not a tensor map of family %s", o->path, (long long)eid, idx, f->name);
+    rt_tmap_expr *m = &e->tm[k];
+    const char *nm = f->arg_names[idx];
+    if (m->dims) TFAIL("%s: entry %lld: tensor map %s twice", o->path, (long long)eid, nm);
+    if (tensor < 0 || tensor >= f->n_args || f->arg_roles[tensor] == TUNERT_ROLE_SCALAR || f->arg_roles[tensor] == TUNERT_ROLE_TENSORMAP)
+      TFAIL("%s: entry %lld: tensor map %s maps arg %d, which is not a tensor", o->path, (long long)eid, nm, tensor);
+    const char *dt = col_text(st, 4);
+    if (strcmp(dt, f->arg_dtypes[tensor]) || strcmp(dt, f->arg_dtypes[idx]) || rt_tmap_dtype(dt) < 0)
+      TFAIL("%s: entry %lld: tensor map %s has dtype %s, its tensor %s is %s", o->path, (long long)eid, nm, dt, f->arg_names[tensor], f->arg_dtypes[tensor]);
+    m->arg = idx;
+    m->tensor = tensor;
+    m->elsize = f->arg_size[tensor];
+    m->cu_dtype = rt_tmap_dtype(dt);
+    m->swizzle = sqlite3_column_int(st, 8);
+    m->l2_promotion = sqlite3_column_int(st, 9);
+    const char *oob = col_text(st, 10);
+    m->oob_nan = !strcmp(oob, "nan");
+    if ((m->swizzle != 0 && m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
+        (m->l2_promotion != 0 && m->l2_promotion != 64 && m->l2_promotion != 128 && m->l2_promotion != 256) ||
+        (!m->oob_nan && strcmp(oob, "zero")))
+      TFAIL("%s: entry %lld: tensor map %s: swizzle %d, l2_promotion %d or oob '%s' out of their values", o->path, (long long)eid, nm,
+            m->swizzle, m->l2_promotion, oob);
+    if ((rc = parse_list(o, f, col_text(st, 5), -1, &m->dims, nm, eid))) goto done;
+    int rank = tunert_expr_items(m->dims);
+    if (rank < 1 || rank > TUNERT_TMAP_MAX_RANK) TFAIL("%s: entry %lld: tensor map %s has rank %d, want 1..%d", o->path, (long long)eid, nm, rank, TUNERT_TMAP_MAX_RANK);
+    const char *strides = col_text(st, 6);
+    if (rank == 1 ? *strides != 0 : (rc = parse_list(o, f, strides, rank - 1, &m->strides, nm, eid)) != 0) {
+      if (!rc) rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: tensor map %s of rank 1 has strides", o->path, (long long)eid, nm);
+      goto done;
+    }
+    if ((rc = parse_list(o, f, col_text(st, 7), rank, &m->box, nm, eid))) goto done;
+    for (int i = 0; i < TUNERT_TMAP_MAX_RANK; ++i) m->estr[i] = 1;
+    const char *es = col_text(st, 11);
+    if (*es) {
+      tunert_xval v[TUNERT_TMAP_MAX_RANK];
+      if ((rc = literal_list(&ctx->arena, es, rank, v, o->msg, sizeof o->msg))) {
+        rc = rt_fail(o->err, rc, "%s: entry %lld: tensor map %s: element_strides: %s", o->path, (long long)eid, nm, o->msg);
+        goto done;
+      }
+      for (int i = 0; i < rank; ++i) {
+        int64_t x;
+        if (tunert_xval_to_i64(&v[i], &x) || x < 1 || x > 8) TFAIL("%s: entry %lld: tensor map %s: element stride %d out of 1..8", o->path, (long long)eid, nm, i + 1);
+        m->estr[i] = (uint32_t)x;
+      }
+      m->n_estr = rank;
+    }
+  }
+  if (step != SQLITE_DONE) { rc = sql_fail(o, "entry_tensormaps"); goto done; }
+  for (int i = 0; i < ctx->n_families; ++i) {
+    rt_family *f = &ctx->families[i];
+    for (int j = 0; j < f->n_entries; ++j)
+      for (int k = 0; k < f->n_tmaps; ++k)
+        if (!f->entries[j].tm[k].dims)
+          TFAIL("%s: entry %lld: no spec for tensor map %s (entry_tensormaps)", o->path, (long long)f->entries[j].id, f->arg_names[f->tmap_arg[k]]);
+  }
+#undef TFAIL
+done:
+  sqlite3_finalize(st);
   return rc;
 }
 
@@ -688,6 +790,7 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
   if ((rc = read_variants(o))) goto fail;
   if ((rc = read_binaries(o))) goto fail;
   if ((rc = read_entries(o))) goto fail;
+  if ((rc = read_tensormaps(o))) goto fail;
   for (int i = 0; i < ctx->n_families; ++i) {
     rt_family *f = &ctx->families[i];
     for (int j = 0; j < f->n_variants; ++j)

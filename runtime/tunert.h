@@ -35,12 +35,12 @@ extern "C" {
 #endif
 
 #define TUNERT_VERSION_MAJOR 0
-#define TUNERT_VERSION_MINOR 1
+#define TUNERT_VERSION_MINOR 2
 #define TUNERT_VERSION_PATCH 0
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
- * major version is refused with TUNERT_EVERSION. */
+ * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 0
+#define TUNERT_FORMAT_MINOR 1
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -134,6 +134,9 @@ TUNERT_API const char *tunert_family_name(const tunert_ctx *ctx, int i);
 #define TUNERT_ROLE_OUTPUT 1   /* tensor written by the kernel */
 #define TUNERT_ROLE_SCRATCH 2  /* workspace tensor the caller provides (size: tunert_selection_info) */
 #define TUNERT_ROLE_SCALAR 3   /* scalar passed by value */
+#define TUNERT_ROLE_TENSORMAP 4 /* a CUtensorMap (128 bytes by value) that tunert_launch builds
+                                  from the device pointer of the tensor arg it maps; pass
+                                  TUNERT_ARG_AUTO (see tunert_tensormap_info) */
 
 typedef struct tunert_family_info {
   uint32_t struct_size;        /* set by the caller: sizeof(tunert_family_info) */
@@ -200,6 +203,21 @@ typedef struct tunert_arg_info {
   double value;                /* scalars: that value (TUNERT_ARG_AUTO passes it) */
 } tunert_arg_info;
 
+/* A tensor-map arg for one selection (docs/tensormap-args.md): what
+ * tunert_launch passes to cuTensorMapEncodeTiled, the global address being the
+ * device pointer given for arg `tensor`. */
+typedef struct tunert_tensormap_info {
+  int tensor;                  /* index of the tensor arg it maps; -1: the arg is no tensor map */
+  int rank;                    /* 1..5 */
+  uint64_t dims[5];            /* elements, innermost dimension first */
+  uint64_t strides[4];         /* bytes, of dims 2..rank */
+  uint32_t box[5];             /* elements per copy, innermost first */
+  uint32_t element_strides[5];
+  int swizzle;                 /* 0, 32, 64, 128 (bytes) */
+  int l2_promotion;            /* 0, 64, 128, 256 (bytes) */
+  int oob_nan;                 /* 1: out-of-bounds elements read as NaN, 0: as zero */
+} tunert_tensormap_info;
+
 typedef struct tunert_selection_info {
   uint32_t struct_size;        /* set by the caller: sizeof(tunert_selection_info) */
   const char *family;
@@ -216,6 +234,10 @@ typedef struct tunert_selection_info {
   const tunert_launch_info *launches;
   int n_args;
   const tunert_arg_info *args;
+  /* since 0.2 */
+  const tunert_tensormap_info *tensormaps; /* n_args entries (tensor = -1 for other args) */
+  const uint32_t *param_offsets;  /* n_args byte offsets in the packed kernel parameters */
+  uint32_t param_bytes;           /* their total size */
 } tunert_selection_info;
 
 /* Describe a selection. Pointers are valid until tunert_close. */
@@ -257,7 +279,11 @@ static inline tunert_arg tunert_arg_auto(void) {
  * cudaStream_t; NULL: the default stream) with args[0..n_args), one per
  * kernel argument in tunert_family_info order: device pointers for tensors
  * (scratch included, at least tunert_arg_info.bytes), values or
- * TUNERT_ARG_AUTO for scalars. Asynchronous, like cuLaunchKernel.
+ * TUNERT_ARG_AUTO for scalars and tensor maps (TUNERT_ROLE_TENSORMAP: built
+ * here from the pointer given for the tensor they map, which must be 16-byte
+ * aligned; encoded maps are cached per selection and pointer, 8 pointers per
+ * map, lock-free; further pointers are encoded at each launch, a host call of
+ * the driver). Asynchronous, like cuLaunchKernel.
  * The first launch of a variant loads its binary (cubin for the device, else
  * the PTX through the driver's JIT) under a lock; later launches take no lock
  * and allocate nothing. Launches use the calling thread's current CUDA

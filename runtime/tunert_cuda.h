@@ -21,6 +21,8 @@ typedef struct tunert_cu {
 #define TUNERT_CU_FIELD(f) __typeof__(&f) f;
   TUNERT_CU_FUNCS(TUNERT_CU_FIELD)
 #undef TUNERT_CU_FIELD
+  /* optional (driver >= 12.0): only tensor-map args need it; NULL otherwise */
+  __typeof__(&cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
 } tunert_cu;
 
 /* Open libcuda and cuInit(0). Returns 0, or -1 with the reason in msg (no

@@ -12,19 +12,28 @@
  * families.params order). A list column ("grid", "shape", ...) holds a
  * comma-separated list of such expressions. A value that a recipe computed
  * with a Lua function is stored as the number it had for that entry's tuned
- * problem (the entry is then exact-only: entries.portable = 0). */
+ * problem (the entry is then exact-only: entries.portable = 0).
+ *
+ * 1.1 added tensor-map args (docs/tensormap-args.md): an args row with role
+ * 'tensormap' (dtype: the mapped tensor's) and, per entry, its spec in
+ * entry_tensormaps. A 1.0 reader refuses such a bundle ("bad role"), as it
+ * must: it could not build the maps. A bundle without tensor maps has an
+ * empty entry_tensormaps, which 1.0 readers ignore; 1.1 readers open 1.0
+ * bundles unchanged. */
 #ifndef TUNERT_FORMAT_H
 #define TUNERT_FORMAT_H
 
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 0
+#define TUNERT_BUNDLE_FORMAT_MINOR 1 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps) */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32
 #define TUNERT_MAX_PARAMS 64
 #define TUNERT_MAX_RANK 8
+#define TUNERT_TMAP_MAX_RANK 5   /* cuTensorMapEncodeTiled's rank limit */
+#define TUNERT_MAX_TMAPS 8       /* tensor-map args per family */
 
 #define TUNERT_BUNDLE_SCHEMA                                                                       \
   "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"                                \
@@ -42,7 +51,7 @@
   "  family_id INTEGER NOT NULL REFERENCES families(id),\n"                                        \
   "  idx INTEGER NOT NULL,\n"                                                                      \
   "  name TEXT NOT NULL,\n"                                                                        \
-  "  role TEXT NOT NULL CHECK (role IN ('input','output','scratch','scalar')),\n"                  \
+  "  role TEXT NOT NULL CHECK (role IN ('input','output','scratch','scalar','tensormap')),\n"                  \
   "  dtype TEXT NOT NULL CHECK (dtype IN ('f32','f16','bf16','i32','i64','f64')),\n"               \
   "  PRIMARY KEY (family_id, idx)\n"                                                               \
   ");\n"                                                                                           \
@@ -97,7 +106,21 @@
   "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \
   "  idx INTEGER NOT NULL,\n"                                                                      \
   "  shape TEXT NOT NULL,           -- tensors: expression list ('' for scalars)\n"               \
-  "  value TEXT NOT NULL,           -- scalars: expression ('' for tensors)\n"                    \
+  "  value TEXT NOT NULL,           -- scalars: expression ('' for tensors and tensor maps)\n"    \
+  "  PRIMARY KEY (entry_id, idx)\n"                                                                \
+  ");\n"                                                                                           \
+  "CREATE TABLE entry_tensormaps(   -- format 1.1: one row per entry and tensormap arg\n"          \
+  "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \
+  "  idx INTEGER NOT NULL,          -- the tensormap arg (args.idx)\n"                            \
+  "  tensor INTEGER NOT NULL,       -- args.idx of the tensor whose device pointer it maps\n"     \
+  "  dtype TEXT NOT NULL,           -- that tensor's dtype: the map's element type\n"             \
+  "  dims TEXT NOT NULL,            -- expression list, innermost dimension first\n"              \
+  "  strides TEXT NOT NULL,         -- byte strides of dims 2..rank ('' for rank 1)\n"            \
+  "  box TEXT NOT NULL,             -- expression list, one per dim\n"                            \
+  "  swizzle INTEGER NOT NULL CHECK (swizzle IN (0, 32, 64, 128)),\n"                             \
+  "  l2_promotion INTEGER NOT NULL CHECK (l2_promotion IN (0, 64, 128, 256)),\n"                  \
+  "  oob TEXT NOT NULL CHECK (oob IN ('zero', 'nan')),\n"                                          \
+  "  element_strides TEXT NOT NULL, -- literals, one per dim ('' all 1)\n"                        \
   "  PRIMARY KEY (entry_id, idx)\n"                                                                \
   ");\n"
 

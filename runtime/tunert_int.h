@@ -19,6 +19,7 @@
 #include "tunert_cuda.h"
 #include "tunert_expr.h"
 #include "tunert_format.h"
+#include "tunert_tmap.h"
 
 /* ---- arena ------------------------------------------------------------------ */
 
@@ -71,6 +72,27 @@ typedef struct rt_variant {
   char load_error[512];
 } rt_variant;
 
+/* A tensormap arg of an entry: fixed fields and dims/strides/box expressions. */
+typedef struct rt_tmap_expr {
+  int arg, tensor, elsize, cu_dtype, swizzle, l2_promotion, oob_nan;
+  uint32_t estr[TUNERT_TMAP_MAX_RANK];   /* 1 when not given */
+  int n_estr;                            /* 0: not given */
+  tunert_expr *dims, *strides, *box;     /* strides NULL for rank 1 */
+} rt_tmap_expr;
+
+#define TUNERT_TMAP_SLOTS 8
+
+/* Encoded maps of one tensormap arg of a selection, per tensor pointer. Slots
+ * are written once: a thread claims one (claimed++), encodes into it, then
+ * publishes its pointer in key with release order; readers compare keys with
+ * acquire order and copy the map. Past TUNERT_TMAP_SLOTS pointers, maps are
+ * encoded at every launch. 64-byte aligned (allocated so). */
+typedef struct rt_tmap_cache {
+  unsigned char map[TUNERT_TMAP_SLOTS][128];
+  _Atomic uint64_t key[TUNERT_TMAP_SLOTS];   /* device pointer, 0 empty or being encoded */
+  atomic_uint claimed;
+} rt_tmap_cache;
+
 typedef struct rt_entry {
   int64_t id;
   rt_variant *v;
@@ -86,6 +108,7 @@ typedef struct rt_entry {
   tunert_expr *grid[TUNERT_MAX_LAUNCHES], *block[TUNERT_MAX_LAUNCHES], *shared[TUNERT_MAX_LAUNCHES];
   tunert_expr **shape;         /* per arg, NULL for scalars */
   tunert_expr **value;         /* per arg, NULL for tensors */
+  rt_tmap_expr *tm;            /* f->n_tmaps, in arg order */
   double median_ns;            /* [ns] */
   const char *device_name;
   const char *measured_at;
@@ -114,7 +137,9 @@ typedef struct rt_family {
   const char **arg_names;
   int *arg_roles;
   const char **arg_dtypes;
-  int *arg_size;               /* bytes of one element (tensors) or of the value (scalars) */
+  int *arg_size;               /* bytes of one element (tensors, tensor maps) or of the value (scalars) */
+  int n_tmaps;                 /* tensormap args */
+  int tmap_arg[TUNERT_MAX_TMAPS];
   int n_variants;
   rt_variant *variants;
   int n_entries;
@@ -135,9 +160,13 @@ struct tunert_selection {
   int n_launches;
   tunert_launch_info launch[TUNERT_MAX_LAUNCHES];
   tunert_arg_info *args;       /* f->n_args */
-  /* argument packing, natural alignment (as the tuner's worker) */
+  /* argument packing, natural alignment (as the tuner's worker: tunert_pack.h) */
   uint32_t offset[TUNERT_MAX_ARGS];
   uint32_t param_bytes;
+  int n_tmaps;
+  rt_tmap_spec tm[TUNERT_MAX_TMAPS];   /* evaluated for this problem, checked */
+  rt_tmap_cache *tm_cache;             /* n_tmaps */
+  tunert_tensormap_info *tm_info;      /* f->n_args */
   atomic_int ready;            /* 1: variant loaded and shared-memory limits set for this selection */
 };
 

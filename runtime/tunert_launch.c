@@ -148,6 +148,40 @@ static uint16_t to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 
+/* The map of tensormap k for the tensor at ptr, into dst (64-byte aligned): from the selection's
+ * cache, else encoded (into a free slot when there is one). No lock, no allocation. */
+static int put_tmap(tunert_ctx *ctx, tunert_selection *s, int k, uint64_t ptr, unsigned char *dst, tunert_err *err) {
+  const rt_tmap_spec *m = &s->tm[k];
+  rt_tmap_cache *c = &s->tm_cache[k];
+  const rt_family *f = s->f;
+  unsigned n = atomic_load_explicit(&c->claimed, memory_order_acquire);
+  if (n > TUNERT_TMAP_SLOTS) n = TUNERT_TMAP_SLOTS;
+  for (unsigned i = 0; i < n; ++i)
+    if (atomic_load_explicit(&c->key[i], memory_order_acquire) == ptr) { memcpy(dst, c->map[i], 128); return TUNERT_OK; }
+  if (ptr % 16)
+    return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: tensor map %s: the address of %s (0x%llx) is not 16-byte aligned", f->name,
+                   f->arg_names[m->arg], f->arg_names[m->tensor], (unsigned long long)ptr);
+  if (!ctx->cu.cuTensorMapEncodeTiled)
+    return rt_fail(err, TUNERT_ENODRIVER, "tunert_launch %s: tensor map %s: the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or later needed)",
+                   f->name, f->arg_names[m->arg]);
+  unsigned slot = TUNERT_TMAP_SLOTS;
+  if (atomic_load_explicit(&c->claimed, memory_order_relaxed) < TUNERT_TMAP_SLOTS)
+    slot = atomic_fetch_add_explicit(&c->claimed, 1, memory_order_acq_rel);
+  unsigned char *out = slot < TUNERT_TMAP_SLOTS ? c->map[slot] : dst;
+  CUresult r = rt_tmap_encode(ctx->cu.cuTensorMapEncodeTiled, m, ptr, out);
+  if (r != CUDA_SUCCESS) { /* a claimed slot stays empty (key 0): never matched */
+    char e[256], d[300];
+    rt_tmap_describe(m, d, sizeof d);
+    return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: tensor map %s of %s: cuTensorMapEncodeTiled: %s; %s %s", f->name,
+                   f->arg_names[m->arg], f->arg_names[m->tensor], tunert_cuda_error(&ctx->cu, r, e, sizeof e), f->arg_dtypes[m->tensor], d);
+  }
+  if (out != dst) {
+    atomic_store_explicit(&c->key[slot], ptr, memory_order_release);
+    memcpy(dst, out, 128);
+  }
+  return TUNERT_OK;
+}
+
 TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void *stream, const tunert_arg *args,
                              int n_args, tunert_err *err) {
   tunert_selection *s = (tunert_selection *)sel;
@@ -167,10 +201,16 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
   }
   char e[256];
   if (r != CUDA_SUCCESS) return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: context: %s", f->name, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
-  _Alignas(16) unsigned char buf[4096];
+  _Alignas(64) unsigned char buf[4096];
   for (int a = 0; a < n_args; ++a) {
     unsigned char *dst = buf + s->offset[a];
     const tunert_arg *x = &args[a];
+    if (f->arg_roles[a] == TUNERT_ROLE_TENSORMAP) { /* built below, once every pointer is checked */
+      if (x->kind != TUNERT_ARG_AUTO)
+        return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %d (%s) is a tensor map: give TUNERT_ARG_AUTO (it is built from arg %s)",
+                       f->name, a, f->arg_names[a], f->arg_names[s->tm_info[a].tensor]);
+      continue;
+    }
     if (f->arg_roles[a] != TUNERT_ROLE_SCALAR) {
       if (x->kind != TUNERT_ARG_PTR || !x->v.ptr)
         return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %d (%s) is a tensor: give a non-NULL device pointer", f->name, a, f->arg_names[a]);
@@ -208,6 +248,10 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
     case 32: memcpy(dst, &iv, 8); break;                              /* i64 */
     default: return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: arg %s: dtype %s", f->name, f->arg_names[a], f->arg_dtypes[a]);
     }
+  }
+  for (int k = 0; k < s->n_tmaps; ++k) {
+    int rc = put_tmap(ctx, s, k, args[s->tm[k].tensor].v.ptr, buf + s->offset[s->tm[k].arg], err);
+    if (rc) return rc;
   }
   size_t size = s->param_bytes;
   const rt_variant *v = s->v;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tunert_int.h"
+#include "tunert_pack.h"
 
 static uint64_t hash_dims(const int64_t *d, int n) {
   return tunert_fnv1a64(d, (unsigned long long)n * sizeof *d);
@@ -55,6 +56,7 @@ typedef struct computed {
   int64_t numel[TUNERT_MAX_ARGS];
   int has_value[TUNERT_MAX_ARGS];
   double value[TUNERT_MAX_ARGS];
+  rt_tmap_spec tm[TUNERT_MAX_TMAPS];
 } computed;
 
 static void dims_text(const rt_family *f, const int64_t *dims, char *buf, size_t n) {
@@ -148,6 +150,42 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
       if (tunert_expr_eval(e->value[a], 0, env, &x, why, n)) return -1;
       c->has_value[a] = 1;
       c->value[a] = tunert_xval_to_f64(&x);
+    }
+  }
+  /* tensor maps: evaluated and checked here, so that a map the driver would refuse rejects the
+     entry with the reason (the pointer's alignment is checked at launch) */
+  for (int k = 0; k < f->n_tmaps; ++k) {
+    const rt_tmap_expr *x = &e->tm[k];
+    rt_tmap_spec *m = &c->tm[k];
+    memset(m, 0, sizeof *m);
+    m->arg = x->arg;
+    m->tensor = x->tensor;
+    m->elsize = x->elsize;
+    m->cu_dtype = x->cu_dtype;
+    m->swizzle = x->swizzle;
+    m->l2_promotion = x->l2_promotion;
+    m->oob_nan = x->oob_nan;
+    m->rank = tunert_expr_items(x->dims);
+    const char *nm = f->arg_names[x->arg];
+    for (int i = 0; i < m->rank; ++i) {
+      int64_t d, b, st = 0;
+      if (eval_int(x->dims, i, env, &d, why, n) || eval_int(x->box, i, env, &b, why, n) ||
+          (i + 1 < m->rank && eval_int(x->strides, i, env, &st, why, n))) return -1;
+      if (d < 1 || b < 0 || b > UINT32_MAX || st < 0) {
+        snprintf(why, n, "tensor map %s: dim %d is %lld, box %lld, stride %lld", nm, i + 1, (long long)d, (long long)b, (long long)st);
+        return -1;
+      }
+      m->dims[i] = (uint64_t)d;
+      m->box[i] = (uint32_t)b;
+      if (i + 1 < m->rank) m->strides[i] = (uint64_t)st;
+      m->estr[i] = x->estr[i];
+    }
+    char w[400];
+    if (rt_tmap_check(m, (uint64_t)c->numel[x->tensor] * (uint64_t)f->arg_size[x->tensor], w, sizeof w)) {
+      char d[300];
+      rt_tmap_describe(m, d, sizeof d);
+      snprintf(why, n, "tensor map %s of %s: %.200s (%.200s)", nm, f->arg_names[x->tensor], w, d);
+      return -1;
     }
   }
   return 0;
@@ -261,14 +299,12 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   int rc = choose(ctx, f, dims, &best, &exact, &dist, &c, reason, sizeof reason, err);
   if (rc) return rc;
   rt_entry *e = &f->entries[best];
-  /* argument packing with natural alignment */
-  uint32_t offset[TUNERT_MAX_ARGS], off = 0;
-  for (int a = 0; a < f->n_args; ++a) {
-    uint32_t sz = f->arg_roles[a] == TUNERT_ROLE_SCALAR ? (uint32_t)f->arg_size[a] : 8;
-    off = (off + sz - 1) / sz * sz;
-    offset[a] = off;
-    off += sz;
-  }
+  /* argument packing with natural alignment, the worker's rule */
+  uint32_t offset[TUNERT_MAX_ARGS];
+  int kind[TUNERT_MAX_ARGS];
+  for (int a = 0; a < f->n_args; ++a)
+    kind[a] = f->arg_roles[a] == TUNERT_ROLE_SCALAR ? TUNERT_PACK_SCALAR : f->arg_roles[a] == TUNERT_ROLE_TENSORMAP ? TUNERT_PACK_TENSORMAP : TUNERT_PACK_TENSOR;
+  uint32_t off = tunert_pack_layout(f->n_args, kind, f->arg_size, offset);
   if (off > 4096) return rt_fail(err, TUNERT_EINVAL, "%s: %u bytes of kernel parameters (over 4096)", f->name, off);
   pthread_mutex_lock(&ctx->lock);
   s = cache_find(f, dims, n_dims, h);
@@ -277,8 +313,11 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   s = rt_alloc(ar, sizeof *s);
   int64_t *d = rt_alloc(ar, sizeof(int64_t) * (size_t)(n_dims + 1));
   tunert_arg_info *ai = rt_alloc(ar, sizeof(tunert_arg_info) * (size_t)f->n_args);
+  tunert_tensormap_info *ti = rt_alloc(ar, sizeof(tunert_tensormap_info) * (size_t)f->n_args);
   char *rs = rt_strdup(ar, reason);
-  if (!s || !d || !ai || !rs) {
+  /* the map cache, 64-byte aligned (CUtensorMap's alignment) */
+  unsigned char *cache_mem = f->n_tmaps ? rt_alloc(ar, sizeof(rt_tmap_cache) * (size_t)f->n_tmaps + 64) : NULL;
+  if (!s || !d || !ai || !ti || !rs || (f->n_tmaps && !cache_mem)) {
     pthread_mutex_unlock(&ctx->lock);
     return rt_fail(err, TUNERT_ENOMEM, "tunert_select: out of memory");
   }
@@ -312,6 +351,28 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   }
   s->args = ai;
   s->param_bytes = off;
+  s->n_tmaps = f->n_tmaps;
+  s->tm_cache = f->n_tmaps ? (rt_tmap_cache *)(cache_mem + (64 - (uintptr_t)cache_mem % 64) % 64) : NULL;
+  for (int a = 0; a < f->n_args; ++a) ti[a].tensor = -1;
+  for (int k = 0; k < f->n_tmaps; ++k) {
+    const rt_tmap_spec *m = &c.tm[k];
+    s->tm[k] = *m;
+    atomic_init(&s->tm_cache[k].claimed, 0);
+    for (int j = 0; j < TUNERT_TMAP_SLOTS; ++j) atomic_init(&s->tm_cache[k].key[j], 0);
+    tunert_tensormap_info *t = &ti[m->arg];
+    t->tensor = m->tensor;
+    t->rank = m->rank;
+    for (int i = 0; i < m->rank; ++i) {
+      t->dims[i] = m->dims[i];
+      t->box[i] = m->box[i];
+      t->element_strides[i] = m->estr[i];
+      if (i + 1 < m->rank) t->strides[i] = m->strides[i];
+    }
+    t->swizzle = m->swizzle;
+    t->l2_promotion = m->l2_promotion;
+    t->oob_nan = m->oob_nan;
+  }
+  s->tm_info = ti;
   atomic_init(&s->ready, 0);
   if (cache_insert(ctx, f, s)) {
     pthread_mutex_unlock(&ctx->lock);
@@ -341,6 +402,9 @@ TUNERT_API int tunert_selection_info_get(const tunert_selection *s, tunert_selec
   full.launches = s->launch;
   full.n_args = s->f->n_args;
   full.args = s->args;
+  full.tensormaps = s->tm_info;
+  full.param_offsets = s->offset;
+  full.param_bytes = s->param_bytes;
   memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
   return TUNERT_OK;
 }

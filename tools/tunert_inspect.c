@@ -24,10 +24,20 @@ static void print_selection(const tunert_selection *s) {
     printf("launch %d: %s grid (%u, %u, %u) block (%u, %u, %u) shared %u\n", l, si.launches[l].kernel, si.launches[l].grid[0],
            si.launches[l].grid[1], si.launches[l].grid[2], si.launches[l].block[0], si.launches[l].block[1],
            si.launches[l].block[2], si.launches[l].shared);
-  static const char *roles[] = {"input", "output", "scratch", "scalar"};
+  static const char *roles[] = {"input", "output", "scratch", "scalar", "tensormap"};
   for (int a = 0; a < si.n_args; ++a) {
     const tunert_arg_info *x = &si.args[a];
     if (x->role == TUNERT_ROLE_SCALAR) printf("arg %-12s scalar %-4s = %.17g\n", x->name, x->dtype, x->value);
+    else if (x->role == TUNERT_ROLE_TENSORMAP) {
+      const tunert_tensormap_info *t = &si.tensormaps[a];
+      printf("arg %-12s tensormap of %s (%s) dims {", x->name, si.args[t->tensor].name, x->dtype);
+      for (int k = 0; k < t->rank; ++k) printf("%s%llu", k ? ", " : "", (unsigned long long)t->dims[k]);
+      printf("} strides {");
+      for (int k = 0; k + 1 < t->rank; ++k) printf("%s%llu", k ? ", " : "", (unsigned long long)t->strides[k]);
+      printf("} box {");
+      for (int k = 0; k < t->rank; ++k) printf("%s%u", k ? ", " : "", t->box[k]);
+      printf("} swizzle %d l2_promotion %d oob %s\n", t->swizzle, t->l2_promotion, t->oob_nan ? "nan" : "zero");
+    }
     else {
       printf("arg %-12s %-7s %-4s [", x->name, roles[x->role], x->dtype);
       for (int k = 0; k < x->rank; ++k) printf("%s%lld", k ? ", " : "", (long long)x->shape[k]);
@@ -117,7 +127,8 @@ int main(int argc, char **argv) {
       printf("launch: not tried (a driver is present; launching needs real buffers: see examples/decoder_block)\n");
     } else {
       tunert_arg args[64];
-      for (int a = 0; a < fi.n_args; ++a) args[a] = fi.arg_roles[a] == TUNERT_ROLE_SCALAR ? tunert_arg_auto() : tunert_arg_devptr(0x1000);
+      for (int a = 0; a < fi.n_args; ++a)
+        args[a] = fi.arg_roles[a] == TUNERT_ROLE_SCALAR || fi.arg_roles[a] == TUNERT_ROLE_TENSORMAP ? tunert_arg_auto() : tunert_arg_devptr(0x1000);
       rc = tunert_launch(ctx, s, NULL, args, fi.n_args, &e);
       printf("launch: %s%s%s\n", rc ? tunert_status_name(e.code) : "ok", rc ? ": " : "", rc ? e.msg : "");
       rc = rc ? 1 : 0;

@@ -55,6 +55,7 @@ typedef struct bentry {
   char define_values[1024];
   int mismatch_source;         /* measured with another recipe source */
   int same_binary;
+  tune_tmap_texts *tm;         /* per arg (malloc'd when the recipe has tensor maps), else NULL */
 } bentry;
 
 typedef struct bfamily {
@@ -298,6 +299,51 @@ static void freeze(bentry *be, tune_field_text *t, const char *what, const char 
   }
 }
 
+/* Tensor maps' dims, strides and box: the runtime evaluator against the values Lua gave
+ * (be->var.tmap); a frozen or unparsable text is stored as those values (exact-only). */
+static int check_tmaps(bstate *s, bentry *be, const tunert_xval *env, tune_err *err) {
+  bfamily *f = &s->fam[be->family];
+  tune_recipe *r = f->r;
+  for (int a = 0; a < r->n_args; ++a) {
+    if (!r->args[a].is_tmap) continue;
+    const tune_tmap_var *tv = &be->var.tmap[a];
+    tune_tmap_texts *tt = &be->tm[a];
+    tune_field_text *ft[3] = {&tt->dims, &tt->strides, &tt->box};
+    const char *nm[3] = {"dims", "strides", "box"};
+    int want[3] = {tv->rank, tv->rank - 1, tv->rank};
+    for (int k = 0; k < 3; ++k) {
+      char what[160], why[700];
+      snprintf(what, sizeof what, "arg %s tensormap %s", r->args[a].name, nm[k]);
+      if (want[k] == 0) continue; /* strides of rank 1 */
+      if (ft[k]->frozen) { freeze(be, ft[k], what, ft[k]->where); continue; }
+      tunert_expr *e = NULL;
+      if (parse_or_freeze(f, ft[k], want[k], &e, why, sizeof why)) {
+        freeze(be, ft[k], what, why);
+        uint64_t box[TUNE_TMAP_MAX_RANK];
+        for (int i = 0; i < tv->rank; ++i) box[i] = tv->box[i];
+        const uint64_t *x = k == 0 ? tv->dims : k == 1 ? tv->strides : box;
+        size_t len = 0;
+        ft[k]->text[0] = 0;
+        for (int i = 0; i < want[k]; ++i)
+          len += (size_t)snprintf(ft[k]->text + len, sizeof ft[k]->text - len, "%s%llu", i ? ", " : "", (unsigned long long)x[i]);
+        continue;
+      }
+      for (int i = 0; i < want[k]; ++i) {
+        int64_t got;
+        if (eval_i64(e, i, env, &got, why, sizeof why)) { tunert_expr_free(e, NULL); return tune_fail(err, TUNE_ERECIPE, "%s / %s: %s: %s", r->name, be->p->name, what, why); }
+        uint64_t lua = k == 0 ? tv->dims[i] : k == 1 ? tv->strides[i] : tv->box[i];
+        if (got < 0 || (uint64_t)got != lua) {
+          tunert_expr_free(e, NULL);
+          return tune_fail(err, TUNE_EINTERNAL, "%s / %s: %s: the bundle expression gives a different value than Lua (item %d: %lld vs %llu): please report this",
+                           r->name, be->p->name, what, i + 1, (long long)got, (unsigned long long)lua);
+        }
+      }
+      tunert_expr_free(e, NULL);
+    }
+  }
+  return TUNE_OK;
+}
+
 /* Check every expression of an entry with the runtime evaluator against the
  * values Lua gave; decide portability. A mismatch is a hard error. */
 static int check_entry(bstate *s, bentry *be, tune_err *err) {
@@ -346,6 +392,7 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
   }
   for (int a = 0; a < r->n_args; ++a) {
     const tune_arg_def *ad = &r->args[a];
+    if (ad->is_tmap) continue; /* check_tmaps */
     tune_field_text *t = ad->is_tensor ? &ex->shape[a] : &ex->value[a];
     char what[160];
     snprintf(what, sizeof what, "arg %s %s", ad->name, ad->is_tensor ? "shape" : "value");
@@ -433,6 +480,7 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
     }
   }
 #undef MISMATCH
+  if (be->tm && check_tmaps(s, be, env, err)) return err->code;
   /* the tuned problem's dims as literals */
   size_t len = 0;
   be->dims_text[0] = 0;
@@ -625,11 +673,15 @@ static int evaluate(bstate *s, tune_err *err) {
     if (tune_recipe_eval_variant(r, vi, be->p, &facts, &be->var, err)) return err->code;
     if (be->var.skip) return tune_fail(err, TUNE_ERECIPE, "%s / %s: the recipe now skips the measured config: %s", r->name, be->p->name, be->var.skip_reason);
     if (tune_recipe_eval_problem(r, be->p, &facts, &be->setup, err)) return err->code;
-    for (int a = 0; a < r->n_args; ++a) /* docs/tensormap-args.md: libtunert, later */
-      if (r->args[a].is_tmap) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s is a tensor map: libtunert does not build tensor maps yet, so none is bundled", r->name, r->args[a].name);
     if (tune_recipe_exprs(r, &be->var, &be->setup, &be->ex, err)) return err->code;
+    /* tensor maps (docs/tensormap-args.md): their spec as texts, checked in check_tmaps */
+    for (int a = 0; a < r->n_args; ++a) {
+      if (!r->args[a].is_tmap) continue;
+      if (!be->tm && !(be->tm = calloc((size_t)r->n_args, sizeof *be->tm))) return tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
+      if (tune_recipe_tmap_exprs(r, a, &be->var, &be->tm[a], err)) return err->code;
+    }
     for (int a = 0; a < r->n_args; ++a)
-      if (!r->args[a].is_tensor && (r->args[a].dtype == TUNE_F16 || r->args[a].dtype == TUNE_BF16))
+      if (!r->args[a].is_tensor && !r->args[a].is_tmap && (r->args[a].dtype == TUNE_F16 || r->args[a].dtype == TUNE_BF16))
         return tune_fail(err, TUNE_ERECIPE, "%s: scalar %s of dtype %s: the tuner passes no half scalars, so none is bundled", r->name, r->args[a].name, tune_dtype_name(r->args[a].dtype));
     /* the variant: same family, config and defines */
     char defs[4096];
@@ -726,7 +778,7 @@ static int compile_all(bstate *s, tune_compile_job **jobs_out, int *n_out, tune_
 }
 
 static const char *role_of(const tune_arg_def *a) {
-  return !a->is_tensor ? "scalar" : a->scratch ? "scratch" : a->output ? "output" : "input";
+  return a->is_tmap ? "tensormap" : !a->is_tensor ? "scalar" : a->scratch ? "scratch" : a->output ? "output" : "input";
 }
 
 static int write_bundle(bstate *s, tune_compile_job *jobs, tune_err *err) {
@@ -819,7 +871,18 @@ static int write_bundle(bstate *s, tune_compile_job *jobs, tune_err *err) {
     for (int l = 0; l < be->ex.n_launches; ++l)
       if (db_bundle_launch_put(w, eid, l, be->ex.grid[l].text, be->ex.block[l].text, be->ex.shared[l].text, err)) goto fail;
     for (int a = 0; a < f->r->n_args; ++a) {
-      int t = f->r->args[a].is_tensor;
+      const tune_arg_def *ad = &f->r->args[a];
+      int t = ad->is_tensor;
+      if (ad->is_tmap) {
+        char estr[64] = "";
+        for (int k = 0; k < ad->tmap.n_estr; ++k) snprintf(estr + strlen(estr), sizeof estr - strlen(estr), "%s%u", k ? ", " : "", ad->tmap.estr[k]);
+        db_bundle_tensormap tm = {.entry_id = eid, .idx = a, .tensor = ad->tmap.tensor, .dtype = tune_dtype_name(f->r->args[ad->tmap.tensor].dtype),
+                                  .dims = be->tm[a].dims.text, .strides = be->tm[a].strides.text, .box = be->tm[a].box.text,
+                                  .swizzle = ad->tmap.swizzle, .l2_promotion = ad->tmap.l2_promotion, .oob_nan = ad->tmap.oob_nan,
+                                  .element_strides = estr};
+        if (db_bundle_entry_arg_put(w, eid, a, "", "", err) || db_bundle_tensormap_put(w, &tm, err)) goto fail;
+        continue;
+      }
       if (db_bundle_entry_arg_put(w, eid, a, t ? be->ex.shape[a].text : "", t ? "" : be->ex.value[a].text, err)) goto fail;
     }
   }
@@ -862,6 +925,15 @@ static int verify(bstate *s, tune_err *err) {
         rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: launch %d geometry differs from the tuner's", f->name, be->p->name, l);
         break;
       }
+    }
+    for (int a = 0; a < f->r->n_args && !rc; ++a) {
+      if (!f->r->args[a].is_tmap) continue;
+      const tune_tmap_var *tv = &be->var.tmap[a];
+      const tunert_tensormap_info *ti = info.tensormaps ? &info.tensormaps[a] : NULL;
+      int same = ti && ti->tensor == f->r->args[a].tmap.tensor && ti->rank == tv->rank;
+      for (int k = 0; same && k < tv->rank; ++k)
+        same = ti->dims[k] == tv->dims[k] && ti->box[k] == tv->box[k] && (k + 1 == tv->rank || ti->strides[k] == tv->strides[k]);
+      if (!same) rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: tensor map %s differs from the tuner's", f->name, be->p->name, f->r->args[a].name);
     }
   }
   tunert_close(ctx);
@@ -947,7 +1019,7 @@ int tune_bundle_run(const tune_bundle_opts *o, tune_err *err) {
 fail:
   for (int i = 0; i < n_jobs; ++i) db_binary_release(&jobs[i].bin);
   free(jobs);
-  for (int i = 0; s->ent && i < s->n_entries; ++i) json_decref(s->ent[i].show);
+  for (int i = 0; s->ent && i < s->n_entries; ++i) { json_decref(s->ent[i].show); free(s->ent[i].tm); }
   free(s->ent);
   for (int i = 0; s->var && i < s->n_variants; ++i) free(s->var[i].source_text);
   free(s->var);

@@ -152,6 +152,7 @@ int tune_recipe_exprs(tune_recipe *r, const tune_variant *v, const tune_problem_
     lua_rawgeti(L, at, i + 1);
     int e = lua_gettop(L);
     const tune_arg_def *a = &r->args[i];
+    if (a->is_tmap) { lua_pop(L, 1); continue; } /* tune_recipe_tmap_exprs */
     tune_field_text *f = a->is_tensor ? &out->shape[i] : &out->value[i];
     lua_getfield(L, e, a->is_tensor ? "shape" : "value");
     int fr = field_text(L, lua_gettop(L), r, 0, f);
@@ -166,6 +167,124 @@ int tune_recipe_exprs(tune_recipe *r, const tune_variant *v, const tune_problem_
     }
   }
 done:
+  lua_settop(L, top);
+  return rc;
+}
+
+/* The items of the list at idx (numbers, booleans, expression strings) as texts, at most max.
+ * 0 ok; 1 a function (where filled); -1 another form (a string list, a table inside...). */
+static int list_items(lua_State *L, int idx, const tune_recipe *r, char items[][256], int max, int *n, char *where, size_t wn) {
+  int t = lua_type(L, idx);
+  if (t == LUA_TFUNCTION) { where_of(L, idx, r, where, wn); return 1; }
+  if (t != LUA_TTABLE) return -1;
+  *n = (int)lua_rawlen(L, idx);
+  if (*n < 1 || *n > max) return -1;
+  for (int i = 1; i <= *n; ++i) {
+    lua_rawgeti(L, idx, i);
+    int et = lua_type(L, -1), rc = 0;
+    if (et == LUA_TFUNCTION) { where_of(L, lua_gettop(L), r, where, wn); rc = 1; }
+    else if (et == LUA_TSTRING) {
+      if (strlen(lua_tostring(L, -1)) >= 250) rc = -1;
+      else snprintf(items[i - 1], 256, "%s", lua_tostring(L, -1));
+    } else if (literal(L, -1, items[i - 1], 256)) rc = -1;
+    lua_pop(L, 1);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static void join(char *buf, size_t n, char items[][256], int k) {
+  buf[0] = 0;
+  for (int i = 0; i < k; ++i) add_item(buf, n, items[i]);
+}
+
+static void u64_list(char *buf, size_t n, const uint64_t *x, int k) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < k && len < n; ++i) len += (size_t)snprintf(buf + len, n - len, "%s%llu", i ? ", " : "", (unsigned long long)x[i]);
+}
+
+int tune_recipe_tmap_exprs(tune_recipe *r, int i, const tune_variant *v, tune_tmap_texts *out, tune_err *err) {
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  memset(out, 0, sizeof *out);
+  const tune_arg_def *a = &r->args[i];
+  const tune_tmap_var *tv = &v->tmap[i];
+  if (!a->is_tmap || tv->rank < 1) return tune_fail(err, TUNE_EINTERNAL, "%s: arg %s is not an evaluated tensor map", r->name, a->name);
+  const int t = a->tmap.tensor, elsize = tune_dtype_size(r->args[t].dtype);
+  char items[TUNE_TMAP_MAX_RANK][256], where[320];
+  int n = 0, rc = TUNE_OK;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ref);
+  lua_getfield(L, -1, "args");
+  int at = lua_gettop(L);
+  lua_rawgeti(L, at, i + 1);
+  lua_getfield(L, -1, "tensormap");
+  int tm = lua_gettop(L);
+  /* dims: given, or the tensor's shape reversed */
+  int dims_ok = 0;
+  if (lua_getfield(L, tm, "dims") != LUA_TNIL) {
+    int fr = list_items(L, lua_gettop(L), r, items, TUNE_TMAP_MAX_RANK, &n, where, sizeof where);
+    if (fr == 0 && n == tv->rank) { join(out->dims.text, sizeof out->dims.text, items, n); dims_ok = 1; }
+    else if (fr == 1) snprintf(out->dims.where, sizeof out->dims.where, "a Lua function (%.250s)", where);
+    else snprintf(out->dims.where, sizeof out->dims.where, "a form kept whole (%.250s)", r->file);
+  } else {
+    lua_rawgeti(L, at, t + 1);
+    lua_getfield(L, -1, "shape");
+    int fr = list_items(L, lua_gettop(L), r, items, TUNE_TMAP_MAX_RANK, &n, where, sizeof where);
+    if (fr == 0 && n == tv->rank) {
+      char rev[TUNE_TMAP_MAX_RANK][256];
+      for (int j = 0; j < n; ++j) memcpy(rev[j], items[n - 1 - j], 256);
+      memcpy(items, rev, (size_t)n * sizeof rev[0]);
+      join(out->dims.text, sizeof out->dims.text, items, n);
+      dims_ok = 1;
+    } else if (fr == 1) snprintf(out->dims.where, sizeof out->dims.where, "the shape of %s, a Lua function (%.250s)", r->args[t].name, where);
+    else snprintf(out->dims.where, sizeof out->dims.where, "the shape of %s, a form kept whole (%.250s)", r->args[t].name, r->file);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  if (!dims_ok) { out->dims.frozen = 1; u64_list(out->dims.text, sizeof out->dims.text, tv->dims, tv->rank); }
+  /* strides: given, or packed over the dims' texts */
+  if (tv->rank > 1) {
+    if (lua_getfield(L, tm, "strides") != LUA_TNIL) {
+      char st[TUNE_TMAP_MAX_RANK][256];
+      int fr = list_items(L, lua_gettop(L), r, st, TUNE_TMAP_MAX_RANK, &n, where, sizeof where);
+      if (fr == 0 && n == tv->rank - 1) join(out->strides.text, sizeof out->strides.text, st, n);
+      else {
+        out->strides.frozen = 1;
+        if (fr == 1) snprintf(out->strides.where, sizeof out->strides.where, "a Lua function (%.250s)", where);
+        else snprintf(out->strides.where, sizeof out->strides.where, "a form kept whole (%.250s)", r->file);
+      }
+    } else if (dims_ok) {
+      char st[TUNE_TMAP_MAX_RANK][256];
+      char acc[256];
+      snprintf(acc, sizeof acc, "%d", elsize);
+      for (int j = 0; j + 1 < tv->rank; ++j) {
+        char next[256];
+        if ((size_t)snprintf(next, sizeof next, "%s * (%s)", acc, items[j]) >= sizeof next) { out->strides.frozen = 1; break; }
+        memcpy(acc, next, sizeof acc);
+        memcpy(st[j], acc, sizeof acc);
+      }
+      if (!out->strides.frozen) join(out->strides.text, sizeof out->strides.text, st, tv->rank - 1);
+      else snprintf(out->strides.where, sizeof out->strides.where, "packed strides over long dims (%s)", r->file);
+    } else {
+      out->strides.frozen = 1;
+      snprintf(out->strides.where, sizeof out->strides.where, "packed over dims that are values (%.250s)", out->dims.where);
+    }
+    lua_pop(L, 1);
+    if (out->strides.frozen) u64_list(out->strides.text, sizeof out->strides.text, tv->strides, tv->rank - 1);
+  }
+  /* box */
+  lua_getfield(L, tm, "box");
+  int fr = list_items(L, lua_gettop(L), r, items, TUNE_TMAP_MAX_RANK, &n, where, sizeof where);
+  if (fr == 0 && n == tv->rank) join(out->box.text, sizeof out->box.text, items, n);
+  else {
+    uint64_t box[TUNE_TMAP_MAX_RANK];
+    for (int j = 0; j < tv->rank; ++j) box[j] = tv->box[j];
+    out->box.frozen = 1;
+    if (fr == 1) snprintf(out->box.where, sizeof out->box.where, "a Lua function (%.250s)", where);
+    else snprintf(out->box.where, sizeof out->box.where, "a form kept whole (%.250s)", r->file);
+    u64_list(out->box.text, sizeof out->box.text, box, tv->rank);
+  }
   lua_settop(L, top);
   return rc;
 }

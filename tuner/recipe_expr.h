@@ -33,6 +33,16 @@ typedef struct tune_variant_exprs {
   char fn_where[320];       /* where the first of these functions is */
 } tune_variant_exprs;
 
+/* A tensormap arg's dims, strides and box (docs/tensormap-args.md) as expression lists, innermost
+ * first. Defaults as the tuner's (recipe.c eval_tmap): dims the tensor's shape reversed, strides
+ * packed (elsize * dims[1], ...). A function (or a form kept as a whole, like a "{...}" string
+ * shape that would need reversing) freezes the field: its text is then the values of v->tmap[i]. */
+typedef struct tune_tmap_texts {
+  tune_field_text dims, strides, box;   /* strides "" for rank 1 */
+} tune_tmap_texts;
+
+int tune_recipe_tmap_exprs(tune_recipe *r, int i, const tune_variant *v, tune_tmap_texts *out, tune_err *err);
+
 /* Fill out for config vi on problem p; v and s are the tuner's evaluation of
  * the same (tune_recipe_eval_variant / _problem), the source of frozen values. */
 int tune_recipe_exprs(tune_recipe *r, const tune_variant *v, const tune_problem_setup *s,

@@ -141,7 +141,8 @@ int plan_bind(plan *p, const plan_buf *bufs, int n, char *why, size_t why_n) {
   for (int a = 0; a < p->si.n_args; ++a) {
     const tunert_arg_info *x = &p->si.args[a];
     p->chunk_stride[a] = 0;
-    if (x->role == TUNERT_ROLE_SCALAR) { p->args[a] = tunert_arg_auto(); continue; }
+    /* scalars: the bundle's value; tensor maps: built by libtunert from the tensor they map */
+    if (x->role == TUNERT_ROLE_SCALAR || x->role == TUNERT_ROLE_TENSORMAP) { p->args[a] = tunert_arg_auto(); continue; }
     const plan_buf *b = NULL;
     for (int k = 0; k < n && !b; ++k)
       if (!strcmp(bufs[k].name, x->name)) b = &bufs[k];

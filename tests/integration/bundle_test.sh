@@ -81,7 +81,7 @@ check "a truncated bundle is refused" contains trunc.txt "truncated"
 cp "$P" t2/v2.bundle
 python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"update meta set value='2' where key='format_major'\"); d.commit()" t2/v2.bundle
 "$INSPECT" t2/v2.bundle >v2.txt 2>&1
-check "a newer major version is refused" contains v2.txt "bundle format 2.0, but this libtunert"
+check "a newer major version is refused" contains v2.txt "bundle format 2.[0-9]*, but this libtunert"
 "$INSPECT" "$REC" >notb.txt 2>&1
 check "a results database is not a bundle" contains notb.txt "results database, not a bundle"
 (cd t2 && "$TUNE" bundle --recipe nosuch --db p.db -o x.bundle) >none.txt 2>&1
