@@ -451,6 +451,13 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     } else if (replay_default || (device && !strncmp(device, "replay:", 7))) {
       const char *path = replay_default ? replay_path : device + 7;
       if (be) { be->close(be); be = NULL; }
+      /* a sub-recipe recorded in a device call of its own lives beside the file's recording, as
+         data/recorded/<recipe name>.db (e.g. attention.prefill_sm90.db) */
+      char own[PATH_MAX + 64];
+      if (replay_default) {
+        snprintf(own, sizeof own, "%.*s/%s.db", (int)(strrchr(replay_path, '/') - replay_path), replay_path, r->name);
+        if (!access(own, R_OK)) path = own;
+      }
       if (tune_backend_replay_open(path, r->name, &be, err)) goto fail;
       dev = be->device;
       printf("replaying %s from %s:\n  measurements made on %s (%s, %d SMs, driver %s); %s\n", r->name, path, dev.name,

@@ -27,7 +27,9 @@ return {
     { "STAGES",    { 2, 3 } },          -- K/V ring depth
     { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
     { "SCHED",     { 0, 1, 2 } },       -- causal order: 0 natural, 1 longest first per head, 2 grouped heads, longest first
-    { "PV_SPLIT",  { 0, 1 } },          -- 1: P V as D / 64 wgmma of n = 64 (no leading-byte offset)
+    -- 1: P V as D / 64 wgmma of n = 64 (no leading-byte offset): a fallback the template keeps in case
+    -- the MN-major V descriptor were wrong; on the H200 (2026-11-22) PV_SPLIT=0 verified everywhere
+    { "PV_SPLIT",  { 0 } },
     { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
   },
 

@@ -38,7 +38,7 @@ def main():
     for recipe, prob, dims_json, ns, params, dev, n_ok, n in rows:
         d = json.loads(dims_json)
         n_ok, n_all = counts[(recipe, prob)]
-        if recipe == "attention.prefill":
+        if recipe.startswith("attention.prefill"):
             flops = 4.0 * d["B"] * d["HQ"] * d["S"] * d["S"] * d["D"] * (0.5 if d["causal"] else 1.0)
             ours = flops / ns / 1e3
             # the 2026-11-22 peers file names the GQA problem by its old key
