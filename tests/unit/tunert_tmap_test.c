@@ -282,12 +282,72 @@ static void test_bundle(void) {
   }
 }
 
+/* ---- allocation failures: open and selections of a tensormap family (their map caches) ---------- */
+
+typedef struct counting { long n_alloc, n_free; long long bytes; long fail_at; } counting;
+static void *c_alloc(void *ud, size_t n) {
+  counting *c = ud;
+  if (c->fail_at && c->n_alloc + 1 == c->fail_at) return NULL;
+  c->n_alloc++;
+  c->bytes += (long long)n;
+  return malloc(n);
+}
+static void c_free(void *ud, void *p, size_t n) {
+  counting *c = ud;
+  c->n_free++;
+  c->bytes -= (long long)n;
+  free(p);
+}
+
+/* open, then 100 distinct problems selected; returns the first failing status (0 none) */
+static int open_and_select(const char *path, counting *c, tunert_err *e) {
+  tunert_allocator al = {c_alloc, c_free, c};
+  tunert_options o;
+  tunert_options_init(&o);
+  o.flags = TUNERT_OPEN_NO_DEVICE;
+  o.arch = "sm_90a";
+  o.allocator = &al;
+  o.max_selections = 2;
+  tunert_ctx *ctx = NULL;
+  int rc = tunert_open(path, &o, &ctx, e);
+  for (int k = 0; !rc && k < 100; ++k) {
+    const tunert_selection *s;
+    rc = tunert_select(ctx, "tm", (int64_t[2]){384, 600 + 8 * k}, 2, &s, e);
+    tunert_selection_info si = {.struct_size = sizeof si};
+    if (!rc && (tunert_selection_info_get(s, &si) || si.tensormaps[3].dims[1] != (uint64_t)(600 + 8 * k))) rc = -1;
+  }
+  tunert_close(ctx);
+  return rc;
+}
+
+static void test_alloc_failures(void) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/alloc.bundle", dir);
+  CHECK(make_bundle(path, 1, "bf16") == 0);
+  counting c = {0};
+  tunert_err e = {0};
+  CHECK_MSG(open_and_select(path, &c, &e) == 0, e.msg);
+  CHECK(c.n_alloc > 3 && c.n_alloc == c.n_free && c.bytes == 0);
+  int all_ok = 1;
+  for (long k = 1; k <= c.n_alloc; ++k) {
+    counting f = {.fail_at = k};
+    int rc = open_and_select(path, &f, &e);
+    if (rc != TUNERT_ENOMEM || f.n_alloc != f.n_free || f.bytes != 0) {
+      all_ok = 0;
+      fprintf(stderr, "allocation %ld failing: rc %d (%s), %ld allocs, %ld frees\n", k, rc, e.msg, f.n_alloc, f.n_free);
+      break;
+    }
+  }
+  CHECK(all_ok);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/tunert_tmap_test.XXXXXX");
   if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
   test_layout();
   test_checks();
   test_bundle();
+  test_alloc_failures();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
