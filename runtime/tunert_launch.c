@@ -253,14 +253,17 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
     int rc = put_tmap(ctx, s, k, args[s->tm[k].tensor].v.ptr, buf + s->offset[s->tm[k].arg], err);
     if (rc) return rc;
   }
-  size_t size = s->param_bytes;
+  /* kernelParams form, as the tuner's worker launches: the driver copies each arg by the kernel's
+     parameter table (a packed buffer with CU_LAUNCH_PARAM_BUFFER_SIZE was refused with
+     LAUNCH_OUT_OF_RESOURCES for kernels taking 64-byte-aligned tensor maps on an H200) */
+  void *ptrs[TUNERT_MAX_ARGS];
+  for (int a = 0; a < n_args; ++a) ptrs[a] = buf + s->offset[a];
   const rt_variant *v = s->v;
   for (int l = 0; l < s->n_launches; ++l) {
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     const tunert_launch_info *li = &s->launch[l];
     if (!li->grid[0] || !li->grid[1] || !li->grid[2]) continue; /* no blocks: not launched */
     r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
-                               li->shared, (CUstream)stream, NULL, extra);
+                               li->shared, (CUstream)stream, ptrs, NULL);
     if (r != CUDA_SUCCESS)
       return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s (grid %u,%u,%u block %u,%u,%u smem %u): %s", f->name, li->kernel,
                      li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2], li->shared,
