@@ -19,9 +19,12 @@
  * BAYES_MAX_TRAIN points the model is trained on the best 3/4 of that many
  * and the latest 1/4 (the cost of a step stays bounded).
  *
- * Proposal: BAYES_N_INIT space-filling random points first (each the
+ * Proposal: n_init space-filling random points first (each the
  * farthest from those chosen or known so far among BAYES_INIT_DRAWS random
- * unseen points), in one batch. Then one point per batch, two local steps
+ * unseen points), in one batch; n_init = points / BAYES_INIT_PER (rounded
+ * as below), 1..BAYES_N_INIT_MAX: on a small space every random point is a
+ * large share of the budget that matters, and one is enough to start the
+ * local steps from. Then one point per batch, two local steps
  * for one global step:
  *  - local: the largest expected improvement among the unseen points one or
  *    two unit steps (one value index in one or two parameters) away from the
@@ -37,7 +40,8 @@
 
 #include "strategy_common.h"
 
-#define BAYES_N_INIT 3        /* random points before the model is used */
+#define BAYES_INIT_PER 60     /* space points per initial random point */
+#define BAYES_N_INIT_MAX 10   /* initial random points, at most */
 #define BAYES_MAX_CAND 2048   /* candidates scored per step, at most */
 #define BAYES_INIT_DRAWS 16   /* random draws per space-filling initial point */
 #define BAYES_XI 0.01         /* expected-improvement margin [standardized log cost] */
@@ -82,7 +86,9 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   int rc = search_pool_init(&st->pool, s, 0xba7e5ull, err);
   if (rc) return rc;
   st->d = st->pool.n_free;
-  st->n_init = BAYES_N_INIT;
+  /* (n + 40) / 60: 1 up to 79 points, 2 up to 139, 3 up to 199, ... */
+  uint32_t k = (st->pool.n + 2 * BAYES_INIT_PER / 3) / BAYES_INIT_PER;
+  st->n_init = k < 1 ? 1 : k > BAYES_N_INIT_MAX ? BAYES_N_INIT_MAX : (int)k;
   for (int k = 0; k < st->d; k++) st->log_ls[k] = log(BAYES_LS_PRIOR);
   st->g = 1e-3;
   st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *

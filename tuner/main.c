@@ -43,9 +43,14 @@ static const char *usage_run =
     "  --device D           cuda:N to measure on GPU N, or replay:FILE to answer from a\n"
     "                       recorded database (default: cuda:0 when a GPU is present,\n"
     "                       else replay of data/recorded/<recipe>.db)\n"
-    "  --strategy S         exhaustive (default), random, anneal, genetic, bayes,\n"
-    "                       bandit, or llm: an external proposer command (--proposer)\n"
-    "                       suggests configs; batches it leaves empty come from random\n"
+    "  --strategy S         bayes (the default, unless the recipe sets strategy = ...),\n"
+    "                       exhaustive, random, anneal, genetic, bandit, or llm: an\n"
+    "                       external proposer command (--proposer) suggests configs;\n"
+    "                       batches it leaves empty come from random (docs/search.md)\n"
+    "  --min-occupancy F    after compiling, skip (as pruned) variants whose theoretical\n"
+    "                       occupancy is under F (0..1; default: the recipe's\n"
+    "                       min_occupancy, else 0); variants that cannot launch are\n"
+    "                       always pruned\n"
     "  --proposer CMD       the llm strategy's proposer, run as sh -c CMD per request,\n"
     "                       JSON on stdin and stdout (docs/llm-hook.md; adapters in\n"
     "                       tools/llm/)\n"
@@ -117,6 +122,13 @@ static int cmd_run(int argc, char **argv) {
     else if (!strcmp(a, "--db")) { NEED_VALUE(); o.db_path = v; }
     else if (!strcmp(a, "--device")) { NEED_VALUE(); o.device = v; }
     else if (!strcmp(a, "--strategy")) { NEED_VALUE(); o.strategy = v; }
+    else if (!strcmp(a, "--min-occupancy")) {
+      NEED_VALUE();
+      char *end;
+      o.min_occupancy = strtod(v, &end);
+      if (*end || !(o.min_occupancy >= 0 && o.min_occupancy < 1)) { fprintf(stderr, "tune run: --min-occupancy %s: want a fraction in [0, 1)\n", v); return 2; }
+      o.min_occupancy_given = 1;
+    }
     else if (!strcmp(a, "--budget")) {
       NEED_VALUE();
       if (parse_budget(v, &o.budget, &o.budget_s)) { fprintf(stderr, "tune run: --budget %s: want a count or a duration like 90s, 10m, 1h\n", v); return 2; }

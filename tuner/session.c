@@ -15,7 +15,9 @@
 #include "db.h"
 #include "peaks.h"
 #include "proposer.h"
+#include "prune.h"
 #include "recipe.h"
+#include "search_config.h"
 #include "search.h"
 #include "version.h"
 
@@ -87,6 +89,8 @@ void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, 
 typedef struct stats {
   int n_status[DB_STATUS_COUNT];
   int compiled, cached, resumed, total;
+  int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
+  double t_measure, t_compile; /* [s] wall time in the backend's measure / in the compile pool */
   double best_ns;
   char best_params[1024];
 } stats;
@@ -97,6 +101,16 @@ static void print_metrics(double ns, const tune_problem_setup *s, char *buf, siz
   else len += (size_t)snprintf(buf, n, "%9.2f us", ns / 1e3);
   if (s->bytes > 0) len += (size_t)snprintf(buf + len, n - len, " %8.1f GB/s", s->bytes / ns);
   if (s->flops > 0) snprintf(buf + len, n - len, " %7.1f TFLOP/s", s->flops / ns / 1e3);
+}
+
+/* Where the wall time went: the share spent in the backend's measure (the
+ * GPU's work: verify and time) against compiling and everything else. */
+static void print_busy(const stats *st, double wall, const tune_backend *be, const char *strategy) {
+  if (st->pruned) printf("pruned after compiling (never sent to the GPU): %d\n", st->pruned);
+  if (!be || wall <= 0) return;
+  printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, compile %.1f s, other %.1f s; strategy %s, backend %s)\n",
+         100.0 * st->t_measure / wall, wall, st->t_measure, st->t_compile, wall - st->t_measure - st->t_compile,
+         strategy, be->name);
 }
 
 /* One line, redrawn in place on a terminal: done/total, ETA, best so far, failures. */
@@ -176,11 +190,15 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     if (rc) return rc;
   }
   /* --strategy llm: the proposer drives, the random strategy fills batches it leaves empty */
-  int llm_run = o->strategy && !strcmp(o->strategy, "llm"), use_llm = llm_run && !sweep;
+  tune_search_config sc; /* strategy and pruning: --strategy, the recipe, the defaults */
+  if (tune_search_config_get(r, o->strategy, o->min_occupancy_given ? o->min_occupancy : -1, -1, &sc, err)) return err->code;
+  tune_sm_limits lim;
+  int prune_on = tune_sm_limits_for(o->arch ? o->arch : dev->arch, dev->smem_per_block_optin, &lim) == 0;
+  int llm_run = !strcmp(sc.strategy, "llm"), use_llm = llm_run && !sweep;
   tune_llm *llm = NULL;
   tune_proposer_opts popts = {.command = o->proposer, .n_env = o->n_proposer_env, .timeout_ms = o->proposer_timeout_ms};
   for (int i = 0; i < o->n_proposer_env && i < TUNE_PROPOSER_MAX_ENV; ++i) popts.env[i] = o->proposer_env[i];
-  if (search_strategy_new(llm_run ? "random" : o->strategy ? o->strategy : "exhaustive", space, seed, &strat, err)) return err->code;
+  if (search_strategy_new(llm_run ? "random" : sc.strategy, space, seed, &strat, err)) return err->code;
   if (use_llm) {
     tune_llm_ctx lc = {.opts = &popts, .recipe = r, .problem = p, .space = space, .device = dev, .peaks = peaks,
                        .bytes = setup.bytes, .flops = setup.flops, .db = db, .run_id = run_id,
@@ -242,7 +260,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       } else {
         q->point = pts[i];
         q->from_strat = i >= n_llm;
-        snprintf(q->origin, sizeof q->origin, "%s", i < n_llm ? origins[i] : use_llm ? "random" : o->strategy ? o->strategy : "exhaustive");
+        snprintf(q->origin, sizeof q->origin, "%s", i < n_llm ? origins[i] : use_llm ? "random" : sc.strategy);
         search_point_decode(space, pts[i], q->vi);
         tune_recipe_config_json(r, q->vi, q->json, sizeof q->json);
         tune_recipe_config_hash(r, q->vi, q->hash);
@@ -307,7 +325,9 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       tune_compile_job *tmp = calloc((size_t)n_todo, sizeof *tmp);
       if (!tmp) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
       for (int i = 0; i < n_todo; ++i) tmp[i] = *todo[i];
+      double t_c = now_s();
       int rc = tune_compile_batch(tmp, n_todo, o->jobs, err);
+      st->t_compile += now_s() - t_c;
       for (int i = 0; i < n_todo; ++i) *todo[i] = tmp[i];
       free(tmp);
       if (rc) goto fail;
@@ -336,7 +356,10 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         snprintf(res.error_text, sizeof res.error_text, "%s", q->v.skip_reason);
       } else if (be && !be->needs_binaries) {
         tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .config_hash = q->hash};
-        if (be->measure(be, &req, &res, err)) goto fail;
+        double t_m = now_s();
+        int mrc = be->measure(be, &req, &res, err);
+        st->t_measure += now_s() - t_m;
+        if (mrc) goto fail;
       } else {
         tune_compile_job *j = &jobs[q->job];
         db_binary *b = &j->bin;
@@ -351,13 +374,22 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         if (!b->ok) {
           res.status = DB_COMPILE_ERROR;
           snprintf(res.error_text, sizeof res.error_text, "%s", b->log ? b->log : "compile error");
+        } else if (prune_on && q->v.n_launches == 1 && b->registers >= 0 &&
+                   tune_prune_check(&lim, (int)(q->v.launch[0].block[0] * q->v.launch[0].block[1] * q->v.launch[0].block[2]),
+                                    b->registers, (b->shared_bytes > 0 ? b->shared_bytes : 0) + (int)q->v.launch[0].shared,
+                                    sc.min_occupancy, res.error_text, sizeof res.error_text)) {
+          res.status = DB_SKIPPED; /* never sent to the GPU (prune.h) */
+          st->pruned++;
         } else if (!be) {
           res.status = DB_SKIPPED;
           snprintf(res.error_text, sizeof res.error_text, "compile-only");
         } else {
           tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .bin = b,
                                   .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash};
-          if (be->measure(be, &req, &res, err)) goto fail;
+          double t_m = now_s();
+          int mrc = be->measure(be, &req, &res, err);
+          st->t_measure += now_s() - t_m;
+          if (mrc) goto fail;
           if (res.status == DB_OK &&
               tune_peaks_judge(peaks, setup.bytes, setup.flops, res.median_ns, res.error_text, sizeof res.error_text) != DB_OK)
             res.status = DB_SUSPICIOUS;
@@ -492,7 +524,9 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     run.recipe_id = recipe_id;
     run.device_id = device_id;
     snprintf(run.backend, sizeof run.backend, "%.63s", be ? be->name : "compile-only");
-    snprintf(run.strategy, sizeof run.strategy, "%s", o->strategy ? o->strategy : "exhaustive");
+    tune_search_config sc;
+    if (tune_search_config_get(r, o->strategy, o->min_occupancy_given ? o->min_occupancy : -1, -1, &sc, err)) goto fail;
+    snprintf(run.strategy, sizeof run.strategy, "%s", sc.strategy);
     run.budget = o->budget;
     run.budget_s = o->budget_s;
     run.seed = seed;
@@ -506,6 +540,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     stats st;
     memset(&st, 0, sizeof st);
     double deadline = o->budget_s > 0 ? now_s() + o->budget_s : 0;
+    double t_recipe = now_s();
     int selected = 0, rc = TUNE_OK;
     tune_code_set codes;
     tune_code_set_init(&codes, r->n_problems);
@@ -534,6 +569,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     printf("; %d resumed from the database\n", st.resumed);
     printf("compile: %d compiled, %d from the compile cache%s\n", st.compiled, st.cached,
            st.compiled == 0 && st.cached > 0 ? " (nothing to compile)" : "");
+    print_busy(&st, now_s() - t_recipe, be, sc.strategy);
     search_space_free(space);
     space = NULL;
   }

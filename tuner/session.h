@@ -16,7 +16,9 @@ typedef struct tune_run_opts {
   const char *recipe_path;
   const char *db_path;         /* default "tune.db" */
   const char *device;          /* "cuda:N", "replay:FILE" or NULL (auto) */
-  const char *strategy;        /* default "exhaustive" */
+  const char *strategy;        /* NULL: the recipe's `strategy`, else TUNE_DEFAULT_STRATEGY (search_config.h) */
+  double min_occupancy;        /* --min-occupancy: prune under this theoretical occupancy (prune.h) */
+  int min_occupancy_given;     /* 0: the recipe's min_occupancy, else off */
   long long budget;            /* evaluations per problem, 0 = all */
   double budget_s;             /* seconds per recipe, 0 = none */
   int n_problems;
