@@ -6,6 +6,10 @@
 -- Memory-bound: the figure of merit is GB/s of x read + y written once, against the copy recipe's
 -- 4.16 TB/s (H200). The row length is a compile-time constant (COLS), so a thread's slice of a row
 -- has a fixed size and can stay in registers (CACHE_ROW).
+-- EXP_ONCE and PERSIST (2026-11-22 recording: 91 % of copy on r16384c1024, 88 % on r1024c32768)
+-- add cached forms that compute each exponential once (two ex2 per element cost ~16 us of SFU time
+-- per 32 Mi elements on the H200 at 16 ex2 per clock per SM and 1.98 GHz) and persistent grids that prefetch the
+-- next row; every config of the earlier space compiles to the same code as before.
 
 local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
 
@@ -26,10 +30,17 @@ end
 -- registers, 64 B slices in 1024-thread blocks, NVRTC 13.0) stays under the __launch_bounds__ cap.
 -- Slices that fit this way may still take up to 255 registers (one 256-thread block per SM):
 -- the tuner measures what that occupancy costs.
-local function cache_fits(c, it, min_blocks)
+-- EXP_ONCE holds the exponentials as fp32: the same estimate. PERSIST also holds the next row's raw
+-- slice under a cap of PERSIST blocks per SM, and needs fewer registers besides: 16 in block mode,
+-- 24 in warp mode (NVRTC 13.0 at 64 registers, 64 B slices: 1024-thread blocks fit, 128..1024-thread
+-- warp-mode blocks at 1024 threads per SM spill 12 B; 256-thread blocks at 4 per SM spill 4 B, which
+-- the PERSIST constraint leaves out).
+local function cache_fits(c, it, min_blocks, persist)
   if c.CACHE_ROW == 0 then return true end
-  local cap = math.min(255, 65536 // (c.BLOCK * min_blocks))
-  return 2 * it * c.VEC_BYTES // 4 + (c.ONLINE == 1 and 40 or 24) <= cap
+  local cap = math.min(255, 65536 // (c.BLOCK * math.max(min_blocks, persist)))
+  local raw = it * c.VEC_BYTES // 4
+  if persist > 0 then return 3 * raw + (c.ROW_MODE == 0 and 24 or 16) <= cap end
+  return 2 * raw + (c.ONLINE == 1 and 40 or 24) <= cap
 end
 
 local PROBLEMS = {
@@ -67,18 +78,26 @@ local row = {
     { "CACHE_ROW",  { 1, 0 } },                 -- 1: the row slice stays in registers (x read once)
     { "ONLINE",     { 0, 1 } },                 -- 1: (max, sum) in one sweep and one reduction
     { "MIN_BLOCKS", { 1, 2 } },                 -- __launch_bounds__ minimum blocks per SM
+    { "EXP_ONCE",   { 0, 1 } },                 -- 1: one ex2 per element, kept in fp32 registers
+    { "PERSIST",    { 0, 1, 2, 4, 8 } },        -- k > 0: persistent grid, k blocks per SM, next row prefetched
   },
 
   constraints = {
     -- MIN_BLOCKS only matters where registers are many: cached slices, two-pass math; 256 or 512
     -- threads (2 x 1024 would cap at 32 registers, 2 x 128 leaves occupancy at 8 warps anyway)
     "MIN_BLOCKS == 1 or (CACHE_ROW == 1 and ONLINE == 0 and (BLOCK == 256 or BLOCK == 512))",
+    -- the SFU-bound cached forms with one exponential per element (2 and 4 B vectors lose anyway)
+    "EXP_ONCE == 0 or (CACHE_ROW == 1 and VEC_BYTES >= 8)",
+    -- persistent rows: the single-reduction form only, 512 to 2048 threads per SM; in block mode
+    -- 512- and 1024-thread blocks only (the long rows it is for; 256-thread blocks spill, above)
+    "PERSIST == 0 or (EXP_ONCE == 1 and ONLINE == 1 and MIN_BLOCKS == 1)",
+    "PERSIST == 0 or (BLOCK * PERSIST >= 512 and BLOCK * PERSIST <= 2048 and (ROW_MODE == 0 or BLOCK >= 512))",
   },
 
   applies = function(c, p)
     local it, why = iters(c, p.cols, threads_per_row(c))
     if not it then return false, why end
-    if not cache_fits(c, it, c.MIN_BLOCKS) then
+    if not cache_fits(c, it, c.MIN_BLOCKS, c.PERSIST) then
       return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
     end
     return true
@@ -89,12 +108,14 @@ local row = {
   problems = PROBLEMS,
 
   launch = {
-    grid = function(c, p)
+    grid = function(c, p, d)
+      local groups = p.rows
       if c.ROW_MODE == 0 then
         local rows_per_block = c.BLOCK // 32
-        return { (p.rows + rows_per_block - 1) // rows_per_block, 1, 1 }
+        groups = (p.rows + rows_per_block - 1) // rows_per_block
       end
-      return { p.rows, 1, 1 }
+      if c.PERSIST > 0 then groups = math.min(groups, d.sm_count * c.PERSIST) end
+      return { groups, 1, 1 }
     end,
     block = function(c) return { c.BLOCK, 1, 1 } end,
     shared = 0,
@@ -136,7 +157,7 @@ local split = {
     if p.cols % c.SPLITS ~= 0 then return false, "SPLITS does not divide cols" end
     local it, why = iters(c, p.cols // c.SPLITS, c.BLOCK)
     if not it then return false, why end
-    if not cache_fits(c, it, 1) then
+    if not cache_fits(c, it, 1, 0) then
       return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
     end
     return true

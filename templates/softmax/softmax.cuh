@@ -24,6 +24,17 @@
 //                              reduction), then the sum of exponentials (another of each)
 //   MIN_BLOCKS 1 | 2 (default 1)  __launch_bounds__ minimum resident blocks per SM
 //   SPLITS     1 (default) | 2 .. 32   blocks per row (split kernels when > 1)
+//   EXP_ONCE   0 (default) | 1   softmax_row, CACHE_ROW 1 only: each exponential is computed once
+//                              and kept in fp32 registers until the write (one ex2 per element
+//                              instead of two: at 16 ex2 per clock per SM, two per element is
+//                              ~40 % of a memory-bound run's time on the H200); with ONLINE 1
+//                              against the thread's own max, rescaled by one ex2 per thread after
+//                              the single (max, sum) reduction
+//   PERSIST    0 (default) | k   softmax_row, EXP_ONCE 1 only: a persistent grid of k blocks per SM
+//                              (the recipe sizes it; __launch_bounds__ minimum k) that loops over
+//                              rows (warps or blocks strided by the grid) and loads the next row's
+//                              slice before reducing and writing the current one, so loads stay in
+//                              flight through the reductions and the SFU work
 // Sweeps of x per row: CACHE_ROW 1: 1. CACHE_ROW 0: ONLINE 1: 2 (stats, write); ONLINE 0: 3 (max,
 // sum, write). The split write kernel always re-reads its slice (2 or 3 sweeps in all).
 // Problem constant (recipe `defines`): COLS. Requirements (static_assert; recipe `applies` skips the
@@ -44,6 +55,12 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#ifndef EXP_ONCE
+#define EXP_ONCE 0
+#endif
+#ifndef PERSIST
+#define PERSIST 0
 #endif
 #if SPLITS == 1 && !defined(ROW_MODE)
 #error "softmax.cuh needs -D ROW_MODE (0 warp, 1 block per row) when SPLITS == 1"
@@ -84,6 +101,10 @@ static_assert(kSegVecs % kThreads == 0 && kIters >= 1,
               "each thread needs the same whole number of vectors: COLS / SPLITS / vector elements % threads per row");
 static_assert(kIters % kBatch == 0, "vectors per thread must be a multiple of the load batch");
 static_assert(!CACHE_ROW || kIters * VEC_BYTES <= 256, "cached row slice over 64 registers per thread");
+static_assert(EXP_ONCE == 0 || (EXP_ONCE == 1 && CACHE_ROW == 1 && SPLITS == 1),
+              "EXP_ONCE 1 needs CACHE_ROW 1 and SPLITS 1");
+static_assert(PERSIST >= 0 && (PERSIST == 0 || (EXP_ONCE == 1 && MIN_BLOCKS == 1 && BLOCK * PERSIST <= 2048)),
+              "PERSIST k > 0 needs EXP_ONCE 1, MIN_BLOCKS 1 and k * BLOCK <= 2048");
 
 struct tile_ctx {
   const bf16 *x;  // this thread's first element: segment start + t * kVecElems
@@ -220,9 +241,76 @@ __device__ __forceinline__ void epilogue(const tile_ctx &c, const vec (&cache)[k
   }
 }
 
+// Row `row` for thread / lane t (softmax_row's persistent loop; tile_setup's offset with SPLITS 1).
+__device__ __forceinline__ tile_ctx tile_at(const bf16 *__restrict__ x, bf16 *__restrict__ y, long long row, int t) {
+  const long long off = row * COLS + t * kVecElems;
+  return {x + off, y + off, true};
+}
+
+// EXP_ONCE: the whole softmax of the thread's cached slice v (already loaded), every exponential
+// computed once into fp32 registers, then scaled and stored.
+// N == kIters (a template only so that softmax_row's discarded EXP_ONCE 0 branch type-checks).
+template <int N>
+__device__ __forceinline__ void exp_once_stage(const tile_ctx &c, const reducer &red, const vec (&v)[N]) {
+  constexpr int kE = 2 * vec::kN;  // bf16 per vector
+  float e[N][kE];
+  float ml = max_of(v, tune::neg_inf()) * kLog2e;  // the thread's max (log2 units)
+  if constexpr (!ONLINE) ml = red.max(ml);          // the row's max
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+#pragma unroll
+    for (int w = 0; w < vec::kN; ++w) {
+      e[j][2 * w] = tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
+      e[j][2 * w + 1] = tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
+      s += e[j][2 * w] + e[j][2 * w + 1];
+    }
+  float f;
+  if constexpr (ONLINE) {
+    float m = ml;
+    red.online(m, s);                        // the row's (max, sum)
+    f = tune::fast_exp2(ml - m) * (1.f / s);  // thread max -> row max, then 1 / sum
+  } else {
+    f = 1.f / red.sum(s);
+  }
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    vec o;
+#pragma unroll
+    for (int w = 0; w < vec::kN; ++w) o.w[w] = tune::pack_bf16x2(e[j][2 * w] * f, e[j][2 * w + 1] * f);
+    tune::store_words<1, VEC_BYTES>(c.y + (long long)j * kThreads * kVecElems, o);
+  }
+}
+
 }  // namespace sm
 
-#if SPLITS == 1
+#if SPLITS == 1 && PERSIST > 0
+// grid: min(row groups, SMs * PERSIST) blocks (row group: BLOCK / 32 rows in warp mode, one row
+// in block mode), block BLOCK. Warp (block) g handles rows g, g + G, g + 2G, ... of the G warps
+// (blocks) of the grid; the row condition is uniform over a warp (block), as the reductions need.
+extern "C" __global__ void __launch_bounds__(BLOCK, PERSIST)
+softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
+  __shared__ float red_smem[2 * sm::kWarps];
+  const sm::reducer red{red_smem};
+  const int t = ROW_MODE == 0 ? threadIdx.x % 32 : threadIdx.x;
+  long long row = ROW_MODE == 0 ? (long long)blockIdx.x * sm::kWarps + threadIdx.x / 32 : blockIdx.x;
+  const long long stride = ROW_MODE == 0 ? (long long)gridDim.x * sm::kWarps : gridDim.x;
+  if (row >= rows) return;
+  sm::vec cur[sm::kIters];
+  sm::load_stage(sm::tile_at(x, y, row, t), 0, cur);
+  for (;;) {
+    const long long next = row + stride;
+    const bool more = next < rows;
+    sm::vec nxt[sm::kIters];
+    if (more) sm::load_stage(sm::tile_at(x, y, next, t), 0, nxt);  // in flight during this row's work
+    sm::exp_once_stage(sm::tile_at(x, y, row, t), red, cur);
+    if (!more) break;
+    row = next;
+#pragma unroll
+    for (int j = 0; j < sm::kIters; ++j) cur[j] = nxt[j];
+  }
+}
+#elif SPLITS == 1
 // grid: ROW_MODE 0: ceil(rows / (BLOCK / 32)); ROW_MODE 1: rows. block BLOCK.
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
@@ -230,9 +318,14 @@ softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
   const sm::tile_ctx c = sm::tile_setup(x, y, rows);
   if (!c.active) return;  // warp mode only: whole warps, no block-wide synchronization follows
   sm::vec cache[sm::kCache];
-  float ml, s;
-  sm::stats_stage(c, sm::reducer{red_smem}, cache, ml, s);
-  sm::epilogue(c, cache, ml, s);
+  if constexpr (EXP_ONCE) {
+    sm::load_stage(c, 0, cache);
+    sm::exp_once_stage(c, sm::reducer{red_smem}, cache);
+  } else {
+    float ml, s;
+    sm::stats_stage(c, sm::reducer{red_smem}, cache, ml, s);
+    sm::epilogue(c, cache, ml, s);
+  }
 }
 #else
 // partial: [rows, SPLITS, 2] floats, (max in log2 units, sum) of each slice, from the stats kernel.
