@@ -7,9 +7,9 @@
 -- 4.16 TB/s (H200). The row length is a compile-time constant (COLS), so a thread's slice of a row
 -- has a fixed size and can stay in registers (CACHE_ROW).
 -- EXP_ONCE and PERSIST (2026-11-22 recording: 91 % of copy on r16384c1024, 88 % on r1024c32768)
--- add cached forms that compute each exponential once (two ex2 per element cost ~16 us of SFU time
--- per 32 Mi elements on the H200 at 16 ex2 per clock per SM and 1.98 GHz) and persistent grids that prefetch the
--- next row; every config of the earlier space compiles to the same code as before.
+-- add cached forms that compute each exponential once (two ex2 per element cost ~16 us of SFU
+-- time per 32 Mi elements on the H200 at 16 ex2 per clock per SM and 1.98 GHz) and persistent
+-- grids that prefetch the next row; every config of the earlier space compiles to the same code.
 
 local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
 
