@@ -5,13 +5,23 @@
 -- path), so that the two recipes' results compare problem by problem. Any S: tails are masked.
 -- Every knob of templates/attention/prefill_sm90.cuh is a parameter here; D and causal are
 -- compile-time defines of the problem.
+-- USE_TMA = 1: one producer thread loads Q, K and V with bulk tensor copies through the tensor maps
+-- tmQ, tmK, tmV that the worker builds per variant (docs/tensormap-args.md). Every kernel and the
+-- reference take the three maps (TMA_ARGS = 1, REF_TMA_ARGS = 1), used or not.
 
 -- Dynamic shared memory of a config at head dim D (templates/attention/prefill_sm90.cuh, kSmemBytes):
--- 1024 bytes of alignment slack, the Q tile, STAGES K and V tiles, 1 + 4 * STAGES mbarriers.
+-- 1024 bytes of alignment slack, the Q tile, STAGES K and V tiles, 1 + 4 * STAGES (+ 1 persistent)
+-- mbarriers.
 local function smem_bytes(c, D)
-  return 1024 + (64 * c.CONSUMERS + 2 * c.STAGES * c.BLOCK_N) * D * 2 + (1 + 4 * c.STAGES) * 8
+  return 1024 + (64 * c.CONSUMERS + 2 * c.STAGES * c.BLOCK_N) * D * 2 + (1 + 4 * c.STAGES + c.PERSISTENT) * 8
 end
 local SMEM_LIMIT = 227 * 1024   -- sm_90 opt-in maximum per block; the template static_asserts the same
+
+-- Rows of a tensor map's box: the tile's rows for the TMA producer, clipped to S otherwise.
+local function tma_rows(c, p, rows)
+  if c.USE_TMA == 1 then return rows end
+  return math.min(rows, p.S)
+end
 
 -- Query tiles per head.
 local function q_tiles(c, p) return (p.S + 64 * c.CONSUMERS - 1) // (64 * c.CONSUMERS) end
@@ -31,6 +41,10 @@ return {
     -- the MN-major V descriptor were wrong; on the H200 (2026-11-22) PV_SPLIT=0 verified everywhere
     { "PV_SPLIT",  { 0 } },
     { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
+    { "USE_TMA",   { 0, 1 } },          -- 1: TMA producer (one thread; setmaxnreg 24 / 240 at 2 consumers, 40 / 232 persistent)
+    -- 1: one wave of blocks (the SM count), each looping over tiles in SCHED order; the K/V ring runs
+    -- on across tiles, so the next tile's loads overlap this one's last P V and epilogue
+    { "PERSISTENT", { 0, 1 } },
   },
 
   constraints = {
@@ -39,6 +53,12 @@ return {
     function(c) return c.CONSUMERS < 3 or c.BLOCK_N <= 128 end,
     -- the turn-taking schedule interleaves the overlapped batches of two or more warpgroups
     "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
+    -- the TMA producer only where the cp.async one won (2026-11-22 recording: every best variant has
+    -- OVERLAP = 1 and 2 or 3 consumers): 60 more configs, 186 in all (1.48x)
+    "USE_TMA == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
+    -- persistent blocks with the TMA producer and a 2-deep ring only (the ring depth that won):
+    -- 30 more configs, 216 in all
+    "PERSISTENT == 0 or (USE_TMA == 1 and STAGES == 2)",
   },
 
   applies = function(c, p)
@@ -50,13 +70,17 @@ return {
     if p.D == 128 and c.CONSUMERS == 3 then
       return false, "3 consumers at D=128: O, S and P do not fit in 160 registers"
     end
+    if c.USE_TMA == 1 and p.S < math.max(c.BLOCK_N, 64 * c.CONSUMERS) then
+      -- a box larger than the tensor is the driver's to refuse; the kernel expects full boxes
+      return false, "USE_TMA needs S >= the tile rows (box " .. math.max(c.BLOCK_N, 64 * c.CONSUMERS) .. ")"
+    end
     if smem_bytes(c, p.D) > SMEM_LIMIT then
       return false, "shared memory " .. smem_bytes(c, p.D) .. " B over 227 KiB at D=" .. p.D
     end
     return true
   end,
 
-  defines = function(c, p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal } end,
+  defines = function(c, p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal, TMA_ARGS = 1 } end,
 
   problems = {
     { name = "b4h32s4096d128",      B = 4,  HQ = 32, HKV = 32, S = 4096,  D = 128, causal = false },
@@ -69,9 +93,11 @@ return {
 
   -- SCHED 0 | 1: grid.x = query tiles of one head, so the blocks of one (b, h), which share K/V, run
   -- together. SCHED 2: one flat grid; the template maps blockIdx.x to (head group, tile, head).
+  -- PERSISTENT: one block per SM (at most one per tile), tiles taken in the same orders.
   launch = {
-    grid = function(c, p)
+    grid = function(c, p, d)
       local tiles = q_tiles(c, p)
+      if c.PERSISTENT == 1 then return { math.min(tiles * p.HQ * p.B, d.sm_count), 1, 1 } end
       if c.SCHED == 2 then return { tiles * p.HQ * p.B, 1, 1 } end
       return { tiles, p.HQ, p.B }
     end,
@@ -90,6 +116,16 @@ return {
     { "S",   scalar = "i32", value = "S" },
     -- softmax(x * scale) is computed as 2^(x * scale * log2 e); scale = 1 / sqrt(D)
     { "scale_log2", scalar = "f32", value = function(p) return 1.4426950408889634 / math.sqrt(p.D) end },
+    -- tensor maps of q, k, v for the TMA producer: 4-D {D, S, heads, B} (the shapes reversed, the
+    -- default), box {64 columns (128 bytes, the swizzle span), tile rows, 1, 1}, 128-byte swizzle,
+    -- rows past S read as zeros. Variants without USE_TMA get maps too (every kernel takes them),
+    -- with the rows clipped to S so that they always build.
+    { "tmQ", tensormap = { tensor = "q", swizzle = 128,
+      box = function(p, c) return { 64, tma_rows(c, p, 64 * c.CONSUMERS), 1, 1 } end } },
+    { "tmK", tensormap = { tensor = "k", swizzle = 128,
+      box = function(p, c) return { 64, tma_rows(c, p, c.BLOCK_N), 1, 1 } end } },
+    { "tmV", tensormap = { tensor = "v", swizzle = 128,
+      box = function(p, c) return { 64, tma_rows(c, p, c.BLOCK_N), 1, 1 } end } },
   },
 
   reference = {
@@ -98,7 +134,7 @@ return {
     grid = function(p) return { (p.S + 127) // 128, p.HQ, p.B } end,
     block = { 128, 1, 1 },
     shared = 0,
-    defines = function(p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal } end,
+    defines = function(p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal, REF_TMA_ARGS = 1 } end,
   },
 
   -- as attention/prefill.lua: bf16 output and P rounded to bf16 before P V

@@ -50,14 +50,23 @@
 //                               default), box {64, rows, 1, 1}, 128-byte swizzle: rows past S of a head
 //                               read as zeros) completing on the `full` barriers; the kernel
 //                               then takes `const __grid_constant__ tune::tensormap tmQ, tmK, tmV` after
-//                               scale_log2 (tools/check/prefill_sm90_check.cu builds them; the worker
-//                               recipe does not pass them yet: docs/tensormap-args.md). 0: cp.async.
+//                               scale_log2 (recipes/attention/prefill_sm90.lua's tmQ, tmK, tmV and
+//                               tools/check/prefill_sm90_check.cu build them: docs/tensormap-args.md;
+//                               a box must not exceed S). 0: cp.async.
 //   TMA_ARGS    0 | 1 [USE_TMA] the kernel takes the three maps (used or not), so that one recipe arg
 //                               list serves USE_TMA 0 and 1
+//   PERSISTENT  0 | 1 [0]       1: grid = (blocks, 1, 1) with blocks <= the tiles (one wave: the SM
+//                               count); block i takes tiles i, i + blocks, ... in SCHED order (SCHED
+//                               0 | 1: tile-major inside a head, heads, batches; 2: as below). The
+//                               K/V ring and its barrier phases run on across tiles, so the next
+//                               tile's K/V load while this one's last P V and epilogue run; the Q
+//                               tile (which the epilogue reuses for O) is reloaded after every
+//                               consumer warp has stored its rows (q_empty barrier).
 // Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
 //
 // Launch (must match the recipe): block = 128 * (CONSUMERS + 1), grid = (T, HQ, B) for SCHED 0 | 1 or
-// (T * HQ * B, 1, 1) for SCHED 2 with T = ceil(S / BLOCK_M); dynamic shared memory =
+// (T * HQ * B, 1, 1) for SCHED 2 with T = ceil(S / BLOCK_M), (any count <= T * HQ * B, 1, 1) when
+// PERSISTENT; dynamic shared memory =
 // attn_prefill_sm90_smem_bytes (kSmemBytes below).
 #include <cuda_bf16.h>
 #include "attention/wgmma_attn.cuh"
@@ -93,6 +102,9 @@
 #ifndef TMA_ARGS
 #define TMA_ARGS USE_TMA
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
 #if USE_TMA && !TMA_ARGS
 #error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
 #endif
@@ -117,15 +129,17 @@ constexpr int kKVBytes = kBN * kD * 2;
 constexpr int kKOff = kQBytes;
 constexpr int kVOff = kKOff + kStages * kKVBytes;
 constexpr int kBarOff = kVOff + kStages * kKVBytes;
-constexpr int kBarBytes = (1 + 4 * kStages) * 8;
+constexpr int kBarBytes = (1 + 4 * kStages + PERSISTENT) * 8;  // PERSISTENT: + q_empty
 constexpr int kSmemBytes = 1024 + kBarOff + kBarBytes;  // + slack to align the base to 1024
 constexpr bool kSetMaxNReg = SETMAXNREG && kCons >= 2;
 // setmaxnreg budgets: the block starts with 65536 / kThreads registers per thread (ptxas caps the
 // kernel there: 168 at 384 threads, 128 at 512); the consumers' increase must fit in what the
 // producer warpgroup gives back: 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= block total.
-// A TMA producer is one thread issuing a few copies: 24 registers leave 240 to 2 consumers.
-constexpr int kConsumerRegs = kCons == 2 ? (USE_TMA ? 240 : 232) : 160;
-constexpr int kProducerRegs = kCons == 2 ? (USE_TMA ? 24 : 40) : 32;
+// A TMA producer is one thread issuing a few copies: 24 registers leave 240 to 2 consumers; its
+// persistent tile loop spills at 24 (ptxas, sm_90a), hence 40 / 232 as for cp.async.
+constexpr bool kTmaLean = USE_TMA && !PERSISTENT;
+constexpr int kConsumerRegs = kCons == 2 ? (kTmaLean ? 240 : 232) : 160;
+constexpr int kProducerRegs = kCons == 2 ? (kTmaLean ? 24 : 40) : 32;
 
 static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
@@ -137,11 +151,13 @@ static_assert(PINGPONG == 0 || (PINGPONG == 1 && OVERLAP == 1 && kCons >= 2),
               "PINGPONG needs OVERLAP = 1 and at least 2 consumer warpgroups");
 static_assert(SCHED >= 0 && SCHED <= 2, "SCHED must be 0, 1 or 2");
 static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4, "PRODUCER_WARPS must be 1, 2 or 4");
-static_assert(USE_TMA || (kBN % (kProdThreads / 8) == 0 && kBM % (kProdThreads / 8) == 0),
+constexpr int kCopyRowStep = kProdThreads >= 8 ? kProdThreads / 8 : 1;  // rows per cp.async pass
+static_assert(USE_TMA || (kBN % kCopyRowStep == 0 && kBM % kCopyRowStep == 0),
               "tile rows must split evenly over the copy threads (8 per 128-byte row)");
 static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= ((65536 / kThreads) & ~7) * kThreads,
               "setmaxnreg budgets exceed what the block holds at entry");
 static_assert(USE_TMA == 0 || USE_TMA == 1, "USE_TMA must be 0 or 1");
+static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT must be 0 or 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
 constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
@@ -161,6 +177,7 @@ __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u);
 struct Smem {
   unsigned q, k, v;
   unsigned q_full, k_full, k_empty, v_full, v_empty;  // barrier arrays: + 8 * slot
+  unsigned q_empty;                                   // PERSISTENT only
 };
 __device__ __forceinline__ Smem smem_layout(unsigned base) {
   Smem s;
@@ -172,14 +189,16 @@ __device__ __forceinline__ Smem smem_layout(unsigned base) {
   s.k_empty = s.k_full + 8 * kStages;
   s.v_full = s.k_empty + 8 * kStages;
   s.v_empty = s.v_full + 8 * kStages;
+  s.q_empty = s.v_empty + 8 * kStages;
   return s;
 }
 
-// The block's work: batch, query head and query tile.
+// The block's work: batch, query head and query tile. lin: the linear tile index (blockIdx.x, or
+// the persistent loop's tile).
 struct Work {
   int b, h, m_blk;
 };
-__device__ __forceinline__ Work block_work(int HQ, int B, int S) {
+__device__ __forceinline__ Work block_work(int HQ, int B, int S, int lin) {
   Work w;
   const int n_m = (S + kBM - 1) / kBM;
 #if SCHED == 2
@@ -187,7 +206,6 @@ __device__ __forceinline__ Work block_work(int HQ, int B, int S) {
   // wave holds G heads' worth of mixed-length work and their K/V are read from L2.
   const int bh_total = HQ * B;
   const int G = max(1, min(bh_total, SCHED_WAVE / n_m));
-  const int lin = (int)blockIdx.x;
   const int grp = lin / (n_m * G);
   const int g_heads = min(G, bh_total - grp * G);
   const int r = lin - grp * n_m * G;
@@ -195,8 +213,15 @@ __device__ __forceinline__ Work block_work(int HQ, int B, int S) {
   w.m_blk = IS_CAUSAL ? n_m - 1 - r / g_heads : r / g_heads;
   w.h = bh % HQ;
   w.b = bh / HQ;
+#elif PERSISTENT
+  (void)B;
+  const int m = lin % n_m, bh = lin / n_m;
+  w.h = bh % HQ;
+  w.b = bh / HQ;
+  w.m_blk = (SCHED == 1 && IS_CAUSAL) ? n_m - 1 - m : m;
 #else
   (void)B;
+  (void)lin;
   w.h = (int)blockIdx.y;
   w.b = (int)blockIdx.z;
   w.m_blk = (SCHED == 1 && IS_CAUSAL) ? n_m - 1 - (int)blockIdx.x : (int)blockIdx.x;
@@ -241,57 +266,82 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const tune::tensormap 
       : "memory");
 }
 
-// tmQ, tmK, tmV: the tensor map parameters (USE_TMA), else null.
+// tmQ, tmK, tmV: the tensor map parameters (USE_TMA), else null. it: the block's tile count so far
+// (0 unless PERSISTENT), ring: K/V ring slots used so far (the ring's phases run on across tiles).
 __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
                                          const bf16 *__restrict__ v, const Work &w, int HQ, int HKV, int S,
                                          const Smem &sm, int t, const tune::tensormap *tmQ,
-                                         const tune::tensormap *tmK, const tune::tensormap *tmV) {
+                                         const tune::tensormap *tmK, const tune::tensormap *tmV, int it,
+                                         int ring) {
   if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
   const int kvh = w.h / (HQ / HKV);
-  const bf16 *q_head = q + (size_t)(w.b * HQ + w.h) * S * kD;
-  const bf16 *k_head = k + (size_t)(w.b * HKV + kvh) * S * kD;
-  const bf16 *v_head = v + (size_t)(w.b * HKV + kvh) * S * kD;
   const int m0 = w.m_blk * kBM;
 #if USE_TMA
-  (void)q_head;
-  (void)k_head;
-  (void)v_head;
-  tune::tma_prefetch_desc(*tmQ);
-  tune::tma_prefetch_desc(*tmK);
-  tune::tma_prefetch_desc(*tmV);
-  tune::mbar_arrive_expect_tx(sm.q_full, kQBytes);
-#pragma unroll
-  for (int blk = 0; blk < kDB; ++blk) tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
+  (void)q;
+  (void)k;
+  (void)v;
+  if (it == 0) {
+    tune::tma_prefetch_desc(*tmQ);
+    tune::tma_prefetch_desc(*tmK);
+    tune::tma_prefetch_desc(*tmV);
+  }
   const int n_end = block_n_end(m0, S);
-  for (int j = 0; j < n_end; ++j) {
+  // PERSISTENT: the first kStages K/V tiles go before Q, so that they load while the previous tile's
+  // epilogue runs (their slots are released before it); Q waits for that epilogue, which reads O
+  // back from the Q tile. Not all of them: later slots are released only once Q has arrived.
+  const auto load_q = [&]() {
+    if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
+    tune::mbar_arrive_expect_tx(sm.q_full, kQBytes);
+#pragma unroll
+    for (int blk = 0; blk < kDB; ++blk) tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
+  };
+#if PERSISTENT
+  const int n_pre = min(kStages, n_end);
+#else
+  load_q();
+#endif
+  for (int jj = 0; jj < n_end; ++jj) {
+#if PERSISTENT
+    if (jj == n_pre) load_q();
+#endif
+    const int j = ring + jj;  // ring slot use
     const int s = j % kStages;
     const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
     if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
     tune::mbar_arrive_expect_tx(sm.k_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, j * kBN, kvh, w.b, sm.k_full + 8 * s);
+      tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, jj * kBN, kvh, w.b, sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
     tune::mbar_arrive_expect_tx(sm.v_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, j * kBN, kvh, w.b, sm.v_full + 8 * s);
+      tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, jj * kBN, kvh, w.b, sm.v_full + 8 * s);
   }
+#if PERSISTENT
+  if (n_pre == n_end) load_q();  // every K/V tile went first (n_end <= kStages)
+#endif
 #else
   (void)tmQ;
   (void)tmK;
   (void)tmV;
+  // PERSISTENT: the consumers' epilogue of the previous tile reads O from the Q tile
+  if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
+  const bf16 *q_head = q + (size_t)(w.b * HQ + w.h) * S * kD;
+  const bf16 *k_head = k + (size_t)(w.b * HKV + kvh) * S * kD;
+  const bf16 *v_head = v + (size_t)(w.b * HKV + kvh) * S * kD;
   load_rows<kBM>(sm.q, q_head, m0, S, t);
   tune::cp_async_mbar_arrive_noinc(sm.q_full);
   const int n_end = block_n_end(m0, S);
-  for (int j = 0; j < n_end; ++j) {
+  for (int jj = 0; jj < n_end; ++jj) {
+    const int j = ring + jj;  // ring slot use
     const int s = j % kStages;
     const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
     if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
-    load_rows<kBN>(sm.k + s * kKVBytes, k_head, j * kBN, S, t);
+    load_rows<kBN>(sm.k + s * kKVBytes, k_head, jj * kBN, S, t);
     tune::cp_async_mbar_arrive_noinc(sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
-    load_rows<kBN>(sm.v + s * kKVBytes, v_head, j * kBN, S, t);
+    load_rows<kBN>(sm.v + s * kKVBytes, v_head, jj * kBN, S, t);
     tune::cp_async_mbar_arrive_noinc(sm.v_full + 8 * s);
   }
   tune::cp_async_wait<0>();
@@ -450,8 +500,9 @@ __device__ __forceinline__ void release(unsigned bar, int j, int lane) {
   if (lane == 0) tune::mbar_arrive(bar + 8 * (j % kStages));
 }
 
+// it, ring: as for producer().
 __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w, int HQ, int S, float scale_log2,
-                                        const Smem &sm, int wg, int wt) {
+                                        const Smem &sm, int wg, int wt, int it, int ring) {
   const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
   const int m0 = w.m_blk * kBM;
   const int r0 = m0 + wg * 64;  // first query row of this warpgroup
@@ -472,7 +523,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   m[0] = m[1] = neg_inf();
   l[0] = l[1] = 0.f;
 
-  tune::mbar_wait(sm.q_full, 0);
+  tune::mbar_wait(sm.q_full, it & 1);
   tune::fence_proxy_async_smem();
 
 #if OVERLAP
@@ -488,7 +539,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
     ++batch;
   };
   // Tile 0: scores and softmax only; its P V is issued together with the scores of tile 1.
-  wait_full(sm.k_full, 0);
+  wait_full(sm.k_full, ring + 0);
   sched_wait();
   tune::wgmma_fence_acc(s);
   tune::wgmma_arrive();
@@ -497,87 +548,94 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   sched_pass();
   tune::wgmma_wait<0>();
   tune::wgmma_fence_acc(s);
-  release(sm.k_empty, 0, lane);
+  release(sm.k_empty, ring + 0, lane);
   if (0 >= n_plain) apply_mask(s, row_g, 2 * t, S);
   softmax_update(s, m, l, alpha, scale_log2);
   pack_p(p, s);
   for (int j = 1; j < n_end_wg; ++j) {
-    wait_full(sm.k_full, j);
-    if (PINGPONG) wait_full(sm.v_full, j - 1);  // no waiting for data while holding the token
+    wait_full(sm.k_full, ring + j);
+    if (PINGPONG) wait_full(sm.v_full, ring + j - 1);  // no waiting for data while holding the token
     sched_wait();
     tune::wgmma_fence_acc(s);
     tune::wgmma_arrive();
-    issue_qk(s, sq_wg, sm.k + (j % kStages) * kKVBytes);
+    issue_qk(s, sq_wg, sm.k + ((ring + j) % kStages) * kKVBytes);
     tune::wgmma_commit();
-    if (!PINGPONG) wait_full(sm.v_full, j - 1);
+    if (!PINGPONG) wait_full(sm.v_full, ring + j - 1);
     tune::wgmma_fence_acc(o);
     fence_p(p);
     tune::wgmma_arrive();
-    issue_pv(o, p, sm.v + ((j - 1) % kStages) * kKVBytes);
+    issue_pv(o, p, sm.v + ((ring + j - 1) % kStages) * kKVBytes);
     tune::wgmma_commit();
     sched_pass();
     tune::wgmma_wait<1>();  // scores of tile j are done
     tune::wgmma_fence_acc(s);
-    release(sm.k_empty, j, lane);
+    release(sm.k_empty, ring + j, lane);
     if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
     softmax_update(s, m, l, alpha, scale_log2);
     tune::wgmma_wait<0>();  // P V of tile j - 1 is done: O and P may change, V slot j - 1 is free
     tune::wgmma_fence_acc(o);
     fence_p(p);
-    release(sm.v_empty, j - 1, lane);
+    release(sm.v_empty, ring + j - 1, lane);
     rescale_o(o, alpha);
     pack_p(p, s);
   }
   {
     const int j = n_end_wg - 1;
-    wait_full(sm.v_full, j);
+    wait_full(sm.v_full, ring + j);
     sched_wait();
     tune::wgmma_fence_acc(o);
     fence_p(p);
     tune::wgmma_arrive();
-    issue_pv(o, p, sm.v + (j % kStages) * kKVBytes);
+    issue_pv(o, p, sm.v + ((ring + j) % kStages) * kKVBytes);
     tune::wgmma_commit();
     sched_pass();
     tune::wgmma_wait<0>();
     tune::wgmma_fence_acc(o);
     fence_p(p);
-    release(sm.v_empty, j, lane);
+    release(sm.v_empty, ring + j, lane);
   }
 #else
   for (int j = 0; j < n_end_wg; ++j) {
-    wait_full(sm.k_full, j);
+    wait_full(sm.k_full, ring + j);
     tune::wgmma_fence_acc(s);
     tune::wgmma_arrive();
-    issue_qk(s, sq_wg, sm.k + (j % kStages) * kKVBytes);
+    issue_qk(s, sq_wg, sm.k + ((ring + j) % kStages) * kKVBytes);
     tune::wgmma_commit();
     tune::wgmma_wait<0>();
     tune::wgmma_fence_acc(s);
-    release(sm.k_empty, j, lane);
+    release(sm.k_empty, ring + j, lane);
     if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
     softmax_update(s, m, l, alpha, scale_log2);
     rescale_o(o, alpha);
     pack_p(p, s);
-    wait_full(sm.v_full, j);
+    wait_full(sm.v_full, ring + j);
     tune::wgmma_fence_acc(o);
     fence_p(p);
     tune::wgmma_arrive();
-    issue_pv(o, p, sm.v + (j % kStages) * kKVBytes);
+    issue_pv(o, p, sm.v + ((ring + j) % kStages) * kKVBytes);
     tune::wgmma_commit();
     tune::wgmma_wait<0>();
     tune::wgmma_fence_acc(o);
     fence_p(p);
-    release(sm.v_empty, j, lane);
+    release(sm.v_empty, ring + j, lane);
   }
 #endif
   // Causal: tiles the block loads but this warpgroup's rows never see (all keys past its last row).
   // Wait for each to land before releasing it, so that the arrival counts in the slot's current phase.
   for (int j = n_end_wg; j < n_end; ++j) {
-    wait_full(sm.k_full, j);
-    release(sm.k_empty, j, lane);
-    wait_full(sm.v_full, j);
-    release(sm.v_empty, j, lane);
+    wait_full(sm.k_full, ring + j);
+    release(sm.k_empty, ring + j, lane);
+    wait_full(sm.v_full, ring + j);
+    release(sm.v_empty, ring + j, lane);
   }
   epilogue(o, l, sm, o_out + (size_t)(w.b * HQ + w.h) * S * kD, m0, wg, S, wt);
+#if PERSISTENT
+  // This warp has read its O rows back from the Q tile: the producer may reload it (generic-proxy
+  // reads before the next tile's async-proxy writes).
+  tune::fence_proxy_async_smem();
+  __syncwarp();
+  if (lane == 0) tune::mbar_arrive(sm.q_empty);
+#endif
 }
 
 }  // namespace pf90
@@ -605,20 +663,46 @@ attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
       tune::mbar_init(sm.k_empty + 8 * s, pf90::kCons * 4);  // one arrival per consumer warp
       tune::mbar_init(sm.v_empty + 8 * s, pf90::kCons * 4);
     }
+    if (PERSISTENT) tune::mbar_init(sm.q_empty, pf90::kCons * 4);
     tune::fence_mbar_init();
   }
   __syncthreads();
-  const pf90::Work w = pf90::block_work(HQ, B, S);
+#if USE_TMA
+  const tune::tensormap *maps[3] = {&tmQ, &tmK, &tmV};
+#else
+  const tune::tensormap *maps[3] = {nullptr, nullptr, nullptr};
+#endif
   const int wg = (int)threadIdx.x >> 7;
+  const int pt = (int)threadIdx.x - pf90::kCons * 128, ct = (int)threadIdx.x & 127;  // producer, consumer thread
+#if PERSISTENT
+  // Tiles blockIdx.x, + gridDim.x, ...: both roles walk the same list, so that their counts of K/V
+  // ring slot uses (ring) and of Q tiles (it) agree. One loop per role, each after its setmaxnreg,
+  // so that ptxas allocates the consumer loop with the consumers' registers.
+  const int n_work = (S + pf90::kBM - 1) / pf90::kBM * HQ * B;
+  int ring = 0, it = 0;
   if (wg == pf90::kCons) {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
-#if USE_TMA
-    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128, &tmQ, &tmK, &tmV);
-#else
-    pf90::producer(q, k, v, w, HQ, HKV, S, sm, (int)threadIdx.x - pf90::kCons * 128, nullptr, nullptr, nullptr);
-#endif
+    for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
+      const pf90::Work w = pf90::block_work(HQ, B, S, lin);
+      pf90::producer(q, k, v, w, HQ, HKV, S, sm, pt, maps[0], maps[1], maps[2], it, ring);
+      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
+    }
   } else {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
-    pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, (int)threadIdx.x & 127);
+    for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
+      const pf90::Work w = pf90::block_work(HQ, B, S, lin);
+      pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, ct, it, ring);
+      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
+    }
   }
+#else
+  const pf90::Work w = pf90::block_work(HQ, B, S, (int)blockIdx.x);
+  if (wg == pf90::kCons) {
+    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
+    pf90::producer(q, k, v, w, HQ, HKV, S, sm, pt, maps[0], maps[1], maps[2], 0, 0);
+  } else {
+    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
+    pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, ct, 0, 0);
+  }
+#endif
 }

@@ -3,7 +3,8 @@
 // One thread per query row, fp32 math, two passes over the keys: the row max first, then the
 // exp-weighted sum of V rows and the normaliser. Same arguments and layout as attn_prefill:
 // q, o [B, HQ, S, D]; k, v [B, HKV, S, D]; bf16; kv head = h / (HQ / HKV); causal: keys j <= i.
-// Defines: HEAD_DIM, IS_CAUSAL. Launch: grid = (ceil(S / 128), HQ, B), block = 128, no shared memory.
+// Defines: HEAD_DIM, IS_CAUSAL, REF_TMA_ARGS [0] (1: also takes the three tensor maps tmQ, tmK, tmV
+// after scale_log2, as prefill_sm90.cuh's TMA_ARGS kernels do; never read). Launch: grid = (ceil(S / 128), HQ, B), block = 128, no shared memory.
 // Any S works. Slow by design (a few hundred ms at B4 H32 S4096 D128).
 #include <cuda_bf16.h>
 
@@ -11,10 +12,26 @@
 #error "reference_prefill.cuh needs -D HEAD_DIM and IS_CAUSAL"
 #endif
 
+#ifndef REF_TMA_ARGS
+#define REF_TMA_ARGS 0
+#endif
+#if REF_TMA_ARGS
+// the variants' tensor map parameters (docs/tensormap-args.md): taken, never read. A name of its own
+// (not TMA_ARGS): tools/check/prefill_sm90_check.cu includes this header after prefill_sm90.cuh,
+// which defines TMA_ARGS for the variant.
+#include "common/tma.cuh"
+#define REF_TMA_PARAMS                                                                           \
+  , const __grid_constant__ tune::tensormap tmQ, const __grid_constant__ tune::tensormap tmK,   \
+      const __grid_constant__ tune::tensormap tmV
+#else
+#define REF_TMA_PARAMS
+#endif
+
 typedef __nv_bfloat16 bf16;
 
 extern "C" __global__ void attn_prefill_reference(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *o,
-                                                  int B, int HQ, int HKV, int S, float scale_log2) {
+                                                  int B, int HQ, int HKV, int S,
+                                                  float scale_log2 REF_TMA_PARAMS) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;  // query row
   const int h = blockIdx.y, b = blockIdx.z;
   if (i >= S || h >= HQ || b >= B) return;

@@ -40,6 +40,7 @@
 #define STR(x) STR2(x)
 static const char *kConfig = "BN" STR(BLOCK_N) " CO" STR(CONSUMERS) " ST" STR(STAGES) " OV" STR(OVERLAP)
                              " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " PP" STR(PINGPONG) " TMA" STR(USE_TMA)
+                             " PE" STR(PERSISTENT)
                              " D" STR(HEAD_DIM)
                              " C" STR(IS_CAUSAL);
 
@@ -123,8 +124,15 @@ static tune::tensormap make_map(void *ptr, int D, int S, int H, int B, int rows)
 #define TMA_LAUNCH_ARGS
 #endif
 
+// As recipes/attention/prefill_sm90.lua: PERSISTENT takes one block per SM (at most one per tile).
 static dim3 variant_grid(int B, int HQ, int S) {
   const int tiles = (S + 64 * CONSUMERS - 1) / (64 * CONSUMERS);
+  if (PERSISTENT) {
+    int dev = 0, sms = 0;
+    CUDA_TRY(cudaGetDevice(&dev));
+    CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return dim3(std::min(tiles * HQ * B, sms), 1, 1);
+  }
   return SCHED == 2 ? dim3(tiles * HQ * B, 1, 1) : dim3(tiles, HQ, B);
 }
 
@@ -142,6 +150,8 @@ int main(int argc, char **argv) {
   const char *why = nullptr;
   if (B < 1 || HQ < 1 || HKV < 1 || S < 1 || iters < 1) why = "bad sizes";
   else if (HQ % HKV) why = "HQ % HKV != 0";
+  // as the recipe's applies: a box larger than the tensor is the driver's to refuse
+  else if (USE_TMA && S < std::max(pf90::kBN, pf90::kBM)) why = "USE_TMA needs S >= the tile rows";
   if (why) {
     printf("SKIP  %-44s | %-34s | %s\n", kConfig, problem, why);
     return 2;

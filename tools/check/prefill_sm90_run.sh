@@ -6,6 +6,7 @@
 # Problems ("B HQ HKV S", D is compiled into each binary) can be replaced with PROBLEMS. The default
 # small problems are GQA (HQ 4 over HKV 2), B 2, with S not a multiple of any tile (1000) and S
 # below one tile (77), so batch, kv-head indexing, the key tail and the row tail are all checked.
+# RUN_TIMEOUT: seconds per (binary, problem) run (default 120); a run past it is a FAIL (exit 124).
 # Exit status: 0 when nothing failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +19,7 @@ for bin in "$OUTDIR"/prefill_sm90_*; do
   [[ -f "$bin" && -x "$bin" ]] || continue
   for p in "${PLIST[@]}"; do
     # shellcheck disable=SC2086
-    timeout 120 "$bin" $p "$ITERS"
+    timeout "${RUN_TIMEOUT:-120}" "$bin" $p "$ITERS"
     rc=$?
     case $rc in
       0) passes=$((passes + 1)) ;;
