@@ -4,7 +4,8 @@
 # (nvcc, NVRTC, CUPTI headers) under $CUDA_HOME or /usr/local/cuda; no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(cmake make gcc liblua5.4-dev libsqlite3-dev sqlite3 libjansson-dev libxxhash-dev python3)
+pkgs=(cmake make gcc liblua5.4-dev libsqlite3-dev sqlite3 libjansson-dev libxxhash-dev python3
+      libcurl4-openssl-dev)  # libcurl: tune-openai-proposer only (skipped without it)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
