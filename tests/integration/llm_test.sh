@@ -151,9 +151,15 @@ check "openai adapter: request shape and key" python3 -c '
 import json; e=json.loads(open("chat.log").readline())
 assert e=={"path":"/v1/chat/completions","model":"test-model","auth":"Bearer sk-loopback","roles":["system","user"],"request_version":1,"budget":3}, e'
 
-# 7. schema 1 -> 2: a recorded (version 1) database is read as is and migrated by a write
+# 7. schema 1 -> 3: a version-1 database (made here from the recording by undoing migrations 2 and 3,
+# as files recorded before them are) is read as is and migrated by a write
 cp "$REC" old.db
-check "recorded data is schema 1" test "$(sql old.db "pragma user_version")" -eq 1
+python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("""DROP TABLE IF EXISTS proposals;
+  ALTER TABLE results DROP COLUMN sm_mhz; ALTER TABLE results DROP COLUMN mem_mhz;
+  ALTER TABLE results DROP COLUMN clock_reasons; PRAGMA user_version = 1;""")' old.db
+check "the old file is schema 1" test "$(sql old.db "pragma user_version")" -eq 1
 "$TUNE" db best --db old.db >old_best.txt 2>&1
 check "a version-1 file opens read-only" test $? -eq 0
 n_before=$(sql old.db "select count(*) from results")
