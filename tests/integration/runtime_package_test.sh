@@ -53,7 +53,7 @@ export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 cc consumer.c $(pkg-config --cflags --libs tunert) -o c_shared >cc1.txt 2>&1
 check "builds with pkg-config (shared)" test $? -eq 0
 LD_LIBRARY_PATH="$LIBDIR" ./c_shared c.bundle >run1.txt 2>&1
-vec=$(sql "$SRC/data/recorded/copy.db" "select json_extract(c.params_json, '$.VEC_BYTES') || '|' || printf('%.2f us', r.median_ns / 1000.0) from results r join configs c on c.id = r.config_id join problems p on p.id = r.problem_id where p.name = '64MiB' and r.status = 'ok' order by r.median_ns limit 1")
+vec=$(sql "$SRC/data/recorded/copy.db" "select json_extract(c.params_json, '$.VEC_BYTES') || '|' || printf('%.2f us', r.median_ns / 1000.0) from results r join configs c on c.id = r.config_id join problems p on p.id = r.problem_id where p.name = '64MiB' and r.status = 'ok' order by r.median_ns, r.id limit 1")
 vec=${vec%|*}   # the recording's best for 64MiB
 check "runs against libtunert.so" contains run1.txt "copy 64MiB -> {\"VEC_BYTES\":$vec,"
 cc consumer.c -DWITH_SQLITE $(pkg-config --cflags tunert) "$LIBDIR/libtunert.a" $(pkg-config --static --libs-only-l tunert | sed 's/-ltunert//') -lsqlite3 -o c_static >cc2.txt 2>&1
