@@ -107,7 +107,7 @@ static void print_metrics(double ns, const tune_problem_setup *s, char *buf, siz
  * GPU's work: verify and time) against compiling and everything else. */
 static void print_busy(const stats *st, double wall, const tune_backend *be, const char *strategy) {
   if (st->pruned) printf("pruned after compiling (never sent to the GPU): %d\n", st->pruned);
-  if (!be || wall <= 0) return;
+  if (!be || wall <= 0 || !strncmp(be->name, "replay:", 7)) return; /* replay: no GPU to keep busy */
   printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, compile %.1f s, other %.1f s; strategy %s, backend %s)\n",
          100.0 * st->t_measure / wall, wall, st->t_measure, st->t_compile, wall - st->t_measure - st->t_compile,
          strategy, be->name);
