@@ -563,7 +563,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     db_run_end(db, run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
     if (rc) goto fail;
     if (!selected) printf("%s: no problem matches --problem\n", r->name);
-    printf("\n%s: %d results", r->name, st.total);
+    printf("\n%s: %d results", r->name, st.total + st.resumed); /* the statuses below count both */
     for (int s = 0; s < DB_STATUS_COUNT; ++s)
       if (st.n_status[s]) printf(", %d %s", st.n_status[s], db_status_name((db_status)s));
     printf("; %d resumed from the database\n", st.resumed);
