@@ -16,6 +16,7 @@
 #include "protocol.h"
 #include "recipe.h"
 #include "tensormap.h"
+#include "tunert_pack.h"
 
 typedef struct wstate {
   CUdevice dev;
@@ -142,28 +143,31 @@ fail:
 
 /* Pack the kernel arguments with natural alignment. */
 static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap, void **ptrs) {
-  size_t off = 0;
+  /* one layout rule for the worker and libtunert (runtime/tunert_pack.h) */
+  int kind[TUNE_MAX_ARGS], scalar_size[TUNE_MAX_ARGS];
+  uint32_t offset[TUNE_MAX_ARGS];
   for (int i = 0; i < w->n_args; ++i) {
-    size_t sz = w->def[i].is_tensor ? sizeof(CUdeviceptr) : (size_t)tune_dtype_size(w->def[i].dtype);
-    size_t align = sz;
-    if (w->def[i].is_tmap) sz = sizeof(CUtensorMap), align = 64; /* docs/tensormap-args.md */
-    off = (off + align - 1) / align * align;
-    if (off + sz > cap) return 0;
-    ptrs[i] = buf + off;
-    if (w->def[i].is_tmap) memcpy(buf + off, &w->tmap[i], sz);
-    else if (w->def[i].is_tensor) memcpy(buf + off, &w->ptr[i], sz);
+    kind[i] = w->def[i].is_tmap ? TUNERT_PACK_TENSORMAP : w->def[i].is_tensor ? TUNERT_PACK_TENSOR : TUNERT_PACK_SCALAR;
+    scalar_size[i] = tune_dtype_size(w->def[i].dtype);
+  }
+  size_t total = tunert_pack_layout(w->n_args, kind, scalar_size, offset);
+  if (total > cap) return 0;
+  for (int i = 0; i < w->n_args; ++i) {
+    unsigned char *dst = buf + offset[i];
+    ptrs[i] = dst;
+    if (w->def[i].is_tmap) memcpy(dst, &w->tmap[i], sizeof(CUtensorMap));
+    else if (w->def[i].is_tensor) memcpy(dst, &w->ptr[i], sizeof(CUdeviceptr));
     else {
       switch (w->def[i].dtype) {
-      case TUNE_F32: { float f = (float)w->scalar_f[i]; memcpy(buf + off, &f, 4); break; }
-      case TUNE_F64: memcpy(buf + off, &w->scalar_f[i], 8); break;
-      case TUNE_I32: { int32_t x = (int32_t)w->scalar_i[i]; memcpy(buf + off, &x, 4); break; }
-      case TUNE_I64: { int64_t x = w->scalar_i[i]; memcpy(buf + off, &x, 8); break; }
-      default: { uint16_t h = 0; memcpy(buf + off, &h, 2); break; } /* half scalars: unsupported, zero */
+      case TUNE_F32: { float f = (float)w->scalar_f[i]; memcpy(dst, &f, 4); break; }
+      case TUNE_F64: memcpy(dst, &w->scalar_f[i], 8); break;
+      case TUNE_I32: { int32_t x = (int32_t)w->scalar_i[i]; memcpy(dst, &x, 4); break; }
+      case TUNE_I64: { int64_t x = w->scalar_i[i]; memcpy(dst, &x, 8); break; }
+      default: { uint16_t h = 0; memcpy(dst, &h, 2); break; } /* half scalars: unsupported, zero */
       }
     }
-    off += sz;
   }
-  return off;
+  return total;
 }
 
 static int poison_outputs(wstate *w, tune_err *err) {
