@@ -9,12 +9,7 @@
 #include "search.h"
 #include "tensormap.h"
 
-static int n_pass, n_fail;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (c) ++n_pass;                                                               \
-    else { ++n_fail; fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); } \
-  } while (0)
+#include "check.h"
 
 static void test_fixture(const char *src) {
   char path[4096];
