@@ -142,6 +142,11 @@ int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const c
              "iittt", entry_id, (int64_t)idx, grid, block, shared);
 }
 
+int db_bundle_launch_cluster_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *cluster, tune_err *err) {
+  return run(w, err, NULL, "UPDATE launches SET cluster = ?3 WHERE entry_id = ?1 AND idx = ?2", "iit", entry_id,
+             (int64_t)idx, cluster);
+}
+
 int db_bundle_entry_arg_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *shape, const char *value,
                             tune_err *err) {
   return run(w, err, NULL, "INSERT INTO entry_args(entry_id, idx, shape, value) VALUES (?1, ?2, ?3, ?4)", "iitt",

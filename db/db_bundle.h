@@ -62,6 +62,9 @@ int db_bundle_binary_put(db_bundle_writer *w, const db_bundle_binary *b, tune_er
 int db_bundle_entry_put(db_bundle_writer *w, const db_bundle_entry *e, int64_t *id, tune_err *err);
 int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *grid,
                          const char *block, const char *shared, tune_err *err);
+/* The thread-block cluster of a launch already put (format 1.2, launches.cluster: an expression list
+ * of 3 items; rows left alone keep the column's default '1, 1, 1', a plain launch). */
+int db_bundle_launch_cluster_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *cluster, tune_err *err);
 int db_bundle_entry_arg_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *shape,
                             const char *value, tune_err *err);
 /* A tensormap arg's spec for one entry (format 1.1, table entry_tensormaps). */

@@ -179,13 +179,14 @@ static int read_meta(opener *o) {
   tunert_ctx *ctx = o->ctx;
   sqlite3_stmt *st = NULL;
   int rc = 0, step;
-  const char *fmaj = NULL, *fmin = NULL;
+  const char *fmaj = NULL, *fmin = NULL, *min_reader = NULL;
   if ((rc = prepare(o, "SELECT key, value FROM meta", &st))) return rc;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
     const char *k = col_text(st, 0), *v = col_text(st, 1);
     const char **dst = NULL;
     if (!strcmp(k, "format_major")) dst = &fmaj;
     else if (!strcmp(k, "format_minor")) dst = &fmin;
+    else if (!strcmp(k, "min_reader_minor")) dst = &min_reader; /* 1.2: what a reader must understand */
     else if (!strcmp(k, "created_at")) dst = &ctx->created_at;
     else if (!strcmp(k, "tool_version")) dst = &ctx->tool_version;
     else if (!strcmp(k, "nvrtc_version")) dst = &ctx->nvrtc_version;
@@ -212,6 +213,11 @@ static int read_meta(opener *o) {
                    TUNERT_BUNDLE_FORMAT_MAJOR,
                    maj > TUNERT_BUNDLE_FORMAT_MAJOR ? "upgrade libtunert, or make the bundle with a matching tune"
                                                     : "make the bundle again with this version's tune bundle");
+  if (min_reader && (strtol(min_reader, &end, 10) > TUNERT_BUNDLE_FORMAT_MINOR || *end))
+    return rt_fail(o->err, TUNERT_EVERSION, "%s: bundle format %ld.%ld needs a reader of format %ld.%s or newer (it uses features "
+                   "this libtunert %d.%d.%d, format %d.%d, would not honour): upgrade libtunert",
+                   o->path, maj, min, maj, min_reader, TUNERT_VERSION_MAJOR, TUNERT_VERSION_MINOR, TUNERT_VERSION_PATCH,
+                   TUNERT_BUNDLE_FORMAT_MAJOR, TUNERT_BUNDLE_FORMAT_MINOR);
   return 0;
 }
 
@@ -472,7 +478,10 @@ static int read_entries(opener *o) {
   if ((rc = prepare(o, "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
                        " requires, define_exprs, define_values, median_ns, device_name, measured_at"
                        " FROM entries ORDER BY id", &st))) goto fail;
-  if ((rc = prepare(o, "SELECT entry_id, idx, grid, block, shared FROM launches ORDER BY entry_id, idx", &lst))) goto fail;
+  /* launches.cluster since 1.2; older bundles launch every kernel without a cluster */
+  if ((rc = prepare(o, ctx->format_minor >= 2 ? "SELECT entry_id, idx, grid, block, shared, cluster FROM launches ORDER BY entry_id, idx"
+                                              : "SELECT entry_id, idx, grid, block, shared, '1, 1, 1' FROM launches ORDER BY entry_id, idx",
+                    &lst))) goto fail;
   if ((rc = prepare(o, "SELECT entry_id, idx, shape, value FROM entry_args ORDER BY entry_id, idx", &ast))) goto fail;
   int lstep = sqlite3_step(lst), astep = sqlite3_step(ast);
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -524,6 +533,7 @@ static int read_entries(opener *o) {
       if ((rc = parse_list(o, f, col_text(lst, 2), 3, &e->grid[idx], "grid", e->id))) goto fail;
       if ((rc = parse_list(o, f, col_text(lst, 3), 3, &e->block[idx], "block", e->id))) goto fail;
       if ((rc = parse_list(o, f, col_text(lst, 4), 1, &e->shared[idx], "shared", e->id))) goto fail;
+      if ((rc = parse_list(o, f, col_text(lst, 5), 3, &e->cluster[idx], "cluster", e->id))) goto fail;
       e->n_launches++;
       lstep = sqlite3_step(lst);
     }

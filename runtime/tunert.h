@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define TUNERT_VERSION_MAJOR 0
-#define TUNERT_VERSION_MINOR 2
+#define TUNERT_VERSION_MINOR 3
 #define TUNERT_VERSION_PATCH 0
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
  * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args. */
@@ -238,6 +238,9 @@ typedef struct tunert_selection_info {
   const tunert_tensormap_info *tensormaps; /* n_args entries (tensor = -1 for other args) */
   const uint32_t *param_offsets;  /* n_args byte offsets in the packed kernel parameters */
   uint32_t param_bytes;           /* their total size */
+  /* since 0.3 */
+  const unsigned (*clusters)[3];  /* n_launches thread-block cluster dims (x, y, z); {1, 1, 1}: a plain
+                                     launch, else tunert_launch uses cuLaunchKernelEx (sm_90+) */
 } tunert_selection_info;
 
 /* Describe a selection. Pointers are valid until tunert_close. */

@@ -28,6 +28,7 @@ int tunert_cuda_open(tunert_cu *cu, char *msg, size_t msg_n) {
   TUNERT_CU_FUNCS(TUNERT_CU_RESOLVE)
 #undef TUNERT_CU_RESOLVE
   cu->cuTensorMapEncodeTiled = (__typeof__(cu->cuTensorMapEncodeTiled))dlsym(cu->lib, "cuTensorMapEncodeTiled");
+  cu->cuLaunchKernelEx = (__typeof__(cu->cuLaunchKernelEx))dlsym(cu->lib, TUNERT_STR(cuLaunchKernelEx));
   char e[256];
   CUresult r = cu->cuInit(0);
   if (r != CUDA_SUCCESS) {

@@ -23,6 +23,8 @@ typedef struct tunert_cu {
 #undef TUNERT_CU_FIELD
   /* optional (driver >= 12.0): only tensor-map args need it; NULL otherwise */
   __typeof__(&cuTensorMapEncodeTiled) cuTensorMapEncodeTiled;
+  /* optional (driver >= 12.0): only thread-block cluster launches need it; NULL otherwise */
+  __typeof__(&cuLaunchKernelEx) cuLaunchKernelEx;
 } tunert_cu;
 
 /* Open libcuda and cuInit(0). Returns 0, or -1 with the reason in msg (no

@@ -19,14 +19,23 @@
  * entry_tensormaps. A 1.0 reader refuses such a bundle ("bad role"), as it
  * must: it could not build the maps. A bundle without tensor maps has an
  * empty entry_tensormaps, which 1.0 readers ignore; 1.1 readers open 1.0
- * bundles unchanged. */
+ * bundles unchanged.
+ *
+ * 1.2 added thread-block clusters: launches.cluster, an expression list of 3
+ * items (default '1, 1, 1': a plain launch), launched with cuLaunchKernelEx
+ * and CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION when not 1x1x1. 1.2 readers open
+ * 1.0 and 1.1 bundles (no column: every launch plain). A bundle that launches
+ * a cluster also has the meta row min_reader_minor = 2; readers refuse a
+ * bundle whose min_reader_minor is above their own minor. (1.1 readers predate
+ * that row and would launch such entries without their cluster: do not pair
+ * them with bundles of cluster kernels.) */
 #ifndef TUNERT_FORMAT_H
 #define TUNERT_FORMAT_H
 
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 1 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps) */
+#define TUNERT_BUNDLE_FORMAT_MINOR 2 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32
@@ -100,6 +109,7 @@
   "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \
   "  idx INTEGER NOT NULL,\n"                                                                      \
   "  grid TEXT NOT NULL, block TEXT NOT NULL, shared TEXT NOT NULL,\n"                             \
+  "  cluster TEXT NOT NULL DEFAULT '1, 1, 1', -- format 1.2: thread-block cluster, 3 expressions\n" \
   "  PRIMARY KEY (entry_id, idx)\n"                                                                \
   ");\n"                                                                                           \
   "CREATE TABLE entry_args(\n"                                                                     \

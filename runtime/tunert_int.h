@@ -106,6 +106,7 @@ typedef struct rt_entry {
   tunert_xval *define_values;  /* one per define_exprs item */
   int n_launches;
   tunert_expr *grid[TUNERT_MAX_LAUNCHES], *block[TUNERT_MAX_LAUNCHES], *shared[TUNERT_MAX_LAUNCHES];
+  tunert_expr *cluster[TUNERT_MAX_LAUNCHES];   /* 3 items ("1, 1, 1" for bundles before 1.2) */
   tunert_expr **shape;         /* per arg, NULL for scalars */
   tunert_expr **value;         /* per arg, NULL for tensors */
   rt_tmap_expr *tm;            /* f->n_tmaps, in arg order */
@@ -159,6 +160,7 @@ struct tunert_selection {
   const char *reason;
   int n_launches;
   tunert_launch_info launch[TUNERT_MAX_LAUNCHES];
+  unsigned cluster[TUNERT_MAX_LAUNCHES][3];   /* {1, 1, 1}: a plain launch */
   tunert_arg_info *args;       /* f->n_args */
   /* argument packing, natural alignment (as the tuner's worker: tunert_pack.h) */
   uint32_t offset[TUNERT_MAX_ARGS];

@@ -262,12 +262,33 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
   for (int l = 0; l < s->n_launches; ++l) {
     const tunert_launch_info *li = &s->launch[l];
     if (!li->grid[0] || !li->grid[1] || !li->grid[2]) continue; /* no blocks: not launched */
-    r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
-                               li->shared, (CUstream)stream, ptrs, NULL);
+    const unsigned *cl = s->cluster[l];
+    if (cl[0] > 1 || cl[1] > 1 || cl[2] > 1) { /* a thread-block cluster: only the Ex form takes one */
+      if (!ctx->cu.cuLaunchKernelEx)
+        return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s needs a thread-block cluster launch, but libcuda lacks "
+                       "cuLaunchKernelEx (driver older than CUDA 12.0)", f->name, li->kernel);
+      CUlaunchAttribute at;
+      memset(&at, 0, sizeof at);
+      at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      at.value.clusterDim.x = cl[0];
+      at.value.clusterDim.y = cl[1];
+      at.value.clusterDim.z = cl[2];
+      CUlaunchConfig lc;
+      memset(&lc, 0, sizeof lc);
+      lc.gridDimX = li->grid[0], lc.gridDimY = li->grid[1], lc.gridDimZ = li->grid[2];
+      lc.blockDimX = li->block[0], lc.blockDimY = li->block[1], lc.blockDimZ = li->block[2];
+      lc.sharedMemBytes = li->shared;
+      lc.hStream = (CUstream)stream;
+      lc.attrs = &at;
+      lc.numAttrs = 1;
+      r = ctx->cu.cuLaunchKernelEx(&lc, v->fn[l], ptrs, NULL);
+    } else
+      r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],
+                                 li->shared, (CUstream)stream, ptrs, NULL);
     if (r != CUDA_SUCCESS)
-      return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s (grid %u,%u,%u block %u,%u,%u smem %u): %s", f->name, li->kernel,
-                     li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2], li->shared,
-                     tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+      return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s (grid %u,%u,%u block %u,%u,%u cluster %u,%u,%u smem %u): %s", f->name,
+                     li->kernel, li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2], cl[0], cl[1], cl[2],
+                     li->shared, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
   }
   return TUNERT_OK;
 }

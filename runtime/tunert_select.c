@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tunert_cluster.h"
 #include "tunert_int.h"
 #include "tunert_pack.h"
 
@@ -51,6 +52,7 @@ static int cache_insert(tunert_ctx *ctx, rt_family *f, tunert_selection *s) {
 /* What one entry gives for a problem. */
 typedef struct computed {
   unsigned grid[TUNERT_MAX_LAUNCHES][3], block[TUNERT_MAX_LAUNCHES][3], shared[TUNERT_MAX_LAUNCHES];
+  unsigned cluster[TUNERT_MAX_LAUNCHES][3];
   int rank[TUNERT_MAX_ARGS];
   int64_t shape[TUNERT_MAX_ARGS][TUNERT_MAX_RANK];
   int64_t numel[TUNERT_MAX_ARGS];
@@ -127,6 +129,17 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
     if (eval_int(e->shared[l], 0, env, &s, why, n)) return -1;
     if (s < 0 || s > 16 * 1024 * 1024) { snprintf(why, n, "launch %d: shared = %lld bytes", l, (long long)s); return -1; }
     c->shared[l] = (unsigned)s;
+    /* the cluster: the tuner's rule (tunert_cluster.h), so a geometry it would skip is not selected */
+    int64_t cl[3];
+    for (int k = 0; k < 3; ++k)
+      if (eval_int(e->cluster[l], k, env, &cl[k], why, n)) return -1;
+    char cw[200];
+    if (tunert_cluster_check(cl, c->grid[l], cw, sizeof cw)) { snprintf(why, n, "launch %d: %s", l, cw); return -1; }
+    if ((cl[0] > 1 || cl[1] > 1 || cl[2] > 1) && ctx->dev_known && ctx->dev_major < 9) {
+      snprintf(why, n, "launch %d: a thread-block cluster needs sm_90 or newer, the device is %s", l, ctx->dev_arch);
+      return -1;
+    }
+    for (int k = 0; k < 3; ++k) c->cluster[l][k] = (unsigned)cl[k];
   }
   for (int a = 0; a < f->n_args; ++a) {
     c->rank[a] = 0;
@@ -336,6 +349,7 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
     memcpy(s->launch[l].grid, c.grid[l], sizeof c.grid[l]);
     memcpy(s->launch[l].block, c.block[l], sizeof c.block[l]);
     s->launch[l].shared = c.shared[l];
+    memcpy(s->cluster[l], c.cluster[l], sizeof c.cluster[l]);
   }
   for (int a = 0; a < f->n_args; ++a) {
     ai[a].name = f->arg_names[a];
@@ -397,6 +411,7 @@ TUNERT_API int tunert_selection_info_get(const tunert_selection *s, tunert_selec
   full.reason = s->reason;
   full.measured_ns = s->entry->median_ns;
   full.measured_on = s->entry->device_name;
+  full.clusters = (const unsigned(*)[3])s->cluster;
   full.binary = s->v->binary_desc;
   full.n_launches = s->n_launches;
   full.launches = s->launch;

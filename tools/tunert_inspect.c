@@ -20,10 +20,14 @@ static void print_selection(const tunert_selection *s) {
   printf("family:   %s\nvariant:  %s\ntuned for: %s %s (%s, %.2f us on %s)\nbinary:   %s\nreason:   %s\n", si.family,
          si.variant, si.tuned_problem, si.tuned_dims, si.exact ? "exact" : "nearest", si.measured_ns / 1e3, si.measured_on,
          si.binary, si.reason);
-  for (int l = 0; l < si.n_launches; ++l)
-    printf("launch %d: %s grid (%u, %u, %u) block (%u, %u, %u) shared %u\n", l, si.launches[l].kernel, si.launches[l].grid[0],
+  for (int l = 0; l < si.n_launches; ++l) {
+    printf("launch %d: %s grid (%u, %u, %u) block (%u, %u, %u) shared %u", l, si.launches[l].kernel, si.launches[l].grid[0],
            si.launches[l].grid[1], si.launches[l].grid[2], si.launches[l].block[0], si.launches[l].block[1],
            si.launches[l].block[2], si.launches[l].shared);
+    const unsigned *c = si.clusters ? si.clusters[l] : NULL; /* shown only for a cluster launch */
+    if (c && (c[0] > 1 || c[1] > 1 || c[2] > 1)) printf(" cluster (%u, %u, %u)", c[0], c[1], c[2]);
+    printf("\n");
+  }
   static const char *roles[] = {"input", "output", "scratch", "scalar", "tensormap"};
   for (int a = 0; a < si.n_args; ++a) {
     const tunert_arg_info *x = &si.args[a];

@@ -155,10 +155,7 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   const tune_variant *v = q->variant;
   json_t *launches = json_array(), *scratch = json_array();
   for (int i = 0; i < v->n_launches; ++i) {
-    const tune_launch *l = &v->launch[i];
-    json_array_append_new(launches, json_pack("{s:s,s:[i,i,i],s:[i,i,i],s:i,s:i}", "kernel", q->lowered[i], "grid", l->grid[0],
-                                              l->grid[1], l->grid[2], "block", l->block[0], l->block[1], l->block[2], "shared", l->shared,
-                                              "stream", l->side_stream));
+    json_array_append_new(launches, tune_launch_to_json(&v->launch[i], q->lowered[i])); /* protocol.h */
   }
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
   json_t *msg = json_pack("{s:s,s:o,s:o,s:i,s:i,s:f}", "op", "measure", "launches", launches, "scratch", scratch,

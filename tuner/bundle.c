@@ -363,9 +363,10 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
   return tune_fail(err, TUNE_EINTERNAL, "%s / %s: %s: the bundle expression gives a different value than Lua (" lua_fmt \
                    "): please report this", r->name, be->p->name, what, __VA_ARGS__)
   for (int l = 0; l < ex->n_launches; ++l) {
-    tune_field_text *ft[3] = {&ex->grid[l], &ex->block[l], &ex->shared[l]};
-    const char *nm[3] = {"launch grid", "launch block", "launch shared"};
-    for (int k = 0; k < 3; ++k) {
+    tune_field_text *ft[4] = {&ex->grid[l], &ex->block[l], &ex->shared[l], &ex->cluster[l]};
+    const char *nm[4] = {"launch grid", "launch block", "launch shared", "launch cluster"};
+    const unsigned *cl = be->var.launch[l].cluster;
+    for (int k = 0; k < 4; ++k) {
       tunert_expr *e = NULL;
       if (ft[k]->frozen) {
         char w[400];
@@ -373,18 +374,20 @@ static int check_entry(bstate *s, bentry *be, tune_err *err) {
         freeze(be, ft[k], nm[k], w);
         continue;
       }
-      if (parse_or_freeze(f, ft[k], k < 2 ? 3 : 1, &e, why, sizeof why)) {
+      if (parse_or_freeze(f, ft[k], k != 2 ? 3 : 1, &e, why, sizeof why)) {
         const tune_launch *x = &be->var.launch[l];
         freeze(be, ft[k], nm[k], why);
         if (k == 0) snprintf(ft[k]->text, sizeof ft[k]->text, "%u, %u, %u", x->grid[0], x->grid[1], x->grid[2]);
         else if (k == 1) snprintf(ft[k]->text, sizeof ft[k]->text, "%u, %u, %u", x->block[0], x->block[1], x->block[2]);
-        else snprintf(ft[k]->text, sizeof ft[k]->text, "%u", x->shared);
+        else if (k == 2) snprintf(ft[k]->text, sizeof ft[k]->text, "%u", x->shared);
+        else snprintf(ft[k]->text, sizeof ft[k]->text, "%u, %u, %u", cl[0] ? cl[0] : 1, cl[1] ? cl[1] : 1, cl[2] ? cl[2] : 1);
         continue;
       }
-      for (int i = 0; i < (k < 2 ? 3 : 1); ++i) {
+      for (int i = 0; i < (k != 2 ? 3 : 1); ++i) {
         int64_t got;
         if (eval_i64(e, i, env, &got, why, sizeof why)) { tunert_expr_free(e, NULL); return tune_fail(err, TUNE_ERECIPE, "%s / %s: %s: %s", r->name, be->p->name, nm[k], why); }
-        int64_t want = k == 0 ? be->var.launch[l].grid[i] : k == 1 ? be->var.launch[l].block[i] : be->var.launch[l].shared;
+        int64_t want = k == 0 ? be->var.launch[l].grid[i] : k == 1 ? be->var.launch[l].block[i]
+                     : k == 2 ? be->var.launch[l].shared : (cl[i] ? cl[i] : 1);
         if (got != want) { tunert_expr_free(e, NULL); MISMATCH(nm[k], "%lld vs %lld", (long long)got, (long long)want); }
       }
       tunert_expr_free(e, NULL);
@@ -869,7 +872,10 @@ static int write_bundle(bstate *s, tune_compile_job *jobs, tune_err *err) {
     int64_t eid;
     if (db_bundle_entry_put(w, &de, &eid, err)) goto fail;
     for (int l = 0; l < be->ex.n_launches; ++l)
-      if (db_bundle_launch_put(w, eid, l, be->ex.grid[l].text, be->ex.block[l].text, be->ex.shared[l].text, err)) goto fail;
+      if (db_bundle_launch_put(w, eid, l, be->ex.grid[l].text, be->ex.block[l].text, be->ex.shared[l].text, err) ||
+          (strcmp(be->ex.cluster[l].text, "1, 1, 1") && /* a cluster: readers before 1.2 must not take it */
+           (db_bundle_launch_cluster_put(w, eid, l, be->ex.cluster[l].text, err) || db_bundle_meta(w, "min_reader_minor", "2", err))))
+        goto fail;
     for (int a = 0; a < f->r->n_args; ++a) {
       const tune_arg_def *ad = &f->r->args[a];
       int t = ad->is_tensor;
@@ -893,6 +899,13 @@ fail:
 }
 
 /* Open the written bundle with libtunert and select every tuned problem. */
+/* The cluster libtunert selected (NULL: a library without clusters, read as 1x1x1) against the tuner's. */
+static int same_cluster(const unsigned *got, const unsigned want[3]) {
+  for (int k = 0; k < 3; ++k)
+    if ((got ? got[k] : 1) != (want[k] ? want[k] : 1)) return 0;
+  return 1;
+}
+
 static int verify(bstate *s, tune_err *err) {
   tunert_options opt;
   tunert_options_init(&opt);
@@ -921,7 +934,7 @@ static int verify(bstate *s, tune_err *err) {
     for (int l = 0; l < info.n_launches; ++l) {
       const tune_launch *x = &be->var.launch[l];
       if (memcmp(info.launches[l].grid, x->grid, sizeof x->grid) || memcmp(info.launches[l].block, x->block, sizeof x->block) ||
-          info.launches[l].shared != x->shared) {
+          info.launches[l].shared != x->shared || !same_cluster(info.clusters ? info.clusters[l] : NULL, x->cluster)) {
         rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: launch %d geometry differs from the tuner's", f->name, be->p->name, l);
         break;
       }

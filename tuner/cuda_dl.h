@@ -22,7 +22,8 @@
   X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel)       \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)              \
   X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) X(cuStreamCreate)                  \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuCtxGetDevice)
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuCtxGetDevice) X(cuLaunchKernelEx)           \
+  X(cuOccupancyMaxActiveClusters)
 
 typedef struct tune_cu_api {
 #define TUNE_CU_FIELD(f) __typeof__(&f) f;

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +31,28 @@ int tune_msg_write(int fd, json_t *msg, const void *blob, size_t blob_n, tune_er
   free(text);
   if (bad) return tune_fail(err, TUNE_EIO, "protocol: write failed (peer gone?): %s", strerror(errno));
   return TUNE_OK;
+}
+
+json_t *tune_launch_to_json(const tune_launch *l, const char *kernel) {
+  json_t *j = json_pack("{s:s,s:[i,i,i],s:[i,i,i],s:i,s:i}", "kernel", kernel, "grid", l->grid[0], l->grid[1], l->grid[2],
+                        "block", l->block[0], l->block[1], l->block[2], "shared", l->shared, "stream", l->side_stream);
+  if (j && (l->cluster[0] > 1 || l->cluster[1] > 1 || l->cluster[2] > 1))
+    json_object_set_new(j, "cluster", json_pack("[i,i,i]", l->cluster[0], l->cluster[1], l->cluster[2]));
+  return j;
+}
+
+void tune_launch_from_json(json_t *j, tune_launch *l) {
+  memset(l, 0, sizeof *l);
+  snprintf(l->kernel, sizeof l->kernel, "%s", json_string_value(json_object_get(j, "kernel")) ?: "");
+  json_t *c = json_object_get(j, "cluster");
+  for (int d = 0; d < 3; ++d) {
+    l->grid[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "grid"), d));
+    l->block[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "block"), d));
+    json_int_t x = json_integer_value(json_array_get(c, d));
+    l->cluster[d] = x >= 1 && x <= 0x7fffffff ? (unsigned)x : 1;
+  }
+  l->shared = (unsigned)json_integer_value(json_object_get(j, "shared"));
+  l->side_stream = json_integer_value(json_object_get(j, "stream")) == 1;
 }
 
 static long long now_ms(void) {

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "recipe.h"
 #include "tune_err.h"
 
 #define TUNE_MSG_MAX_JSON (16u << 20)
@@ -24,5 +25,12 @@ int tune_msg_write(int fd, json_t *msg, const void *blob, size_t blob_n, tune_er
  * "closed" in the message on EOF, or TUNE_EWORKER with "timeout" when the
  * deadline passed. */
 int tune_msg_read(int fd, json_t **msg, void **blob, size_t *blob_n, int timeout_ms, tune_err *err);
+
+/* One launch step of a measure message: {"kernel", "grid", "block", "shared", "stream"}, plus
+ * "cluster": [x, y, z] only for a thread-block cluster (a plain launch's message is as before
+ * clusters existed). kernel is the lowered name to look up in the cubin. */
+json_t *tune_launch_to_json(const tune_launch *l, const char *kernel);
+/* The inverse; kernel is copied into l->kernel. A missing or malformed cluster reads {1, 1, 1}. */
+void tune_launch_from_json(json_t *j, tune_launch *l);
 
 #endif

@@ -13,6 +13,7 @@
 #include "file_util.h"
 #include "search.h"
 #include "source_hash.h"
+#include "tunert_cluster.h"
 
 static char unbound_sentinel; /* error value: a constraint read an unbound param */
 
@@ -803,6 +804,12 @@ void tune_recipe_config_hash(const tune_recipe *r, const int *vi, char out[17]) 
 
 /* ---- evaluation -------------------------------------------------------------- */
 
+/* 1 for an arch name "sm_XY..." below sm_90 (clusters need Hopper); 0 for newer or unknown. */
+static int arch_below_90(const char *arch) {
+  if (strncmp(arch, "sm_", 3) || arch[3] < '0' || arch[3] > '9') return 0;
+  return atoi(arch + 3) < 90;
+}
+
 static int lua_fail(lua_State *L, tune_err *err, const char *what, tune_recipe *r) {
   const char *m = lua_tostring(L, -1);
   return tune_fail(err, TUNE_ERECIPE, "%s: %s: %s", r->file, what, m ? m : "error");
@@ -888,8 +895,39 @@ static int eval_entries(lua_State *L, int cfg, int prob, int dev) {
   return LUA_OK;
 }
 
+/* cluster = {x, y, z} (or a number, or a function(c, p, d) returning either, entries may be expression
+ * strings: the calling convention of grid) of the launch table at lt into out->cluster; missing: {1, 1, 1}.
+ * A form that is not 1..3 integers, or a Lua error, is a recipe error (err); values that cannot launch
+ * (a dim < 1, more than TUNERT_CLUSTER_MAX blocks, a grid dim that is no multiple) are this variant's
+ * problem: bad gets the reason (the variant is skipped with it), out->cluster stays {1, 1, 1}. */
+static int eval_cluster(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, int dev, tune_launch *out, char *bad,
+                        size_t bad_n, tune_err *err) {
+  out->cluster[0] = out->cluster[1] = out->cluster[2] = 1;
+  if (lua_getfield(L, lt, "cluster") == LUA_TNIL) { lua_pop(L, 1); return TUNE_OK; }
+  if (eval_top(L, cfg, prob, dev, 0) != LUA_OK) return lua_fail(L, err, "cluster", r);
+  if (eval_entries(L, cfg, prob, dev) != LUA_OK) return lua_fail(L, err, "cluster", r);
+  int64_t c[3] = {1, 1, 1};
+  long long x;
+  int n = lua_type(L, -1) == LUA_TNUMBER ? 1 : lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
+  int ok = n >= 1 && n <= 3;
+  for (int i = 0; ok && i < n; ++i) {
+    if (lua_istable(L, -1)) lua_rawgeti(L, -1, i + 1); else lua_pushvalue(L, -1);
+    ok = lua_type(L, -1) == LUA_TNUMBER && !to_int(L, -1, &x) && x >= -0x7fffffffLL && x <= 0x7fffffffLL;
+    lua_pop(L, 1);
+    if (ok) c[i] = x;
+  }
+  lua_pop(L, 1);
+  if (!ok)
+    return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': cluster must be a positive integer or {x, y, z} (or a function(c, p, d) returning one)",
+                     r->file, r->name);
+  if (tunert_cluster_check(c, out->grid, bad, bad_n)) return TUNE_OK;
+  for (int i = 0; i < 3; ++i) out->cluster[i] = (unsigned)c[i];
+  return TUNE_OK;
+}
+
 static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, int dev,
-                       const char *top_kernel_or_null, int top_kernel_idx, tune_launch *out, tune_err *err) {
+                       const char *top_kernel_or_null, int top_kernel_idx, tune_launch *out, char *bad, size_t bad_n,
+                       tune_err *err) {
   memset(out, 0, sizeof *out);
   /* kernel: this launch's, else the recipe's */
   int kt = lua_getfield(L, lt, "kernel");
@@ -927,6 +965,7 @@ static int eval_launch(lua_State *L, tune_recipe *r, int lt, int cfg, int prob, 
   else if (!(st == LUA_TNIL || (st == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "main"))))
     return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': launch stream must be \"main\" or \"side\"", r->file, r->name);
   lua_pop(L, 1);
+  if (eval_cluster(L, r, lt, cfg, prob, dev, out, bad, bad_n, err)) return err->code;
   (void)top_kernel_or_null;
   return TUNE_OK;
 }
@@ -1089,9 +1128,17 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   out->n_launches = single ? 1 : (int)lua_rawlen(L, lt);
   if (out->n_launches < 1 || out->n_launches > TUNE_MAX_LAUNCHES) { rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': launch must be {grid=...} or a list of 1..%d of them", r->file, r->name, TUNE_MAX_LAUNCHES); goto done; }
   for (int i = 0; i < out->n_launches; ++i) {
+    char bad[224] = "";
     if (single) lua_pushvalue(L, lt); else lua_rawgeti(L, lt, i + 1);
-    if ((rc = eval_launch(L, r, lua_gettop(L), cfg, prob, dev, NULL, kidx, &out->launch[i], err))) goto done;
+    if ((rc = eval_launch(L, r, lua_gettop(L), cfg, prob, dev, NULL, kidx, &out->launch[i], bad, sizeof bad, err))) goto done;
     lua_pop(L, 1);
+    if (!bad[0] && tunert_cluster_used(out->launch[i].cluster) && arch_below_90(d->arch))
+      snprintf(bad, sizeof bad, "thread-block clusters need sm_90 or newer; the target is %s", d->arch);
+    if (bad[0]) { /* a geometry the driver would refuse: this variant is not run, and says why */
+      out->skip = 1;
+      snprintf(out->skip_reason, sizeof out->skip_reason, "launch step %d: %s", i + 1, bad);
+      goto done;
+    }
   }
   /* scratch sizes: shape(p, c) */
   push_field(L, r, "args");

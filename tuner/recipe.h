@@ -116,6 +116,8 @@ typedef struct tune_launch {
   unsigned grid[3], block[3];
   unsigned shared;      /* dynamic shared memory [bytes] */
   int side_stream;      /* 1: stream = "side": launched on the worker's second stream */
+  unsigned cluster[3];  /* thread-block cluster ({1,1,1}, or all 0 where never set: a plain launch);
+                           checked by tunert_cluster_check (runtime/tunert_cluster.h) */
 } tune_launch;
 
 /* A config evaluated for one problem: what to compile and how to launch. */

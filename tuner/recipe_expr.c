@@ -128,18 +128,21 @@ int tune_recipe_exprs(tune_recipe *r, const tune_variant *v, const tune_problem_
     int e = lua_gettop(L);
     if (lua_getfield(L, e, "kernel") == LUA_TFUNCTION) { out->kernel_fn = 1; note_fn(out, L, -1, r); }
     lua_pop(L, 1);
-    const char *names[3] = {"grid", "block", "shared"};
-    tune_field_text *fs[3] = {&out->grid[l], &out->block[l], &out->shared[l]};
-    for (int k = 0; k < 3; ++k) {
+    const char *names[4] = {"grid", "block", "shared", "cluster"};
+    tune_field_text *fs[4] = {&out->grid[l], &out->block[l], &out->shared[l], &out->cluster[l]};
+    for (int k = 0; k < 4; ++k) {
       lua_getfield(L, e, names[k]);
-      int fr = lua_isnil(L, -1) ? (snprintf(fs[k]->text, sizeof fs[k]->text, "0"), 0) : field_text(L, lua_gettop(L), r, k < 2, fs[k]);
+      int fr = lua_isnil(L, -1) ? (snprintf(fs[k]->text, sizeof fs[k]->text, "%s", k == 3 ? "1, 1, 1" : "0"), 0)
+                                : field_text(L, lua_gettop(L), r, k != 2, fs[k]);
       lua_pop(L, 1);
       if (fr < 0) { rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': launch %s: a form the bundle cannot store", r->file, r->name, names[k]); goto done; }
       if (fr == 1) {
         const tune_launch *x = &v->launch[l];
         if (k == 0) snprintf(fs[k]->text, sizeof fs[k]->text, "%u, %u, %u", x->grid[0], x->grid[1], x->grid[2]);
         else if (k == 1) snprintf(fs[k]->text, sizeof fs[k]->text, "%u, %u, %u", x->block[0], x->block[1], x->block[2]);
-        else snprintf(fs[k]->text, sizeof fs[k]->text, "%u", x->shared);
+        else if (k == 2) snprintf(fs[k]->text, sizeof fs[k]->text, "%u", x->shared);
+        else snprintf(fs[k]->text, sizeof fs[k]->text, "%u, %u, %u", x->cluster[0] ? x->cluster[0] : 1,
+                      x->cluster[1] ? x->cluster[1] : 1, x->cluster[2] ? x->cluster[2] : 1);
       }
     }
     lua_pop(L, 1);

@@ -22,6 +22,7 @@ typedef struct tune_field_text {
 typedef struct tune_variant_exprs {
   int n_launches;
   tune_field_text grid[TUNE_MAX_LAUNCHES], block[TUNE_MAX_LAUNCHES], shared[TUNE_MAX_LAUNCHES];
+  tune_field_text cluster[TUNE_MAX_LAUNCHES]; /* "1, 1, 1" when the recipe has none */
   tune_field_text shape[TUNE_MAX_ARGS];   /* tensors */
   tune_field_text value[TUNE_MAX_ARGS];   /* scalars */
   char requires[2048];      /* expression list, "" none */

@@ -185,7 +185,29 @@ fail:
   return err->code;
 }
 
-typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared; int side; } launch;
+typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared, cluster[3]; int side; } launch;
+
+static int has_cluster(const launch *l) { return l->cluster[0] > 1 || l->cluster[1] > 1 || l->cluster[2] > 1; }
+
+/* The driver's launch description of l (with its cluster attribute at *at when it has one). */
+static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAttribute *at) {
+  CUlaunchConfig c;
+  memset(&c, 0, sizeof c);
+  memset(at, 0, sizeof *at);
+  c.gridDimX = l->grid[0], c.gridDimY = l->grid[1], c.gridDimZ = l->grid[2];
+  c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
+  c.sharedMemBytes = l->shared;
+  c.hStream = stream;
+  if (has_cluster(l)) {
+    at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    at->value.clusterDim.x = l->cluster[0];
+    at->value.clusterDim.y = l->cluster[1];
+    at->value.clusterDim.z = l->cluster[2];
+    c.attrs = at;
+    c.numAttrs = 1;
+  }
+  return c;
+}
 
 /* Load the module and its kernels; a refusal is the variant's launch_error. */
 static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches, launch *l, int *n, char *why, size_t why_n) {
@@ -193,19 +215,38 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
   if (r != CUDA_SUCCESS) { snprintf(why, why_n, "cuModuleLoadData: %s", tune_cuda_error_name(r)); return r; }
   *n = (int)json_array_size(launches);
   for (int i = 0; i < *n && i < TUNE_MAX_LAUNCHES; ++i) {
-    json_t *j = json_array_get(launches, i);
-    const char *k = json_string_value(json_object_get(j, "kernel"));
-    r = tune_cu.cuModuleGetFunction(&l[i].fn, *mod, k ? k : "");
-    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "kernel %s not found: %s", k ? k : "?", tune_cuda_error_name(r)); return r; }
-    for (int d = 0; d < 3; ++d) {
-      l[i].grid[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "grid"), d));
-      l[i].block[d] = (unsigned)json_integer_value(json_array_get(json_object_get(j, "block"), d));
-    }
-    l[i].shared = (unsigned)json_integer_value(json_object_get(j, "shared"));
-    l[i].side = json_integer_value(json_object_get(j, "stream")) == 1;
+    tune_launch tl; /* protocol.h: the launch step as the tuner sent it */
+    tune_launch_from_json(json_array_get(launches, i), &tl);
+    r = tune_cu.cuModuleGetFunction(&l[i].fn, *mod, tl.kernel);
+    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "kernel %s not found: %s", tl.kernel[0] ? tl.kernel : "?", tune_cuda_error_name(r)); return r; }
+    memcpy(l[i].grid, tl.grid, sizeof tl.grid);
+    memcpy(l[i].block, tl.block, sizeof tl.block);
+    memcpy(l[i].cluster, tl.cluster, sizeof tl.cluster);
+    l[i].shared = tl.shared;
+    l[i].side = tl.side_stream;
     if (l[i].shared > 48 * 1024) {
       r = tune_cu.cuFuncSetAttribute(l[i].fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l[i].shared);
       if (r != CUDA_SUCCESS) { snprintf(why, why_n, "%u bytes of dynamic shared memory refused: %s", l[i].shared, tune_cuda_error_name(r)); return r; }
+    }
+    /* a cluster that cannot be co-scheduled (its blocks' threads, registers or shared memory do
+       not fit one GPC together) is refused here, with the numbers, before anything runs */
+    if (has_cluster(&l[i]) && l[i].grid[0] && l[i].grid[1] && l[i].grid[2]) {
+      CUlaunchAttribute at;
+      CUlaunchConfig lc = launch_config(&l[i], NULL, &at);
+      int n_clusters = 0;
+      r = tune_cu.cuOccupancyMaxActiveClusters(&n_clusters, l[i].fn, &lc);
+      if (r != CUDA_SUCCESS) {
+        snprintf(why, why_n, "launch %d: cluster %u,%u,%u of blocks %u,%u,%u smem %u: cuOccupancyMaxActiveClusters: %s", i,
+                 l[i].cluster[0], l[i].cluster[1], l[i].cluster[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared,
+                 tune_cuda_error_name(r));
+        return r;
+      }
+      if (n_clusters == 0) {
+        snprintf(why, why_n, "launch %d: a cluster of %u,%u,%u blocks (%u,%u,%u threads, %u B dynamic smem each) cannot be "
+                 "co-scheduled on this device (cuOccupancyMaxActiveClusters = 0)", i, l[i].cluster[0], l[i].cluster[1],
+                 l[i].cluster[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared);
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+      }
     }
   }
   return CUDA_SUCCESS;
@@ -228,9 +269,21 @@ static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_
   if (zr != CUDA_SUCCESS) return zr;
   for (int i = 0; i < n; ++i) {
     if (!l[i].grid[0] || !l[i].grid[1] || !l[i].grid[2]) continue; /* a step with no blocks is not launched */
-    CUresult r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0],
-                                       l[i].block[1], l[i].block[2], l[i].shared, l[i].side ? w->side : 0, ptrs, NULL);
-    if (r != CUDA_SUCCESS) { snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0], l[i].block[1], l[i].block[2], l[i].shared, tune_cuda_error_name(r)); return r; }
+    CUresult r;
+    if (has_cluster(&l[i])) { /* a thread-block cluster: only the Ex form takes one (same kernelParams) */
+      CUlaunchAttribute at;
+      CUlaunchConfig lc = launch_config(&l[i], l[i].side ? w->side : 0, &at);
+      r = tune_cu.cuLaunchKernelEx(&lc, l[i].fn, ptrs, NULL);
+    } else
+      r = tune_cu.cuLaunchKernel(l[i].fn, l[i].grid[0], l[i].grid[1], l[i].grid[2], l[i].block[0], l[i].block[1],
+                                 l[i].block[2], l[i].shared, l[i].side ? w->side : 0, ptrs, NULL);
+    if (r != CUDA_SUCCESS) {
+      char cl[48] = "";
+      if (has_cluster(&l[i])) snprintf(cl, sizeof cl, " cluster %u,%u,%u", l[i].cluster[0], l[i].cluster[1], l[i].cluster[2]);
+      snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u%s smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2],
+               l[i].block[0], l[i].block[1], l[i].block[2], cl, l[i].shared, tune_cuda_error_name(r));
+      return r;
+    }
   }
   return CUDA_SUCCESS;
 }
