@@ -113,22 +113,26 @@ static void print_busy(const stats *st, double wall, const tune_backend *be, con
          strategy, be->name);
 }
 
-/* One line, redrawn in place on a terminal: done/total, ETA, best so far, failures. */
-static void progress_bar(long long done, size_t total, double elapsed, double best_ns, const tune_problem_setup *s,
-                         const stats *st) {
+/* Done/total, ETA, best so far, failures: on a terminal one line redrawn in place (no
+ * newline, erased before the next output); elsewhere (plain) a "progress:" line of its own. */
+static void progress_bar(long long done, long long measured, size_t total, double elapsed, double best_ns,
+                         const tune_problem_setup *s, const stats *st, int plain) {
   int width = 24, fill = total ? (int)(width * (double)done / (double)total) : 0;
   char bar[32];
   for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : '.';
   bar[width] = 0;
-  double eta = done > 0 && (size_t)done < total ? elapsed / (double)done * (double)(total - (size_t)done) : 0;
+  /* the rate of this run's measurements (resumed results cost nothing) */
+  double eta = measured > 0 && (size_t)done < total ? elapsed / (double)measured * (double)(total - (size_t)done) : 0;
   char best[96] = "none yet";
   if (isfinite(best_ns)) print_metrics(best_ns, s, best, sizeof best);
-  printf("[%s] %lld/%zu  ETA %dm%02ds  best %s", bar, done, total, (int)eta / 60, (int)eta % 60, best);
+  if (plain) printf("progress: %lld/%zu  ETA %dm%02ds  best %s", done, total, (int)eta / 60, (int)eta % 60, best);
+  else printf("[%s] %lld/%zu  ETA %dm%02ds  best %s", bar, done, total, (int)eta / 60, (int)eta % 60, best);
   int fails = 0;
   for (int k = 0; k < DB_STATUS_COUNT; ++k)
     if (k != DB_OK && k != DB_SKIPPED && st->n_status[k]) {
       printf("%s%d %s", fails++ ? ", " : "  | ", st->n_status[k], db_status_name((db_status)k));
     }
+  if (plain) printf("\n");
 }
 
 typedef struct pending {
@@ -208,7 +212,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   pend = calloc(BATCH, sizeof *pend);
   jobs = calloc(BATCH, sizeof *jobs);
   if (!pend || !jobs) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
-  long long evaluated = 0;
+  long long evaluated = 0, resumed_here = 0; /* this problem's new and resumed results */
   int tty = isatty(1);
   double t_problem = now_s();
   double best = INFINITY;
@@ -275,6 +279,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       if (be && !db_result_find(db, recipe_id, device_id, q->config_id, problem_id, &prev, &e)) {
         q->done = 1;
         st->resumed++;
+        resumed_here++;
         if (q->from_strat) search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
         if (llm) tune_llm_observe(llm, q->json, cv ? cv->proposal_id : 0, &prev);
         if (cv) tune_code_set_note(codes, q->code, p->name, &prev);
@@ -415,11 +420,14 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         snprintf(line, sizeof line, "%.*s", (int)(strcspn(t, "\n") > 100 ? 100 : strcspn(t, "\n")), t);
       }
       if (tty) printf("\r\033[K"); /* erase the progress bar */
+      /* this problem's count, against its budget when that is the smaller */
+      size_t limit = o->budget > 0 && (size_t)o->budget < space->n_points ? (size_t)o->budget : space->n_points;
+      long long done = evaluated + (limit < space->n_points ? 0 : resumed_here);
       if (!o->quiet)
-        printf("[%*lld/%zu] %-13s %s %s\n", n_width, (long long)(st->total + st->resumed), space->n_points,
-               db_status_name(res.status), q->label, line);
-      if (tty) progress_bar(evaluated, o->budget > 0 && (size_t)o->budget < space->n_points ? (size_t)o->budget : space->n_points,
-                            now_s() - t_problem, best, &setup, st);
+        printf("[%*lld/%zu] %-13s %s %s\n", n_width, done, limit, db_status_name(res.status), q->label, line);
+      if (tty) progress_bar(done, evaluated, limit, now_s() - t_problem, best, &setup, st, 0);
+      else if (!o->quiet && limit >= 20 && done % (long long)((limit + 9) / 10) == 0) /* every ~10 % */
+        progress_bar(done, evaluated, limit, now_s() - t_problem, best, &setup, st, 1);
       fflush(stdout);
     }
   }
