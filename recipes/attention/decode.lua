@@ -4,7 +4,7 @@
 -- Two kernels per variant, always both launched: attn_decode_split (one block per KV chunk of one
 -- (sequence, KV head) or (sequence, query head)) writes fp32 partials to the `partial` scratch,
 -- attn_decode_combine merges them. With SPLITS == 1 the split kernel writes o itself and the combine
--- kernel runs on a 1x1x1 grid and returns at once, so the launch list never changes.
+-- kernel has a zero grid and is not launched (an empty launch would still add its duration).
 --
 -- Contiguous KV is the case page == L (one page per sequence; the block table permutes sequences).
 
@@ -15,6 +15,11 @@ local COMBINE_WARPS = 4  -- decode.cuh default (one warp per (sequence, query he
 -- spread over WARPS * 32 threads. It does not depend on VEC_BYTES (more lanes per row, fewer rows).
 local function kv_bytes_per_thread(c)
   return c.BLOCK_N * D * 2 * 2 // (c.WARPS * 32)
+end
+
+-- Dynamic shared memory of the KV_RING path (decode.cuh kRingBytes): KV_RING tiles of K and V.
+local function ring_bytes(c)
+  return c.KV_RING * c.BLOCK_N * D * 2 * 2
 end
 
 local function problem(B, HQ, HKV, L, page)
@@ -34,6 +39,9 @@ return {
     { "VEC_BYTES", { 16, 8 } },               -- bytes per K/V load per thread
     { "GQA_PACK",  { 1, 0 } },                -- 1: a block serves all query heads of its KV head
     { "STAGES",    { 1, 2 } },                -- 2: tile t+1's loads issued before tile t's math
+    -- k >= 2: K/V tiles stream through a k-deep per-thread ring in shared memory (cp.async), k - 1
+    -- tiles in flight without holding them in registers; 0: the register path above
+    { "KV_RING",   { 0, 2, 3, 4 } },
     -- Fixed knobs, listed so that they are explicit defines; widen to measure them:
     { "KV_HINT",     { 1 } },  -- 1: ld.global.nc.L1::no_allocate; 0 plain, 2 adds .L2::256B
                                -- (0 and 2 were 1-3% slower on H200 in the check harness)
@@ -47,7 +55,20 @@ return {
     -- fewer starves the memory system, more costs occupancy (GQA_PACK 1: 156-187 registers at 256).
     function(c)
       local b = kv_bytes_per_thread(c)
+      if c.KV_RING > 0 then return true end
       return b >= 64 and b * c.STAGES <= 256
+    end,
+    -- The ring: 16-byte cp.async only, no register double buffer; 32..128 bytes per thread per tile
+    -- (one tile in registers at a time), 128..768 bytes in flight per thread, at most 128 KiB of ring
+    -- per block, GQA packed (the unpacked blocks read each tile GQA_RATIO times). On the H200
+    -- (2026-11-22, tools/check/run_decode_check.sh) a 128 KiB ring of 8 warps, one block per SM, read
+    -- 4177 GB/s where the best register path read 3969.
+    function(c)
+      if c.KV_RING == 0 then return true end
+      local b = kv_bytes_per_thread(c)
+      return c.VEC_BYTES == 16 and c.STAGES == 1 and c.GQA_PACK == 1 and b >= 32 and b <= 128
+        and (c.KV_RING - 1) * b >= 128 and (c.KV_RING - 1) * b <= 768
+        and ring_bytes(c) <= 128 * 1024
     end,
     -- 8-byte loads are measured at one budget (128 bytes, no prefetch) per WARPS: enough to show
     -- what 16-byte loads buy without doubling the space.
@@ -85,10 +106,10 @@ return {
         return { c.GQA_PACK == 1 and 1 or p.HQ // p.HKV, c.SPLITS * p.HKV, p.B }
       end,
       block = function(c) return { 32 * c.WARPS, 1, 1 } end,
-      shared = 0 },
+      shared = function(c) return ring_bytes(c) end },
     { kernel = "attn_decode_combine",
       grid = function(c, p)
-        if c.SPLITS == 1 then return { 1, 1, 1 } end  -- returns at once: split kernel wrote o
+        if c.SPLITS == 1 then return { 0, 1, 1 } end  -- not launched: the split kernel wrote o
         return { (p.B * p.HQ + COMBINE_WARPS - 1) // COMBINE_WARPS, 1, 1 }
       end,
       block = { 32 * COMBINE_WARPS, 1, 1 },

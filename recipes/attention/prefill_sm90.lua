@@ -16,6 +16,7 @@ local function smem_bytes(c, D)
   return 1024 + (64 * c.CONSUMERS + 2 * c.STAGES * c.BLOCK_N) * D * 2 + (1 + 4 * c.STAGES + c.PERSISTENT) * 8
 end
 local SMEM_LIMIT = 227 * 1024   -- sm_90 opt-in maximum per block; the template static_asserts the same
+local SM_SMEM = 228 * 1024      -- shared memory of one sm_90 SM
 
 -- Rows of a tensor map's box: the tile's rows for the TMA producer, clipped to S otherwise.
 local function tma_rows(c, p, rows)
@@ -48,6 +49,10 @@ return {
     -- wrong outputs once a block looped over more than one tile (B2 HQ8 S2000: rel_l2 0.27-0.42),
     -- so it stays out of the space until its barrier protocol is fixed
     { "PERSISTENT", { 0 } },
+    -- 2 (CONSUMERS 1): two blocks per SM (__launch_bounds__, setmaxnreg 24 / 232), so one block's
+    -- prologue and epilogue overlap the other's matmuls; on the H200 (2026-11-22, check harness) 402
+    -- TFLOP/s at B16 H16 S1024 D64 where the best one-block variant (3 consumers) reached 371
+    { "MIN_BLOCKS", { 1, 2 } },
   },
 
   constraints = {
@@ -58,7 +63,9 @@ return {
     "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
     -- the TMA producer only where the cp.async one won (2026-11-22 recording: every best variant has
     -- OVERLAP = 1 and 2 or 3 consumers): 60 more configs, 186 in all (1.48x)
-    "USE_TMA == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
+    "USE_TMA == 0 or (OVERLAP == 1 and (CONSUMERS >= 2 or MIN_BLOCKS == 2))",
+    -- two blocks per SM: one consumer warpgroup, TMA producer, overlapped (what won in the harness)
+    "MIN_BLOCKS == 1 or (CONSUMERS == 1 and USE_TMA == 1 and OVERLAP == 1)",
     -- persistent blocks with the TMA producer and a 2-deep ring only (the ring depth that won):
     -- 30 more configs, 216 in all
     "PERSISTENT == 0 or (USE_TMA == 1 and STAGES == 2)",
@@ -76,6 +83,10 @@ return {
     if c.USE_TMA == 1 and p.S < math.max(c.BLOCK_N, 64 * c.CONSUMERS) then
       -- a box larger than the tensor is the driver's to refuse; the kernel expects full boxes
       return false, "USE_TMA needs S >= the tile rows (box " .. math.max(c.BLOCK_N, 64 * c.CONSUMERS) .. ")"
+    end
+    if c.MIN_BLOCKS == 2 and 2 * (smem_bytes(c, p.D) + 1024) > SM_SMEM then
+      -- the SM's 228 KiB hold two blocks, each with its 1 KiB reserved by the system
+      return false, "two blocks of " .. smem_bytes(c, p.D) .. " B shared memory do not fit an SM at D=" .. p.D
     end
     if smem_bytes(c, p.D) > SMEM_LIMIT then
       return false, "shared memory " .. smem_bytes(c, p.D) .. " B over 227 KiB at D=" .. p.D

@@ -21,6 +21,12 @@
 //                                      (GQA_RATIO blocks read the same K/V, adjacent in launch order)
 //   STAGES     1 | 2 (default 1)        register tiles in flight: 2 issues tile t+1's loads before
 //                                      computing tile t (register double buffer)
+//   KV_RING    0 | 2 | 3 | 4 (default 0) 0: K/V tiles in registers (STAGES above). k >= 2: each thread
+//                                      streams its K/V vectors through its own k-deep ring in dynamic
+//                                      shared memory with cp.async.cg (16-byte loads only, STAGES 1):
+//                                      k - 1 tiles in flight without holding them in registers. A
+//                                      thread reads back only what it copied, so cp.async.wait_group
+//                                      orders it; no barrier. Dynamic shared memory: kRingBytes.
 //   KV_HINT    0 | 1 | 2 (default 1)    K/V loads: 0 plain ld.global; 1 ld.global.nc.L1::no_allocate
 //                                      (read-only, streams past L1); 2 as 1 plus .L2::256B prefetch
 //   BLOCK_ORDER 0 | 1 (default 1)       launch order of the split kernel's blocks: 0 y = split * HKV + hkv
@@ -42,7 +48,7 @@
 //                        SPLITS == 1: normalises and writes o itself; `partial` is not touched.
 //   attn_decode_combine  grid (ceil(B * HQ / COMBINE_WARPS)), block COMBINE_WARPS * 32; one warp per
 //                        (b, hq) merges the SPLITS partials by the log-sum-exp rule and writes o.
-//                        SPLITS == 1: returns at once (the recipe launches it on a 1x1x1 grid).
+//                        SPLITS == 1: returns at once (the recipe gives it a zero grid: not launched).
 // Scratch (floats; R = B * HQ * SPLITS records, record (b * HQ + hq) * SPLITS + split; R * (D + 2)):
 //   partial[0, R*D)          acc = sum_j 2^(s_j - m) v_j (unnormalised), D floats per record
 //   partial[R*D, R*D + R)    m   = max_j s_j over the split (log2 units)
@@ -62,6 +68,7 @@
 // (scores, online softmax, P V); epilogue (merge groups by shuffles, warps through shared memory,
 // write partial or o). Combine kernel: combine_stage.
 #include <cuda_bf16.h>
+#include "common/cp_async.cuh"
 
 #if !defined(SPLITS) || !defined(BLOCK_N) || !defined(WARPS) || !defined(VEC_BYTES) || !defined(GQA_PACK) || \
     !defined(HEAD_DIM) || !defined(PAGE_SIZE) || !defined(GQA_RATIO)
@@ -72,6 +79,9 @@
 #endif
 #ifndef KV_HINT
 #define KV_HINT 1
+#endif
+#ifndef KV_RING
+#define KV_RING 0
 #endif
 #ifndef BLOCK_ORDER
 #define BLOCK_ORDER 1
@@ -98,6 +108,7 @@ constexpr int kPageIds = kTileInPage ? 1 : kRows;    // block-table entries a th
 constexpr int kChunks = HEAD_DIM / 4;                // float4 chunks of one output row
 constexpr int kSmemBytes = WARPS * kHeads * (kD + 2) * 4;
 constexpr int kKvRegs = 2 * kRows * kWords * STAGES; // registers holding K/V tiles
+constexpr int kRingBytes = KV_RING * 2 * kRows * kThreads * 16;  // dynamic shared memory (KV_RING >= 2)
 
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "HEAD_DIM must be 64, 128 or 256");
 static_assert(VEC_BYTES == 8 || VEC_BYTES == 16, "VEC_BYTES must be 8 or 16");
@@ -113,6 +124,9 @@ static_assert(GQA_RATIO >= 1 && GQA_RATIO <= 8, "GQA_RATIO must be 1..8");
 static_assert(PAGE_SIZE >= 1, "PAGE_SIZE must be positive");
 static_assert(STAGES == 1 || STAGES == 2, "STAGES must be 1 or 2");
 static_assert(KV_HINT >= 0 && KV_HINT <= 2, "KV_HINT must be 0, 1 or 2");
+static_assert(KV_RING == 0 || (KV_RING >= 2 && KV_RING <= 8), "KV_RING must be 0 or 2..8");
+static_assert(KV_RING == 0 || (VEC_BYTES == 16 && STAGES == 1),
+              "KV_RING needs 16-byte loads (cp.async.cg) and STAGES 1 (the ring replaces the register buffer)");
 static_assert(BLOCK_ORDER == 0 || BLOCK_ORDER == 1, "BLOCK_ORDER must be 0 or 1");
 static_assert(COMBINE_WARPS >= 1 && COMBINE_WARPS <= 32, "COMBINE_WARPS must be 1..32");
 static_assert(kSmemBytes <= 48 * 1024, "epilogue shared memory over the 48 KiB static limit");
@@ -263,6 +277,39 @@ __device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int 
     const long long off = ((long long)page * PAGE_SIZE + r % PAGE_SIZE) * c.row_stride;
     kb[i] = g2r_load_kv(c.k + off);
     vb[i] = g2r_load_kv(c.v + off);
+  }
+}
+
+// KV_RING: slot `slot` of this thread's ring holds its kRows K vectors then its kRows V vectors,
+// 16 bytes each, at stride kThreads * 16 (consecutive threads, consecutive 16-byte words).
+__device__ __forceinline__ unsigned ring_addr(unsigned ring, int slot, int j) {
+  return ring + ((slot * 2 * kRows + j) * kThreads + threadIdx.x) * 16;
+}
+
+// Issue cp.async copies of this thread's K and V vectors of tile t into ring slot `slot`.
+__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kPageIds],
+                                                unsigned ring, int slot) {
+  const int r0 = c.row0 + t * BLOCK_N;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const int r = r0 + i * kGroups + c.group;
+    const int page = pages[kTileInPage ? 0 : i];
+    const long long off = ((long long)page * PAGE_SIZE + r % PAGE_SIZE) * c.row_stride;
+    tune::g2s_copy16(ring_addr(ring, slot, i), c.k + off);
+    tune::g2s_copy16(ring_addr(ring, slot, kRows + i), c.v + off);
+  }
+}
+
+// Ring slot -> registers (the copies of that slot must have completed: cp_async_wait).
+__device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, kv_vec (&kb)[kRows], kv_vec (&vb)[kRows]) {
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(kb[i].w[0]), "=r"(kb[i].w[1]), "=r"(kb[i].w[2]), "=r"(kb[i].w[3])
+                 : "r"(ring_addr(ring, slot, i)));
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(vb[i].w[0]), "=r"(vb[i].w[1]), "=r"(vb[i].w[2]), "=r"(vb[i].w[3])
+                 : "r"(ring_addr(ring, slot, kRows + i)));
   }
 }
 
@@ -447,7 +494,33 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
 
   int pages[kPageIds];
   page_stage(c, 0, pages);
-#if STAGES == 1
+#if KV_RING >= 2
+  // Tile t goes to slot t % KV_RING; KV_RING - 1 tiles are in flight while one is computed. One
+  // group is committed per tile, empty past the end, so the wait count stays KV_RING - 2.
+  extern __shared__ __align__(16) unsigned char ring_smem[];
+  const unsigned ring = tune::smem_u32(ring_smem);
+#pragma unroll
+  for (int t = 0; t < KV_RING - 1; ++t) {
+    if (t < c.n_tiles) {
+      ring_load_stage(c, t, pages, ring, t);
+      if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
+    }
+    tune::cp_async_commit();
+  }
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    const int ahead = t + KV_RING - 1;
+    if (ahead < c.n_tiles) {  // its slot held tile t - 1, already read into registers
+      ring_load_stage(c, ahead, pages, ring, ahead % KV_RING);
+      if (ahead + 1 < c.n_tiles) page_stage(c, ahead + 1, pages);
+    }
+    tune::cp_async_commit();
+    tune::cp_async_wait<KV_RING - 1>();
+    kv_vec kb[kRows], vb[kRows];
+    ring_read_stage(ring, t % KV_RING, kb, vb);
+    compute_stage(qf, kb, vb, st);
+  }
+#elif STAGES == 1
 #pragma unroll 1
   for (int t = 0; t < c.n_tiles; ++t) {
     kv_vec kb[kRows], vb[kRows];

@@ -55,6 +55,9 @@
 //                               a box must not exceed S). 0: cp.async.
 //   TMA_ARGS    0 | 1 [USE_TMA] the kernel takes the three maps (used or not), so that one recipe arg
 //                               list serves USE_TMA 0 and 1
+//   MIN_BLOCKS  1 | 2 [1]       2 (CONSUMERS 1 only): __launch_bounds__ for two blocks per SM, with
+//                               setmaxnreg moving the producer's registers to the consumer (24 / 232
+//                               with TMA, 40 / 216 with cp.async); the shared memory must fit twice
 //   PERSISTENT  0 | 1 [0]       1: grid = (blocks, 1, 1) with blocks <= the tiles (one wave: the SM
 //                               count); block i takes tiles i, i + blocks, ... in SCHED order (SCHED
 //                               0 | 1: tile-major inside a head, heads, batches; 2: as below). The
@@ -105,6 +108,9 @@
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
 #if USE_TMA && !TMA_ARGS
 #error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
 #endif
@@ -131,15 +137,17 @@ constexpr int kVOff = kKOff + kStages * kKVBytes;
 constexpr int kBarOff = kVOff + kStages * kKVBytes;
 constexpr int kBarBytes = (1 + 4 * kStages + PERSISTENT) * 8;  // PERSISTENT: + q_empty
 constexpr int kSmemBytes = 1024 + kBarOff + kBarBytes;  // + slack to align the base to 1024
-constexpr bool kSetMaxNReg = SETMAXNREG && kCons >= 2;
+// MIN_BLOCKS 2 (one consumer warpgroup): two blocks share an SM, so one's prologue and epilogue
+// overlap the other's matmuls; each starts with 65536 / (2 * 256) = 128 registers per thread.
+constexpr bool kSetMaxNReg = SETMAXNREG && (kCons >= 2 || MIN_BLOCKS == 2);
 // setmaxnreg budgets: the block starts with 65536 / kThreads registers per thread (ptxas caps the
 // kernel there: 168 at 384 threads, 128 at 512); the consumers' increase must fit in what the
 // producer warpgroup gives back: 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= block total.
 // A TMA producer is one thread issuing a few copies: 24 registers leave 240 to 2 consumers; its
 // persistent tile loop spills at 24 (ptxas, sm_90a), hence 40 / 232 as for cp.async.
 constexpr bool kTmaLean = USE_TMA && !PERSISTENT;
-constexpr int kConsumerRegs = kCons == 2 ? (kTmaLean ? 240 : 232) : 160;
-constexpr int kProducerRegs = kCons == 2 ? (kTmaLean ? 24 : 40) : 32;
+constexpr int kConsumerRegs = kCons == 1 ? (kTmaLean ? 232 : 216) : kCons == 2 ? (kTmaLean ? 240 : 232) : 160;
+constexpr int kProducerRegs = kCons == 1 ? (kTmaLean ? 24 : 40) : kCons == 2 ? (kTmaLean ? 24 : 40) : 32;
 
 static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
@@ -154,7 +162,8 @@ static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4,
 constexpr int kCopyRowStep = kProdThreads >= 8 ? kProdThreads / 8 : 1;  // rows per cp.async pass
 static_assert(USE_TMA || (kBN % kCopyRowStep == 0 && kBM % kCopyRowStep == 0),
               "tile rows must split evenly over the copy threads (8 per 128-byte row)");
-static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= ((65536 / kThreads) & ~7) * kThreads,
+static_assert(MIN_BLOCKS == 1 || (MIN_BLOCKS == 2 && kCons == 1), "MIN_BLOCKS 2 is for one consumer warpgroup");
+static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= ((65536 / (kThreads * MIN_BLOCKS)) & ~7) * kThreads,
               "setmaxnreg budgets exceed what the block holds at entry");
 static_assert(USE_TMA == 0 || USE_TMA == 1, "USE_TMA must be 0 or 1");
 static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT must be 0 or 1");
@@ -643,7 +652,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
 // Bytes of dynamic shared memory the kernel needs (host code that includes this header may use it).
 [[maybe_unused]] constexpr int attn_prefill_sm90_smem_bytes = pf90::kSmemBytes;
 
-extern "C" __global__ void __launch_bounds__(pf90::kThreads, 1)
+extern "C" __global__ void __launch_bounds__(pf90::kThreads, MIN_BLOCKS)
 attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                   bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2
 #if TMA_ARGS

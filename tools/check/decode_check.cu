@@ -101,9 +101,12 @@ static dim3 combine_grid(const problem &p) {
 
 // The variant under test: split then combine, the recipe's launch list.
 static int launch_variant(const problem &p, const buffers &m, int copy) {
-  attn_decode_split<<<split_grid(p), decode::kThreads>>>(m.q, m.k[copy], m.v[copy], m.block_table, m.o, m.partial,
+  if (decode::kRingBytes > 0)
+    CK(cudaFuncSetAttribute(attn_decode_split, cudaFuncAttributeMaxDynamicSharedMemorySize, decode::kRingBytes));
+  attn_decode_split<<<split_grid(p), decode::kThreads, decode::kRingBytes>>>(m.q, m.k[copy], m.v[copy], m.block_table, m.o, m.partial,
                                                          p.B, p.HQ, p.HKV, p.L, p.pages_per_seq, p.scale_log2);
   CK(cudaGetLastError());
+  if (SPLITS == 1) return 0;  // the recipe does not launch the combine kernel (zero grid)
   attn_decode_combine<<<combine_grid(p), COMBINE_WARPS * 32>>>(m.q, m.k[copy], m.v[copy], m.block_table, m.o,
                                                                m.partial, p.B, p.HQ, p.HKV, p.L, p.pages_per_seq,
                                                                p.scale_log2);

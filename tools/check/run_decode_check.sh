@@ -23,6 +23,17 @@ CASES=(
   "p32_s2_n16w2_st2        5   32 8   96"     # 3 tiles per split
   "c1024_s1_n32w4_pack0    128 32 8   1024"
   "p32_s32_n32w4_pack0_st2 128 32 8   1024"
+  "c4096_s1_n32w8_st2      32  32 8   4096"
+  "p32_s1_n16w4_st2        128 32 8   1024"
+  "p16_s1_n32w8_r3         32  32 8   4096"
+  "p16_s1_n32w8_r3         3   32 8   224"    # 7 tiles: the ring wraps, odd count
+  "p16_s1_n32w8_r3         2   32 8   32"     # 1 tile: prologue only
+  "c4096_s1_n64w8_r4       32  32 8   4096"
+  "c4096_s2_n32w4_r4       32  32 8   4096"
+  "p64_s16_n32w4_r3        8   32 8   32768"
+  "p32_s1_n16w2_r4         128 32 8   1024"
+  "p32_s1_n16w2_r4         4   32 8   32"     # 2 tiles < KV_RING - 1
+  "c1024_s1_n32w4_r3       128 32 8   1024"
 )
 
 fails=0
