@@ -37,9 +37,15 @@ static int dtype_parse(const char *s, tune_dtype *t) {
 
 /* ---- sandbox ------------------------------------------------------------ */
 
+#define MODULE_DEPTH 16
 typedef struct loader_state {
   char root[PATH_MAX];
   XXH64_state_t *hash; /* every recipe text loaded, for source hashes */
+  /* the modules being loaded (require nests): each one's hash covers its own text and the hashes of
+     the modules it requires, so that a recipe returned by a module does not change its source hash
+     when a sibling module changes */
+  XXH64_state_t *mod[MODULE_DEPTH];
+  int depth;
 } loader_state;
 
 static loader_state *get_loader(lua_State *L) {
@@ -57,6 +63,7 @@ static int load_text_file(lua_State *L, const char *path, const char *chunkname)
   if (!text) { lua_pushfstring(L, "cannot read %s", path); return LUA_ERRFILE; }
   loader_state *ls = get_loader(L);
   XXH64_update(ls->hash, text, n);
+  if (ls->depth > 0) XXH64_update(ls->mod[ls->depth - 1], text, n);
   int rc = luaL_loadbufferx(L, text, n, chunkname, "t");
   free(text);
   return rc;
@@ -69,11 +76,19 @@ static int sandbox_require(lua_State *L) {
     if (!(*c == '.' || *c == '_' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
           (*c >= 'A' && *c <= 'Z')))
       return luaL_error(L, "require '%s': only recipe modules (letters, digits, '_', '.')", name);
+  loader_state *ls = get_loader(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "tune.module_hash");
   lua_getfield(L, LUA_REGISTRYINDEX, "tune.required");
   lua_getfield(L, -1, name);
-  if (!lua_isnil(L, -1)) return 1;
+  if (!lua_isnil(L, -1)) {  /* cached: its hash still counts for the module requiring it */
+    lua_getfield(L, -3, name);
+    XXH64_hash_t mh = (XXH64_hash_t)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (ls->depth > 0) XXH64_update(ls->mod[ls->depth - 1], &mh, sizeof mh);
+    return 1;
+  }
   lua_pop(L, 1);
-  loader_state *ls = get_loader(L);
+  if (ls->depth == MODULE_DEPTH) return luaL_error(L, "require '%s': modules nested deeper than %d", name, MODULE_DEPTH);
   char rel[512], path[PATH_MAX + 600];
   snprintf(rel, sizeof rel, "recipes/%s.lua", name);
   for (char *c = rel + 8; *c; ++c)
@@ -81,12 +96,31 @@ static int sandbox_require(lua_State *L) {
   snprintf(path, sizeof path, "%s/%s", ls->root, rel);
   char chunk[600];
   snprintf(chunk, sizeof chunk, "@%s", rel);
-  if (load_text_file(L, path, chunk) != LUA_OK)
+  XXH64_state_t *mh = ls->mod[ls->depth];
+  if (!mh && !(mh = ls->mod[ls->depth] = XXH64_createState())) return luaL_error(L, "require '%s': out of memory", name);
+  XXH64_reset(mh, 0);
+  ls->depth++;
+  if (load_text_file(L, path, chunk) != LUA_OK) {
+    ls->depth--;
     return luaL_error(L, "require '%s': %s", name, lua_tostring(L, -1));
-  lua_call(L, 0, 1);
+  }
+  int rc = lua_pcall(L, 0, 1, 0);
+  ls->depth--;
+  if (rc != LUA_OK) return lua_error(L);
+  XXH64_hash_t h = XXH64_digest(mh);
+  if (ls->depth > 0) XXH64_update(ls->mod[ls->depth - 1], &h, sizeof h);
   if (lua_isnil(L, -1)) { lua_pop(L, 1); lua_pushboolean(L, 1); }
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, name);
+  lua_pushinteger(L, (lua_Integer)h);
+  lua_setfield(L, -4, name);
+  if (lua_istable(L, -1)) {  /* the recipe table -> its module's hash (tune_recipes_load) */
+    lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
+    lua_pushvalue(L, -2);
+    lua_pushinteger(L, (lua_Integer)h);
+    lua_settable(L, -3);
+    lua_pop(L, 1);
+  }
   return 1;
 }
 
@@ -111,6 +145,10 @@ static lua_State *sandbox_new(loader_state *ls) {
   lua_setfield(L, LUA_REGISTRYINDEX, "tune.loader");
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, "tune.required");
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.module_hash");
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
   return L;
 }
 
@@ -696,7 +734,16 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
     if (single) lua_pushvalue(L, top);
     else lua_rawgeti(L, top, i + 1);
     if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: element %d of the recipe list is not a table", path, i + 1); goto fail; }
-    if (parse_recipe(L, set, &set->r[i], file, root, texts, err)) goto fail;
+    /* an element that a module returned (require "attention.decode") is hashed with that module's
+       texts only; a recipe written in the file itself with every text loaded (as before) */
+    XXH64_hash_t own = texts;
+    if (!single) {
+      lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
+      lua_pushvalue(L, -2);
+      if (lua_gettable(L, -2) == LUA_TNUMBER) own = (XXH64_hash_t)lua_tointeger(L, -1);
+      lua_pop(L, 2);
+    }
+    if (parse_recipe(L, set, &set->r[i], file, root, own, err)) goto fail;
     lua_pop(L, 1);
     for (int j = 0; j < i; ++j)
       if (!strcmp(set->r[j].name, set->r[i].name)) { tune_fail(err, TUNE_ERECIPE, "%s: two recipes are named %s", path, set->r[i].name); goto fail; }
@@ -720,7 +767,12 @@ void tune_recipes_free(tune_recipes *set) {
     lua_State *L = set->L;
     lua_getfield(L, LUA_REGISTRYINDEX, "tune.loader_owned");
     loader_state *ls = lua_touserdata(L, -1);
-    if (ls) { XXH64_freeState(ls->hash); free(ls); }
+    if (ls) {
+      XXH64_freeState(ls->hash);
+      for (int i = 0; i < MODULE_DEPTH; ++i)
+        if (ls->mod[i]) XXH64_freeState(ls->mod[i]);
+      free(ls);
+    }
     lua_close(L);
   }
   for (int i = 0; set->r && i < set->n; ++i) {

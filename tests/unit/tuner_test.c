@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compile.h"
@@ -71,6 +72,82 @@ static void test_recipe_copy(const char *src) {
   CHECK(s.ref_launch.grid[0] == 65536 && s.ref_launch.block[0] == 256);
   search_space_free(sp);
   tune_recipes_free(set);
+}
+
+/* A list recipe's elements returned by modules are hashed with their module's texts only (and the
+ * modules those require): editing one sibling leaves the other's source hash as it was. */
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char *module_recipe(char *buf, size_t n, const char *name, const char *extra) {
+  snprintf(buf, n,
+           "local common = require \"fam.common\"\n%s\n"
+           "return { name = \"%s\", template = \"templates/t.cuh\", kernel = \"k\",\n"
+           "  params = { { \"X\", { 1, 2 } } },\n"
+           "  problems = { { name = \"p\", N = common.N } },\n"
+           "  launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  args = { { \"dst\", tensor = \"f32\", shape = { \"N\" }, output = true } },\n"
+           "  reference = { source = \"templates/t.cuh\", kernel = \"r\", grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  tolerance = { rel_l2 = 0, max_abs = 0 }, metrics = { bytes = 4, flops = 0 } }\n",
+           extra, name);
+  return buf;
+}
+
+static int load_hashes(const char *top, char (*h)[32]) {
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  int rc = tune_recipes_load(top, &set, &err);
+  if (rc) { fprintf(stderr, "%s\n", err.msg); return rc; }
+  CHECK(set->n == 3);
+  for (int i = 0; i < set->n && i < 3; ++i) snprintf(h[i], 32, "%s", set->r[i].source_hash);
+  tune_recipes_free(set);
+  return 0;
+}
+
+static void test_module_hashes(void) {
+  char dir[] = "/tmp/tune_hash_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char p[4200], buf[2048], top[4200];
+  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/recipes/fam", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  snprintf(p, sizeof p, "%s/recipes/fam/common.lua", dir); write_text(p, "return { N = 64 }\n");
+  snprintf(p, sizeof p, "%s/recipes/fam/a.lua", dir); write_text(p, module_recipe(buf, sizeof buf, "fam.a", ""));
+  snprintf(p, sizeof p, "%s/recipes/fam/b.lua", dir); write_text(p, module_recipe(buf, sizeof buf, "fam.b", ""));
+  snprintf(top, sizeof top, "%s/recipes/fam.lua", dir);
+  write_text(top, "local inline = require \"fam.a\"\n"
+                  "local c = { name = \"fam.c\" }\n"
+                  "for k, v in pairs(inline) do if k ~= \"name\" then c[k] = v end end\n"
+                  "return { require \"fam.a\", require \"fam.b\", c }\n");
+  char h0[3][32], h1[3][32], h2[3][32], h3[3][32];
+  CHECK(load_hashes(top, h0) == 0);
+  CHECK(strcmp(h0[0], h0[1]) != 0);  /* different module texts */
+  snprintf(p, sizeof p, "%s/recipes/fam/b.lua", dir); write_text(p, module_recipe(buf, sizeof buf, "fam.b", "-- edited"));
+  CHECK(load_hashes(top, h1) == 0);
+  CHECK(!strcmp(h0[0], h1[0]));      /* a: untouched by b's edit */
+  CHECK(strcmp(h0[1], h1[1]) != 0);  /* b: changed */
+  CHECK(strcmp(h0[2], h1[2]) != 0);  /* c (written in the top file): covers every text loaded */
+  snprintf(p, sizeof p, "%s/recipes/fam/common.lua", dir); write_text(p, "return { N = 64 } -- edited\n");
+  CHECK(load_hashes(top, h2) == 0);
+  CHECK(strcmp(h1[0], h2[0]) != 0 && strcmp(h1[1], h2[1]) != 0);  /* a shared module counts for both */
+  write_text(top, "-- the list file edited\n"
+                  "local inline = require \"fam.a\"\n"
+                  "local c = { name = \"fam.c\" }\n"
+                  "for k, v in pairs(inline) do if k ~= \"name\" then c[k] = v end end\n"
+                  "return { require \"fam.a\", require \"fam.b\", c }\n");
+  CHECK(load_hashes(top, h3) == 0);
+  CHECK(!strcmp(h2[0], h3[0]) && !strcmp(h2[1], h3[1]));  /* the list file is not part of a module's source */
+  CHECK(strcmp(h2[2], h3[2]) != 0);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
 }
 
 static void test_inputs(void) {
@@ -172,6 +249,7 @@ int main(int argc, char **argv) {
   const char *src = getenv("SRC");
   if (!src) src = argc > 1 ? argv[1] : ".";
   test_recipe_copy(src);
+  test_module_hashes();
   test_inputs();
   test_ptxas_parse();
   test_protocol();
