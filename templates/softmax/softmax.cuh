@@ -52,7 +52,7 @@
 // Sweeps of x per row: CACHE_ROW 1: 1. CACHE_ROW 0: ONLINE 1: 2 (stats, write); ONLINE 0: 3 (max,
 // sum, write). The split write kernel always re-reads its slice (2 or 3 sweeps in all).
 // Problem constant (recipe `defines`): COLS. Requirements (static_assert; recipe `applies` skips the
-// rest): (COLS / SPLITS) / kVecElems a multiple of the threads per row (32 or BLOCK).
+// rest): (COLS / (SPLITS or CLUSTER)) / kVecElems a multiple of the threads per row (32 or BLOCK).
 //
 // Loads of x use ld.global.nc (x is never written); stores of y use st.global.cs (never re-read).
 // Thread map: vector j of a thread's slice (0 <= j < kIters) is vector j * kThreads + t of its
