@@ -4,7 +4,8 @@
 # 1 x 1 baselines, on 4096^3 and 8192^3 (b row-major and column-major) plus a partial-tile-row shape:
 # checked against the reference kernel and cuBLAS, timed against cuBLAS in the same process.
 # Usage: tools/check/gemm_cluster_check.sh [--build-only | --run-only]
-# env: NVCC, ARCH (sm_90a), OUT (binaries and logs, default build/check), SHAPES (default
+# env: NVCC, ARCH (sm_90a), OUT (binaries and logs, default build/check), RUN_TIMEOUT (per binary,
+#      default 40 s: a hung cluster kernel costs that, not the whole call), SHAPES (default
 #      4096x4096x4096,8192x8192x8192,4000x4096x4096), ITERS (30), JOBS (parallel nvcc builds, default 4)
 # Building needs nvcc only (no GPU). A binary whose stamp (hash of its sources and flags) matches is
 # not rebuilt, so binaries built on one machine can be carried to the GPU machine with OUT.
@@ -95,7 +96,7 @@ log="$OUT/gemm_cluster_runs.txt"
 : >"$log"
 for name in "${names[@]}"; do
   [ -x "$OUT/$name" ] || continue
-  timeout 120 "$OUT/$name" --tag "${name#gemm_cluster_}" --shapes "$SHAPES" --iters "$ITERS" 2>&1 | tee -a "$log"
+  timeout "${RUN_TIMEOUT:-40}" "$OUT/$name" --tag "${name#gemm_cluster_}" --shapes "$SHAPES" --iters "$ITERS" 2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
   [ "$rc" = 0 ] || { echo "FAIL ${name#gemm_cluster_} exit status $rc" | tee -a "$log"; fails=$((fails + 1)); }
 done
