@@ -19,13 +19,18 @@
  * BAYES_MAX_TRAIN points the model is trained on the best 3/4 of that many
  * and the latest 1/4 (the cost of a step stays bounded).
  *
- * Proposal: n_init space-filling random points first (each the
- * farthest from those chosen or known so far among BAYES_INIT_DRAWS random
- * unseen points), in one batch; n_init = points / BAYES_INIT_PER (rounded
- * as below), 1..BAYES_N_INIT_MAX: on a small space every random point is a
- * large share of the budget that matters, and one is enough to start the
- * local steps from. Then one point per batch, two local steps
- * for one global step:
+ * Proposal: an initial design of n_init points in one batch: the centre
+ * point (the point of the constrained space nearest, in normalized value
+ * indexes, to the middle of every parameter's range; ties drawn at random),
+ * then n_init - 1 space-filling random points (each the farthest from those
+ * chosen or known so far among BAYES_INIT_DRAWS random unseen points);
+ * n_init = points / BAYES_INIT_PER (rounded as below), 1..BAYES_N_INIT_MAX:
+ * on a small space every point is a large share of the budget that matters,
+ * and one is enough to start the local steps from. The centre is the
+ * classic first point of a design of experiments: the single point closest
+ * to every other in the worst case, and where a recipe's value lists
+ * (ordered from small to large) put the middling tile sizes, widths and
+ * depths. Then one point per batch, two local steps for one global step:
  *  - local: the largest expected improvement among the unseen points one or
  *    two unit steps (one value index in one or two parameters) away from the
  *    best point (when all those are seen, a global step instead);
@@ -58,7 +63,7 @@ static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
 typedef struct bayes_state {
   search_pool pool;
   int d;             /* coordinates (parameters with more than one value) */
-  int n_init;        /* random points before the model is used */
+  int n_init;        /* initial design: the centre, then random points */
   int n_obs, cap;    /* training points, allocated capacity */
   uint32_t *obs;     /* [cap] their positions */
   double *X;         /* [cap * d] their coordinates */
@@ -365,11 +370,43 @@ static double dist2(const bayes_state *st, uint32_t a, uint32_t b) {
   return s;
 }
 
-/* The initial design: n_init points, each the unseen draw farthest from the
- * points chosen or seen so far (maximin over BAYES_INIT_DRAWS draws). */
+/* The unseen position nearest to the centre of the space: least L1 distance,
+ * in normalized coordinates, to 0.5 in every coordinate; ties (a parameter
+ * with an even number of values has two middle values) drawn uniformly by
+ * reservoir sampling. -1 when every point is seen. */
+static long centre_point(bayes_state *st) {
+  search_pool *p = &st->pool;
+  long pick = -1;
+  double pick_d = INFINITY;
+  uint32_t n_tied = 0;
+  double x[SEARCH_MAX_PARAMS];
+  for (uint32_t i = 0; i < p->n; i++) {
+    if (p->seen[i]) continue;
+    search_pool_coords(p, i, x);
+    double d = 0;
+    for (int k = 0; k < st->d; k++) d += fabs(x[k] - 0.5);
+    if (d < pick_d - 1e-9) {
+      pick_d = d;
+      pick = i;
+      n_tied = 1;
+    } else if (d < pick_d + 1e-9 && search_rng_below(&p->rng, ++n_tied) == 0) {
+      pick = i;
+    }
+  }
+  return pick;
+}
+
+/* The initial design: the centre point, then n_init - 1 points, each the
+ * unseen draw farthest from the points chosen or seen so far (maximin over
+ * BAYES_INIT_DRAWS draws). */
 static int initial_design(bayes_state *st, tune_err *err) {
   search_pool *p = &st->pool;
-  for (int c = 0; c < st->n_init && p->n_seen < p->n; c++) {
+  long centre = centre_point(st);
+  if (centre >= 0) {
+    int rc = search_pool_push(p, (uint32_t)centre, err);
+    if (rc) return rc;
+  }
+  for (int c = 1; c < st->n_init && p->n_seen < p->n; c++) {
     long pick = -1;
     double pick_d = -1;
     uint32_t draws[BAYES_INIT_DRAWS];

@@ -8,7 +8,8 @@
  * bandit forwards them) are never proposed afterwards. On a smooth synthetic
  * cost over a constrained space whose optimum comes late in space order, the
  * adaptive strategies must reach the optimum in a small fraction of the
- * evaluations exhaustive order needs, averaged over seeds. Exit status 0 when
+ * evaluations exhaustive order needs, averaged over seeds. bayes starts at the
+ * centre of the space. Exit status 0 when
  * every CHECK passed, 1 otherwise. */
 #include <math.h>
 #include <stdint.h>
@@ -329,12 +330,55 @@ static void test_all_failures(void) {
   search_space_free(sp);
 }
 
+/* bayes's first proposal is the centre point: the middle value of every
+ * parameter when it is in the space (every seed), one of its nearest points
+ * when a constraint excludes it, and either middle value, depending on the
+ * seed, of a parameter with an even number of values. */
+static uint64_t bayes_first(const search_space *sp, uint64_t seed) {
+  search_strategy *s = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  uint64_t buf[4] = {0};
+  int m = 0;
+  if (search_strategy_new("bayes", sp, seed, &s, &err) == TUNE_OK)
+    search_strategy_next_batch(s, buf, 1, &m, &err);
+  search_strategy_free(s);
+  CHECK(m == 1);
+  return buf[0];
+}
+
+static void test_bayes_centre(void) {
+  int nv_odd[4] = {3, 5, 3, 1}, nv_even[2] = {4, 3}, nv_cut[3] = {5, 5, 3};
+  search_space *odd = make_space(4, nv_odd, -1), *even = make_space(2, nv_even, -1);
+  search_space *cut = make_space(3, nv_cut, 2); /* v0 + v1 <= 2: the centre (2, 2, 1) is out */
+  CHECK(odd && even && cut);
+  if (!odd || !even || !cut) goto out;
+  int seen_middle[2] = {0, 0};
+  for (uint64_t seed = 1; seed <= 40; seed++) {
+    int v[SEARCH_MAX_PARAMS];
+    search_point_decode(odd, bayes_first(odd, seed), v);
+    CHECK(v[0] == 1 && v[1] == 2 && v[2] == 1 && v[3] == 0);
+    search_point_decode(even, bayes_first(even, seed), v);
+    CHECK((v[0] == 1 || v[0] == 2) && v[1] == 1);
+    if (v[0] == 1 || v[0] == 2) seen_middle[v[0] - 1] = 1;
+    /* nearest to (0.5, 0.5, 0.5) in normalized indexes: v0 + v1 = 2 (L1 distance 0.5), v2 = 1 */
+    search_point_decode(cut, bayes_first(cut, seed), v);
+    CHECK(v[0] + v[1] == 2 && v[2] == 1);
+  }
+  CHECK(seen_middle[0] && seen_middle[1]);
+out:
+  search_space_free(odd);
+  search_space_free(even);
+  search_space_free(cut);
+}
+
 int main(void) {
   test_once_and_cover();
   test_deterministic();
   test_foreign_observations();
   test_all_failures();
   test_finds_optimum_sooner();
+  test_bayes_centre();
   printf("strategy_test: %d passed, %d failed\n", n_passed, n_failed);
   return n_failed ? 1 : 0;
 }
