@@ -32,8 +32,15 @@ ordered_greedy_mls, mls) crash in Searchspace's neighbour cache (a numpy
 array where a list is expected); the script converts that argument to a list
 before the call (--no-patch leaves it alone) and says so in its output.
 
+--eval-budgets 10 runs only the 10 % evaluation budget (a comma list of
+percentages of FRACS), --no-time skips the time-budget run: cells not run
+read "not run" (the same string in the JSON, whose "not_run" lists them). Each
+budget is a separate Kernel Tuner run, so this is how to fit many seeds and
+strategies into less CPU time.
+
 usage: kernel_tuner_sim.py CACHE.json [CACHE.json ...] [--repeats 100]
          [--strategies a,b,...] [--baseline-json FILE] [--json OUT] [--jobs N]
+         [--eval-budgets 1,2,5,10,20,50] [--no-time]
 """
 import argparse
 import json
@@ -156,15 +163,22 @@ def _run_one(path, strategy, seed, options):
     return out
 
 
+class _NotRun(Exception):
+    """The time-budget run was not asked for (--no-time)."""
+
+
 def task(args):
-    path, strategy, seed, evals, secs = args
+    path, strategy, seed, evals, secs, run_evals, run_time = args
     if path not in _SPACE:
         c, keys, entries = load_space(path)
         _SPACE[path] = (c, keys, set(e[0] for e in entries))
     t0 = time.time()
     fe, ft, err = [], [None] * len(secs), None
     # A run that raises is reported (its budget's cell says "failed"), not hidden.
-    for b in evals:
+    for j, b in enumerate(evals):
+        if not run_evals[j]:
+            fe.append(None)
+            continue
         try:
             seq = _run_one(path, strategy, seed, {"max_fevals": b})
             fe.append(min((c for c, _ in seq if c >= 0), default=math.inf))
@@ -172,6 +186,8 @@ def task(args):
             fe.append(None)
             err = err or f"max_fevals {b}: {type(e).__name__}: {str(e)[:200]}"
     try:
+        if not run_time:
+            raise _NotRun()
         seq = _run_one(path, strategy, seed, {"time_limit": secs[-1] * 1.05 + 1.0})
         cum, best, found = 0.0, math.inf, [math.inf] * len(secs)
         for c, s in seq:
@@ -182,6 +198,8 @@ def task(args):
                 if cum <= lim:
                     found[j] = best
         ft = found
+    except _NotRun:
+        pass
     except Exception as e:
         err = err or f"time_limit: {type(e).__name__}: {str(e)[:200]}"
     return path, strategy, seed, fe, ft, err, time.time() - t0
@@ -199,6 +217,9 @@ def main():
                     help="tune bench-search --json output (same baselines); repeatable")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--eval-budgets", default=",".join(f"{100 * f:g}" for f in FRACS),
+                    help="evaluation budgets to run, in percent of the space (others: not run)")
+    ap.add_argument("--no-time", action="store_true", help="do not run the time-budget run")
     ap.add_argument("--no-patch", action="store_true", help="do not work around the neighbour-cache bug")
     a = ap.parse_args()
     try:
@@ -207,6 +228,10 @@ def main():
         print("kernel_tuner is not installed (pip install kernel_tuner); nothing to compare", file=sys.stderr)
         return 3
     strategies = [s for s in a.strategies.split(",") if s]
+    want = {round(float(x), 6) for x in a.eval_budgets.split(",") if x}
+    run_evals = [round(100 * f, 6) in want for f in FRACS]
+    run_time = not a.no_time
+    not_run = [f"evals {100 * f:g} %" for f, r in zip(FRACS, run_evals) if not r] + ([] if run_time else ["time"])
     base_json = []
     for path in a.baseline_json:
         with open(path) as f:
@@ -241,7 +266,7 @@ def main():
                             base_eval=be, base_time=bt)
         for s in strategies:
             for seed in range(1, a.repeats + 1):
-                tasks.append((path, s, seed, evals, secs))
+                tasks.append((path, s, seed, evals, secs, run_evals, run_time))
     print(f"Kernel Tuner {kernel_tuner.__version__} in simulation mode, {a.repeats} seeds per strategy"
           f"{'' if a.no_patch else ' (neighbour-cache bug of 1.5.0 patched: list(neighbor_indices))'}")
     results = {}
@@ -249,7 +274,8 @@ def main():
     with multiprocessing.Pool(a.jobs, initializer=_init_worker, initargs=(not a.no_patch,)) as pool:
         for path, s, seed, fe, ft, err, dt in pool.imap_unordered(task, tasks, chunksize=1):
             results.setdefault((path, s), []).append((seed, fe, ft, err, dt))
-    print(f"({len(tasks)} runs in {time.time() - t0:.0f} s)")
+    runtime_s = time.time() - t0
+    print(f"({len(tasks)} runs in {runtime_s:.0f} s)" + (f"; not run: {', '.join(not_run)}" if not_run else ""))
     doc = []
     for path, sp in spaces.items():
         print(f"\n== {sp['kernel']} / {sp['problem']}: {sp['n']} configs ({sp['n_ok']} ok) recorded on {sp['device']}")
@@ -270,6 +296,7 @@ def main():
                     base = sp["base_eval"][j] if kind == "evals" else sp["base_time"][j]
                     den = base - sp["opt"]
                     ps, perf = [], []
+                    ran = run_evals[j] if kind == "evals" else run_time
                     for _, fe, ft, _, _ in runs:
                         f = (fe if kind == "evals" else ft)[j]
                         if f is None:  # this budget's run raised
@@ -278,7 +305,9 @@ def main():
                         perf.append(sp["opt"] / f)
                         if den > 1e-12 * sp["opt"]:
                             ps.append((base - f) / den)
-                    if not perf:
+                    if not ran:
+                        cells.append("not run")
+                    elif not perf:
                         cells.append(None)
                     elif not ps:
                         cells.append(dict(median=None, q1=None, q3=None, perf_median=quantile(perf, 0.5),
@@ -289,7 +318,9 @@ def main():
                                           frac98=sum(p >= 0.98 for p in perf) / len(perf)))
                 txt = []
                 for cl in cells:
-                    if cl is None:
+                    if cl == "not run":
+                        txt.append(cl)
+                    elif cl is None:
                         txt.append("failed")
                     elif cl["median"] is None:
                         txt.append("n/a")
@@ -305,7 +336,8 @@ def main():
         doc.append(pj)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(kernel_tuner=kernel_tuner.__version__, repeats=a.repeats, problems=doc), f, indent=1)
+            json.dump(dict(kernel_tuner=kernel_tuner.__version__, repeats=a.repeats, strategies=strategies,
+                           not_run=not_run, runs=len(tasks), runtime_s=runtime_s, jobs=a.jobs, problems=doc), f, indent=1)
     return 0
 
 
