@@ -28,7 +28,7 @@ if [ ! -f "$chk_dir/softmax_cluster_list.txt" ]; then
   fi
 fi
 if [ -f "$chk_dir/softmax_cluster_list.txt" ]; then
-  DIR=$chk_dir timeout 120 tools/check/softmax_cluster_run.sh "$out/check" 50 > "$out/check/table.txt" 2>&1
+  DIR=$chk_dir timeout 75 tools/check/softmax_cluster_run.sh "$out/check" 50 > "$out/check/table.txt" 2>&1
   echo "check rc=$?"
 else
   echo "check skipped: no build/check/softmax_cluster_* binaries and no nvcc here" | tee "$out/check/table.txt"
@@ -36,7 +36,7 @@ fi
 
 # 2. recording (~3-4 minutes)
 rm -f /tmp/rec/softmax.db /tmp/rec/softmax.db-wal /tmp/rec/softmax.db-shm
-timeout 330 build/tune run recipes/softmax.lua --db /tmp/rec/softmax.db --strategy exhaustive --seed 1 --quiet \
+timeout 290 build/tune run recipes/softmax.lua --db /tmp/rec/softmax.db --strategy exhaustive --seed 1 --quiet \
   > "$out/softmax.log" 2>&1
 echo "softmax rc=$?"
 python3 tools/lean_db.py /tmp/rec/softmax.db "$out/softmax.db" || exit 1

@@ -15,7 +15,7 @@ fail=0
 table=""
 while read -r tag rows; do
   log="$out/softmax_cluster_$tag.log"
-  timeout 120 "$DIR/softmax_cluster_$tag" "$rows" "$samples" >"$log" 2>&1
+  timeout 30 "$DIR/softmax_cluster_$tag" "$rows" "$samples" >"$log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || fail=1
   chk=$(grep -o "check vs fp64 CPU: .*" "$log" | sed 's/check vs fp64 CPU: //')
