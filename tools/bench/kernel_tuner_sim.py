@@ -271,7 +271,11 @@ def main():
           f"{'' if a.no_patch else ' (neighbour-cache bug of 1.5.0 patched: list(neighbor_indices))'}")
     results = {}
     t0 = time.time()
-    with multiprocessing.Pool(a.jobs, initializer=_init_worker, initargs=(not a.no_patch,)) as pool:
+    # Workers are replaced every 20 tasks: Kernel Tuner 1.5.0's memory grows run after run in one
+    # process (a worker reached 18 GB on the 270-config decode spaces and was killed, and a task lost
+    # with its worker would leave the pool waiting for ever).
+    with multiprocessing.Pool(a.jobs, initializer=_init_worker, initargs=(not a.no_patch,),
+                              maxtasksperchild=20) as pool:
         for path, s, seed, fe, ft, err, dt in pool.imap_unordered(task, tasks, chunksize=1):
             results.setdefault((path, s), []).append((seed, fe, ft, err, dt))
     runtime_s = time.time() - t0
