@@ -1,16 +1,11 @@
 -- gemm.lua: bf16 GEMM, fp32 accumulation, bf16 output: c[M][N] = a[M][K] @ B, templates/gemm/gemm.cuh.
 -- B is row-major b[K][N] (b_layout = "row") or column-major, stored b[N][K] (b_layout = "col", the
--- layout of nn.Linear weights). Three recipes:
+-- layout of nn.Linear weights). Two recipes:
 --   gemm         one kernel per variant: PATH 0 (mma.sync + ldmatrix + cp.async ring), PATH 1 (wgmma,
 --                sm_90a, optionally warp-specialized / persistent), PATH 2 (CUDA-core GEMV, M <= 8)
 --   gemm.splitk  decode shapes only: the same paths with K split over grid.y (SPLIT_K), fp32 partials
 --                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
 --                without split-K never pay for a second (empty) kernel launch.
---   gemm.cluster large shapes only: the PATH 1 TMA configurations that won there (128 x 256 and
---                256 x 128 tiles, 2 consumers, 4 stages) launched in thread-block clusters of
---                CLUSTER_M x CLUSTER_N CTAs (launch field `cluster`) that share their a tiles (along N)
---                and b tiles (along M) through TMA multicast. A separate recipe so that gemm's configs
---                (and their recorded results) keep their identity.
 -- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
 -- tensor copies (TMA) through the tensor maps tmA and tmB that the worker builds per variant
 -- (docs/tensormap-args.md). Every kernel (and the reference) takes the two maps (TMA_ARGS = 1).
@@ -19,7 +14,7 @@
 -- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized for one exhaustive run of
 -- every problem in about 7 minutes on an H200 (tools/bench/device_gemm_run.sh); `gemm_space
 -- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem: 38 per large problem
--- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 10 cluster variants per large problem.
+-- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 1848 in all.
 
 local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
 
@@ -256,19 +251,7 @@ local function problems_decode()
   return t
 end
 
--- kind: "plain" (gemm), "split" (gemm.splitk) or "cluster" (gemm.cluster: each CTA of a cluster
--- loads 1 / CLUSTER_N of the a tile and 1 / CLUSTER_M of a column-major b tile, so the boxes shrink)
-local function args(kind)
-  local split = kind == "split"
-  local function box_a(p, c)
-    if kind == "cluster" then return { 64, c.BLOCK_M // c.CLUSTER_N } end
-    return { 64, c.USE_TMA == 1 and c.BLOCK_M or math.min(c.BLOCK_M, p.M) }
-  end
-  local function box_b(p, c)
-    if p.b_layout ~= "col" then return { 64, 64 } end
-    if kind == "cluster" then return { 64, c.BLOCK_N // c.CLUSTER_M } end
-    return { 64, c.USE_TMA == 1 and c.BLOCK_N or math.min(c.BLOCK_N, p.N) }
-  end
+local function args(split)
   return {
     { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
     { "b", tensor = "bf16", init = { "normal", 0, 1 },
@@ -285,8 +268,13 @@ local function args(kind)
     -- one copy per 64-column block). Variants without USE_TMA get a map too (every kernel takes
     -- them); theirs is clipped to the tensor so that it always builds (a box larger than the tensor
     -- is the driver's to refuse, and M may be 1).
-    { "tmA", tensormap = { tensor = "a", swizzle = 128, box = box_a } },
-    { "tmB", tensormap = { tensor = "b", swizzle = 128, box = box_b } },
+    { "tmA", tensormap = { tensor = "a", swizzle = 128,
+      box = function(p, c) return { 64, c.USE_TMA == 1 and c.BLOCK_M or math.min(c.BLOCK_M, p.M) } end } },
+    { "tmB", tensormap = { tensor = "b", swizzle = 128,
+      box = function(p, c)
+        if p.b_layout == "col" then return { 64, c.USE_TMA == 1 and c.BLOCK_N or math.min(c.BLOCK_N, p.N) } end
+        return { 64, 64 }
+      end } },
   }
 end
 
@@ -338,7 +326,7 @@ local gemm = {
     block = function(c) return { threads(c), 1, 1 } end,
     shared = function(c, p) return smem_bytes(c, p.b_layout == "col", false) end,
   },
-  args = args("plain"),
+  args = args(false),
   reference = reference,
   tolerance = tolerance,
   metrics = metrics,
@@ -384,77 +372,10 @@ local gemm_splitk = {
       block = { 256, 1, 1 },
       shared = 0 },
   },
-  args = args("split"),
+  args = args(true),
   reference = reference,
   tolerance = tolerance,
   metrics = metrics,
 }
 
--- ---------------------------------------------------------------------------------------------
--- Thread-block clusters with TMA multicast (templates/gemm/gemm_sm90.cuh, CLUSTER_M / CLUSTER_N),
--- large problems only. The parameters that gemm's TMA winners share are pinned (single values, so
--- that a config says what it runs and the helpers above apply); the 1 x 1 cluster is gemm's own.
--- 10 configs per problem: 128 x 256 and 256 x 128 tiles, clusters 2 x 1 and 1 x 2, plain and
--- persistent, and 2 x 2 (4 CTAs) plain only: a persistent wave of 4-CTA clusters depends on how the
--- SMs split into GPCs (clusters never straddle one), which the recipe cannot see.
-local cluster_params = {
-  { "PATH",           { 1 } },
-  { "BLOCK_M",        { 128, 256 } },
-  { "BLOCK_N",        { 128, 256 } },
-  { "CONSUMERS",      { 2 } },
-  { "STAGES",         { 4 } },
-  { "WS",             { 1 } },
-  { "PRODUCER_WARPS", { 1 } },
-  { "SETMAXNREG",     { 1 } },
-  { "USE_TMA",        { 1 } },
-  { "PERSISTENT",     { 0, 1 } },
-  { "RASTER",         { 8 } },
-  { "CLUSTER_M",      { 1, 2 } },             -- CTAs of a cluster along M: they share the b tile
-  { "CLUSTER_N",      { 1, 2 } },             -- CTAs of a cluster along N: they share the a tile
-}
-
-local cluster_constraints = {
-  function(c) return c.BLOCK_M * c.BLOCK_N == 128 * 256 end,
-  function(c) return c.CLUSTER_M * c.CLUSTER_N >= 2 end,
-  function(c) return c.CLUSTER_M * c.CLUSTER_N == 2 or c.PERSISTENT == 0 end,
-  function(c) return smem_sm90(c) <= SMEM_LIMIT end,
-}
-
-local function cluster_size(c) return c.CLUSTER_M * c.CLUSTER_N end
-
--- gemm's grid, a persistent one rounded down to whole clusters
-local function cluster_grid(c, p, d)
-  local g = grid(c, p, d, false)
-  local cs = cluster_size(c)
-  g[1] = math.max(cs, g[1] // cs * cs)
-  return g
-end
-
-local gemm_cluster = {
-  name = "gemm.cluster",
-  template = "templates/gemm/gemm.cuh",
-  kernel = "gemm_bf16",
-  params = cluster_params,
-  constraints = cluster_constraints,
-  applies = function(c, p)
-    if p.N % c.BLOCK_N ~= 0 then return false, "N is not a multiple of BLOCK_N" end
-    if p.K % 64 ~= 0 then return false, "K is not a multiple of 64" end
-    if ((p.M + c.BLOCK_M - 1) // c.BLOCK_M) % c.CLUSTER_M ~= 0 then return false, "tile rows not a multiple of CLUSTER_M" end
-    if (p.N // c.BLOCK_N) % c.CLUSTER_N ~= 0 then return false, "tile columns not a multiple of CLUSTER_N" end
-    return true
-  end,
-  defines = function(c, p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 } end,
-  problems = problems_large(),
-  launch = {
-    grid = cluster_grid,
-    block = function(c) return { threads(c), 1, 1 } end,
-    shared = function(c) return smem_sm90(c) end,
-    cluster = function(c) return { cluster_size(c), 1, 1 } end,
-  },
-  args = args("cluster"),
-  reference = reference,
-  tolerance = tolerance,
-  metrics = metrics,
-}
-
-return { gemm, gemm_splitk, gemm_cluster }
+return { gemm, gemm_splitk }

@@ -10,20 +10,8 @@
 -- add cached forms that compute each exponential once (two ex2 per element cost ~16 us of SFU
 -- time per 32 Mi elements on the H200 at 16 ex2 per clock per SM and 1.98 GHz) and persistent
 -- grids that prefetch the next row; every config of the earlier space compiles to the same code.
--- CLUSTER, ROWS and X_HINT (after that recording: 90-91 % on r16384c1024, 88 % on r1024c32768):
---   CLUSTER k > 1  a row spread over the k CTAs of a thread-block cluster, each holding its slice in
---                  registers, (max, sum) exchanged through distributed shared memory: k * rows
---                  small CTAs instead of rows large ones (long rows: cols / k >= 2048). Needs the
---                  launch step's `cluster` field; a launch without it writes nothing (verification
---                  fails, never a wrong number recorded as ok).
---   ROWS r > 1     a warp does r rows with every load issued before any reduction (short rows:
---                  more bytes in flight per thread, r butterflies interleaved)
---   X_HINT 1       x loads with an L2 evict_first policy (x is read once)
--- They add new params, so every config's identity changed: replaying the 2026-11-22 recording
--- answers not_recorded until softmax is re-recorded (tools/bench/device_softmax_cluster.sh).
 
 local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
-local function rows_per_block(c) return c.BLOCK // 32 * c.ROWS end  -- warp mode
 
 -- Vectors per thread of a segment of `len` elements, or nil and a reason when it does not divide.
 local function iters(c, len, tpr)
@@ -47,14 +35,12 @@ end
 -- 24 in warp mode (NVRTC 13.0 at 64 registers, 64 B slices: 1024-thread blocks fit, 128..1024-thread
 -- warp-mode blocks at 1024 threads per SM spill 12 B; 256-thread blocks at 4 per SM spill 4 B, which
 -- the PERSIST constraint leaves out).
--- ROWS r holds r slices' exponentials: r times the estimate (NVRTC 13.0: r = 4, 64 B slices: 178
--- registers, no spills; r = 2: 96).
-local function cache_fits(c, it, min_blocks, persist, rows)
+local function cache_fits(c, it, min_blocks, persist)
   if c.CACHE_ROW == 0 then return true end
   local cap = math.min(255, 65536 // (c.BLOCK * math.max(min_blocks, persist)))
   local raw = it * c.VEC_BYTES // 4
   if persist > 0 then return 3 * raw + (c.ROW_MODE == 0 and 24 or 16) <= cap end
-  return 2 * raw * (rows or 1) + (c.ONLINE == 1 and 40 or 24) <= cap
+  return 2 * raw + (c.ONLINE == 1 and 40 or 24) <= cap
 end
 
 local PROBLEMS = {
@@ -94,9 +80,6 @@ local row = {
     { "MIN_BLOCKS", { 1, 2 } },                 -- __launch_bounds__ minimum blocks per SM
     { "EXP_ONCE",   { 0, 1 } },                 -- 1: one ex2 per element, kept in fp32 registers
     { "PERSIST",    { 0, 1, 2, 4, 8 } },        -- k > 0: persistent grid, k blocks per SM, next row prefetched
-    { "CLUSTER",    { 1, 2, 4, 8 } },           -- k > 1: a row over the k CTAs of a cluster (DSMEM exchange)
-    { "ROWS",       { 1, 2, 4 } },              -- rows per warp (warp mode), all loads issued first
-    { "X_HINT",     { 0, 1 } },                 -- 1: x loads with an L2 evict_first policy
   },
 
   constraints = {
@@ -109,23 +92,12 @@ local row = {
     -- 512- and 1024-thread blocks only (the long rows it is for; 256-thread blocks spill, above)
     "PERSIST == 0 or (EXP_ONCE == 1 and ONLINE == 1 and MIN_BLOCKS == 1)",
     "PERSIST == 0 or (BLOCK * PERSIST >= 512 and BLOCK * PERSIST <= 2048 and (ROW_MODE == 0 or BLOCK >= 512))",
-    -- clusters: block mode with the cached single-reduction form (the slice stays in registers
-    -- between the cluster exchange and the write), 8 or 16 B vectors
-    "CLUSTER == 1 or (ROW_MODE == 1 and CACHE_ROW == 1 and ONLINE == 1 and MIN_BLOCKS == 1 and PERSIST == 0 and VEC_BYTES >= 8)",
-    -- several rows per warp: the one-exponential single-reduction form, blocks of 128 or 256
-    "ROWS == 1 or (ROW_MODE == 0 and EXP_ONCE == 1 and ONLINE == 1 and MIN_BLOCKS == 1 and PERSIST == 0 and BLOCK <= 256)",
-    -- the load hint on the forms that win (one exponential, one reduction), not the whole space
-    "X_HINT == 0 or (EXP_ONCE == 1 and ONLINE == 1 and MIN_BLOCKS == 1)",
   },
 
   applies = function(c, p)
-    local len = p.cols // c.CLUSTER
-    if c.CLUSTER > 1 and len < 2048 then
-      return false, string.format("rows of %d split over %d CTAs: slices under 2048 elements (cluster split is for long rows)", p.cols, c.CLUSTER)
-    end
-    local it, why = iters(c, len, threads_per_row(c))
+    local it, why = iters(c, p.cols, threads_per_row(c))
     if not it then return false, why end
-    if not cache_fits(c, it, c.MIN_BLOCKS, c.PERSIST, c.ROWS) then
+    if not cache_fits(c, it, c.MIN_BLOCKS, c.PERSIST) then
       return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
     end
     return true
@@ -137,16 +109,15 @@ local row = {
 
   launch = {
     grid = function(c, p, d)
-      local groups = p.rows * c.CLUSTER  -- block mode: a block (CLUSTER > 1: a cluster) per row
+      local groups = p.rows
       if c.ROW_MODE == 0 then
-        local rpb = rows_per_block(c)
-        groups = (p.rows + rpb - 1) // rpb
+        local rows_per_block = c.BLOCK // 32
+        groups = (p.rows + rows_per_block - 1) // rows_per_block
       end
       if c.PERSIST > 0 then groups = math.min(groups, d.sm_count * c.PERSIST) end
       return { groups, 1, 1 }
     end,
     block = function(c) return { c.BLOCK, 1, 1 } end,
-    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one row's CTAs
     shared = 0,
   },
 

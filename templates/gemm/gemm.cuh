@@ -18,9 +18,7 @@
 //           warpgroups), STAGES 3..5, WS (0: every warpgroup loads and computes; 1: one producer
 //           warpgroup (PRODUCER_WARPS [1] of its warps copy) feeds the consumers through mbarriers),
 //           SETMAXNREG (WS = 1 only: producer 40 or 56 registers, consumers 232 or 240), PERSISTENT (grid of
-//           at most one wave; each block walks tiles blockIdx.x, + gridDim.x, ...), RASTER,
-//           CLUSTER_M, CLUSTER_N (1 | 2, USE_TMA only: launched in clusters of CLUSTER_M * CLUSTER_N
-//           CTAs along grid.x that share a and b tiles through TMA multicast; see gemm_sm90.cuh).
+//           at most one wave; each block walks tiles blockIdx.x, + gridDim.x, ...), RASTER.
 //   PATH 2  templates/gemm/gemv.cuh: CUDA-core GEMV for decode shapes (M = GEMV_M <= 8, compile-time).
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),

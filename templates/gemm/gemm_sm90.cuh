@@ -25,27 +25,12 @@
 //   (the maps use 128-byte swizzle, boxes of 64 x BLOCK_M (a), 64 x BLOCK_N (b, B_COL) or 64 x 64
 //   (b row-major, one box per 64-column block)). The kernels then take two more parameters,
 //   `const __grid_constant__ tune::tensormap tmA, tmB`, after K.
-// CLUSTER_M x CLUSTER_N > 1 (USE_TMA only; launched in clusters of CLUSTER_M * CLUSTER_N CTAs along
-//   grid.x): the CTAs of a cluster compute a CLUSTER_M x CLUSTER_N block of tiles; CTA rank r is tile
-//   (r % CLUSTER_M, r / CLUSTER_M) of it. The CLUSTER_N CTAs of a tile row share its a tile: each loads
-//   BLOCK_M / CLUSTER_N rows of it (tmA's box is {64, BLOCK_M / CLUSTER_N}) and multicasts them into
-//   all of them; likewise the CLUSTER_M CTAs of a tile column share the b tile (tmB's box {64,
-//   BLOCK_N / CLUSTER_M} for B_COL, or BLOCK_N / 64 / CLUSTER_M of the 64-column boxes each). A
-//   slot's `full` barrier receives the bytes of every copy into it (whoever issued it); its `empty`
-//   barrier in CTA j is released by the consumers of every CTA that j's copies write into (j's tile
-//   row and column, CLUSTER_M + CLUSTER_N - 1 CTAs, through remote arrivals), so a producer refills a
-//   slot only once all its readers are done. Cluster barriers after the mbarrier init and before exit
-//   (no CTA may exit while another can still arrive on its barriers). Needs tiles_m % CLUSTER_M ==
-//   0 and (N / BLOCK_N) % CLUSTER_N == 0; the tile order (RASTER) applies to cluster blocks of tiles.
 //
 // Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1,
-// PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K, CLUSTER_M 1 | 2
-// [1], CLUSTER_N 1 | 2 [1].
+// PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K.
 // Launch: block = 128 * (CONSUMERS + WS); grid = (tiles, SPLIT_K) with tiles = ceil(M / BLOCK_M) *
-// N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1; with clusters
-// a multiple of the cluster size); cluster = (CLUSTER_M * CLUSTER_N, 1, 1); dynamic shared memory =
-// kSmemBytes (recipes/gemm.lua: smem_sm90).
-#include "common/cluster.cuh"
+// N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
+// memory = kSmemBytes (recipes/gemm.lua: smem_sm90).
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
 #include "common/mbarrier.cuh"
@@ -65,12 +50,6 @@
 #endif
 #ifndef USE_TMA
 #define USE_TMA 0
-#endif
-#ifndef CLUSTER_M
-#define CLUSTER_M 1
-#endif
-#ifndef CLUSTER_N
-#define CLUSTER_N 1
 #endif
 
 namespace gemm90 {
@@ -93,12 +72,6 @@ constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that
 // (ptxas gives these builds 168 at 384 threads, 240 at 256); the totals after reallocation fit in it.
 constexpr int kConsumerRegs = kCons == 1 ? 240 : 232;
 constexpr int kProducerRegs = kCons == 1 ? 56 : 40;
-// clusters: CTA (rm, rn) = rank (rm + kCM * rn) of a kCM x kCN block of tiles
-constexpr int kCM = CLUSTER_M, kCN = CLUSTER_N, kCS = kCM * kCN;
-constexpr int kDst = kCM + kCN - 1;       // CTAs whose slots one CTA's copies fill (its row and column)
-constexpr int kASlice = kBM / kCN;        // a rows each CTA of a tile row loads (tmA box)
-constexpr int kBSlice = kBN / kCM;        // b rows (B_COL) each CTA of a tile column loads (tmB box)
-constexpr int kBBlocks = kBN / 64 / kCM;  // 64-column b boxes (row-major b) each CTA of a tile column loads
 
 static_assert(kBM == 64 || kBM == 128 || kBM == 256, "BLOCK_M must be 64, 128 or 256");
 static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BLOCK_N must be 64, 128 or 256");
@@ -112,11 +85,6 @@ static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS 
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(!(PERSISTENT && SPLIT_K > 1), "PERSISTENT needs SPLIT_K = 1");
 static_assert(!USE_TMA || WS == 1, "USE_TMA needs the producer warpgroup (WS = 1)");
-static_assert((kCM == 1 || kCM == 2) && (kCN == 1 || kCN == 2), "CLUSTER_M and CLUSTER_N must be 1 or 2");
-static_assert(kCS == 1 || USE_TMA, "clusters share tiles through TMA multicast: USE_TMA = 1");
-static_assert(kCS == 1 || SPLIT_K == 1, "clusters need SPLIT_K = 1");
-static_assert(kASlice % 8 == 0 && kBSlice % 8 == 0, "a multicast slice must be whole 1024-byte swizzle atoms");
-static_assert(B_COL || kBBlocks * kCM * 64 == kBN, "row-major b: the 64-column boxes must split evenly over CLUSTER_M");
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
@@ -235,18 +203,15 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
     }
 }
 
-// Tile schedule. Without clusters `tile` is a tile index: blockIdx.x, then + gridDim.x (PERSISTENT).
-// With clusters it indexes kCM x kCN blocks of tiles (cluster blockIdx.x / kCS, then + gridDim.x /
-// kCS), ordered by RASTER like tiles; CTA (rm, rn) takes tile (rm, rn) of the block.
-__device__ __forceinline__ void tile_origin(int tile, const Geometry &g, int rm, int rn, int &m0, int &n0) {
-  const tune::tile_rc rc = tune::tile_order_grouped(tile, g.tiles_m / kCM, g.tiles_n / kCN, RASTER);
-  m0 = (rc.m * kCM + rm) * kBM;
-  n0 = (rc.n * kCN + rn) * kBN;
+// Tile index -> (m0, n0).
+__device__ __forceinline__ void tile_origin(int tile, const Geometry &g, int &m0, int &n0) {
+  const tune::tile_rc rc = tune::tile_order_grouped(tile, g.tiles_m, g.tiles_n, RASTER);
+  m0 = rc.m * kBM;
+  n0 = rc.n * kBN;
 }
 
-__device__ __forceinline__ int first_tile() { return (int)blockIdx.x / kCS; }
-__device__ __forceinline__ int tile_step(const Geometry &g) { return PERSISTENT ? (int)gridDim.x / kCS : g.tiles / kCS; }
-__device__ __forceinline__ int tile_count(const Geometry &g) { return g.tiles / kCS; }
+__device__ __forceinline__ int first_tile() { return (int)blockIdx.x; }
+__device__ __forceinline__ int tile_step(const Geometry &g) { return PERSISTENT ? (int)gridDim.x : g.tiles; }
 
 #if !WS
 // ---------------------------------------------------------------------------------------------
@@ -259,9 +224,9 @@ __device__ __forceinline__ void run_plain(const bf16 *__restrict__ a, const bf16
   const int split = (int)blockIdx.y;
   const int k_begin = split * (K / SPLIT_K);
   float acc[kMT][kAcc];
-  for (int tile = first_tile(); tile < tile_count(g); tile += tile_step(g)) {
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
-    tile_origin(tile, g, 0, 0, m0, n0);
+    tile_origin(tile, g, m0, n0);
 #pragma unroll
     for (int s = 0; s < kStages - 2; ++s) {
       if (s < g.k_tiles)
@@ -319,47 +284,23 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   (void)tmA;
   (void)tmB;
 #endif
-  // cluster position and multicast masks: a goes to this CTA's tile row (ranks rm + kCM * j), b to
-  // its tile column (ranks i + kCM * rn)
-  const int rank = kCS > 1 ? (int)tune::cluster_ctarank() : 0, rm = rank % kCM, rn = rank / kCM;
-  unsigned short mask_a = 0, mask_b = 0;
-#pragma unroll
-  for (int j = 0; j < kCN; ++j) mask_a |= (unsigned short)(1u << (rm + kCM * j));
-#pragma unroll
-  for (int i = 0; i < kCM; ++i) mask_b |= (unsigned short)(1u << (i + kCM * rn));
-  (void)mask_a;
-  (void)mask_b;
   int it = 0;
-  for (int tile = first_tile(); tile < tile_count(g); tile += tile_step(g)) {
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
-    tile_origin(tile, g, rm, rn, m0, n0);
+    tile_origin(tile, g, m0, n0);
     for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
       const int s = it % kStages;
-      // with clusters released by the consumers of other CTAs too (cluster.cuh: mbar_arrive_cluster)
       if (it >= kStages) tune::mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
       const unsigned slot = ring + s * kStageBytes;
       const int k0 = k_begin + kt * kBK;
 #if USE_TMA
-      // the whole slot lands in this CTA, part of it from the copies of other CTAs
       tune::mbar_arrive_expect_tx(full + s * 8, kStageBytes);
-      if constexpr (kCN > 1)
-        tune::tma_load_2d_multicast(slot + rn * kASlice * 128, *tmA, k0, m0 + rn * kASlice, full + s * 8, mask_a);
-      else
-        tune::tma_load_2d(slot, *tmA, k0, m0, full + s * 8);
+      tune::tma_load_2d(slot, *tmA, k0, m0, full + s * 8);
       if constexpr (B_COL) {
-        if constexpr (kCM > 1)
-          tune::tma_load_2d_multicast(slot + kABytes + rm * kBSlice * 128, *tmB, k0, n0 + rm * kBSlice, full + s * 8, mask_b);
-        else
-          tune::tma_load_2d(slot + kABytes, *tmB, k0, n0, full + s * 8);
+        tune::tma_load_2d(slot + kABytes, *tmB, k0, n0, full + s * 8);
       } else {
 #pragma unroll
-        for (int i = 0; i < kBBlocks; ++i) {
-          const int blk = rm * kBBlocks + i;
-          if constexpr (kCM > 1)
-            tune::tma_load_2d_multicast(slot + kABytes + blk * 8192, *tmB, n0 + blk * 64, k0, full + s * 8, mask_b);
-          else
-            tune::tma_load_2d(slot + kABytes + blk * 8192, *tmB, n0 + blk * 64, k0, full + s * 8);
-        }
+        for (int blk = 0; blk < kBN / 64; ++blk) tune::tma_load_2d(slot + kABytes + blk * 8192, *tmB, n0 + blk * 64, k0, full + s * 8);
       }
 #else
       load_stage<kProdThreads>(slot, slot + kABytes, a, b, m0, n0, k0, M, N, K, t);
@@ -370,36 +311,16 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   tune::cp_async_wait<0>();
 }
 
-// Release slot s: one arrival per consumer warp on its `empty` barrier, in this CTA and (clusters)
-// in every CTA whose copies fill this CTA's slots (lane d arrives at the d-th of them).
-__device__ __forceinline__ void release(unsigned empty, int s, int lane, int rm, int rn) {
-  if constexpr (kCS == 1) {
-    if (lane == 0) tune::mbar_arrive(empty + s * 8);
-  } else {
-    if (lane < kDst) {
-      // d < kCN: the CTAs of this tile row (rm, d); then the others of this tile column (i, rn), i != rm
-      int dst;
-      if (lane < kCN) dst = rm + kCM * lane;
-      else {
-        const int i = lane - kCN;
-        dst = (i < rm ? i : i + 1) + kCM * rn;
-      }
-      tune::mbar_arrive_cluster(empty + s * 8, (unsigned)dst);
-    }
-  }
-}
-
 __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K,
                                          unsigned ring, unsigned full, unsigned empty) {
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const Geometry g = geometry(M, N, K);
   const int split = (int)blockIdx.y;
-  const int rank = kCS > 1 ? (int)tune::cluster_ctarank() : 0, rm = rank % kCM, rn = rank / kCM;
   float acc[kMT][kAcc];
   int it = 0;
-  for (int tile = first_tile(); tile < tile_count(g); tile += tile_step(g)) {
+  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
-    tile_origin(tile, g, rm, rn, m0, n0);
+    tile_origin(tile, g, m0, n0);
     zero_acc(acc);
     for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
       const int s = it % kStages;
@@ -412,11 +333,11 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict
       tune::wgmma_commit();
       tune::wgmma_wait<1>();  // the batch of iteration it - 1 is done: release its slot
       fence_acc(acc);
-      if (kt > 0) release(empty, (it - 1) % kStages, lane, rm, rn);
+      if (kt > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
     }
     tune::wgmma_wait<0>();
     fence_acc(acc);
-    if (g.k_tiles > 0) release(empty, (it - 1) % kStages, lane, rm, rn);
+    if (g.k_tiles > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
     epilogue(acc, m0, n0, split, c, ws, M, N, tid);
   }
 }
@@ -435,25 +356,15 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   run_plain(a, b, c, ws, M, N, K, ring);
 #else
   {
-    if constexpr (kCS > 1) {
-      // launched without (or with another) cluster: the multicast masks would name CTAs that are not
-      // there; fail loudly instead of hanging or writing garbage
-      const Geometry g = geometry(M, N, K);
-      if (tune::cluster_nctarank() != (unsigned)kCS || g.tiles_m % kCM != 0 || g.tiles_n % kCN != 0 ||
-          gridDim.x % kCS != 0)
-        __trap();
-    }
     const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8;
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         tune::mbar_init(full + s * 8, kProdThreads);
-        tune::mbar_init(empty + s * 8, kCons * 4 * kDst);  // one arrival per consumer warp of each reader CTA
+        tune::mbar_init(empty + s * 8, kCons * 4);  // one arrival per consumer warp
       }
       tune::fence_mbar_init();
     }
-    // clusters: no CTA copies into another's slots or arrives on its barriers before they are initialised
-    if constexpr (kCS > 1) tune::cluster_sync();
-    else __syncthreads();
+    __syncthreads();
     if (threadIdx.x >= kCons * 128) {
 #if SETMAXNREG
       tune::setmaxnreg_dec<kProducerRegs>();
@@ -465,8 +376,6 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 #endif
       consumer(c, ws, M, N, K, ring, full, empty);
     }
-    // clusters: stay until every CTA is done (the last releases arrive on other CTAs' barriers)
-    if constexpr (kCS > 1) tune::cluster_sync();
   }
 #endif
 }

@@ -35,24 +35,10 @@
 //                              rows (warps or blocks strided by the grid) and loads the next row's
 //                              slice before reducing and writing the current one, so loads stay in
 //                              flight through the reductions and the SFU work
-//   CLUSTER    1 (default) | 2 | 4 | 8   softmax_row in block mode, CACHE_ROW 1, ONLINE 1 only: a row
-//                              is spread over the CLUSTER CTAs of one thread-block cluster (grid
-//                              rows * CLUSTER, launched with cluster dims {CLUSTER, 1, 1}); each CTA
-//                              holds its COLS / CLUSTER slice in registers (x read once), the CTAs'
-//                              (max, sum) pairs are exchanged through distributed shared memory
-//                              between two cluster barriers, then each CTA writes its slice
-//                              (softmax/cluster.cuh). A launch without that cluster shape writes
-//                              nothing (the outputs stay poisoned: verification fails)
-//   ROWS       1 (default) | 2 | 4   softmax_row in warp mode, EXP_ONCE 1, ONLINE 1 only: each warp
-//                              does ROWS consecutive rows, every load of all ROWS rows issued before
-//                              any reduction, the ROWS pair reductions interleaved (softmax/rows.cuh)
-//   X_HINT     0 (default) | 1   1: x loads carry an L2 evict_first cache policy (createpolicy) and
-//                              L1::no_allocate, so the stream of x, read once, is the first thing
-//                              L2 replaces (instead of lines other kernels wrote or will read)
 // Sweeps of x per row: CACHE_ROW 1: 1. CACHE_ROW 0: ONLINE 1: 2 (stats, write); ONLINE 0: 3 (max,
 // sum, write). The split write kernel always re-reads its slice (2 or 3 sweeps in all).
 // Problem constant (recipe `defines`): COLS. Requirements (static_assert; recipe `applies` skips the
-// rest): (COLS / (SPLITS or CLUSTER)) / kVecElems a multiple of the threads per row (32 or BLOCK).
+// rest): (COLS / SPLITS) / kVecElems a multiple of the threads per row (32 or BLOCK).
 //
 // Loads of x use ld.global.nc (x is never written); stores of y use st.global.cs (never re-read).
 // Thread map: vector j of a thread's slice (0 <= j < kIters) is vector j * kThreads + t of its
@@ -76,15 +62,6 @@
 #ifndef PERSIST
 #define PERSIST 0
 #endif
-#ifndef CLUSTER
-#define CLUSTER 1
-#endif
-#ifndef ROWS
-#define ROWS 1
-#endif
-#ifndef X_HINT
-#define X_HINT 0
-#endif
 #if SPLITS == 1 && !defined(ROW_MODE)
 #error "softmax.cuh needs -D ROW_MODE (0 warp, 1 block per row) when SPLITS == 1"
 #endif
@@ -103,8 +80,7 @@ namespace sm {
 constexpr int kVecElems = VEC_BYTES / 2;                  // bf16 per vector
 constexpr int kWarps = BLOCK / 32;
 constexpr int kThreads = ROW_MODE == 0 ? 32 : BLOCK;      // threads sharing one row segment
-constexpr int kParts = SPLITS > 1 ? SPLITS : CLUSTER;     // segments per row (blocks or cluster CTAs)
-constexpr int kSegLen = COLS / kParts;                    // elements per segment
+constexpr int kSegLen = COLS / SPLITS;                    // elements per segment
 constexpr int kSegVecs = kSegLen / kVecElems;
 constexpr int kIters = kSegVecs / kThreads;               // vectors per thread
 constexpr int kBatchMax = 64 / VEC_BYTES;                 // re-reading passes: 64 B in flight
@@ -127,13 +103,6 @@ static_assert(kIters % kBatch == 0, "vectors per thread must be a multiple of th
 static_assert(!CACHE_ROW || kIters * VEC_BYTES <= 256, "cached row slice over 64 registers per thread");
 static_assert(EXP_ONCE == 0 || (EXP_ONCE == 1 && CACHE_ROW == 1 && SPLITS == 1),
               "EXP_ONCE 1 needs CACHE_ROW 1 and SPLITS 1");
-static_assert(CLUSTER == 1 || ((CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8) && SPLITS == 1 && ROW_MODE == 1 &&
-                                CACHE_ROW == 1 && ONLINE == 1 && PERSIST == 0 && COLS % CLUSTER == 0),
-              "CLUSTER 2, 4 or 8 needs SPLITS 1, ROW_MODE 1, CACHE_ROW 1, ONLINE 1, PERSIST 0");
-static_assert(ROWS == 1 || ((ROWS == 2 || ROWS == 4) && SPLITS == 1 && ROW_MODE == 0 && EXP_ONCE == 1 &&
-                             ONLINE == 1 && PERSIST == 0 && CLUSTER == 1),
-              "ROWS 2 or 4 needs SPLITS 1, ROW_MODE 0, EXP_ONCE 1, ONLINE 1, PERSIST 0, CLUSTER 1");
-static_assert(X_HINT == 0 || X_HINT == 1, "X_HINT must be 0 or 1");
 static_assert(PERSIST >= 0 && (PERSIST == 0 || (EXP_ONCE == 1 && MIN_BLOCKS == 1 && BLOCK * PERSIST <= 2048)),
               "PERSIST k > 0 needs EXP_ONCE 1, MIN_BLOCKS 1 and k * BLOCK <= 2048");
 
@@ -158,30 +127,10 @@ __device__ __forceinline__ tile_ctx tile_setup(const bf16 *__restrict__ x, bf16 
   return {x + off, y + off, row < rows};
 }
 
-// One vector of x: ld.global.nc, with X_HINT an L2 evict_first policy and no L1 allocation.
-__device__ __forceinline__ vec load_x(const bf16 *p) {
-  if constexpr (X_HINT == 0) {
-    return tune::load_words<1, VEC_BYTES>(p);
-  } else {
-    unsigned long long pol;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));  // no side effect: hoisted
-    vec v;
-    if constexpr (VEC_BYTES == 16)
-      asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                   : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3]) : "l"(p), "l"(pol));
-    else if constexpr (VEC_BYTES == 8)
-      asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-                   : "=r"(v.w[0]), "=r"(v.w[1]) : "l"(p), "l"(pol));
-    else
-      asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v.w[0]) : "l"(p), "l"(pol));
-    return v;
-  }
-}
-
 // Vectors j0 .. j0 + N - 1 of this thread's slice.
 template <int N> __device__ __forceinline__ void load_stage(const tile_ctx &c, int j0, vec (&v)[N]) {
 #pragma unroll
-  for (int j = 0; j < N; ++j) v[j] = load_x(c.x + (long long)(j0 + j) * kThreads * kVecElems);
+  for (int j = 0; j < N; ++j) v[j] = tune::load_words<1, VEC_BYTES>(c.x + (long long)(j0 + j) * kThreads * kVecElems);
 }
 
 // Reductions over the threads of one segment (a warp or the block); every thread gets the result.
@@ -335,11 +284,7 @@ __device__ __forceinline__ void exp_once_stage(const tile_ctx &c, const reducer 
 
 }  // namespace sm
 
-#if CLUSTER > 1
-#include "softmax/cluster.cuh"
-#elif ROWS > 1
-#include "softmax/rows.cuh"
-#elif SPLITS == 1 && PERSIST > 0
+#if SPLITS == 1 && PERSIST > 0
 // grid: min(row groups, SMs * PERSIST) blocks (row group: BLOCK / 32 rows in warp mode, one row
 // in block mode), block BLOCK. Warp (block) g handles rows g, g + G, g + 2G, ... of the G warps
 // (blocks) of the grid; the row condition is uniform over a warp (block), as the reductions need.

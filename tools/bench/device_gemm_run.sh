@@ -3,10 +3,7 @@
 #   1. TMA smoke test: tools/check/gemm_tma_check.sh (its nvcc builds run while cuBLAS is timed)
 #   2. cuBLAS through torch.matmul on every problem of recipes/gemm.lua (gemm_peers.py)
 #   3. tune run recipes/gemm.lua, exhaustive, seed 1, under a time limit (results are stored as they
-#      come, so a cut run still reports what it measured); its third recipe, gemm.cluster (80 variants,
-#      ~40 s), needs tune's cluster launches (launch field `cluster`): without them its kernels trap
-#      (launch_error), which the status line below warns about. The cluster variants can be checked
-#      without tune by tools/bench/device_gemm_cluster.sh (a device call of its own).
+#      come, so a cut run still reports what it measured)
 #   4. the best variant's SASS per problem (HGMMA / UTMALDG / spills: tools/check/gemm_sass.sh)
 #   5. OUTDIR/gemm.db (lean_db.py), OUTDIR/logs.tgz, and the table tuned vs cuBLAS (gemm_report.py)
 # env: TUNE_LIMIT_S (tune run limit, default 400), SKIP_CHECK=1 (no smoke test)
@@ -36,8 +33,6 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   OUT=/tmp/gemm_check timeout 120 tools/check/gemm_tma_check.sh > "$logs/tma_check.log" 2>&1
   stamp "TMA smoke rc=$? (failures)"
 fi
-grep -rqs 'CLUSTER_DIMENSION' tuner/ ||
-  stamp "WARNING: tune has no cluster launches (no CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION in tuner/): gemm.cluster variants will be launch_errors"
 stamp "tune run (limit ${TUNE_LIMIT_S:-400} s)"
 timeout "${TUNE_LIMIT_S:-400}" build/tune run recipes/gemm.lua --db /tmp/gemm.db --seed 1 --quiet > "$logs/tune.log" 2>&1
 stamp "tune rc=$? (124: time limit; results so far are kept)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gemm_sass.sh CUBIN...: instruction counts that say what a GEMM cubin really runs: HGMMA (wgmma),
-# HMMA (mma.sync), UTMALDG (TMA loads), LDGSTS (cp.async), USETMAXREG, LDL/STL (local memory:
-# spills), and MULTICAST (those UTMALDG that write into several CTAs of a cluster). One line per cubin. Uses cuobjdump, else nvdisasm (the CUDA toolkit's, triton's, or $NVDISASM).
+# HMMA (mma.sync), UTMALDG (TMA loads), LDGSTS (cp.async), USETMAXREG, and LDL/STL (local memory:
+# spills). One line per cubin. Uses cuobjdump, else nvdisasm (the CUDA toolkit's, triton's, or $NVDISASM).
 set -uo pipefail
 tool=""
 for c in "$(command -v cuobjdump 2>/dev/null)" "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump" \
@@ -21,7 +21,5 @@ for f in "$@"; do
   for op in HGMMA HMMA UTMALDG LDGSTS USETMAXREG LDL STL; do
     line="$line $op $(printf '%s\n' "$sass" | grep -cE "[[:space:]]${op}[. ;]")"
   done
-  # TMA loads that write into several CTAs of a cluster (cp.async.bulk.tensor .multicast::cluster)
-  line="$line MULTICAST $(printf '%s\n' "$sass" | grep -cE "[[:space:]]UTMALDG[.A-Z0-9]*\.MULTICAST[ ;]")"
   echo "$line"
 done
