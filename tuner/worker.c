@@ -361,6 +361,9 @@ static int device_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
   unsigned char tail[4] = {0};
   size_t rest = w->bytes[i] % 4;
   void *args[] = {&w->ptr[i], &n, &w->sum_out};
+  /* the kernel is built on first use: a recipe without inputs or scratch reaches here first through
+     its outputs' relaunch check */
+  if (checksum_init(w, err)) return err->code;
   CU_TRY(err, cuMemsetD8(w->sum_out, 0, 8));
   if (n) CU_TRY(err, cuLaunchKernel(w->sum_fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
   CU_TRY(err, cuMemcpyDtoH(&h, w->sum_out, 8));
