@@ -66,7 +66,7 @@ static void load_variant(tunert_ctx *ctx, rt_variant *v) {
       v->module = NULL;
       goto fail;
     }
-    v->smem_optin[k] = 48 * 1024;
+    v->smem_optin[k] = 0; /* any dynamic size is opted in: the 48 KiB default also counts static memory */
   }
   sqlite3_finalize(st);
   if (copy) ctx->arena.al.free(ctx->arena.al.ud, copy, copy_n);

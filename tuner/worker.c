@@ -224,7 +224,9 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
     memcpy(l[i].cluster, tl.cluster, sizeof tl.cluster);
     l[i].shared = tl.shared;
     l[i].side = tl.side_stream;
-    if (l[i].shared > 48 * 1024) {
+    /* opted in for any dynamic size: the 48 KiB default covers static + dynamic together, so 48 KiB
+       of dynamic memory next to some static memory needs it too (H200: launch INVALID_VALUE) */
+    if (l[i].shared > 0) {
       r = tune_cu.cuFuncSetAttribute(l[i].fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l[i].shared);
       if (r != CUDA_SUCCESS) { snprintf(why, why_n, "%u bytes of dynamic shared memory refused: %s", l[i].shared, tune_cuda_error_name(r)); return r; }
     }
