@@ -151,7 +151,10 @@ int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t *
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
       "WITH ranked AS ("
       "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"
-      "                                  ORDER BY r.median_ns, r.id) AS rk"
+      /* a quick-only timing of successive halving (tuner/halving.h: its error_text starts with
+         "halving: quick timing only") ranks after every fully timed result */
+      "                                  ORDER BY coalesce(r.error_text, '') LIKE 'halving: quick timing only%',"
+      "                                           r.median_ns, r.id) AS rk"
       "  FROM results r"
       "  JOIN recipes rc ON rc.id = r.recipe_id"
       "  JOIN problems p ON p.id = r.problem_id"
@@ -168,7 +171,8 @@ int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t *
       "  p.dims_json AS problem_dims_json, d.name AS device, d.arch, c.hash AS config_hash,"
       "  c.params_json, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples,"
       "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"
-      "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin"
+      "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin,"
+      "  coalesce(r.error_text, '') LIKE 'halving: quick timing only%' AS quick_only"
       " FROM ranked k JOIN results r ON r.id = k.id"
       " JOIN recipes rc ON rc.id = r.recipe_id"
       " JOIN problems p ON p.id = r.problem_id"

@@ -4,7 +4,8 @@
  *          restarted when a variant crashes it or hangs past the watchdog.
  * replay:F answers from a recorded database exactly as measured there; a
  *          (config, problem) it does not hold is not_recorded, never invented
- *          (backend_replay.c).
+ *          (backend_replay.c). It cannot re-time: a quick measure gets the
+ *          recorded full timing, with a proportionally smaller measure_ms.
  * The session fills a tune_measure_req per variant and gets a db_result whose
  * status and figures the backend set; ids are the session's business. */
 #ifndef TUNE_BACKEND_H
@@ -22,6 +23,9 @@ typedef struct tune_measure_req {
   const db_binary *bin;                       /* compiled variant (ok) */
   const char (*lowered)[512];                 /* symbol per launch */
   const char *config_hash;
+  int samples;                                /* 0: the default sample policy; >= 3: a quick
+                                                 timing of exactly that many samples, after
+                                                 the same verification (halving.h) */
 } tune_measure_req;
 
 typedef struct tune_backend tune_backend;

@@ -158,8 +158,8 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
     json_array_append_new(launches, tune_launch_to_json(&v->launch[i], q->lowered[i])); /* protocol.h */
   }
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
-  json_t *msg = json_pack("{s:s,s:o,s:o,s:i,s:i,s:f}", "op", "measure", "launches", launches, "scratch", scratch,
-                          "min_samples", 10, "max_samples", 200, "max_ms", 2000.0);
+  json_t *msg = json_pack("{s:s,s:o,s:o}", "op", "measure", "launches", launches, "scratch", scratch);
+  tune_measure_policy_to_json(msg, q->samples); /* 0: the default policy; >= 3: a quick timing */
   json_t *tmaps = json_array();
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(tmaps, tune_tmap_var_json(&v->tmap[i]));
   json_object_set_new(msg, "tmaps", tmaps);

@@ -53,6 +53,16 @@ static const char *usage_run =
     "                       occupancy is under F (0..1; default: the recipe's\n"
     "                       min_occupancy, else 0); variants that cannot launch are\n"
     "                       always pruned\n"
+    "  --halving[=F]        successive halving: verify and time each variant with 3\n"
+    "                       samples first; only those within F (default: the recipe's\n"
+    "                       halving, else 0.1) of the best time so far get the full\n"
+    "                       timing (a second measure, verified again); the others keep\n"
+    "                       the quick timing, stored as ok with samples 3 and an\n"
+    "                       error_text \"halving: quick timing only ...\"; tune db best\n"
+    "                       prefers fully timed results. The command line wins over the\n"
+    "                       recipe's halving = F|true; --no-halving turns it off. Off by\n"
+    "                       default. Replay answers a quick timing with the recorded\n"
+    "                       full one (docs/search.md)\n"
     "  --proposer CMD       the llm strategy's proposer, run as sh -c CMD per request,\n"
     "                       JSON on stdin and stdout (docs/llm-hook.md; adapters in\n"
     "                       tools/llm/)\n"
@@ -131,6 +141,14 @@ static int cmd_run(int argc, char **argv) {
       if (*end || !(o.min_occupancy >= 0 && o.min_occupancy < 1)) { fprintf(stderr, "tune run: --min-occupancy %s: want a fraction in [0, 1)\n", v); return 2; }
       o.min_occupancy_given = 1;
     }
+    else if (!strcmp(a, "--halving")) o.halving_on = 1;
+    else if (!strncmp(a, "--halving=", 10)) {
+      char *end;
+      o.halving = strtod(a + 10, &end);
+      if (*end || !(o.halving > 0 && o.halving < 1)) { fprintf(stderr, "tune run: %s: want a margin in (0, 1), e.g. --halving=0.1\n", a); return 2; }
+      o.halving_on = 1;
+    }
+    else if (!strcmp(a, "--no-halving")) { o.halving = -1; o.halving_on = 0; }
     else if (!strcmp(a, "--budget")) {
       NEED_VALUE();
       if (parse_budget(v, &o.budget, &o.budget_s)) { fprintf(stderr, "tune run: --budget %s: want a count or a duration like 90s, 10m, 1h\n", v); return 2; }
@@ -252,6 +270,8 @@ static int cmd_db(int argc, char **argv) {
       const char *og = json_string_value(json_object_get(r, "config_origin"));
       if (og && !strncmp(og, "llm-code:", 9)) /* a code proposal's variant of the template */
         snprintf(p + strlen(p), sizeof p - strlen(p), " + code of proposal %s", og + 9);
+      if (json_integer_value(json_object_get(r, "quick_only"))) /* successive halving: nothing fully timed here */
+        snprintf(p + strlen(p), sizeof p - strlen(p), "  [quick timing only (halving): no fully timed result]");
       printf("%-18s %-26s %-12s %10s %5lld %5lld  %s\n", json_string_value(json_object_get(r, "recipe")),
              json_string_value(json_object_get(r, "problem")), json_string_value(json_object_get(r, "device")), t,
              (long long)json_integer_value(json_object_get(r, "samples")),

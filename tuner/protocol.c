@@ -55,6 +55,23 @@ void tune_launch_from_json(json_t *j, tune_launch *l) {
   l->side_stream = json_integer_value(json_object_get(j, "stream")) == 1;
 }
 
+void tune_measure_policy_to_json(json_t *msg, int samples) {
+  int quick = samples >= 3;
+  json_object_set_new(msg, "min_samples", json_integer(quick ? samples : TUNE_MEASURE_MIN_SAMPLES));
+  json_object_set_new(msg, "max_samples", json_integer(quick ? samples : TUNE_MEASURE_MAX_SAMPLES));
+  json_object_set_new(msg, "max_ms", json_real(TUNE_MEASURE_MAX_MS));
+}
+
+void tune_measure_policy_from_json(json_t *msg, int *min_samples, int *max_samples, double *max_ms) {
+  json_int_t lo = json_integer_value(json_object_get(msg, "min_samples"));
+  json_int_t hi = json_integer_value(json_object_get(msg, "max_samples"));
+  *min_samples = lo >= 3 && lo <= 100000 ? (int)lo : TUNE_MEASURE_MIN_SAMPLES;
+  *max_samples = hi >= *min_samples && hi <= 100000 ? (int)hi : TUNE_MEASURE_MAX_SAMPLES;
+  if (*max_samples < *min_samples) *max_samples = *min_samples;
+  *max_ms = json_number_value(json_object_get(msg, "max_ms"));
+  if (!(*max_ms > 0)) *max_ms = TUNE_MEASURE_MAX_MS;
+}
+
 static long long now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

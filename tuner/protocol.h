@@ -33,4 +33,15 @@ json_t *tune_launch_to_json(const tune_launch *l, const char *kernel);
 /* The inverse; kernel is copied into l->kernel. A missing or malformed cluster reads {1, 1, 1}. */
 void tune_launch_from_json(json_t *j, tune_launch *l);
 
+/* The sample policy of a measure message: "min_samples", "max_samples", "max_ms". samples 0:
+ * the default policy (10 to 200 samples, until the median's 95 % interval is within 1 % or
+ * 2 s: the message as it always was); samples >= 3: exactly that many (a quick timing for
+ * successive halving, halving.h). Values under 3 read as the default. */
+#define TUNE_MEASURE_MIN_SAMPLES 10
+#define TUNE_MEASURE_MAX_SAMPLES 200
+#define TUNE_MEASURE_MAX_MS 2000.0
+void tune_measure_policy_to_json(json_t *msg, int samples);
+/* The worker's reading of those fields; missing or out-of-range ones take the defaults. */
+void tune_measure_policy_from_json(json_t *msg, int *min_samples, int *max_samples, double *max_ms);
+
 #endif

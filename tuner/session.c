@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "cuda_dl.h"
 #include "db.h"
+#include "halving.h"
 #include "peaks.h"
 #include "proposer.h"
 #include "prune.h"
@@ -90,6 +91,7 @@ typedef struct stats {
   int n_status[DB_STATUS_COUNT];
   int compiled, cached, resumed, total;
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
+  int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / in the compile pool */
   double best_ns;
   char best_params[1024];
@@ -148,7 +150,17 @@ typedef struct pending {
   int code;               /* index into the code set: a code proposal's variant; -1 none */
   char label[2100];       /* what the progress lines print: the config, and the code's origin */
   int job;                /* index into jobs, -1 none */
+  int has_quick, full;    /* halving: quick result in quick[i]; it gets the full timing */
 } pending;
+
+/* The successive-halving margin of a run (halving.h), 0 = off: --no-halving, --halving=F,
+ * then the recipe's `halving`; a plain --halving takes the recipe's margin, else the default. */
+static double halving_margin(const tune_run_opts *o, const tune_search_config *sc) {
+  if (o->halving < 0) return 0;
+  if (o->halving > 0) return o->halving;
+  if (o->halving_on && !(sc->halving > 0)) return TUNE_HALVING_DEFAULT_MARGIN;
+  return sc->halving;
+}
 
 /* One problem of a recipe. codes: the recipe's code proposals, each evaluated
  * once per problem (pi: this problem's index in the recipe); sweep: evaluate
@@ -163,6 +175,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   int64_t problem_id;
   search_strategy *strat = NULL;
   pending *pend = NULL;
+  db_result *quick = NULL; /* halving: each batch member's quick result */
   tune_compile_job *jobs = NULL;
   char templates[PATH_MAX + 16];
   snprintf(templates, sizeof templates, "%s/templates", r->root);
@@ -209,9 +222,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
                        .problem_id = problem_id, .quiet = o->quiet, .codes = codes};
     if (tune_llm_new(&lc, &llm, err)) goto fail;
   }
+  double halv = be ? halving_margin(o, &sc) : 0; /* compile-only: nothing to time */
   pend = calloc(BATCH, sizeof *pend);
   jobs = calloc(BATCH, sizeof *jobs);
-  if (!pend || !jobs) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
+  quick = halv > 0 ? calloc(BATCH, sizeof *quick) : NULL;
+  if (!pend || !jobs || (halv > 0 && !quick)) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
   long long evaluated = 0, resumed_here = 0; /* this problem's new and resumed results */
   int tty = isatty(1);
   double t_problem = now_s();
@@ -283,7 +298,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         if (q->from_strat) search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
         if (llm) tune_llm_observe(llm, q->json, cv ? cv->proposal_id : 0, &prev);
         if (cv) tune_code_set_note(codes, q->code, p->name, &prev);
-        if (prev.status == DB_OK && prev.median_ns < best) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
+        if (prev.status == DB_OK && prev.median_ns < best && !tune_halving_is_quick(prev.error_text)) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
         st->n_status[prev.status]++;
         continue;
       }
@@ -341,11 +356,27 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         st->compiled++;
       }
     }
-    /* 3. measure and store, one transaction per result */
+    /* 3. measure and store, one transaction per result. With halving (halving.h), pass 0 times
+       each variant quickly (after the same verification) and stores those that never reach the
+       backend; between the passes the decision; pass 1 times the contenders fully and stores the
+       rest. An interrupt between the passes stores nothing of the quick ones: a resumed run
+       measures them again. */
+    for (int pass = halv > 0 ? 0 : 1; pass < 2 && !tune_interrupted; ++pass) {
+    if (pass == 1 && halv > 0) {
+      double qns[BATCH];
+      int full[BATCH];
+      for (int i = 0; i < n + n_code; ++i)
+        qns[i] = pend[i].has_quick && quick[i].status == DB_OK ? quick[i].median_ns : -1;
+      tune_halving_batch(qns, n + n_code, best, halv, full);
+      for (int i = 0; i < n + n_code; ++i) /* a too-fast quick time: the full timing judges it */
+        pend[i].full = full[i] || (pend[i].has_quick && quick[i].status == DB_SUSPICIOUS);
+    }
     for (int i = 0; i < n + n_code && !tune_interrupted; ++i) {
       pending *q = &pend[i];
       if (q->done) continue;
       db_result res;
+      int measured = 0, quick_only = 0;
+      int samples = pass == 0 ? TUNE_HALVING_QUICK_SAMPLES : 0;
       memset(&res, 0, sizeof res);
       res.run_id = run_id;
       res.recipe_id = recipe_id;
@@ -356,15 +387,24 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       res.err_rel_l2 = res.err_max_abs = -1;
       res.sm_mhz = res.mem_mhz = -1;
       res.registers = res.shared_bytes = res.local_bytes = res.spill_stores = res.spill_loads = -1;
-      if (q->v.skip) {
+      if (pass == 1 && q->has_quick && !q->full) {
+        res = quick[i]; /* verified, or failed verification: final either way */
+        if (res.status == DB_OK) {
+          quick_only = 1;
+          tune_halving_note(res.error_text, sizeof res.error_text, res.samples, halv, res.error_text);
+          st->quick_only++;
+        }
+      } else if (q->v.skip) {
         res.status = DB_SKIPPED;
         snprintf(res.error_text, sizeof res.error_text, "%s", q->v.skip_reason);
       } else if (be && !be->needs_binaries) {
-        tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .config_hash = q->hash};
+        tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .config_hash = q->hash,
+                                .samples = samples};
         double t_m = now_s();
         int mrc = be->measure(be, &req, &res, err);
         st->t_measure += now_s() - t_m;
         if (mrc) goto fail;
+        measured = 1;
       } else {
         tune_compile_job *j = &jobs[q->job];
         db_binary *b = &j->bin;
@@ -390,15 +430,23 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
           snprintf(res.error_text, sizeof res.error_text, "compile-only");
         } else {
           tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .bin = b,
-                                  .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash};
+                                  .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash, .samples = samples};
           double t_m = now_s();
           int mrc = be->measure(be, &req, &res, err);
           st->t_measure += now_s() - t_m;
           if (mrc) goto fail;
+          measured = 1;
           if (res.status == DB_OK &&
               tune_peaks_judge(peaks, setup.bytes, setup.flops, res.median_ns, res.error_text, sizeof res.error_text) != DB_OK)
             res.status = DB_SUSPICIOUS;
         }
+      }
+      if (pass == 0) {
+        if (measured) { quick[i] = res; q->has_quick = 1; continue; }
+        q->done = 1; /* never reaches the backend (skipped, compile error, pruned): final now */
+      } else if (q->has_quick && measured) {
+        res.measure_ms += quick[i].measure_ms; /* what this result cost: both passes */
+        st->quick_full++;
       }
       if (db_result_put(db, &res, err)) goto fail;
       ++evaluated;
@@ -410,7 +458,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       char line[256] = "";
       if (res.status == DB_OK) {
         print_metrics(res.median_ns, &setup, line, sizeof line);
-        if (res.median_ns < best) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
+        if (res.median_ns < best && !quick_only) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
+        if (quick_only) snprintf(line + strlen(line), sizeof line - strlen(line), "  (quick: %d samples, not a contender)", res.samples);
       } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, "compile-only")) {
         snprintf(line, sizeof line, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
                  res.registers, res.shared_bytes, q->v.launch[0].shared, res.local_bytes,
@@ -430,6 +479,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         progress_bar(done, evaluated, limit, now_s() - t_problem, best, &setup, st, 1);
       fflush(stdout);
     }
+    }
   }
   if (tty) printf("\r\033[K");
   st->best_ns = best;
@@ -444,6 +494,7 @@ fail:
   for (int i = 0; jobs && i < BATCH; ++i) db_binary_release(&jobs[i].bin);
   free(jobs);
   free(pend);
+  free(quick);
   tune_llm_free(llm);
   search_strategy_free(strat);
   return err->code;
@@ -543,6 +594,9 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     tune_search_config sc;
     if (tune_search_config_get(r, o->strategy, o->min_occupancy_given ? o->min_occupancy : -1, -1, &sc, err)) goto fail;
     snprintf(run.strategy, sizeof run.strategy, "%s", sc.strategy);
+    if (be && halving_margin(o, &sc) > 0)
+      printf("halving: each variant is verified and timed with %d samples first; the full timing only for those within "
+             "%g %% of the best\n", TUNE_HALVING_QUICK_SAMPLES, 100 * halving_margin(o, &sc));
     run.budget = o->budget;
     run.budget_s = o->budget_s;
     run.seed = seed;
@@ -585,6 +639,9 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     printf("; %d resumed from the database\n", st.resumed);
     printf("compile: %d compiled, %d from the compile cache%s\n", st.compiled, st.cached,
            st.compiled == 0 && st.cached > 0 ? " (nothing to compile)" : "");
+    if (st.quick_only || st.quick_full)
+      printf("halving (margin %g %%): %d verified variant(s) kept a quick timing (%d samples), %d timed fully after it\n",
+             100 * halving_margin(o, &sc), st.quick_only, TUNE_HALVING_QUICK_SAMPLES, st.quick_full);
     print_busy(&st, now_s() - t_recipe, be, sc.strategy);
     search_space_free(space);
     space = NULL;

@@ -19,6 +19,8 @@ typedef struct tune_run_opts {
   const char *strategy;        /* NULL: the recipe's `strategy`, else TUNE_DEFAULT_STRATEGY (search_config.h) */
   double min_occupancy;        /* --min-occupancy: prune under this theoretical occupancy (prune.h) */
   int min_occupancy_given;     /* 0: the recipe's min_occupancy, else off */
+  int halving_on;              /* --halving: successive halving, with the recipe's margin or 0.1 (halving.h) */
+  double halving;              /* --halving=F: margin F (> 0); --no-halving: < 0; 0: not given */
   long long budget;            /* evaluations per problem, 0 = all */
   double budget_s;             /* seconds per recipe, 0 = none */
   int n_problems;

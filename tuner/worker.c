@@ -696,12 +696,9 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     goto done_restore;
   }
   /* 2. time: warm up, then repeat until the median is known to 1% or a cap */
-  int min_samples = (int)json_integer_value(json_object_get(msg, "min_samples"));
-  int max_samples = (int)json_integer_value(json_object_get(msg, "max_samples"));
-  double max_ms = json_number_value(json_object_get(msg, "max_ms"));
-  if (min_samples < 3) min_samples = 10;
-  if (max_samples < min_samples) max_samples = 200;
-  if (max_ms <= 0) max_ms = 2000;
+  int min_samples, max_samples;
+  double max_ms;
+  tune_measure_policy_from_json(msg, &min_samples, &max_samples, &max_ms); /* protocol.h */
   double w0 = now_ms();
   for (int i = 0; i < 50 && (i < 3 || now_ms() - w0 < 20); ++i) {
     r = run_launches(w, l, n, why, sizeof why);
