@@ -212,6 +212,7 @@ typedef struct db_bench_row {
   double build_ms;         /* [ms] compile time of its binary: compile_ms, or where that is 0
                               (cached), the largest compile_ms recorded for the same binary */
   char binary_key[40];     /* "" none */
+  int samples;             /* timed samples of median_ns (0 when not timed) */
 } db_bench_row;
 
 /* Return 0 to go on; non-zero stops the iteration and is returned. */

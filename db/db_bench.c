@@ -27,7 +27,7 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
       "WITH bk AS (SELECT binary_key, max(compile_ms) AS ms FROM results"
       "  WHERE binary_key IS NOT NULL AND binary_key <> '' GROUP BY binary_key)"
       " SELECT c.hash, c.params_json, r.status, r.median_ns, r.compile_ms, r.measure_ms,"
-      "  coalesce(r.binary_key, ''), coalesce(bk.ms, r.compile_ms)"
+      "  coalesce(r.binary_key, ''), coalesce(bk.ms, r.compile_ms), coalesce(r.samples, 0)"
       " FROM configs c"
       " JOIN problems p ON p.recipe_name = c.recipe_name AND p.hash = ?2"
       " JOIN results r ON r.config_id = c.id AND r.problem_id = p.id"
@@ -62,6 +62,7 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
     copy_text(st, 6, row.binary_key, sizeof row.binary_key);
     row.build_ms = col_real(st, 7);
     if (!(row.build_ms >= row.compile_ms)) row.build_ms = row.compile_ms;
+    row.samples = sqlite3_column_int(st, 8);
     int r = fn(ctx, &row);
     if (r) {
       rc = r;

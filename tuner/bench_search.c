@@ -34,8 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "halving.h"
 #include "recipe.h"
 #include "search.h"
+#include "search_config.h"
 #include "rng.h"
 
 #define N_BUDGETS 6
@@ -62,7 +64,13 @@ static const char *usage_bench =
     "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit)\n"
     "  --problem P            only problems named P (repeatable)\n"
     "  --jobs N               threads (default: number of cores)\n"
-    "  --json                 print JSON (every number of the tables, and the baselines)\n";
+    "  --json                 print JSON (every number of the tables, and the baselines)\n"
+    "  --halving[=F]          also run the default strategy (" TUNE_DEFAULT_STRATEGY ") with successive\n"
+    "                         halving (margin F, default 0.1), as tune run --halving drives it:\n"
+    "                         a quick measure costs the recorded measure time x 3 / its samples,\n"
+    "                         a contender's full timing the recorded measure time again; the\n"
+    "                         quick answer is the recorded time (replay cannot re-time). Adds\n"
+    "                         the row " TUNE_DEFAULT_STRATEGY "+halving and the time spent per evaluation budget\n";
 
 /* ---- one problem's recorded space --------------------------------------- */
 
@@ -70,6 +78,7 @@ typedef struct rec_row {
   char hash[40];
   db_status status;
   double median_ns, time_s;
+  double quick_s, meas_s;      /* [s] halving: compile + a quick measure; the full measure */
 } rec_row;
 
 typedef struct rec_rows {
@@ -83,6 +92,8 @@ typedef struct bench_space {
   size_t n;                    /* points */
   double *cost;                /* [n] [ns] recorded median, -1 failed */
   double *time_s;              /* [n] [s] compile + measure */
+  double *quick_s, *meas_s;    /* [n] [s] halving: compile + quick measure (a failure: its whole
+                                  recorded measure); a contender's full measure on top */
   size_t n_ok, n_missing;      /* successes; points with no recorded row */
   int n_status[DB_STATUS_COUNT];
   double opt, worst;           /* [ns] best and worst success */
@@ -108,6 +119,11 @@ static int collect_row(void *ctx, const db_bench_row *r) {
   x->median_ns = r->median_ns;
   double ms = (isfinite(r->build_ms) ? r->build_ms : 0) + (isfinite(r->measure_ms) ? r->measure_ms : 0);
   x->time_s = ms / 1e3;
+  double meas = isfinite(r->measure_ms) ? r->measure_ms : 0, build = isfinite(r->build_ms) ? r->build_ms : 0;
+  /* a variant that fails verification fails it in the quick pass, at the same cost */
+  double quick = r->status == DB_OK ? tune_halving_quick_ms(meas, r->samples, TUNE_HALVING_QUICK_SAMPLES) : meas;
+  x->quick_s = (build + quick) / 1e3;
+  x->meas_s = meas / 1e3;
   return TUNE_OK;
 }
 
@@ -118,6 +134,8 @@ static int by_hash(const void *a, const void *b) {
 static void bench_space_free(bench_space *b) {
   free(b->cost);
   free(b->time_s);
+  free(b->quick_s);
+  free(b->meas_s);
   memset(b, 0, sizeof *b);
 }
 
@@ -187,8 +205,10 @@ static int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const t
   b->n = space->n_points;
   b->cost = malloc((b->n ? b->n : 1) * sizeof(double));
   b->time_s = malloc((b->n ? b->n : 1) * sizeof(double));
+  b->quick_s = malloc((b->n ? b->n : 1) * sizeof(double));
+  b->meas_s = malloc((b->n ? b->n : 1) * sizeof(double));
   ok = malloc((b->n ? b->n : 1) * sizeof(double));
-  if (!b->cost || !b->time_s || !ok) {
+  if (!b->cost || !b->time_s || !b->quick_s || !b->meas_s || !ok) {
     rc = tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
     goto fail;
   }
@@ -202,7 +222,7 @@ static int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const t
     tune_recipe_config_hash(r, vi, key.hash);
     const rec_row *x = rows.n ? bsearch(&key, rows.a, rows.n, sizeof *rows.a, by_hash) : NULL;
     b->cost[i] = -1;
-    b->time_s[i] = 0;
+    b->time_s[i] = b->quick_s[i] = b->meas_s[i] = 0;
     if (!x) {
       b->n_missing++;
       b->n_status[DB_NOT_RECORDED]++;
@@ -210,6 +230,8 @@ static int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const t
     }
     b->n_status[x->status]++;
     b->time_s[i] = x->time_s;
+    b->quick_s[i] = x->quick_s;
+    b->meas_s[i] = x->meas_s;
     b->total_s += x->time_s;
     if (x->status != DB_OK || !(x->median_ns >= 0)) continue;
     b->cost[i] = x->median_ns;
@@ -240,9 +262,13 @@ fail:
 
 typedef struct bench_run {
   const bench_space *b;
-  const char *const *names;
+  const char *const *names;  /* strategies, as search_strategy_new knows them */
+  const char *const *labels; /* what the tables call them */
+  const double *halving;     /* [strategy] successive-halving margin, 0 none */
+  int with_halving;          /* --halving: a strategy runs with it (adds the time spent to the output) */
   int n_strategies, repeats;
   double *found;             /* [strategy][seed][2][N_BUDGETS] [ns] */
+  double *spent;             /* [strategy][seed][N_BUDGETS] [s] time spent by each evaluation budget */
   atomic_int next;           /* next job: strategy * repeats + seed index */
   pthread_mutex_t lock;
   tune_err err;              /* first failure */
@@ -253,15 +279,19 @@ static double *found_at(const bench_run *br, int s, int seed_i, int kind) {
 }
 
 /* One strategy, one seed: the best found within each budget into fe (evaluations)
- * and ft (time). */
-static int simulate(const bench_space *b, const char *name, uint64_t seed, double *fe, double *ft,
-                    tune_err *err) {
+ * and ft (time), the time spent by each evaluation budget into sp. halving > 0:
+ * as tune run --halving drives it (session.c): per batch, every point costs a
+ * quick measure; the decision (halving.h) on the batch's quick times (replay:
+ * the recorded ones) against the best fully timed so far; a contender then
+ * costs its full measure too, and only contenders count as found. */
+static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, double *fe, double *ft,
+                    double *sp, tune_err *err) {
   search_strategy *s = NULL;
   int rc = search_strategy_new(name, b->space, seed, &s, err);
   if (rc) return rc;
   long evals = 0;
   double cum = 0, best = INFINITY;
-  for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY;
+  for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY, sp[j] = NAN;
   long max_e = b->evals[N_BUDGETS - 1];
   double max_t = b->secs[N_BUDGETS - 1];
   while (evals < max_e || (max_t > 0 && cum <= max_t)) {
@@ -269,26 +299,34 @@ static int simulate(const bench_space *b, const char *name, uint64_t seed, doubl
     int n = 0;
     rc = search_strategy_next_batch(s, pts, BATCH, &n, err);
     if (rc || n == 0) break;
+    long pos[BATCH];
+    double qns[BATCH];
+    int full[BATCH];
     for (int i = 0; i < n; i++) {
-      long pos = search_space_find(b->space, pts[i]);
-      if (pos < 0) {
+      pos[i] = search_space_find(b->space, pts[i]);
+      if (pos[i] < 0) {
         rc = tune_fail(err, TUNE_EINTERNAL, "bench-search: %s proposed a point outside the space", name);
         goto out;
       }
-      double c = b->cost[pos];
+      qns[i] = b->cost[pos[i]];
+    }
+    if (halving > 0) tune_halving_batch(qns, n, best, halving, full);
+    for (int i = 0; i < n; i++) {
+      double c = b->cost[pos[i]];
       search_strategy_observe(s, pts[i], c);
       evals++;
-      cum += b->time_s[pos];
-      if (c >= 0 && c < best) best = c;
+      if (halving > 0) cum += b->quick_s[pos[i]] + (full[i] ? b->meas_s[pos[i]] : 0);
+      else cum += b->time_s[pos[i]];
+      if (c >= 0 && c < best && (halving <= 0 || full[i])) best = c;
       for (int j = 0; j < N_BUDGETS; j++) {
-        if (evals == b->evals[j]) fe[j] = best;
+        if (evals == b->evals[j]) fe[j] = best, sp[j] = cum;
         if (cum <= b->secs[j]) ft[j] = best;
       }
     }
   }
 out:
   for (int j = 0; j < N_BUDGETS; j++) {
-    if (evals < b->evals[j] && isinf(fe[j])) fe[j] = best; /* the space ran out first */
+    if (evals < b->evals[j] && isinf(fe[j])) fe[j] = best, sp[j] = cum; /* the space ran out first */
     if (isinf(fe[j])) fe[j] = b->worst;
     if (isinf(ft[j])) ft[j] = b->worst;
   }
@@ -305,8 +343,8 @@ static void *worker(void *arg) {
     int s = job / br->repeats, k = job % br->repeats;
     tune_err e;
     tune_err_clear(&e);
-    if (simulate(br->b, br->names[s], (uint64_t)k + 1, found_at(br, s, k, 0), found_at(br, s, k, 1),
-                 &e)) {
+    if (simulate(br->b, br->names[s], br->halving[s], (uint64_t)k + 1, found_at(br, s, k, 0), found_at(br, s, k, 1),
+                 br->spent + ((size_t)s * (size_t)br->repeats + (size_t)k) * N_BUDGETS, &e)) {
       pthread_mutex_lock(&br->lock);
       tune_fail(&br->err, e.code, "%s", e.msg);
       pthread_mutex_unlock(&br->lock);
@@ -395,7 +433,10 @@ static void fmt_cell(const cell *c, char *buf, size_t n) {
 static void print_table(const bench_run *br, cell (*cells)[2][N_BUDGETS], int kind) {
   const bench_space *b = br->b;
   char head[64];
-  printf("%-10s", kind ? "time" : "evals");
+  int w = 10; /* the label column: wider only for a longer label (bayes+halving) */
+  for (int s = 0; s < br->n_strategies; s++)
+    if ((int)strlen(br->labels[s]) > w) w = (int)strlen(br->labels[s]);
+  printf("%-*s", w, kind ? "time" : "evals");
   for (int j = 0; j < N_BUDGETS; j++) {
     if (kind) snprintf(head, sizeof head, "%g%% (%.1f s)", 100 * budget_frac[j], b->secs[j]);
     else snprintf(head, sizeof head, "%g%% (%ld)", 100 * budget_frac[j], b->evals[j]);
@@ -403,7 +444,7 @@ static void print_table(const bench_run *br, cell (*cells)[2][N_BUDGETS], int ki
   }
   printf("\n");
   for (int s = 0; s < br->n_strategies; s++) {
-    printf("%-10s", br->names[s]);
+    printf("%-*s", w, br->labels[s]);
     for (int j = 0; j < N_BUDGETS; j++) {
       char t[64];
       fmt_cell(&cells[s][kind][j], t, sizeof t);
@@ -411,7 +452,7 @@ static void print_table(const bench_run *br, cell (*cells)[2][N_BUDGETS], int ki
     }
     printf("\n");
   }
-  printf("%-10s", "(random)");
+  printf("%-*s", w, "(random)");
   for (int j = 0; j < N_BUDGETS; j++) {
     char t[32];
     fmt_ns(kind ? b->base_time[j] : b->base_eval[j], t, sizeof t);
@@ -484,10 +525,46 @@ static json_t *problem_json(const bench_run *br, const tune_recipe *r, const tun
       }
       json_object_set_new(so, kind ? "found_time_ns" : "found_eval_ns", runs);
     }
-    json_object_set_new(strat, br->names[s], so);
+    if (br->with_halving) { /* the time each evaluation budget took, [seed][budget] in s */
+      json_t *runs = json_array();
+      for (int k = 0; k < br->repeats; k++) {
+        json_t *row = json_array();
+        const double *t = br->spent + ((size_t)s * (size_t)br->repeats + (size_t)k) * N_BUDGETS;
+        for (int j = 0; j < N_BUDGETS; j++) json_array_append_new(row, json_real(t[j]));
+        json_array_append_new(runs, row);
+      }
+      json_object_set_new(so, "spent_eval_s", runs);
+      json_object_set_new(so, "halving_margin", json_real(br->halving[s]));
+    }
+    json_object_set_new(strat, br->labels[s], so);
   }
   json_object_set_new(o, "strategies", strat);
   return o;
+}
+
+/* --halving: per evaluation budget, the median over seeds of the recorded time spent
+ * without (strategy a) and with halving (strategy h), and on how many seeds the best
+ * found differs. tmp: repeats doubles of scratch. */
+static void print_halving(const bench_run *br, int a, int h, double *tmp) {
+  int n = br->repeats;
+  printf("halving (%s, margin %g %%): recorded compile+measure time spent by each evaluation budget, median over"
+         " seeds; seeds whose best found differs\n", br->names[h], 100 * br->halving[h]);
+  for (int j = 0; j < N_BUDGETS; j++) {
+    double m[2];
+    for (int v = 0; v < 2; v++) {
+      int s = v ? h : a, k2 = 0;
+      for (int k = 0; k < n; k++) {
+        double t = br->spent[((size_t)s * (size_t)n + (size_t)k) * N_BUDGETS + (size_t)j];
+        if (isfinite(t)) tmp[k2++] = t;
+      }
+      qsort(tmp, (size_t)k2, sizeof *tmp, cmp_double);
+      m[v] = k2 ? quantile(tmp, k2, 0.5) : NAN;
+    }
+    int differ = 0;
+    for (int k = 0; k < n; k++) differ += found_at(br, a, k, 0)[j] != found_at(br, h, k, 0)[j];
+    printf("  %4g%% (%ld): %9.1f s without, %9.1f s with halving (%+.1f %%); best found differs on %d of %d seeds\n",
+           100 * budget_frac[j], br->b->evals[j], m[0], m[1], m[0] > 0 ? 100 * (m[1] - m[0]) / m[0] : 0.0, differ, n);
+  }
 }
 
 /* ---- the verb -------------------------------------------------------------- */
@@ -496,6 +573,7 @@ static json_t *problem_json(const bench_run *br, const tune_recipe *r, const tun
 int tune_bench_search_main(int argc, char **argv) {
   const char *recipe_path = NULL, *device = NULL, *problems[32];
   int n_problems = 0, repeats = 100, json = 0;
+  double halving = 0; /* --halving: margin of the extra default-strategy run */
   int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
   char strat_buf[512] = "random,anneal,genetic,bayes,bandit";
   for (int i = 0; i < argc; ++i) {
@@ -540,7 +618,15 @@ int tune_bench_search_main(int argc, char **argv) {
         return 2;
       }
     } else if (!strcmp(a, "--json")) json = 1;
-    else if (a[0] == '-') {
+    else if (!strcmp(a, "--halving")) halving = TUNE_HALVING_DEFAULT_MARGIN;
+    else if (!strncmp(a, "--halving=", 10)) {
+      char *end;
+      halving = strtod(a + 10, &end);
+      if (*end || !(halving > 0 && halving < 1)) {
+        fprintf(stderr, "tune bench-search: %s: want a margin in (0, 1), e.g. --halving=0.1\n", a);
+        return 2;
+      }
+    } else if (a[0] == '-') {
       fprintf(stderr, "tune bench-search: unknown option %s (see tune bench-search --help)\n", a);
       return 2;
     } else if (!recipe_path) recipe_path = a;
@@ -558,7 +644,7 @@ int tune_bench_search_main(int argc, char **argv) {
     fprintf(stderr, "tune bench-search: --device %s: want replay:FILE (a recorded database)\n", device);
     return 2;
   }
-  const char *names[MAX_STRATEGIES];
+  const char *names[MAX_STRATEGIES + 2];
   int n_names = 0;
   for (char *save = NULL, *t = strtok_r(strat_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int known = 0;
@@ -579,6 +665,25 @@ int tune_bench_search_main(int argc, char **argv) {
     fprintf(stderr, "tune bench-search: --strategies names none\n");
     return 2;
   }
+  /* --halving: the default strategy once more, with halving, beside the plain one */
+  const char *labels[MAX_STRATEGIES + 2];
+  double margins[MAX_STRATEGIES + 2] = {0};
+  int plain_default = -1; /* index of the default strategy without halving */
+  for (int s = 0; s < n_names; s++) {
+    labels[s] = names[s];
+    if (!strcmp(names[s], TUNE_DEFAULT_STRATEGY)) plain_default = s;
+  }
+  if (halving > 0) {
+    if (plain_default < 0) {
+      plain_default = n_names;
+      names[n_names] = labels[n_names] = TUNE_DEFAULT_STRATEGY;
+      n_names++;
+    }
+    names[n_names] = TUNE_DEFAULT_STRATEGY;
+    labels[n_names] = TUNE_DEFAULT_STRATEGY "+halving";
+    margins[n_names] = halving;
+    n_names++;
+  }
 
   tune_err err;
   tune_err_clear(&err);
@@ -587,7 +692,7 @@ int tune_bench_search_main(int argc, char **argv) {
   search_space *space = NULL;
   bench_space b;
   memset(&b, 0, sizeof b);
-  double *found = NULL, *tmp = NULL, *tmp2 = NULL;
+  double *found = NULL, *tmp = NULL, *tmp2 = NULL, *spent = NULL;
   cell(*cells)[2][N_BUDGETS] = NULL;
   json_t *out = NULL;
   int rc = 1;
@@ -601,11 +706,12 @@ int tune_bench_search_main(int argc, char **argv) {
   }
   if (db_open(path, 1, &db, &err)) goto fail;
   found = malloc((size_t)n_names * (size_t)repeats * 2 * N_BUDGETS * sizeof(double));
+  spent = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(double));
   tmp = malloc((size_t)repeats * sizeof(double));
   tmp2 = malloc((size_t)repeats * sizeof(double));
   cells = malloc((size_t)n_names * sizeof *cells);
   out = json_array();
-  if (!found || !tmp || !tmp2 || !cells || !out) {
+  if (!found || !spent || !tmp || !tmp2 || !cells || !out) {
     tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
     goto fail;
   }
@@ -647,7 +753,8 @@ int tune_bench_search_main(int argc, char **argv) {
         if (!json) printf("\n%s / %s: %s, skipped\n", r->name, p->name, e.msg);
         continue;
       }
-      bench_run br = {.b = &b, .names = names, .n_strategies = n_names, .repeats = repeats, .found = found};
+      bench_run br = {.b = &b, .names = names, .labels = labels, .halving = margins, .with_halving = halving > 0,
+                      .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent};
       if (run_all(&br, jobs, &err)) goto fail;
       for (int s = 0; s < n_names; s++)
         for (int j = 0; j < N_BUDGETS; j++) {
@@ -678,9 +785,10 @@ int tune_bench_search_main(int argc, char **argv) {
         printf("goal at 10%% of the evaluations (%ld): median fraction of the optimum reached;"
                " share of seeds reaching 98%%\n", b.evals[GOAL_BUDGET]);
         for (int s = 0; s < n_names; s++)
-          printf("  %-10s %.4f  %3.0f%%%s\n", names[s], cells[s][0][GOAL_BUDGET].perf_median,
+          printf("  %-10s %.4f  %3.0f%%%s\n", labels[s], cells[s][0][GOAL_BUDGET].perf_median,
                  100 * cells[s][0][GOAL_BUDGET].frac98,
                  cells[s][0][GOAL_BUDGET].perf_median >= 0.98 ? "  (meets 98%)" : "");
+        if (halving > 0) print_halving(&br, plain_default, n_names - 1, tmp);
         fflush(stdout);
       }
       bench_space_free(&b);
@@ -698,6 +806,7 @@ fail:
   json_decref(out);
   bench_space_free(&b);
   free(found);
+  free(spent);
   free(tmp);
   free(tmp2);
   free(cells);
