@@ -283,7 +283,8 @@ static double *found_at(const bench_run *br, int s, int seed_i, int kind) {
  * as tune run --halving drives it (session.c): per batch, every point costs a
  * quick measure; the decision (halving.h) on the batch's quick times (replay:
  * the recorded ones) against the best fully timed so far; a contender then
- * costs its full measure too, and only contenders count as found. */
+ * costs its full measure too, and only contenders count as found. Batches end
+ * at the evaluation budgets then. */
 static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, double *fe, double *ft,
                     double *sp, tune_err *err) {
   search_strategy *s = NULL;
@@ -297,7 +298,15 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
   while (evals < max_e || (max_t > 0 && cum <= max_t)) {
     uint64_t pts[BATCH];
     int n = 0;
-    rc = search_strategy_next_batch(s, pts, BATCH, &n, err);
+    int want = BATCH;
+    /* halving decides per batch: a batch ends at each evaluation budget, as the last batch of
+       `tune run --budget N` does (strategies propose the same points whatever the batch size) */
+    for (int j = 0; halving > 0 && j < N_BUDGETS; j++)
+      if (b->evals[j] > evals) {
+        if (b->evals[j] - evals < want) want = (int)(b->evals[j] - evals);
+        break;
+      }
+    rc = search_strategy_next_batch(s, pts, want, &n, err);
     if (rc || n == 0) break;
     long pos[BATCH];
     double qns[BATCH];
