@@ -5,7 +5,7 @@
 # timed, the best per problem with and without (and whether the quick-only ones are all slower than
 # the halving run's best), the measure time (sum of measure_ms) and the wall time of each run.
 # usage: tools/bench/device_halving.sh OUTDIR      Environment: TUNE (default build/tune).
-# Writes OUTDIR/{plain,halving}_<recipe>.log and the lean databases OUTDIR/{plain,halving}_<recipe>.db.
+# Writes OUTDIR/{plain,halving}_<recipe>.log and the lean halving databases OUTDIR/halving_<recipe>.db.
 set -u
 out=${1:?usage: device_halving.sh OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
@@ -27,14 +27,14 @@ done
 python3 - "$work" <<'PY'
 import sqlite3, sys
 w = sys.argv[1]
-print("\nrecipe   problem          mode     results  quick-only  full  measure_s  best_us   quick-only all slower than best")
+print("\nrecipe         problem          mode     results  quick-only  full  measure_s  best_us   quick-only all slower than best")
 for r in ("copy", "softmax"):
     best = {}
     for mode in ("plain", "halving"):
         c = sqlite3.connect(f"{w}/{mode}_{r}.db")
-        for (p,) in c.execute("select distinct name from problems"):
-            q = lambda s: c.execute(s, (p,)).fetchone()
-            base = " from results x join problems pp on pp.id = x.problem_id where pp.name = ?"
+        for (rn, p) in c.execute("select distinct recipe_name, name from problems order by 1, 2").fetchall():
+            q = lambda s: c.execute(s, (rn, p)).fetchone()
+            base = " from results x join problems pp on pp.id = x.problem_id where pp.recipe_name = ? and pp.name = ?"
             n = q("select count(*)" + base)[0]
             nq = q("select count(*)" + base + " and x.error_text like 'halving: quick%'")[0]
             nf = q("select count(*)" + base + " and x.status = 'ok' and coalesce(x.error_text, '') not like 'halving: quick%'")[0]
@@ -42,8 +42,8 @@ for r in ("copy", "softmax"):
             b = q("select min(median_ns)" + base + " and x.status = 'ok' and coalesce(x.error_text, '') not like 'halving: quick%'")[0]
             mq = q("select min(median_ns)" + base + " and x.error_text like 'halving: quick%'")[0]
             ok = "-" if mq is None else ("yes" if b is not None and mq > b else "NO")
-            print(f"{r:8} {p:16} {mode:8} {n:7} {nq:11} {nf:5} {ms/1e3:10.1f} {(b or 0)/1e3:8.2f}   {ok}")
+            print(f"{rn:14} {p:16} {mode:8} {n:7} {nq:11} {nf:5} {ms/1e3:10.1f} {(b or 0)/1e3:8.2f}   {ok}")
 PY
-for f in "$work"/*.db; do python3 tools/lean_db.py "$f" "$out/$(basename "$f")" > /dev/null 2>&1; done
+for f in "$work"/halving_*.db; do python3 tools/lean_db.py "$f" "$out/$(basename "$f")" > /dev/null 2>&1; done
 echo; cat "$out/walls.txt"
 grep -h "^halving (" "$out"/halving_*.log
