@@ -55,9 +55,15 @@
 //                               a box must not exceed S). 0: cp.async.
 //   TMA_ARGS    0 | 1 [USE_TMA] the kernel takes the three maps (used or not), so that one recipe arg
 //                               list serves USE_TMA 0 and 1
-//   MIN_BLOCKS  1 | 2 [1]       2 (CONSUMERS 1 only): __launch_bounds__ for two blocks per SM, with
-//                               setmaxnreg moving the producer's registers to the consumer (24 / 232
-//                               with TMA, 40 / 216 with cp.async); the shared memory must fit twice
+//   MIN_BLOCKS  1 .. 4 [1]      >= 2 (CONSUMERS 1 only): __launch_bounds__ for that many blocks per SM;
+//                               at 2 with a producer warpgroup, setmaxnreg moves its registers to the
+//                               consumer (24 / 232 with TMA, 40 / 216 with cp.async);
+//                               at 3 and 4 the consumer gets what is left (136 / 104 with TMA); the
+//                               shared memory must fit MIN_BLOCKS times
+//   LEAN_PRODUCER 0 | 1 [0]     1: the producer is one warp, not a warpgroup (block = 128 * CONSUMERS
+//                               + 32 threads), no setmaxnreg: every thread keeps the launch bound's
+//                               registers (65536 / (MIN_BLOCKS * threads): 204 at 2 blocks, 136 at 3,
+//                               102 at 4), so that 3 or 4 one-consumer blocks share an SM
 //   PERSISTENT  0 | 1 [0]       1: grid = (blocks, 1, 1) with blocks <= the tiles (one wave: the SM
 //                               count); block i takes tiles i, i + blocks, ... in SCHED order (SCHED
 //                               0 | 1: tile-major inside a head, heads, batches; 2: as below). The
@@ -67,7 +73,7 @@
 //                               consumer warp has stored its rows (q_empty barrier).
 // Problem constants: HEAD_DIM 64 | 128, IS_CAUSAL 0 | 1.
 //
-// Launch (must match the recipe): block = 128 * (CONSUMERS + 1), grid = (T, HQ, B) for SCHED 0 | 1 or
+// Launch (must match the recipe): block = 128 * CONSUMERS + (LEAN_PRODUCER ? 32 : 128), grid = (T, HQ, B) for SCHED 0 | 1 or
 // (T * HQ * B, 1, 1) for SCHED 2 with T = ceil(S / BLOCK_M), (any count <= T * HQ * B, 1, 1) when
 // PERSISTENT; dynamic shared memory =
 // attn_prefill_sm90_smem_bytes (kSmemBytes below).
@@ -111,6 +117,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef LEAN_PRODUCER
+#define LEAN_PRODUCER 0
+#endif
 #if USE_TMA && !TMA_ARGS
 #error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
 #endif
@@ -125,8 +134,9 @@ constexpr int kCons = CONSUMERS;
 constexpr int kBM = 64 * kCons;
 constexpr int kStages = STAGES;
 constexpr int kDB = kD / 64;                       // 64-column (128-byte) blocks of a tile
-constexpr int kThreads = (kCons + 1) * 128;
-constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that copy and arrive on `full`
+constexpr int kThreads = kCons * 128 + (LEAN_PRODUCER ? 32 : 128);
+// threads that copy and arrive on `full` (a lean producer has one warp)
+constexpr int kProdThreads = USE_TMA ? 1 : (LEAN_PRODUCER ? 32 : PRODUCER_WARPS * 32);
 constexpr int kSAcc = kBN / 2;                     // score accumulators per thread
 constexpr int kOAcc = kD / 2;                      // output accumulators per thread
 constexpr int kPK = kBN / 16;                      // k16 steps of P V
@@ -139,15 +149,19 @@ constexpr int kBarBytes = (1 + 4 * kStages + PERSISTENT) * 8;  // PERSISTENT: + 
 constexpr int kSmemBytes = 1024 + kBarOff + kBarBytes;  // + slack to align the base to 1024
 // MIN_BLOCKS 2 (one consumer warpgroup): two blocks share an SM, so one's prologue and epilogue
 // overlap the other's matmuls; each starts with 65536 / (2 * 256) = 128 registers per thread.
-constexpr bool kSetMaxNReg = SETMAXNREG && (kCons >= 2 || MIN_BLOCKS == 2);
+// setmaxnreg acts on whole warpgroups: a lean producer (one warp) has none to give back.
+constexpr bool kSetMaxNReg = SETMAXNREG && !LEAN_PRODUCER && (kCons >= 2 || MIN_BLOCKS >= 2);
 // setmaxnreg budgets: the block starts with 65536 / kThreads registers per thread (ptxas caps the
 // kernel there: 168 at 384 threads, 128 at 512); the consumers' increase must fit in what the
 // producer warpgroup gives back: 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= block total.
 // A TMA producer is one thread issuing a few copies: 24 registers leave 240 to 2 consumers; its
 // persistent tile loop spills at 24 (ptxas, sm_90a), hence 40 / 232 as for cp.async.
 constexpr bool kTmaLean = USE_TMA && !PERSISTENT;
-constexpr int kConsumerRegs = kCons == 1 ? (kTmaLean ? 232 : 216) : kCons == 2 ? (kTmaLean ? 240 : 232) : 160;
 constexpr int kProducerRegs = kCons == 1 ? (kTmaLean ? 24 : 40) : kCons == 2 ? (kTmaLean ? 24 : 40) : 32;
+// MIN_BLOCKS 3 | 4: whatever the block's entry budget leaves after the producer (136 | 104 with TMA)
+constexpr int kEntryRegs = (65536 / (kThreads * MIN_BLOCKS)) & ~7;
+constexpr int kConsumerRegs = MIN_BLOCKS >= 3 ? ((kEntryRegs * kThreads - 128 * kProducerRegs) / 128) & ~7
+                              : kCons == 1 ? (kTmaLean ? 232 : 216) : kCons == 2 ? (kTmaLean ? 240 : 232) : 160;
 
 static_assert(kD == 64 || kD == 128, "HEAD_DIM must be 64 or 128");
 static_assert(kBN == 64 || kBN == 96 || kBN == 128 || kBN == 160 || kBN == 176 || kBN == 192,
@@ -162,7 +176,11 @@ static_assert(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4,
 constexpr int kCopyRowStep = kProdThreads >= 8 ? kProdThreads / 8 : 1;  // rows per cp.async pass
 static_assert(USE_TMA || (kBN % kCopyRowStep == 0 && kBM % kCopyRowStep == 0),
               "tile rows must split evenly over the copy threads (8 per 128-byte row)");
-static_assert(MIN_BLOCKS == 1 || (MIN_BLOCKS == 2 && kCons == 1), "MIN_BLOCKS 2 is for one consumer warpgroup");
+static_assert(MIN_BLOCKS == 1 || (MIN_BLOCKS >= 2 && MIN_BLOCKS <= 4 && kCons == 1),
+              "MIN_BLOCKS 2 .. 4 is for one consumer warpgroup");
+static_assert(LEAN_PRODUCER == 0 || LEAN_PRODUCER == 1, "LEAN_PRODUCER must be 0 or 1");
+// each block on an SM also holds 1 KiB reserved by the system; an SM has 228 KiB
+static_assert((kSmemBytes + 1024) * MIN_BLOCKS <= 228 * 1024, "MIN_BLOCKS blocks' shared memory does not fit an SM");
 static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs <= ((65536 / (kThreads * MIN_BLOCKS)) & ~7) * kThreads,
               "setmaxnreg budgets exceed what the block holds at entry");
 static_assert(USE_TMA == 0 || USE_TMA == 1, "USE_TMA must be 0 or 1");

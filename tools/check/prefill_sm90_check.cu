@@ -40,7 +40,7 @@
 #define STR(x) STR2(x)
 static const char *kConfig = "BN" STR(BLOCK_N) " CO" STR(CONSUMERS) " ST" STR(STAGES) " OV" STR(OVERLAP)
                              " SCH" STR(SCHED) " PW" STR(PRODUCER_WARPS) " PS" STR(PV_SPLIT) " PP" STR(PINGPONG) " TMA" STR(USE_TMA)
-                             " PE" STR(PERSISTENT)
+                             " PE" STR(PERSISTENT) " MB" STR(MIN_BLOCKS) " LP" STR(LEAN_PRODUCER)
                              " D" STR(HEAD_DIM)
                              " C" STR(IS_CAUSAL);
 
