@@ -33,7 +33,7 @@ return {
   kernel = "attn_prefill_sm90",
 
   params = {
-    { "BLOCK_N",   { 64, 128, 176 } },  -- keys per K/V tile (n of the Q K^T wgmma)
+    { "BLOCK_N",   { 64, 96, 128, 176, 192 } },  -- keys per K/V tile (n of the Q K^T wgmma); 96, 192: several blocks per SM only
     { "CONSUMERS", { 1, 2, 3 } },       -- consumer warpgroups; query rows per block = 64 * CONSUMERS
     { "STAGES",    { 2, 3 } },          -- K/V ring depth
     { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
@@ -52,7 +52,12 @@ return {
     -- 2 (CONSUMERS 1): two blocks per SM (__launch_bounds__, setmaxnreg 24 / 232), so one block's
     -- prologue and epilogue overlap the other's matmuls; on the H200 (2026-11-22, check harness) 402
     -- TFLOP/s at B16 H16 S1024 D64 where the best one-block variant (3 consumers) reached 371
-    { "MIN_BLOCKS", { 1, 2 } },
+    -- 3 | 4: at D=64 (B16 H16 S1024, H200 harness, 2026-11-22 07:13) three blocks per SM reached 420-422
+    -- TFLOP/s where two reached 404
+    { "MIN_BLOCKS", { 1, 2, 3, 4 } },
+    -- 1: the producer is one warp, not a warpgroup, without setmaxnreg (block = 128 * CONSUMERS + 32):
+    -- each thread keeps the launch bound's registers (127 at 3 blocks per SM, 92 at 4)
+    { "LEAN_PRODUCER", { 0, 1 } },
   },
 
   constraints = {
@@ -63,9 +68,24 @@ return {
     "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
     -- the TMA producer only where the cp.async one won (2026-11-22 recording: every best variant has
     -- OVERLAP = 1 and 2 or 3 consumers): 60 more configs, 186 in all (1.48x)
-    "USE_TMA == 0 or (OVERLAP == 1 and (CONSUMERS >= 2 or MIN_BLOCKS == 2))",
-    -- two blocks per SM: one consumer warpgroup, TMA producer, overlapped (what won in the harness)
-    "MIN_BLOCKS == 1 or (CONSUMERS == 1 and USE_TMA == 1 and OVERLAP == 1)",
+    "USE_TMA == 0 or MIN_BLOCKS >= 2 or (OVERLAP == 1 and CONSUMERS >= 2)",
+    -- several blocks per SM: one consumer warpgroup and the TMA producer, with the register budgets that
+    -- compile without spills or serialized wgmma (ptxas, sm_90a, D=64, 2026-11-22): 2 blocks: BLOCK_N up
+    -- to 192 overlapped (setmaxnreg 232), lean up to 128; 3 blocks: 64 | 96 overlapped (entry 80,
+    -- consumer 136; 128 does not compile), lean 64 overlapped or 96 | 128 not (127 registers); 4 blocks:
+    -- 64 not overlapped. One block per SM keeps its earlier tiles (no 96 or 192, no lean producer).
+    function(c)
+      if c.MIN_BLOCKS == 1 then return c.LEAN_PRODUCER == 0 and c.BLOCK_N ~= 96 and c.BLOCK_N ~= 192 end
+      if c.CONSUMERS ~= 1 or c.USE_TMA ~= 1 then return false end
+      if c.MIN_BLOCKS == 2 then
+        if c.LEAN_PRODUCER == 1 then return c.BLOCK_N <= 128 end
+        return c.OVERLAP == 1
+      elseif c.MIN_BLOCKS == 3 then
+        if c.LEAN_PRODUCER == 0 then return c.OVERLAP == 1 and c.BLOCK_N <= 96 end
+        return (c.BLOCK_N == 64 and c.OVERLAP == 1) or (c.BLOCK_N >= 96 and c.BLOCK_N <= 128 and c.OVERLAP == 0)
+      end
+      return c.BLOCK_N == 64 and c.OVERLAP == 0
+    end,
     -- persistent blocks with the TMA producer and a 2-deep ring only (the ring depth that won):
     -- 30 more configs, 216 in all
     "PERSISTENT == 0 or (USE_TMA == 1 and STAGES == 2)",
@@ -84,9 +104,9 @@ return {
       -- a box larger than the tensor is the driver's to refuse; the kernel expects full boxes
       return false, "USE_TMA needs S >= the tile rows (box " .. math.max(c.BLOCK_N, 64 * c.CONSUMERS) .. ")"
     end
-    if c.MIN_BLOCKS == 2 and 2 * (smem_bytes(c, p.D) + 1024) > SM_SMEM then
-      -- the SM's 228 KiB hold two blocks, each with its 1 KiB reserved by the system
-      return false, "two blocks of " .. smem_bytes(c, p.D) .. " B shared memory do not fit an SM at D=" .. p.D
+    if c.MIN_BLOCKS * (smem_bytes(c, p.D) + 1024) > SM_SMEM then
+      -- the SM's 228 KiB hold MIN_BLOCKS blocks, each with its 1 KiB reserved by the system
+      return false, c.MIN_BLOCKS .. " blocks of " .. smem_bytes(c, p.D) .. " B shared memory do not fit an SM at D=" .. p.D
     end
     if smem_bytes(c, p.D) > SMEM_LIMIT then
       return false, "shared memory " .. smem_bytes(c, p.D) .. " B over 227 KiB at D=" .. p.D
@@ -107,15 +127,15 @@ return {
 
   -- SCHED 0 | 1: grid.x = query tiles of one head, so the blocks of one (b, h), which share K/V, run
   -- together. SCHED 2: one flat grid; the template maps blockIdx.x to (head group, tile, head).
-  -- PERSISTENT: one block per SM (at most one per tile), tiles taken in the same orders.
+  -- PERSISTENT: MIN_BLOCKS blocks per SM (at most one per tile), tiles taken in the same orders.
   launch = {
     grid = function(c, p, d)
       local tiles = q_tiles(c, p)
-      if c.PERSISTENT == 1 then return { math.min(tiles * p.HQ * p.B, d.sm_count), 1, 1 } end
+      if c.PERSISTENT == 1 then return { math.min(tiles * p.HQ * p.B, c.MIN_BLOCKS * d.sm_count), 1, 1 } end
       if c.SCHED == 2 then return { tiles * p.HQ * p.B, 1, 1 } end
       return { tiles, p.HQ, p.B }
     end,
-    block = function(c) return { 128 * (c.CONSUMERS + 1), 1, 1 } end,
+    block = function(c) return { 128 * c.CONSUMERS + (c.LEAN_PRODUCER == 1 and 32 or 128), 1, 1 } end,
     shared = function(c, p) return smem_bytes(c, p.D) end,
   },
 

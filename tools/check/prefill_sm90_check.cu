@@ -124,14 +124,14 @@ static tune::tensormap make_map(void *ptr, int D, int S, int H, int B, int rows)
 #define TMA_LAUNCH_ARGS
 #endif
 
-// As recipes/attention/prefill_sm90.lua: PERSISTENT takes one block per SM (at most one per tile).
+// As recipes/attention/prefill_sm90.lua: PERSISTENT takes MIN_BLOCKS blocks per SM (at most one per tile).
 static dim3 variant_grid(int B, int HQ, int S) {
   const int tiles = (S + 64 * CONSUMERS - 1) / (64 * CONSUMERS);
   if (PERSISTENT) {
     int dev = 0, sms = 0;
     CUDA_TRY(cudaGetDevice(&dev));
     CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    return dim3(std::min(tiles * HQ * B, sms), 1, 1);
+    return dim3(std::min(tiles * HQ * B, MIN_BLOCKS * sms), 1, 1);
   }
   return SCHED == 2 ? dim3(tiles * HQ * B, 1, 1) : dim3(tiles, HQ, B);
 }
