@@ -386,15 +386,29 @@ __device__ __forceinline__ void fence_p(unsigned (&p)[kPK][4]) {
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
 }
 
+// A wgmma descriptor from its two 32-bit words. The start address (>> 4) is in the low word and
+// every operand sits below 256 KiB, so an operand moved by a multiple of 16 bytes is the same low word
+// plus bytes >> 4: one add per wgmma instead of building each descriptor from an address.
+__device__ __forceinline__ unsigned long long desc_words(unsigned lo, unsigned hi) {
+  unsigned long long d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
+  return d;
+}
+// High word shared by every operand here: SBO = 1024, 128-byte swizzle.
+__device__ __forceinline__ unsigned desc_hi() {
+  return (unsigned)(tune::wgmma_desc(0, 0, 1024, tune::kWgmmaSwizzle128B) >> 32);
+}
+
 // Issue S = Q K^T for one K slot (not waited for).
 __device__ __forceinline__ void issue_qk(float (&s)[kSAcc], unsigned sq_wg, unsigned sk) {
+  const unsigned hi = desc_hi();
+  const unsigned qlo = (unsigned)tune::wgmma_desc(sq_wg, 16, 1024, tune::kWgmmaSwizzle128B);
+  const unsigned klo = (unsigned)tune::wgmma_desc(sk, 16, 1024, tune::kWgmmaSwizzle128B);
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
     const unsigned off = (kk & 3) << 5;  // k16 step inside the 128-byte swizzle atom
-    const unsigned long long da =
-        tune::wgmma_desc(sq_wg + (kk >> 2) * (kBM * 128) + off, 16, 1024, tune::kWgmmaSwizzle128B);
-    const unsigned long long db =
-        tune::wgmma_desc(sk + (kk >> 2) * (kBN * 128) + off, 16, 1024, tune::kWgmmaSwizzle128B);
+    const unsigned long long da = desc_words(qlo + (((kk >> 2) * (kBM * 128) + off) >> 4), hi);
+    const unsigned long long db = desc_words(klo + (((kk >> 2) * (kBN * 128) + off) >> 4), hi);
     attn::wgmma_ss<kBN, 0>(s, da, db, kk > 0 ? 1 : 0);
   }
 }
@@ -402,17 +416,18 @@ __device__ __forceinline__ void issue_qk(float (&s)[kSAcc], unsigned sq_wg, unsi
 // Issue O += P V for one V slot (not waited for). V is MN-major: k16 step kk starts kk * 16 rows
 // (2048 bytes) in; the 64-column blocks are kBN * 128 bytes apart (LBO).
 __device__ __forceinline__ void issue_pv(float (&o)[kOAcc], const unsigned (&p)[kPK][4], unsigned sv) {
+  const unsigned hi = desc_hi();
+  const unsigned vlo = (unsigned)tune::wgmma_desc(sv, kBN * 128, 1024, tune::kWgmmaSwizzle128B);
 #pragma unroll
   for (int kk = 0; kk < kPK; ++kk) {
 #if PV_SPLIT
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk) {
-      const unsigned long long db =
-          tune::wgmma_desc(sv + blk * (kBN * 128) + kk * 2048, kBN * 128, 1024, tune::kWgmmaSwizzle128B);
+      const unsigned long long db = desc_words(vlo + ((blk * (kBN * 128) + kk * 2048) >> 4), hi);
       attn::wgmma_rs<64, 1>(*reinterpret_cast<float(*)[32]>(&o[32 * blk]), p[kk], db, 1);
     }
 #else
-    const unsigned long long db = tune::wgmma_desc(sv + kk * 2048, kBN * 128, 1024, tune::kWgmmaSwizzle128B);
+    const unsigned long long db = desc_words(vlo + ((kk * 2048) >> 4), hi);
     attn::wgmma_rs<kD, 1>(o, p[kk], db, 1);
 #endif
   }
@@ -448,16 +463,17 @@ __device__ __forceinline__ void softmax_update(float (&s)[kSAcc], float (&m)[2],
     const float m_scaled = (mx == neg_inf()) ? 0.f : mx * scale_log2;
     alpha[h] = tune::exp2_approx(m[h] * scale_log2 - m_scaled);
     m[h] = mx;
-    float sum = 0.f;
+    // four partial sums: a chain of kBN / 2 dependent adds would make the row sum latency-bound
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int jj = 0; jj < kBN / 8; ++jj)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float p = tune::exp2_approx(fmaf(s[4 * jj + 2 * h + e], scale_log2, -m_scaled));
         s[4 * jj + 2 * h + e] = p;
-        sum += p;
+        sum[2 * (jj & 1) + e] += p;
       }
-    l[h] = l[h] * alpha[h] + sum;
+    l[h] = l[h] * alpha[h] + ((sum[0] + sum[1]) + (sum[2] + sum[3]));
   }
 }
 
