@@ -1,0 +1,148 @@
+-- gemm/skinny.lua: the decode-shape GEMM of issue 5 (M <= 128), templates/gemm/skinny.cuh. Same
+-- problems, names, inputs, reference and tolerance as recipes/gemm.lua's decode problems, so results
+-- compare per problem; a recipe file of its own so that recipes/gemm.lua's recordings keep their
+-- source hash (`tune run recipes/gemm/skinny.lua`; its replay: data/recorded/skinny.db).
+--
+-- Decode GEMMs are a stream of B (2 N K bytes, 64..117 MB here) with a (M x K) re-read from L2. The
+-- template keeps B's stream at copy speed with a deep TMA ring per block (one thread issues, STAGES
+-- slices in flight) and feeds mma.sync from it; the space is the grid shape (BLOCK_N, SPLIT_K: a
+-- cluster that sums its split-K partials through distributed shared memory), the slice width
+-- (BLOCK_K), the ring depth (STAGES) and the warp layout (WARPS_N x WARPS_K). Sized for one
+-- exhaustive run of the 24 problems in about 3 minutes on an H200 (tools/bench/device_gemm_decode.sh);
+-- `gemm_space recipes/gemm/skinny.lua` prints the variants per problem.
+
+local SMEM_LIMIT = 227 * 1024
+
+local function block_m(p) return 16 * ((p.M + 15) // 16) end
+
+-- Dynamic shared memory (skinny.cuh kSmemBytes): alignment slack, ring (or the fp32 reduction tile,
+-- whichever is larger), two mbarriers per slot.
+local function ring_bytes(c, p) return c.STAGES * (block_m(p) + c.BLOCK_N) * c.BLOCK_K * 2 end
+local function smem_bytes(c, p)
+  local red = block_m(p) * (c.BLOCK_N + 4) * 4
+  return 1024 + math.max(ring_bytes(c, p), red) + 16 * c.STAGES
+end
+
+local STAGES = { 4, 5, 6, 7, 8, 10, 12, 14, 16 }
+local SMEM_PAIR = 113 * 1024  -- two blocks per SM (228 KiB per SM, 1 KiB reserved per block)
+
+-- The largest STAGES of the list whose block fits in `limit` bytes of shared memory (nil if none).
+local function deepest(c, p, limit)
+  local best
+  for _, s in ipairs(STAGES) do
+    if smem_bytes({ BLOCK_N = c.BLOCK_N, BLOCK_K = c.BLOCK_K, STAGES = s }, p) <= limit then best = s end
+  end
+  return best
+end
+
+local params = {
+  { "BLOCK_N", { 64, 128, 256 } },   -- columns per block
+  { "BLOCK_K", { 64, 128, 256 } },   -- k per ring slot
+  { "STAGES",  STAGES },             -- ring slots
+  { "WARPS_N", { 1, 2, 4, 8 } },     -- consumer warps along N ...
+  { "WARPS_K", { 1, 2, 4 } },        -- ... and along the k16 steps of a slot
+  { "SPLIT_K", { 1, 2, 4 } },        -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
+}
+
+local constraints = {
+  function(c) return c.WARPS_N * c.WARPS_K == 4 or c.WARPS_N * c.WARPS_K == 8 end,
+  function(c) return (c.BLOCK_N // c.WARPS_N) % 16 == 0 end,
+  function(c) return (c.BLOCK_K // 16) % c.WARPS_K == 0 end,
+  -- wide blocks only with few splits (they exist for M = 1 row-major, where columns are cheap)
+  function(c) return c.BLOCK_N < 256 or c.SPLIT_K <= 2 end,
+}
+
+-- Which configs serve which problem, with the reason when not.
+local function applies(c, p)
+  local bm = block_m(p)
+  if p.N % c.BLOCK_N ~= 0 then return false, "N is not a multiple of BLOCK_N" end
+  if p.K % c.BLOCK_K ~= 0 or p.K // c.BLOCK_K < 2 * c.SPLIT_K then return false, "K: too few BLOCK_K slices per split" end
+  if smem_bytes(c, p) > SMEM_LIMIT then return false, "shared memory over 227 KiB" end
+  local acc = bm * (c.BLOCK_N // c.WARPS_N) // 32  -- fp32 accumulators per consumer thread
+  if acc > 128 then return false, "over 128 accumulators per thread" end
+  -- 128 accumulators spill (ptxas, sm_90a) under the register cap of two blocks per SM or of 9 warps
+  if acc > 64 and (smem_bytes(c, p) <= SMEM_PAIR or c.WARPS_N * c.WARPS_K > 4) then
+    return false, "128 accumulators under a register cap of two blocks per SM or 9 warps: spills"
+  end
+  -- ring depth: the deepest ring of the list that fits one block per SM (227 KiB) or two (113 KiB)
+  if c.STAGES ~= deepest(c, p, SMEM_LIMIT) and c.STAGES ~= deepest(c, p, SMEM_PAIR) then
+    return false, "not the deepest ring for one or two blocks per SM"
+  end
+  if ring_bytes(c, p) < 48 * 1024 then return false, "ring under 48 KiB: too few bytes in flight" end
+  -- grid: at least ~one block per SM, at most ~4 blocks per SM
+  local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
+  if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
+  if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
+  -- warps: 4 consumers for M <= 16 (one m16 tile: little math per byte), 4 or 8 for M >= 64
+  local warps = c.WARPS_N * c.WARPS_K
+  if bm <= 16 and (warps ~= 4 or c.WARPS_K ~= 1) then return false, "M <= 16: 4 consumer warps along N" end
+  if c.WARPS_K > 2 then return false, "WARPS_K 4: left out (more shared-memory atomics, no gain expected)" end
+  if p.b_layout == "row" and c.BLOCK_N % 64 ~= 0 then return false, "row-major b: BLOCK_N a multiple of 64" end
+  return true
+end
+
+local function problems_decode()
+  local t = {}
+  for _, m in ipairs({ 1, 16, 64, 128 }) do
+    for _, nk in ipairs({ { 8192, 8192 }, { 14336, 4096 }, { 4096, 14336 } }) do
+      for _, lay in ipairs({ "row", "col" }) do
+        t[#t + 1] = { name = string.format("m%dn%dk%d_%s", m, nk[1], nk[2], lay), M = m, N = nk[1], K = nk[2], b_layout = lay }
+      end
+    end
+  end
+  return t
+end
+
+-- The same argument list as recipes/gemm.lua (so templates/gemm/reference.cuh with TMA_ARGS serves):
+-- a, b, c, ws (one unused float), M, N, K, and the two tensor maps, 128-byte swizzled: a box of 64 k x
+-- min(BLOCK_M, M) rows (rows past M stay zero in shared memory), b [N][K] 64 k x BLOCK_N rows, b [K][N]
+-- 64 n x BLOCK_K rows.
+local args = {
+  { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
+  { "b", tensor = "bf16", init = { "normal", 0, 1 },
+    shape = function(p) if p.b_layout == "col" then return { p.N, p.K } end return { p.K, p.N } end },
+  { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
+  { "ws", tensor = "f32", scratch = true, shape = { 1 } },
+  { "M", scalar = "i32", value = "M" },
+  { "N", scalar = "i32", value = "N" },
+  { "K", scalar = "i32", value = "K" },
+  { "tmA", tensormap = { tensor = "a", swizzle = 128,
+    box = function(p) return { 64, math.min(block_m(p), p.M) } end } },
+  { "tmB", tensormap = { tensor = "b", swizzle = 128,
+    box = function(p, c)
+      if p.b_layout == "col" then return { 64, c.BLOCK_N } end
+      return { 64, c.BLOCK_K }
+    end } },
+}
+
+return {
+  name = "gemm.skinny",
+  template = "templates/gemm/skinny.cuh",
+  kernel = "gemm_skinny",
+  params = params,
+  constraints = constraints,
+  applies = applies,
+  defines = function(c, p) return { B_COL = p.b_layout == "col" and 1 or 0, BLOCK_M = block_m(p) } end,
+  problems = problems_decode(),
+  launch = {
+    grid = function(c, p) return { p.N // c.BLOCK_N, c.SPLIT_K, 1 } end,
+    block = function(c) return { 32 * (c.WARPS_N * c.WARPS_K + 1), 1, 1 } end,
+    shared = function(c, p) return smem_bytes(c, p) end,
+    cluster = function(c) return { 1, c.SPLIT_K, 1 } end,
+  },
+  args = args,
+  -- recipes/gemm.lua's reference, tolerance and metrics (see its comments for the tolerance)
+  reference = {
+    source = "templates/gemm/reference.cuh",
+    kernel = "gemm_reference",
+    grid = function(p) return { (p.N + 15) // 16, (p.M + 15) // 16, 1 } end,
+    block = { 16, 16, 1 },
+    shared = 0,
+    defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 } end,
+  },
+  tolerance = { rel_l2 = 1e-2, max_abs = 8 },
+  metrics = {
+    flops = function(p) return 2 * p.M * p.N * p.K end,
+    bytes = function(p) return 2 * (p.M * p.K + p.K * p.N + p.M * p.N) end,
+  },
+}

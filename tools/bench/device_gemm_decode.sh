@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# device_gemm_decode.sh OUTDIR: one device call (about 4-5 minutes on an H200) for the decode shapes of
+# issue 5 with the streaming path recipes/gemm/skinny.lua (templates/gemm/skinny.cuh):
+#   1. cuBLAS through torch.matmul on the 24 decode problems (gemm_peers.py's timing, same process
+#      rules: triton do_bench median, L2 flushed)
+#   2. tune run recipes/gemm/skinny.lua, exhaustive, seed 1, under a time limit (results are stored as
+#      they come, so a cut run still reports what it measured)
+#   3. OUTDIR/skinny.db (lean_db.py; as data/recorded/skinny.db it is what `tune run
+#      recipes/gemm/skinny.lua` replays), OUTDIR/logs.tgz (peers, tune log, full report), and last a
+#      short table: problem, tuned us, cuBLAS us, cuBLAS / tuned, tuned GB/s, the best config, its
+#      registers and spills, verified / evaluated variants, and the recorded best of recipes/gemm.lua
+#      (data/recorded/gemm.db, an earlier call: context only, not a same-call comparison)
+# env: TUNE (default build/tune), TUNE_LIMIT_S (tune run limit, default 270)
+# usage (device): export LD_LIBRARY_PATH=/usr/local/cuda/lib64; tools/bench/device_gemm_decode.sh $OUT
+set -u
+out=${1:?usage: device_gemm_decode.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=$PATH:/usr/local/cuda/bin
+TUNE=${TUNE:-build/tune}
+logs=/tmp/gemm_decode_logs
+db=/tmp/gemm.skinny.db
+rm -rf "$logs" "$db" "$db-wal" "$db-shm"
+mkdir -p "$logs"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$logs/status.txt"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$logs/gpu.txt" 2>&1
+
+stamp "cuBLAS peers (decode problems)"
+PYTHONUNBUFFERED=1 timeout 120 python3 - "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1 <<'EOF'
+# gemm_peers.py's problems and timing, restricted to the decode problems (M <= 128)
+import json, sys
+sys.path.insert(0, "tools/bench")
+import torch
+import gemm_peers as gp
+torch.manual_seed(0)
+print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, cuBLAS via torch.matmul", flush=True)
+out = {}
+for name, m, n, k, lay in gp.problems():
+    if m > 128:
+        continue
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) if lay == "row" else torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    rhs = b if lay == "row" else b.t()
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    us = gp.bench(lambda: torch.matmul(a, rhs, out=c))
+    nbytes = 2.0 * (m * k + k * n + m * n)
+    out[name] = {"us": us, "tflops": 2.0 * m * n * k / us / 1e6, "GBps": nbytes / us / 1e3}
+    print(f"{name:24s} {us:10.2f} us {out[name]['GBps']:8.1f} GB/s", flush=True)
+    del a, b, rhs, c
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+EOF
+stamp "peers rc=$?"
+
+stamp "tune run recipes/gemm/skinny.lua (limit ${TUNE_LIMIT_S:-270} s)"
+timeout "${TUNE_LIMIT_S:-270}" "$TUNE" run recipes/gemm/skinny.lua --db "$db" --seed 1 --strategy exhaustive --quiet \
+  > "$logs/tune.log" 2>&1
+stamp "tune rc=$? (124: time limit; results so far are kept)"
+python3 tools/bench/gemm_report.py "$db" "$logs/gemm_peers.json" > "$logs/report.md" 2>&1
+python3 - "$db" "$logs/gemm_peers.json" > "$logs/table.txt" 2>&1 <<'EOF'
+import json, os, sqlite3, sys
+db, peers_path = sys.argv[1], sys.argv[2]
+peers = json.load(open(peers_path)) if os.path.exists(peers_path) else {}
+c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+best, counts = {}, {}
+for name, dims, ns, params, regs, spills in c.execute(
+        """SELECT p.name, p.dims_json, r.median_ns, cf.params_json, b.registers, b.spill_stores + b.spill_loads
+           FROM results r JOIN problems p ON p.id = r.problem_id JOIN configs cf ON cf.id = r.config_id
+           LEFT JOIN binaries b ON b.key = r.binary_key WHERE r.status = 'ok' ORDER BY r.median_ns"""):
+    best.setdefault(name, (json.loads(dims), ns, json.loads(params), regs, spills))
+for name, status, n in c.execute("""SELECT p.name, r.status, count(*) FROM results r JOIN problems p ON p.id = r.problem_id
+                                    WHERE r.status != 'skipped' GROUP BY p.name, r.status"""):
+    counts.setdefault(name, {})[status] = n
+rec = {}
+if os.path.exists("data/recorded/gemm.db"):
+    r = sqlite3.connect("file:data/recorded/gemm.db?mode=ro", uri=True)
+    for name, ns in r.execute("""SELECT p.name, min(x.median_ns) FROM results x JOIN problems p ON p.id = x.problem_id
+                                 WHERE x.status = 'ok' GROUP BY p.name"""):
+        rec[name] = ns / 1e3
+bad = {}
+for per in counts.values():
+    for s, n in per.items():
+        if s != "ok": bad[s] = bad.get(s, 0) + n
+print("non-ok results (all problems):", bad if bad else "none")
+print(f"{'problem':22s} {'tuned us':>9s} {'cuBLAS us':>9s} {'ratio':>6s} {'GB/s':>6s} {'ok/eval':>8s} {'regs':>4s} {'spill':>5s} {'rec us':>7s}  best config (BLOCK_N BLOCK_K STAGES WARPS_N WARPS_K SPLIT_K)")
+met = rows = 0
+for name in list(peers) + sorted(n for n in best if n not in peers):
+    per = counts.get(name, {})
+    ev = f"{per.get('ok', 0)}/{sum(per.values())}"
+    peer = peers.get(name, {}).get("us", float("nan"))
+    if name not in best:
+        print(f"{name:22s} {'-':>9s} {peer:9.1f} {'-':>6s} {'-':>6s} {ev:>8s}")
+        continue
+    d, ns, p, regs, spills = best[name]
+    us = ns / 1e3
+    gbs = 2.0 * (d["M"] * d["K"] + d["K"] * d["N"] + d["M"] * d["N"]) / ns
+    ratio = peer / us
+    rows += 1
+    met += ratio >= 1.25
+    cfg = " ".join(str(p[k]) for k in ("BLOCK_N", "BLOCK_K", "STAGES", "WARPS_N", "WARPS_K", "SPLIT_K"))
+    print(f"{name:22s} {us:9.1f} {peer:9.1f} {ratio:5.2f}x {gbs:6.0f} {ev:>8s} {regs if regs is not None else -1:4d} "
+          f"{spills if spills is not None else -1:5d} {rec.get(name, float('nan')):7.1f}  {cfg}")
+print(f"{met} of {rows} problems at >= 1.25x cuBLAS (ratio = cuBLAS us / tuned us, same call)")
+EOF
+python3 tools/lean_db.py "$db" "$out/skinny.db" >> "$logs/status.txt" 2>&1
+tar czf "$out/logs.tgz" -C /tmp gemm_decode_logs
+stamp "done"
+echo "== status"; cat "$logs/status.txt"; tail -3 "$logs/tune.log"
+echo "== gemm.skinny vs cuBLAS (same call)"; cat "$logs/table.txt"
