@@ -48,8 +48,6 @@ local constraints = {
   function(c) return c.WARPS_N * c.WARPS_K == 4 or c.WARPS_N * c.WARPS_K == 8 end,
   function(c) return (c.BLOCK_N // c.WARPS_N) % 16 == 0 end,
   function(c) return (c.BLOCK_K // 16) % c.WARPS_K == 0 end,
-  -- wide blocks only with few splits (they exist for M = 1 row-major, where columns are cheap)
-  function(c) return c.BLOCK_N < 256 or c.SPLIT_K <= 2 end,
 }
 
 -- Which configs serve which problem, with the reason when not.
