@@ -7,8 +7,8 @@
 -- template keeps B's stream at copy speed with a deep TMA ring per block (one thread issues, STAGES
 -- slices in flight) and feeds mma.sync from it; the space is the grid shape (BLOCK_N, SPLIT_K: a
 -- cluster that sums its split-K partials through distributed shared memory), the slice width
--- (BLOCK_K), the ring depth (STAGES) and the warp layout (WARPS_N x WARPS_K). 630 variants over the
--- 24 problems (13..55 each), sized for one exhaustive run in a device call of a few minutes
+-- (BLOCK_K), the ring depth (STAGES) and the warp layout (WARPS_N x WARPS_K). 628 variants over the
+-- 24 problems (16..49 each), sized for one exhaustive run in a device call of a few minutes
 -- (tools/bench/device_gemm_decode.sh; the recorded gemm run spent ~55 ms per decode variant);
 -- `gemm_space recipes/gemm/skinny.lua` prints the variants per problem.
 
@@ -43,13 +43,15 @@ local params = {
   { "WARPS_N", { 2, 4, 8 } },        -- consumer warps along N ...
   { "WARPS_K", { 1, 2 } },           -- ... and along the k16 steps of a slot (4: more shared-memory
                                      -- atomics in the epilogue, no gain expected: left out)
-  { "SPLIT_K", { 1, 2, 4 } },        -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
+  { "SPLIT_K", { 1, 2, 4, 8 } },      -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
 }
 
 local constraints = {
   function(c) return c.WARPS_N * c.WARPS_K == 4 or c.WARPS_N * c.WARPS_K == 8 end,
   function(c) return (c.BLOCK_N // c.WARPS_N) % 16 == 0 end,
   function(c) return (c.BLOCK_K // 16) % c.WARPS_K == 0 end,
+  -- clusters of 8 for wide blocks only (few tiles: N = 4096 has 16..32 of them)
+  function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
 }
 
 -- Which configs serve which problem, with the reason when not.
@@ -76,6 +78,7 @@ local function applies(c, p)
   -- warps: 4 consumers for M <= 16 (one m16 tile: little math per byte), 4 or 8 for M >= 64
   local warps = c.WARPS_N * c.WARPS_K
   if bm <= 16 and (warps ~= 4 or c.WARPS_K ~= 1) then return false, "M <= 16: 4 consumer warps along N" end
+  if bm > 16 and warps == 4 and c.WARPS_K ~= 1 then return false, "M >= 64: 4 warps along N, or 8 warps" end
   if p.b_layout == "row" and c.BLOCK_N % 64 ~= 0 then return false, "row-major b: BLOCK_N a multiple of 64" end
   return true
 end
