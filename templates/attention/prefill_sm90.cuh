@@ -533,10 +533,12 @@ __device__ __forceinline__ void epilogue(const float (&o)[kOAcc], const float (&
   }
 }
 
-// Wait for slot data the producer's cp.async wrote, and make it visible to wgmma (async proxy).
+// Wait for a slot's data. What cp.async wrote (generic proxy) needs a proxy fence before wgmma (async
+// proxy) reads it; TMA writes are async-proxy already and visible once the mbarrier completes, so the
+// TMA path skips the fence (it costs a MEMBAR.ALL.CTA per wait in the SASS).
 __device__ __forceinline__ void wait_full(unsigned bar, int j) {
   tune::mbar_wait(bar + 8 * (j % kStages), (j / kStages) & 1);
-  tune::fence_proxy_async_smem();
+  if constexpr (!USE_TMA) tune::fence_proxy_async_smem();
 }
 // One arrival per consumer warp: this warp is done reading slot j % kStages.
 __device__ __forceinline__ void release(unsigned bar, int j, int lane) {
@@ -567,7 +569,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   l[0] = l[1] = 0.f;
 
   tune::mbar_wait(sm.q_full, it & 1);
-  tune::fence_proxy_async_smem();
+  if constexpr (!USE_TMA) tune::fence_proxy_async_smem();  // as in wait_full
 
 #if OVERLAP
   // PINGPONG: warpgroups issue their wgmma batches in turn (a token passed round-robin through named
