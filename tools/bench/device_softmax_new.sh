@@ -2,7 +2,8 @@
 # device_softmax_new.sh: one device call (~3-4 minutes on an H200) for issue #4's softmax goal:
 #   1. smoke test: a few softmax.stream variants (templates/softmax/stream.cuh: all three modes, both
 #      store forms, one and two blocks per SM) on its three problems, verified against the reference;
-#      stops (exit 1) if any is wrong or fails, leaving smoke.db and logs.tgz in OUTDIR
+#      stops (exit 1) if any is wrong or fails, leaving smoke.db and logs.tgz in OUTDIR; the same
+#      on recipes/softmax/stream_tail.lua (row counts with a partial last group, fewer groups than SMs)
 #   2. re-records recipes/softmax.lua (softmax, softmax.split) and recipes/softmax/stream.lua
 #      (softmax.stream) exhaustively into one database (CUPTI timing, memset L2 flush, tune's copy
 #      bandwidth measured at the start of each recipe's run)
@@ -18,25 +19,33 @@ mkdir -p "$out" /tmp/rec "$logs"
 rm -f /tmp/rec/smoke.db* /tmp/rec/softmax.db*
 
 # --- 1. smoke test of the new variants -----------------------------------------------------------
-timeout 60 build/tune run recipes/softmax/stream.lua --db /tmp/rec/smoke.db --device cuda:0 --strategy exhaustive --seed 1 --quiet \
-  --only MODE=0,BLOCK=256,SROWS=16 --only MODE=2,BLOCK=256,SROWS=16 --only MODE=1,BLOCK=512,SROWS=1 \
-  > "$logs/smoke.log" 2>&1
-echo "smoke rc=$?"
-if ! python3 - /tmp/rec/smoke.db <<'EOF'; then
+# (--timeout: a variant that hangs on its barriers is stopped after 5 s, not 30 s)
+smoke_only="--only MODE=0,BLOCK=256,SROWS=16 --only MODE=2,BLOCK=256,SROWS=16 --only MODE=1,BLOCK=512,SROWS=1"
+timeout 60 build/tune run recipes/softmax/stream.lua --db /tmp/rec/smoke.db --device cuda:0 --strategy exhaustive \
+  --seed 1 --quiet --timeout 5000 $smoke_only > "$logs/smoke.log" 2>&1
+rc1=$?
+# partial last groups and fewer groups than streams (recipes/softmax/stream_tail.lua)
+timeout 60 build/tune run recipes/softmax/stream_tail.lua --db /tmp/rec/smoke.db --device cuda:0 --strategy exhaustive \
+  --seed 1 --quiet --timeout 5000 $smoke_only --only MODE=1,BLOCK=256,SROWS=2 > "$logs/smoke_tail.log" 2>&1
+rc2=$?
+echo "smoke rc=$rc1 tail rc=$rc2"
+if ! python3 - /tmp/rec/smoke.db $rc1 $rc2 <<'EOF'; then
 import sqlite3, sys
 c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-rows = c.execute("""SELECT p.name, cf.params_json, r.status, r.median_ns, r.err_max_abs, r.error_text FROM results r
-                    JOIN configs cf ON cf.id = r.config_id JOIN problems p ON p.id = r.problem_id
-                    JOIN recipes rc ON rc.id = r.recipe_id WHERE rc.name = 'softmax.stream'
-                    AND r.status != 'skipped'""").fetchall()
-bad = [r for r in rows if r[2] not in ("ok", "suspicious")]
-print(f"smoke: {len(rows)} softmax.stream variants run, {len(bad)} wrong or failed")
-for r in rows:
-    print(" ", r[0], r[1], r[2], "-" if r[3] is None else "%.2f us" % (r[3] / 1e3), r[4], (r[5] or "")[:120])
-sys.exit(1 if bad or not rows else 0)
+rows = c.execute("""SELECT rc.name, p.name, cf.params_json, r.status, r.median_ns, r.err_max_abs, r.error_text
+                    FROM results r JOIN configs cf ON cf.id = r.config_id JOIN problems p ON p.id = r.problem_id
+                    JOIN recipes rc ON rc.id = r.recipe_id WHERE r.status != 'skipped'""").fetchall()
+want = {("softmax.stream", p) for p in ("r16384c1024", "r4096c8192", "r1024c32768")} | \
+       {("softmax.stream_tail", p) for p in ("r1000c1024", "r251c8192", "r100c32768")}
+seen = {(r[0], r[1]) for r in rows}
+bad = [r for r in rows if r[3] not in ("ok", "suspicious")]
+for r in bad:
+    print("  BAD", *r[:4], r[5], (r[6] or "")[:160])
+print(f"smoke: {len(rows)} variants run, {len(bad)} wrong or failed; missing: {sorted(want - seen) or 'none'}")
+sys.exit(1 if bad or want - seen or sys.argv[2] != "0" or sys.argv[3] != "0" else 0)
 EOF
   python3 tools/lean_db.py /tmp/rec/smoke.db "$out/smoke.db"
-  tail -40 "$logs/smoke.log"
+  tail -n 30 "$logs/smoke.log" "$logs/smoke_tail.log"
   tar czf "$out/logs.tgz" -C /tmp "$(basename "$logs")"
   echo "STOPPED: softmax.stream smoke test failed (no re-recording)"
   exit 1
@@ -46,7 +55,7 @@ fi
 timeout 170 build/tune run recipes/softmax.lua --db /tmp/rec/softmax.db --device cuda:0 --strategy exhaustive --seed 1 --quiet \
   > "$logs/softmax.log" 2>&1
 echo "softmax rc=$?"
-timeout 100 build/tune run recipes/softmax/stream.lua --db /tmp/rec/softmax.db --device cuda:0 --strategy exhaustive --seed 1 --quiet \
+timeout 100 build/tune run recipes/softmax/stream.lua --db /tmp/rec/softmax.db --device cuda:0 --strategy exhaustive --seed 1 --quiet --timeout 5000 \
   > "$logs/stream.log" 2>&1
 echo "softmax.stream rc=$?"
 python3 tools/lean_db.py /tmp/rec/softmax.db "$out/softmax.db" || exit 1
