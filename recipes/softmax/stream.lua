@@ -1,8 +1,11 @@
 -- softmax/stream.lua: recipe softmax.stream, row softmax (bf16 in/out, fp32 accumulation) through
 -- templates/softmax/stream.cuh. A sub-recipe of the softmax family in the list form (attention.lua):
--- runnable on its own (`tune run recipes/softmax/stream.lua`), and meant to join recipes/softmax.lua's
--- list as `require "softmax.stream"` once data/recorded/softmax.db holds its results (until then an
--- explicit `--device replay:data/recorded/softmax.db` of softmax.lua would stop at it).
+-- runnable on its own (`tune run recipes/softmax/stream.lua`) and recorded on its own, as
+-- data/recorded/softmax.stream.db (like attention.prefill_sm90; run as a file of its own, its default
+-- replay looks for data/recorded/stream.db instead: pass --device replay:FILE). Adding
+-- `require "softmax.stream"` to recipes/softmax.lua's list would tune it with the rest, but changes
+-- the source hash of softmax.lua's own recipes (every recipe text loaded counts) and makes an explicit
+-- replay of softmax.db stop at a recipe it lacks: do it together with a re-recording of softmax.lua.
 -- Arguments, reference, tolerance and bytes are those of recipes/softmax.lua (copied: that file's
 -- source hash stays the one its recording was made with).
 

@@ -5,10 +5,13 @@
 #      stops (exit 1) if any is wrong or fails, leaving smoke.db and logs.tgz in OUTDIR; the same
 #      on recipes/softmax/stream_tail.lua (row counts with a partial last group, fewer groups than SMs)
 #   2. re-records recipes/softmax.lua (softmax, softmax.split) and recipes/softmax/stream.lua
-#      (softmax.stream) exhaustively into one database (CUPTI timing, memset L2 flush, tune's copy
-#      bandwidth measured at the start of each recipe's run)
+#      (softmax.stream) exhaustively (CUPTI timing, memset L2 flush, tune's copy bandwidth measured at
+#      the start of each recipe's run), each into its own database: softmax.db is what
+#      data/recorded/softmax.db replays, softmax.stream.db what data/recorded/softmax.stream.db would
+#      (the name tune's default replay looks for, for a sub-recipe recorded on its own)
 #   3. times the PyTorch peers (tools/bench/memory_peers.py: every memory-bound family and copy)
-#   4. writes OUTDIR/softmax.db (lean), memory_peers.json, logs.tgz, table.md and prints the table
+#   4. writes OUTDIR/softmax.db, softmax.stream.db (lean), memory_peers.json, logs.tgz, table.md and
+#      prints the table
 # usage: export LD_LIBRARY_PATH=/usr/local/cuda/lib64; tools/bench/device_softmax_new.sh OUTDIR
 # (expects build/tune built from the committed tree)
 set -u
@@ -16,7 +19,7 @@ out=${1:?OUTDIR}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 logs=/tmp/logs_softmax_new
 mkdir -p "$out" /tmp/rec "$logs"
-rm -f /tmp/rec/smoke.db* /tmp/rec/softmax.db*
+rm -f /tmp/rec/smoke.db* /tmp/rec/softmax.db* /tmp/rec/softmax.stream.db*
 
 # --- 1. smoke test of the new variants -----------------------------------------------------------
 # (--timeout: a variant that hangs on its barriers is stopped after 5 s, not 30 s)
@@ -55,10 +58,11 @@ fi
 timeout 170 build/tune run recipes/softmax.lua --db /tmp/rec/softmax.db --device cuda:0 --strategy exhaustive --seed 1 --quiet \
   > "$logs/softmax.log" 2>&1
 echo "softmax rc=$?"
-timeout 100 build/tune run recipes/softmax/stream.lua --db /tmp/rec/softmax.db --device cuda:0 --strategy exhaustive --seed 1 --quiet --timeout 5000 \
+timeout 100 build/tune run recipes/softmax/stream.lua --db /tmp/rec/softmax.stream.db --device cuda:0 --strategy exhaustive --seed 1 --quiet --timeout 5000 \
   > "$logs/stream.log" 2>&1
 echo "softmax.stream rc=$?"
 python3 tools/lean_db.py /tmp/rec/softmax.db "$out/softmax.db" || exit 1
+python3 tools/lean_db.py /tmp/rec/softmax.stream.db "$out/softmax.stream.db" || exit 1
 
 # --- 3. PyTorch peers ----------------------------------------------------------------------------
 PYTHONUNBUFFERED=1 timeout 70 python3 tools/bench/memory_peers.py "$out/memory_peers.json" > "$logs/memory_peers.log" 2>&1
@@ -68,28 +72,32 @@ tar czf "$out/logs.tgz" -C /tmp "$(basename "$logs")"
 grep -hE "^(softmax|compile|GPU busy|device limits)" "$logs/softmax.log" "$logs/stream.log"
 
 # --- 4. table ------------------------------------------------------------------------------------
-python3 - "$out/softmax.db" "$out/memory_peers.json" > "$out/table.md" <<'EOF'
+python3 - "$out/memory_peers.json" "$out/softmax.db" "$out/softmax.stream.db" > "$out/table.md" <<'EOF'
 import json, sqlite3, sys
-c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 try:
-    peers = json.load(open(sys.argv[2])).get("softmax", {})
+    peers = json.load(open(sys.argv[1])).get("softmax", {})
 except (OSError, ValueError):
     peers = {}
-peak = dict(c.execute("SELECT kind, value FROM peaks")).get("copy_GBps", 0)
-print(f"tune copy bandwidth (same call): {peak:.0f} GB/s; goal: 92% of copy")
-status = dict(c.execute("""SELECT r.status, count(*) FROM results r JOIN recipes rc ON rc.id = r.recipe_id
-                           WHERE rc.name = 'softmax.stream' GROUP BY r.status""").fetchall())
-print("softmax.stream results by status:", status)
-rows = c.execute("""SELECT p.name, p.dims_json, rc.name, cf.params_json, r.median_ns FROM results r
-                    JOIN configs cf ON cf.id = r.config_id JOIN problems p ON p.id = r.problem_id
-                    JOIN recipes rc ON rc.id = r.recipe_id WHERE r.status = 'ok' ORDER BY p.id""").fetchall()
 best = {}  # problem -> recipe -> (ns, params)
 dims = {}
-for prob, dj, recipe, pj, ns in rows:
-    dims[prob] = json.loads(dj)
-    b = best.setdefault(prob, {})
-    if recipe not in b or ns < b[recipe][0]:
-        b[recipe] = (ns, pj)
+peaks = []
+for db in sys.argv[2:]:
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    peaks += [v for k, v in c.execute("SELECT kind, value FROM peaks") if k == "copy_GBps"]
+    status = c.execute("""SELECT rc.name, r.status, count(*) FROM results r JOIN recipes rc ON rc.id = r.recipe_id
+                          GROUP BY rc.name, r.status""").fetchall()
+    print(f"{db}: results by status: {status}")
+    rows = c.execute("""SELECT p.name, p.dims_json, rc.name, cf.params_json, r.median_ns FROM results r
+                        JOIN configs cf ON cf.id = r.config_id JOIN problems p ON p.id = r.problem_id
+                        JOIN recipes rc ON rc.id = r.recipe_id WHERE r.status = 'ok' ORDER BY p.id""").fetchall()
+    for prob, dj, recipe, pj, ns in rows:
+        dims[prob] = json.loads(dj)
+        b = best.setdefault(prob, {})
+        if recipe not in b or ns < b[recipe][0]:
+            b[recipe] = (ns, pj)
+peak = max(peaks) if peaks else 0  # the highest copy bandwidth tune measured in this call
+print(f"tune copy bandwidth (this call): {', '.join(f'{p:.0f}' for p in peaks)} GB/s; % of copy against "
+      f"{peak:.0f}; goal: 92%")
 print("| problem | best us | GB/s | % of copy | vs PyTorch | softmax us | split us | stream us | best config |")
 print("|---|---|---|---|---|---|---|---|---|")
 for prob, b in best.items():
