@@ -148,17 +148,27 @@ __device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 
 }
 
 // ---------------------------------------------------------------------------------------------
-// compute_stage: issue (not wait for) the wgmma of one slot for consumer warpgroup wg.
+// compute_stage: issue (not wait for) the wgmma of one slot for consumer warpgroup wg. Each operand's
+// descriptor is built once; a k16 step or m64 tile moves it by adding bytes >> 4 to its low 32-bit
+// word (the start address field; every operand lies below 256 KiB of shared memory).
+__device__ __forceinline__ unsigned long long desc_words(unsigned lo, unsigned hi) {
+  unsigned long long d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
+  return d;
+}
 __device__ __forceinline__ void compute_stage(float (&acc)[kMT][kAcc], unsigned sA, unsigned sB, int wg) {
+  const unsigned long long da0 =
+      tune::wgmma_desc(sA + wg * kWgRows * 128, 16, 1024, tune::kWgmmaSwizzle128B);
+  const unsigned long long db0 = B_COL ? tune::wgmma_desc(sB, 16, 1024, tune::kWgmmaSwizzle128B)
+                                       : tune::wgmma_desc(sB, 8192, 1024, tune::kWgmmaSwizzle128B);
+  const unsigned alo = (unsigned)da0, ahi = (unsigned)(da0 >> 32);
+  const unsigned blo = (unsigned)db0, bhi = (unsigned)(db0 >> 32);
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
-    unsigned long long db;
-    if constexpr (B_COL) db = tune::wgmma_desc(sB + kk * 32, 16, 1024, tune::kWgmmaSwizzle128B);
-    else db = tune::wgmma_desc(sB + kk * 2048, 8192, 1024, tune::kWgmmaSwizzle128B);
+    const unsigned long long db = desc_words(blo + (B_COL ? kk * 32 : kk * 2048) / 16, bhi);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      const unsigned long long da =
-          tune::wgmma_desc(sA + (wg * kWgRows + mt * 64) * 128 + kk * 32, 16, 1024, tune::kWgmmaSwizzle128B);
+      const unsigned long long da = desc_words(alo + (mt * 64 * 128 + kk * 32) / 16, ahi);
       tune::wgmma_m64k16_ss<kBN, B_COL ? 0 : 1>(acc[mt], da, db, 1);
     }
   }
@@ -325,7 +335,9 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict
     for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
       const int s = it % kStages;
       tune::mbar_wait(full + s * 8, (it / kStages) & 1);
-      tune::fence_proxy_async_smem();  // the producers' cp.async data, seen complete, -> wgmma
+      // the producers' cp.async data (generic proxy), seen complete, -> wgmma; TMA data is async-proxy
+      // already and visible once the barrier completes (the fence is a MEMBAR.ALL.CTA per slot)
+      if constexpr (!USE_TMA) tune::fence_proxy_async_smem();
       const unsigned slot = ring + s * kStageBytes;
       fence_acc(acc);
       tune::wgmma_arrive();
