@@ -56,9 +56,27 @@
 #define BAYES_LS_MAX 20.0
 #define BAYES_N_BEST 4        /* best points whose neighbours join large candidate sets */
 #define BAYES_MAX_TRAIN 256   /* training points of the model, at most */
+#ifndef BAYES_FEAS
+#define BAYES_FEAS 1          /* model feasibility (constrained expected improvement) */
+#endif
+#define BAYES_FEAS_POW 0.5    /* acquisition = EI x P(feasible)^this: a soft penalty, as the best
+                                 configs often lie next to the ones that fail */
 
 static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
 #define N_NOISE ((int)(sizeof noise_grid / sizeof noise_grid[0]))
+
+/* One Gaussian process over the training points (bayes_state's Xt): the cost
+ * model, or the feasibility model (labels +1 success, -1 failure). */
+typedef struct gp {
+  double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
+  double g;          /* fitted noise ratio */
+  double s2;         /* fitted signal variance */
+  double mean, sd;   /* the targets' standardization */
+  double *ys;        /* [tcap] standardized targets of the current fit */
+  double *L;         /* [tcap * tcap] Cholesky factor of the kernel matrix */
+  double *alpha;     /* [tcap] K^-1 ys */
+  int fit_n;         /* observations at the last hyperparameter fit, 0 never */
+} gp;
 
 typedef struct bayes_state {
   search_pool pool;
@@ -72,15 +90,11 @@ typedef struct bayes_state {
   int tcap;          /* capacity of the training arrays: min(cap, BAYES_MAX_TRAIN) */
   double *Xt;        /* [tcap * d] coordinates of the training points */
   double *yt;        /* [tcap] their log cost, NAN for a failure */
-  double *ys;        /* [tcap] standardized targets of the current fit */
-  double *L;         /* [tcap * tcap] Cholesky factor of the kernel matrix */
-  double *alpha;     /* [tcap] K^-1 ys */
+  gp cost;           /* log cost (capped) */
+  gp feas;           /* feasibility: used once a failure is among the training points */
+  int use_feas;      /* the feasibility model is fitted for the current step */
   double *work;      /* [cap] scratch */
-  double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
-  double g;          /* fitted noise ratio */
-  double s2;         /* fitted signal variance */
   uint64_t n_steps;  /* model steps so far (n % 3 == 2: global, else local) */
-  int fit_n;         /* training size at the last hyperparameter fit, 0 never */
   uint32_t *cand;    /* [BAYES_MAX_CAND + BAYES_N_BEST * 2 * d] candidate positions */
 } bayes_state;
 
@@ -94,8 +108,8 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   /* (n + 40) / 60: 1 up to 79 points, 2 up to 139, 3 up to 199, ... */
   uint32_t k = (st->pool.n + 2 * BAYES_INIT_PER / 3) / BAYES_INIT_PER;
   st->n_init = k < 1 ? 1 : k > BAYES_N_INIT_MAX ? BAYES_N_INIT_MAX : (int)k;
-  for (int k = 0; k < st->d; k++) st->log_ls[k] = log(BAYES_LS_PRIOR);
-  st->g = 1e-3;
+  for (int k = 0; k < st->d; k++) st->cost.log_ls[k] = st->feas.log_ls[k] = log(BAYES_LS_PRIOR);
+  st->cost.g = st->feas.g = 1e-3;
   st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *
                     sizeof(uint32_t));
   if (!st->cand) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for bayes");
@@ -111,9 +125,12 @@ static void bayes_free(search_strategy *s) {
   free(st->Xt);
   free(st->yt);
   free(st->y);
-  free(st->ys);
-  free(st->L);
-  free(st->alpha);
+  gp *m[2] = {&st->cost, &st->feas};
+  for (int i = 0; i < 2; i++) {
+    free(m[i]->ys);
+    free(m[i]->L);
+    free(m[i]->alpha);
+  }
   free(st->work);
   free(st->cand);
   free(st);
@@ -135,11 +152,11 @@ static double matern52(const double *a, const double *b, const double *inv_ls, i
 /* Kernel matrix (unit signal variance, noise ratio g) of the n training
  * points into L, factored in place (lower triangle). Returns 0, or -1 when
  * not positive definite. */
-static int factor(bayes_state *st, const double *log_ls, double g, int n) {
+static int factor(bayes_state *st, gp *m, const double *log_ls, double g, int n) {
   int d = st->d;
   double inv_ls[SEARCH_MAX_PARAMS];
   for (int k = 0; k < d; k++) inv_ls[k] = exp(-log_ls[k]);
-  double *L = st->L;
+  double *L = m->L;
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < i; j++) L[i * n + j] = matern52(st->Xt + i * d, st->Xt + j * d, inv_ls, d);
     L[i * n + i] = 1.0 + g + 1e-9;
@@ -181,14 +198,14 @@ static void solve_upper(const double *L, int n, double *v) {
 
 /* Log marginal likelihood, s2 profiled out, plus the length-scale prior.
  * -INFINITY when the matrix does not factor. Leaves L factored. */
-static double log_likelihood(bayes_state *st, const double *log_ls, double g, int n) {
-  if (factor(st, log_ls, g, n)) return -INFINITY;
+static double log_likelihood(bayes_state *st, gp *m, const double *log_ls, double g, int n) {
+  if (factor(st, m, log_ls, g, n)) return -INFINITY;
   double *v = st->work, quad = 0, logdet = 0;
-  memcpy(v, st->ys, (size_t)n * sizeof(double));
-  solve_lower(st->L, n, v);
+  memcpy(v, m->ys, (size_t)n * sizeof(double));
+  solve_lower(m->L, n, v);
   for (int i = 0; i < n; i++) {
     quad += v[i] * v[i];
-    logdet += log(st->L[i * n + i]);
+    logdet += log(m->L[i * n + i]);
   }
   double s2 = quad / n;
   if (s2 < 1e-12) s2 = 1e-12;
@@ -200,16 +217,16 @@ static double log_likelihood(bayes_state *st, const double *log_ls, double g, in
   return ll;
 }
 
-static void fit_hyper(bayes_state *st, int n) {
-  double best = log_likelihood(st, st->log_ls, st->g, n);
+static void fit_hyper(bayes_state *st, gp *m, int n) {
+  double best = log_likelihood(st, m, m->log_ls, m->g, n);
   double ls[SEARCH_MAX_PARAMS];
-  memcpy(ls, st->log_ls, sizeof ls);
+  memcpy(ls, m->log_ls, sizeof ls);
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < N_NOISE; i++) {
-      double ll = log_likelihood(st, ls, noise_grid[i], n);
+      double ll = log_likelihood(st, m, ls, noise_grid[i], n);
       if (ll > best) {
         best = ll;
-        st->g = noise_grid[i];
+        m->g = noise_grid[i];
       }
     }
     for (int pass = 0; pass < 2; pass++) {
@@ -222,7 +239,7 @@ static void fit_hyper(bayes_state *st, int n) {
             double old = ls[k], cand = old + dir * step;
             if (cand < log(BAYES_LS_MIN) || cand > log(BAYES_LS_MAX)) continue;
             ls[k] = cand;
-            double ll = log_likelihood(st, ls, st->g, n);
+            double ll = log_likelihood(st, m, ls, m->g, n);
             if (ll > best + 1e-9) {
               best = ll;
               moved = 1;
@@ -234,7 +251,7 @@ static void fit_hyper(bayes_state *st, int n) {
       }
     }
   }
-  memcpy(st->log_ls, ls, sizeof ls);
+  memcpy(m->log_ls, ls, sizeof ls);
 }
 
 typedef struct ranked {
@@ -283,80 +300,111 @@ static void select_training(bayes_state *st) {
   }
 }
 
-/* Choose the training set, cap and standardize its targets, refit if due,
- * factor, and solve for alpha. Returns 0, or -1 when there is nothing to
- * model. */
+/* Standardize m->ys (in place: raw targets in, standardized out), refit the
+ * hyperparameters when due, factor, and solve for alpha. Returns 0, or -1
+ * when the matrix does not factor even with more noise. */
+static int fit_gp(bayes_state *st, gp *m, int n) {
+  double mean = 0, var = 0;
+  for (int i = 0; i < n; i++) mean += m->ys[i];
+  mean /= n;
+  for (int i = 0; i < n; i++) var += (m->ys[i] - mean) * (m->ys[i] - mean);
+  double sd = sqrt(var / n);
+  if (sd < 1e-9) sd = 1.0;
+  for (int i = 0; i < n; i++) m->ys[i] = (m->ys[i] - mean) / sd;
+  m->mean = mean;
+  m->sd = sd;
+  int seen = st->n_obs;
+  if (m->fit_n == 0 || seen < 40 || seen >= m->fit_n + (m->fit_n + 19) / 20) {
+    fit_hyper(st, m, n);
+    m->fit_n = seen;
+  }
+  /* Factor with the fitted values (a fit leaves L at its last trial). */
+  double ll = log_likelihood(st, m, m->log_ls, m->g, n);
+  for (int i = 0; !isfinite(ll) && i < 6; i++) { /* numerically stuck: more noise */
+    m->g *= 10;
+    ll = log_likelihood(st, m, m->log_ls, m->g, n);
+  }
+  if (!isfinite(ll)) return -1;
+  double *a = m->alpha, quad = 0;
+  memcpy(a, m->ys, (size_t)n * sizeof(double));
+  solve_lower(m->L, n, a);
+  for (int i = 0; i < n; i++) quad += a[i] * a[i];
+  m->s2 = quad / n > 1e-12 ? quad / n : 1e-12;
+  solve_upper(m->L, n, a);
+  return 0;
+}
+
+/* Choose the training set, cap its targets and fit the cost model; fit the
+ * feasibility model when a failure is among the training points. Returns 0,
+ * or -1 when there is nothing to model. */
 static int build_model(bayes_state *st, double *best_ys) {
   select_training(st);
   int n = st->n_train;
-  double cap = -INFINITY, mean = 0, var = 0;
-  int m = 0;
+  int m = 0, n_fail = 0;
   double *tmp = st->work; /* the successes' log costs, sorted */
   for (int i = 0; i < n; i++)
     if (!isnan(st->yt[i])) tmp[m++] = st->yt[i];
   if (m == 0) return -1;
+  n_fail = n - m;
   for (int i = 1; i < m; i++) { /* insertion sort: cheap next to the fit */
     double t = tmp[i];
     int j = i;
     for (; j > 0 && tmp[j - 1] > t; j--) tmp[j] = tmp[j - 1];
     tmp[j] = t;
   }
-  cap = tmp[(m - 1) / 2];
-  for (int i = 0; i < n; i++) {
-    st->ys[i] = isnan(st->yt[i]) || st->yt[i] > cap ? cap : st->yt[i];
-    mean += st->ys[i];
-  }
-  mean /= n;
-  for (int i = 0; i < n; i++) var += (st->ys[i] - mean) * (st->ys[i] - mean);
-  double sd = sqrt(var / n);
-  if (sd < 1e-9) sd = 1.0;
+  double cap = tmp[(m - 1) / 2];
+  for (int i = 0; i < n; i++)
+    st->cost.ys[i] = isnan(st->yt[i]) || st->yt[i] > cap ? cap : st->yt[i];
+  if (fit_gp(st, &st->cost, n)) return -1;
   *best_ys = INFINITY;
-  for (int i = 0; i < n; i++) {
-    st->ys[i] = (st->ys[i] - mean) / sd;
-    if (!isnan(st->yt[i]) && st->ys[i] < *best_ys) *best_ys = st->ys[i];
+  for (int i = 0; i < n; i++)
+    if (!isnan(st->yt[i]) && st->cost.ys[i] < *best_ys) *best_ys = st->cost.ys[i];
+  st->use_feas = 0;
+  if (n_fail > 0 && BAYES_FEAS) {
+    for (int i = 0; i < n; i++) st->feas.ys[i] = isnan(st->yt[i]) ? -1.0 : 1.0;
+    st->use_feas = fit_gp(st, &st->feas, n) == 0;
   }
-  int seen = st->n_obs;
-  if (st->fit_n == 0 || seen < 40 || seen >= st->fit_n + (st->fit_n + 19) / 20) {
-    fit_hyper(st, n);
-    st->fit_n = seen;
-  }
-  /* Factor with the fitted values (a fit leaves L at its last trial). */
-  double ll = log_likelihood(st, st->log_ls, st->g, n);
-  for (int i = 0; !isfinite(ll) && i < 6; i++) { /* numerically stuck: more noise */
-    st->g *= 10;
-    ll = log_likelihood(st, st->log_ls, st->g, n);
-  }
-  if (!isfinite(ll)) return -1;
-  double *a = st->alpha, quad = 0;
-  memcpy(a, st->ys, (size_t)n * sizeof(double));
-  solve_lower(st->L, n, a);
-  for (int i = 0; i < n; i++) quad += a[i] * a[i];
-  st->s2 = quad / n > 1e-12 ? quad / n : 1e-12;
-  solve_upper(st->L, n, a);
   return 0;
 }
 
-/* Expected improvement below best_ys at position pos. */
-static double expected_improvement(bayes_state *st, uint32_t pos, double best_ys) {
+/* Posterior mean and standard deviation of model m at coordinates x, in
+ * standardized units. */
+static void predict(bayes_state *st, const gp *m, const double *x, double *mu, double *sd) {
   int n = st->n_train, d = st->d;
-  double x[SEARCH_MAX_PARAMS], inv_ls[SEARCH_MAX_PARAMS];
-  search_pool_coords(&st->pool, pos, x);
-  for (int k = 0; k < d; k++) inv_ls[k] = exp(-st->log_ls[k]);
-  double *v = st->work, mu = 0;
+  double inv_ls[SEARCH_MAX_PARAMS];
+  for (int k = 0; k < d; k++) inv_ls[k] = exp(-m->log_ls[k]);
+  double *v = st->work, mm = 0;
   for (int i = 0; i < n; i++) {
     v[i] = matern52(x, st->Xt + i * d, inv_ls, d);
-    mu += v[i] * st->alpha[i];
+    mm += v[i] * m->alpha[i];
   }
-  solve_lower(st->L, n, v);
+  solve_lower(m->L, n, v);
   double vv = 0;
   for (int i = 0; i < n; i++) vv += v[i] * v[i];
-  double var = st->s2 * (1.0 - vv);
-  double sd = sqrt(var > 1e-12 * st->s2 ? var : 1e-12 * st->s2);
+  double var = m->s2 * (1.0 - vv);
+  *mu = mm;
+  *sd = sqrt(var > 1e-12 * m->s2 ? var : 1e-12 * m->s2);
+}
+
+/* Acquisition at position pos: expected improvement below best_ys, times the
+ * probability that the point does not fail when the feasibility model is
+ * in use (constrained expected improvement: a point the recipe or the
+ * compiler rejects costs an evaluation and finds nothing). */
+static double acquisition(bayes_state *st, uint32_t pos, double best_ys) {
+  double x[SEARCH_MAX_PARAMS], mu, sd;
+  search_pool_coords(&st->pool, pos, x);
+  predict(st, &st->cost, x, &mu, &sd);
   double imp = best_ys - mu - BAYES_XI;
   double z = imp / sd;
   double cdf = 0.5 * erfc(-z / sqrt(2.0));
   double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
-  return imp * cdf + sd * pdf;
+  double ei = imp * cdf + sd * pdf;
+  if (!st->use_feas) return ei;
+  /* the label's posterior in label units (+1 success, -1 failure); probit */
+  predict(st, &st->feas, x, &mu, &sd);
+  double lm = st->feas.mean + st->feas.sd * mu, ls = st->feas.sd * sd;
+  double pf = 0.5 * erfc(-(lm / ls) / sqrt(2.0));
+  return ei * pow(pf, BAYES_FEAS_POW);
 }
 
 /* ---- proposals ----------------------------------------------------------- */
@@ -533,7 +581,7 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
       long pick = -1;
       double pick_ei = -INFINITY;
       for (int i = 0; i < nc; i++) {
-        double ei = expected_improvement(st, st->cand[i], best_ys);
+        double ei = acquisition(st, st->cand[i], best_ys);
         if (ei > pick_ei) {
           pick_ei = ei;
           pick = st->cand[i];
@@ -569,17 +617,21 @@ static int grow(bayes_state *st) {
     if (Xt) st->Xt = Xt;
     double *yt = realloc(st->yt, t * sizeof(double));
     if (yt) st->yt = yt;
-    double *ys = realloc(st->ys, t * sizeof(double));
-    if (ys) st->ys = ys;
-    double *alpha = realloc(st->alpha, t * sizeof(double));
-    if (alpha) st->alpha = alpha;
-    double *L = malloc(t * t * sizeof(double));
-    if (!Xt || !yt || !ys || !alpha || !L) {
-      free(L);
-      return -1;
+    if (!Xt || !yt) return -1;
+    gp *m[2] = {&st->cost, &st->feas};
+    for (int i = 0; i < 2; i++) {
+      double *ys = realloc(m[i]->ys, t * sizeof(double));
+      if (ys) m[i]->ys = ys;
+      double *alpha = realloc(m[i]->alpha, t * sizeof(double));
+      if (alpha) m[i]->alpha = alpha;
+      double *L = malloc(t * t * sizeof(double));
+      if (!ys || !alpha || !L) {
+        free(L);
+        return -1;
+      }
+      free(m[i]->L);
+      m[i]->L = L;
     }
-    free(st->L);
-    st->L = L;
     st->tcap = tcap;
   }
   st->cap = cap;

@@ -32,6 +32,14 @@ ordered_greedy_mls, mls) crash in Searchspace's neighbour cache (a numpy
 array where a list is expected); the script converts that argument to a list
 before the call (--no-patch leaves it alone) and says so in its output.
 
+Some runs never end: on the attention.prefill_sm90 spaces (10 parameters, 36-108 valid
+configs of 864) Kernel Tuner 1.5.0's hill climbers (greedy_ils seen) sometimes loop
+without finding an unvisited config while their neighbour caches grow by GBs (a pool of
+such workers stalled the whole benchmark). Each run has a wall-clock limit
+(--run-timeout, default 60 s; a run of the 10 % budget normally takes well under a
+second): a run past it raises in its worker, counts as failed for that budget and seed
+(the cell's note gives how many), and the worker is replaced.
+
 --eval-budgets 10 runs only the 10 % evaluation budget (a comma list of
 percentages of FRACS), --no-time skips the time-budget run: cells not run
 read "not run" (the same string in the JSON, whose "not_run" lists them). Each
@@ -48,6 +56,7 @@ import math
 import multiprocessing
 import os
 import random
+import signal
 import sys
 import time
 import warnings
@@ -163,12 +172,34 @@ def _run_one(path, strategy, seed, options):
     return out
 
 
+class RunTimeout(Exception):
+    """A Kernel Tuner run went past --run-timeout."""
+
+
+def _alarm(signum, frame):
+    raise RunTimeout()
+
+
+def _run_limited(path, strategy, seed, options, limit_s):
+    """_run_one under a wall-clock limit (SIGALRM in the worker: each worker is one
+    single-threaded process, so the alarm interrupts the run itself)."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        return _run_one(path, strategy, seed, options)
+    except RunTimeout:
+        raise RunTimeout(f"no result within {limit_s:g} s (Kernel Tuner's run did not end; stopped)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 class _NotRun(Exception):
     """The time-budget run was not asked for (--no-time)."""
 
 
 def task(args):
-    path, strategy, seed, evals, secs, run_evals, run_time = args
+    path, strategy, seed, evals, secs, run_evals, run_time, limit_s = args
     if path not in _SPACE:
         c, keys, entries = load_space(path)
         _SPACE[path] = (c, keys, set(e[0] for e in entries))
@@ -180,7 +211,7 @@ def task(args):
             fe.append(None)
             continue
         try:
-            seq = _run_one(path, strategy, seed, {"max_fevals": b})
+            seq = _run_limited(path, strategy, seed, {"max_fevals": b}, limit_s)
             fe.append(min((c for c, _ in seq if c >= 0), default=math.inf))
         except Exception as e:
             fe.append(None)
@@ -188,7 +219,7 @@ def task(args):
     try:
         if not run_time:
             raise _NotRun()
-        seq = _run_one(path, strategy, seed, {"time_limit": secs[-1] * 1.05 + 1.0})
+        seq = _run_limited(path, strategy, seed, {"time_limit": secs[-1] * 1.05 + 1.0}, limit_s)
         cum, best, found = 0.0, math.inf, [math.inf] * len(secs)
         for c, s in seq:
             cum += s
@@ -220,6 +251,8 @@ def main():
     ap.add_argument("--eval-budgets", default=",".join(f"{100 * f:g}" for f in FRACS),
                     help="evaluation budgets to run, in percent of the space (others: not run)")
     ap.add_argument("--no-time", action="store_true", help="do not run the time-budget run")
+    ap.add_argument("--run-timeout", type=float, default=60.0,
+                    help="wall-clock limit of one Kernel Tuner run [s]; past it the run counts as failed")
     ap.add_argument("--no-patch", action="store_true", help="do not work around the neighbour-cache bug")
     a = ap.parse_args()
     try:
@@ -266,7 +299,7 @@ def main():
                             base_eval=be, base_time=bt)
         for s in strategies:
             for seed in range(1, a.repeats + 1):
-                tasks.append((path, s, seed, evals, secs, run_evals, run_time))
+                tasks.append((path, s, seed, evals, secs, run_evals, run_time, a.run_timeout))
     print(f"Kernel Tuner {kernel_tuner.__version__} in simulation mode, {a.repeats} seeds per strategy"
           f"{'' if a.no_patch else ' (neighbour-cache bug of 1.5.0 patched: list(neighbor_indices))'}")
     results = {}

@@ -25,7 +25,11 @@
 # GP of up to 256 points: hours for 100 seeds on 2 cores; SKIP= includes it), KT_REUSE=1 (keep
 # OUT_DIR/kt.json from an earlier run instead of running Kernel Tuner again), TUNE_REUSE=1
 # (keep OUT_DIR/tune/*.json and the caches: only write the page), PAGE_NOTE (a sentence added to
-# the page's notes: what this run did that the script cannot know, e.g. a recipe's version).
+# the page's notes: what this run did that the script cannot know, e.g. a recipe's version),
+# RECIPE_REV (a git revision: take recipes/ from it instead of the working tree, e.g. the commit
+# a recording was made with when the working tree's recipe has moved on: a config whose
+# parameters the recording does not hold is not in its space), KT_RUN_TIMEOUT (seconds, default
+# 60: a Kernel Tuner run past it counts as failed; see kernel_tuner_sim.py).
 # Everything intermediate goes to OUT_DIR (default build/search-bench).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,9 +44,22 @@ OUT=${1:-$ROOT/build/search-bench}
 mkdir -p "$OUT/tune" "$OUT/caches"
 [ -x "$TUNE" ] || { echo "search_report: $TUNE not built (cmake --build build)" >&2; exit 1; }
 
+RECIPES=$ROOT/recipes
+if [ -n "${RECIPE_REV:-}" ]; then
+  # recipes read their templates (../templates), so both come from the revision
+  rm -rf "$OUT/rev" && mkdir -p "$OUT/rev"
+  git -C "$ROOT" archive "$RECIPE_REV" recipes templates | tar -x -C "$OUT/rev"
+  RECIPES=$OUT/rev/recipes
+fi
 stems=()
-recipe_of() { # recipes/<stem>.lua, else the family's recipe for a sub-recipe's recording
-  if [ -f "$ROOT/recipes/$1.lua" ]; then echo "$ROOT/recipes/$1.lua"; else echo "$ROOT/recipes/${1%%.*}.lua"; fi
+recipe_of() { # recipes/<stem>.lua; for a sub-recipe's recording (<family>.<sub>.db) the family's
+  # recipe when it requires the sub-recipe (attention.lua: require "attention.prefill_sm90"), else
+  # the sub-recipe's own file recipes/<family>/<sub>.lua (softmax.stream, not in softmax.lua's list)
+  local fam=${1%%.*} sub=${1#*.}
+  if [ -f "$RECIPES/$1.lua" ]; then echo "$RECIPES/$1.lua"
+  elif [ "$sub" != "$1" ] && [ -f "$RECIPES/$fam/$sub.lua" ] && ! grep -q "require \"$1\"" "$RECIPES/$fam.lua" 2>/dev/null; then
+    echo "$RECIPES/$fam/$sub.lua"
+  else echo "$RECIPES/$fam.lua"; fi
 }
 for db in "$ROOT"/data/recorded/*.db; do
   stem=$(basename "$db" .db)
@@ -85,12 +102,18 @@ elif python3 -c "import kernel_tuner" 2>/dev/null; then
   kt_time=()
   [ "$KT_TIME" = 1 ] || kt_time=(--no-time)
   python3 "$ROOT/tools/bench/kernel_tuner_sim.py" "$OUT"/caches/*.json --repeats "$KT_REPEATS" \
-    --strategies "$KT_STRATEGIES" --eval-budgets "$KT_EVAL_BUDGETS" "${kt_time[@]}" --jobs "$JOBS" "${base_args[@]}" --json "$OUT/kt.json" > "$OUT/kt.txt"
+    --strategies "$KT_STRATEGIES" --eval-budgets "$KT_EVAL_BUDGETS" "${kt_time[@]}" --run-timeout "${KT_RUN_TIMEOUT:-60}" --jobs "$JOBS" "${base_args[@]}" --json "$OUT/kt.json" > "$OUT/kt.txt"
 else
   kt_status="not installed (pip install kernel_tuner failed or was not run): no comparison"
   rm -f "$OUT/kt.json"
 fi
 
+# what was benchmarked: the last commit that touched the recordings, tune's commit, the recipes' revision
+rec_commit=$(git -C "$ROOT" log -1 --format='%h (%ad)' --date=format:'%Y-%m-%d %H:%M' -- 'data/recorded/*.db' 2>/dev/null || echo unknown)
+tune_commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$ROOT" diff --quiet HEAD -- search/ 2>/dev/null || tune_commit="$tune_commit + uncommitted search/ changes"
+PROVENANCE="Recordings: data/recorded/*.db as of commit $rec_commit; tune built from commit $tune_commit; recipes from ${RECIPE_REV:-the working tree}."
+export PROVENANCE
 python3 - "$OUT" "$REPEATS" "$KT_REPEATS" "$kt_status" "$ROOT/docs/search-bench.md" "$t_tune" "$JOBS" "${stems[@]}" <<'EOF'
 import datetime, json, os, sys
 out, repeats, kt_repeats, kt_status, page, t_tune, jobs = sys.argv[1:8]
@@ -143,7 +166,7 @@ L.append("P = (random - found) / (random - optimum): 0 is random search's expect
          "compile + measure time (seconds in brackets).\n")
 L.append("These are simulations on recorded data, not GPU runs: every strategy is replayed on the times an "
          "exhaustive `tune run` recorded on the GPU (`data/recorded/`), and its cost is the recorded compile + "
-         "measure time of the configs it picks.\n")
+         "measure time of the configs it picks. " + os.environ.get("PROVENANCE", "") + "\n")
 # goal summary
 L.append("## The goal at 10 % of the evaluations\n")
 L.append("Per space: the median (over seeds) fraction of the optimum that `bayes` (`tune run`'s default strategy) reaches, "
@@ -223,9 +246,13 @@ if rt:
 L.append("## Notes\n")
 L.append("- The recordings are described in `data/recorded/README.md` (every one with a memset L2 flush). "
          "`gemm.db` is left out by default (see SKIP in the script); a sub-recipe's own recording "
-         "(`attention.prefill_sm90.db`) is benchmarked with its family's recipe.")
+         "is benchmarked with its family's recipe when that recipe requires it (`attention.prefill_sm90.db`: "
+         "recipes/attention.lua), else with the sub-recipe's own file (`softmax.stream.db`: "
+         "recipes/softmax/stream.lua).")
 L.append("- Spaces with many `skipped` configs (the recipe's `applies` rejects them for that problem) make "
-         "every strategy pay for them: they count as evaluations that find nothing, as in `tune run`.")
+         "every strategy pay for them: they count as evaluations that find nothing, as in `tune run`. "
+         "`bayes` models where failures are (a second Gaussian process on success / failure, docs/search.md) "
+         "and weighs its expected improvement by the probability of success.")
 L.append("- On spaces under 150 configs the 1 % budget is a single evaluation; the transpose spaces give "
          "5 evaluations at 10 %: tune's `bayes` there is its centre point and four model-guided steps (its "
          "initial design is the centre point, then random points: 1 point in all up to 79 configs, 2 up to 139, "
@@ -238,10 +265,12 @@ L.append("- `bayes`'s centre point (docs/search.md) is the same few configs on e
          "`bayes` with a random first point (before commit de9febb) met 98 % on 32 of 38 spaces (not the same "
          "32), was ahead of every Kernel Tuner strategy on 22 and of every one but diff_evo on 26, with a mean "
          "share of seeds reaching 98 % of 0.67.")
-L.append("- Spaces without Kernel Tuner cells (\"-\" in the goal table) were not simulated with it: on the six "
-         "attention.prefill_sm90 spaces (10 parameters) the Kernel Tuner 1.5.0 simulation of 100 seeds did not "
-         "finish in the time this run had (its worker processes grew to several GB and stalled; single seeds run "
-         "in a second), so they are compared with tune's strategies only.")
+L.append("- Kernel Tuner runs have a wall-clock limit (KT_RUN_TIMEOUT, kernel_tuner_sim.py --run-timeout): "
+         "on the attention.prefill_sm90 spaces (10 or more parameters, most configs skipped) its `greedy_ils` "
+         "sometimes never ends (it finds no unvisited config and loops while its neighbour caches grow by GBs: "
+         "a pool of such workers stalled an earlier run of this benchmark); such a run counts as failed for "
+         "that seed and budget, the row's note says on how many seeds, and its cells are medians over the "
+         "other seeds.")
 L.append("- Kernel Tuner's `diff_evo`, at budgets below its population (16 x the tunable parameters: 64 or more "
          "here, more than any 10 % budget), evaluates one random point and then nearly a fixed prefix of Kernel Tuner's "
          "own enumeration order of the space, the same for every seed (its Latin-hypercube population is "
