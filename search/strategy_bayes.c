@@ -38,7 +38,16 @@
  *    there are at most BAYES_MAX_CAND, else among BAYES_MAX_CAND random ones
  *    plus the unseen neighbours of the best points.
  * Expected improvement below the best standardized value by xi = BAYES_XI.
- * With no success observed yet (nothing to model) it draws at random. */
+ * With no success observed yet (nothing to model) it draws at random.
+ *
+ * Feasibility: once a failure is among the training points, a second GP
+ * (same kernel form, its own length scales and noise) is fitted to the
+ * labels +1 success / -1 failure, and every acquisition is the expected
+ * improvement times P(success)^BAYES_FEAS_POW, P(success) = Phi(mean / sd)
+ * of that GP in label units (constrained expected improvement). Recipes
+ * reject whole regions (applies, resource limits) and each rejected point
+ * costs an evaluation; the square root keeps points next to failures in
+ * play, where the best configs often are. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

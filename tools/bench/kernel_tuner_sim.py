@@ -37,8 +37,9 @@ configs of 864) Kernel Tuner 1.5.0's hill climbers (greedy_ils seen) sometimes l
 without finding an unvisited config while their neighbour caches grow by GBs (a pool of
 such workers stalled the whole benchmark). Each run has a wall-clock limit
 (--run-timeout, default 60 s; a run of the 10 % budget normally takes well under a
-second): a run past it raises in its worker, counts as failed for that budget and seed
-(the cell's note gives how many), and the worker is replaced.
+second): a run past it raises in its worker (SIGALRM), counts as failed for that budget
+and seed (the cell's note gives how many), and the worker goes on with its next task (as
+every worker, it is replaced after 20 tasks).
 
 --eval-budgets 10 runs only the 10 % evaluation budget (a comma list of
 percentages of FRACS), --no-time skips the time-budget run: cells not run
