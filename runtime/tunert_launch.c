@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tunert_cluster.h"
 #include "tunert_int.h"
 
 /* Read, check and load the chosen binary of v; under ctx->lock with the
@@ -263,7 +264,7 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
     const tunert_launch_info *li = &s->launch[l];
     if (!li->grid[0] || !li->grid[1] || !li->grid[2]) continue; /* no blocks: not launched */
     const unsigned *cl = s->cluster[l];
-    if (cl[0] > 1 || cl[1] > 1 || cl[2] > 1) { /* a thread-block cluster: only the Ex form takes one */
+    if (tunert_cluster_used(cl)) { /* a thread-block cluster: only the Ex form takes one */
       if (!ctx->cu.cuLaunchKernelEx)
         return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s needs a thread-block cluster launch, but libcuda lacks "
                        "cuLaunchKernelEx (driver older than CUDA 12.0)", f->name, li->kernel);

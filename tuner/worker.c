@@ -16,6 +16,7 @@
 #include "protocol.h"
 #include "recipe.h"
 #include "tensormap.h"
+#include "tunert_cluster.h"
 #include "tunert_pack.h"
 
 typedef struct wstate {
@@ -187,8 +188,6 @@ fail:
 
 typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared, cluster[3]; int side; } launch;
 
-static int has_cluster(const launch *l) { return l->cluster[0] > 1 || l->cluster[1] > 1 || l->cluster[2] > 1; }
-
 /* The driver's launch description of l (with its cluster attribute at *at when it has one). */
 static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAttribute *at) {
   CUlaunchConfig c;
@@ -198,7 +197,7 @@ static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAt
   c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
   c.sharedMemBytes = l->shared;
   c.hStream = stream;
-  if (has_cluster(l)) {
+  if (tunert_cluster_used(l->cluster)) {
     at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     at->value.clusterDim.x = l->cluster[0];
     at->value.clusterDim.y = l->cluster[1];
@@ -232,7 +231,7 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
     }
     /* a cluster that cannot be co-scheduled (its blocks' threads, registers or shared memory do
        not fit one GPC together) is refused here, with the numbers, before anything runs */
-    if (has_cluster(&l[i]) && l[i].grid[0] && l[i].grid[1] && l[i].grid[2]) {
+    if (tunert_cluster_used(l[i].cluster) && l[i].grid[0] && l[i].grid[1] && l[i].grid[2]) {
       CUlaunchAttribute at;
       CUlaunchConfig lc = launch_config(&l[i], NULL, &at);
       int n_clusters = 0;
@@ -272,7 +271,7 @@ static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_
   for (int i = 0; i < n; ++i) {
     if (!l[i].grid[0] || !l[i].grid[1] || !l[i].grid[2]) continue; /* a step with no blocks is not launched */
     CUresult r;
-    if (has_cluster(&l[i])) { /* a thread-block cluster: only the Ex form takes one (same kernelParams) */
+    if (tunert_cluster_used(l[i].cluster)) { /* a thread-block cluster: only the Ex form takes one (same kernelParams) */
       CUlaunchAttribute at;
       CUlaunchConfig lc = launch_config(&l[i], l[i].side ? w->side : 0, &at);
       r = tune_cu.cuLaunchKernelEx(&lc, l[i].fn, ptrs, NULL);
@@ -281,7 +280,7 @@ static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_
                                  l[i].block[2], l[i].shared, l[i].side ? w->side : 0, ptrs, NULL);
     if (r != CUDA_SUCCESS) {
       char cl[48] = "";
-      if (has_cluster(&l[i])) snprintf(cl, sizeof cl, " cluster %u,%u,%u", l[i].cluster[0], l[i].cluster[1], l[i].cluster[2]);
+      if (tunert_cluster_used(l[i].cluster)) snprintf(cl, sizeof cl, " cluster %u,%u,%u", l[i].cluster[0], l[i].cluster[1], l[i].cluster[2]);
       snprintf(why, why_n, "launch %d (grid %u,%u,%u block %u,%u,%u%s smem %u): %s", i, l[i].grid[0], l[i].grid[1], l[i].grid[2],
                l[i].block[0], l[i].block[1], l[i].block[2], cl, l[i].shared, tune_cuda_error_name(r));
       return r;

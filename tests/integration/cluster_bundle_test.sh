@@ -13,18 +13,7 @@ FX="$SRC/tests/fixtures/recipes/cluster.lua"
 # synthetic "ok" results for the variants that were compiled (the skipped ones stay skipped):
 # CL 4 / THREADS 64 wins nb64r2, CL 2 / THREADS 32 wins nb6r1
 synth() { # db
-  python3 - "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("update devices set kind = 'gpu', name = 'synthetic CPU-test device (no measurement)'")
-db.execute("""update results set status = 'ok', samples = 1, err_rel_l2 = 0, err_max_abs = 0, error_text = '',
-  median_ns = (select case when (p.name = 'nb64r2' and c.params_json = '{"CL":4,"THREADS":64}')
-                             or (p.name = 'nb6r1' and c.params_json = '{"CL":2,"THREADS":32}') then 500 else 1000 + c.id end
-               from problems p, configs c where p.id = results.problem_id and c.id = results.config_id)
-  where error_text = 'compile-only'""")
-db.execute("update results set min_ns = median_ns, max_ns = median_ns, stddev_ns = 0 where status = 'ok'")
-db.commit()
-PY
+  synth_ok "$1" nb64r2 '{"CL":4,"THREADS":64}' nb6r1 '{"CL":2,"THREADS":32}'
 }
 
 prep() { # dir recipe-file

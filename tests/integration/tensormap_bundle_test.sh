@@ -11,17 +11,7 @@ FX="$SRC/tests/fixtures/recipes/tensormap.lua"
 
 # synthetic "ok" results: a different winner per problem (SWZ 0 for r500c384, SWZ 128 for r512c384)
 synth() { # db
-  python3 - "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("update devices set kind = 'gpu', name = 'synthetic CPU-test device (no measurement)'")
-db.execute("""update results set status = 'ok', samples = 1, err_rel_l2 = 0, err_max_abs = 0, error_text = '',
-  median_ns = (select case when (p.name = 'r500c384' and c.params_json = '{"SWZ":0,"BOX_R":8}')
-                             or (p.name = 'r512c384' and c.params_json = '{"SWZ":128,"BOX_R":32}') then 500 else 1000 + c.id end
-               from problems p, configs c where p.id = results.problem_id and c.id = results.config_id)""")
-db.execute("update results set min_ns = median_ns, max_ns = median_ns, stddev_ns = 0")
-db.commit()
-PY
+  synth_ok "$1" r500c384 '{"SWZ":0,"BOX_R":8}' r512c384 '{"SWZ":128,"BOX_R":32}'
 }
 
 # 1. the fixture as it is (tm0's box is a Lua function, the launch grid too: exact-only entries)
