@@ -42,6 +42,10 @@ typedef enum db_status {
   DB_STATUS_COUNT
 } db_status;
 
+/* Reasons of a `skipped` result other than the recipe's applies/requires: */
+#define DB_REASON_PRUNED "pruned: "           /* prefix: compiled, never launched (tuner/prune.h) */
+#define DB_REASON_COMPILE_ONLY "compile-only" /* tune run --compile-only */
+
 const char *db_status_name(db_status s);
 /* Parse a status name; returns -1 when unknown. */
 int db_status_parse(const char *name);
@@ -213,6 +217,8 @@ typedef struct db_bench_row {
                               (cached), the largest compile_ms recorded for the same binary */
   char binary_key[40];     /* "" none */
   int samples;             /* timed samples of median_ns (0 when not timed) */
+  int rejected;            /* 1: skipped by the recipe (applies/requires) before compiling,
+                              so not part of the problem's space (tuner/problem_space.h) */
 } db_bench_row;
 
 /* Return 0 to go on; non-zero stops the iteration and is returned. */

@@ -27,7 +27,10 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
       "WITH bk AS (SELECT binary_key, max(compile_ms) AS ms FROM results"
       "  WHERE binary_key IS NOT NULL AND binary_key <> '' GROUP BY binary_key)"
       " SELECT c.hash, c.params_json, r.status, r.median_ns, r.compile_ms, r.measure_ms,"
-      "  coalesce(r.binary_key, ''), coalesce(bk.ms, r.compile_ms), coalesce(r.samples, 0)"
+      "  coalesce(r.binary_key, ''), coalesce(bk.ms, r.compile_ms), coalesce(r.samples, 0),"
+      /* skipped without compiling: neither pruned nor compile-only, so the recipe rejected it */
+      "  r.status = 'skipped' AND substr(coalesce(r.error_text, ''), 1, ?3) <> ?4"
+      "   AND coalesce(r.error_text, '') <> ?5"
       " FROM configs c"
       " JOIN problems p ON p.recipe_name = c.recipe_name AND p.hash = ?2"
       " JOIN results r ON r.config_id = c.id AND r.problem_id = p.id"
@@ -41,6 +44,9 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
       -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
   SQL_TRY(db, err, sqlite3_bind_text(st, 2, problem_hash, -1, SQLITE_STATIC));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 3, (int)strlen(DB_REASON_PRUNED)));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 4, DB_REASON_PRUNED, -1, SQLITE_STATIC));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 5, DB_REASON_COMPILE_ONLY, -1, SQLITE_STATIC));
   char last[sizeof ((db_bench_row *)0)->config_hash] = "";
   for (;;) {
     SQL_STEP(db, err, st, step);
@@ -63,6 +69,7 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
     row.build_ms = col_real(st, 7);
     if (!(row.build_ms >= row.compile_ms)) row.build_ms = row.compile_ms;
     row.samples = sqlite3_column_int(st, 8);
+    row.rejected = sqlite3_column_int(st, 9);
     int r = fn(ctx, &row);
     if (r) {
       rc = r;

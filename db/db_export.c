@@ -11,8 +11,11 @@
  *   time (tune does not split it, so "verification_time" is 0). A failed
  *   config has the name of Kernel Tuner's error class as its time:
  *   CompilationFailedConfig (compile_error), InvalidConfig (skipped,
- *   not_recorded) or RuntimeFailedConfig (every other failure). The file can
- *   be read by kernel_tuner.tune_cache / simulation_mode=True.
+ *   not_recorded) or RuntimeFailedConfig (every other failure). Configs the
+ *   recipe's applies/requires rejected for the problem are left out: they are
+ *   not in its space (db_bench_row.rejected), as a restriction's are not in
+ *   Kernel Tuner's. The file can be read by kernel_tuner.tune_cache /
+ *   simulation_mode=True.
  * t4: the T4 results schema 1.0.0 (kernel_tuner/schema/T4/1.0.0/
  *   results-schema.json): results[] with configuration, objectives ["time"],
  *   times (compilation_time, benchmark, validation, framework,
@@ -44,6 +47,7 @@ typedef struct export_set {
 
 static int collect(void *ctx, const db_bench_row *r) {
   export_set *set = ctx;
+  if (r->rejected) return 0; /* not a config of this problem (Kernel Tuner: a restriction) */
   if (set->n == set->cap) {
     size_t cap = set->cap ? 2 * set->cap : 256;
     export_row *rows = realloc(set->rows, cap * sizeof *rows);

@@ -62,6 +62,9 @@ typedef struct search_space {
  * NULL and err says why. */
 int search_space_enumerate(const search_space_def *def, search_space **out, tune_err *err);
 void search_space_free(search_space *space);
+/* The points of `space` whose keep[position] is non-zero, as a new space with
+ * the same parameters (points keep their indexes). */
+int search_space_subset(const search_space *space, const unsigned char *keep, search_space **out, tune_err *err);
 
 /* Decode a point into value indexes: value_idx[n_params]. */
 void search_point_decode(const search_space *space, uint64_t point, int *value_idx);

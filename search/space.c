@@ -253,6 +253,29 @@ int search_space_enumerate(const search_space_def *def, search_space **out, tune
   return TUNE_OK;
 }
 
+int search_space_subset(const search_space *space, const unsigned char *keep, search_space **out, tune_err *err) {
+  if (!out) return tune_fail(err, TUNE_EINVAL, "search_space_subset: out is NULL");
+  *out = NULL;
+  search_space *sp = calloc(1, sizeof *sp);
+  if (!sp) return tune_fail(err, TUNE_ENOMEM, "search_space_subset: no memory for the space");
+  *sp = *space;
+  sp->points = NULL;
+  sp->n_points = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < space->n_points; i++) n += keep[i] != 0;
+  if (n) {
+    sp->points = malloc(n * sizeof(uint64_t));
+    if (!sp->points) {
+      free(sp);
+      return tune_fail(err, TUNE_ENOMEM, "search_space_subset: no memory for %zu points", n);
+    }
+    for (size_t i = 0; i < space->n_points; i++)
+      if (keep[i]) sp->points[sp->n_points++] = space->points[i]; /* stays ascending */
+  }
+  *out = sp;
+  return TUNE_OK;
+}
+
 void search_space_free(search_space *space) {
   if (!space) return;
   free(space->points);

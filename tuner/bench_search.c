@@ -2,7 +2,8 @@
  * space and scored) and `tune db export`.
  *
  * Per recipe of the file and per problem:
- *  1. the space is enumerated as `tune run` does, and every point gets its
+ *  1. the space is enumerated as `tune run` does (only the configs that apply
+ *     to the problem: problem_space.h), and every point gets its
  *     recorded answer (db_bench_rows, matched by config hash): a cost (median
  *     kernel time) when ok, a failure otherwise (wrong, crashed, skipped,
  *     not recorded...), and a time: the compile time of its binary plus the
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "halving.h"
+#include "problem_space.h"
 #include "recipe.h"
 #include "search.h"
 #include "search_config.h"
@@ -698,7 +700,9 @@ int tune_bench_search_main(int argc, char **argv) {
   tune_err_clear(&err);
   tune_recipes *set = NULL;
   db_conn *db = NULL;
-  search_space *space = NULL;
+  search_space *space = NULL, *pspace = NULL; /* the recipe's; the configs that apply to a problem */
+  tune_rejections rej;
+  memset(&rej, 0, sizeof rej);
   bench_space b;
   memset(&b, 0, sizeof b);
   double *found = NULL, *tmp = NULL, *tmp2 = NULL, *spent = NULL;
@@ -743,6 +747,8 @@ int tune_bench_search_main(int argc, char **argv) {
       if (!json) printf("\n%s: nothing recorded in %s, skipped\n", r->name, path);
       continue;
     }
+    tune_device_facts facts; /* what the recipe's applies saw when it was recorded */
+    tune_device_facts_from(&dev, &facts);
     int nv[SEARCH_MAX_PARAMS];
     for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
     search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
@@ -754,7 +760,10 @@ int tune_bench_search_main(int argc, char **argv) {
       for (int k = 0; k < n_problems; k++) sel |= !strcmp(problems[k], p->name);
       if (!sel) continue;
       tune_err_clear(&e);
-      if (bench_space_load(&b, db, r, p, space, &e)) {
+      search_space_free(pspace);
+      pspace = NULL;
+      if (tune_problem_space(r, p, &facts, space, &pspace, &rej, &err)) goto fail;
+      if (bench_space_load(&b, db, r, p, pspace, &e)) {
         if (e.code != TUNE_ENOTFOUND) {
           tune_fail(&err, e.code, "%s", e.msg);
           goto fail;
@@ -777,13 +786,16 @@ int tune_bench_search_main(int argc, char **argv) {
           goto fail;
         }
         json_object_set_new(pj, "device", json_string(dev.name));
+        json_object_set_new(pj, "n_rejected", json_integer((json_int_t)rej.n));
         json_object_set_new(pj, "database", json_string(path));
         json_array_append_new(out, pj);
       } else {
         char o[32], w[32];
         fmt_ns(b.opt, o, sizeof o);
         fmt_ns(b.worst, w, sizeof w);
-        printf("\n== %s / %s %s: %zu configs recorded on %s\n", r->name, p->name, p->dims_json, b.n, dev.name);
+        printf("\n== %s / %s %s: %zu configs recorded on %s", r->name, p->name, p->dims_json, b.n, dev.name);
+        if (rej.n) printf(" (%zu more rejected by the recipe: not part of the space)", rej.n);
+        printf("\n");
         printf("   statuses:");
         for (int s = 0; s < DB_STATUS_COUNT; s++)
           if (b.n_status[s]) printf(" %d %s", b.n_status[s], db_status_name((db_status)s));
@@ -802,6 +814,8 @@ int tune_bench_search_main(int argc, char **argv) {
       }
       bench_space_free(&b);
     }
+    search_space_free(pspace);
+    pspace = NULL;
     search_space_free(space);
     space = NULL;
   }
@@ -819,6 +833,7 @@ fail:
   free(tmp);
   free(tmp2);
   free(cells);
+  search_space_free(pspace);
   search_space_free(space);
   db_close(db);
   tune_recipes_free(set);

@@ -146,7 +146,7 @@ int tune_code_set_pending(const tune_code_set *s, int pi) {
 void tune_code_set_note(tune_code_set *s, int i, const char *problem, const db_result *res) {
   tune_code_variant *v = &s->v[i];
   if (res->status == DB_OK) { v->n_ok++; return; }
-  if (res->status == DB_SKIPPED && !strcmp(res->error_text, "compile-only")) { v->n_compiled++; return; }
+  if (res->status == DB_SKIPPED && !strcmp(res->error_text, DB_REASON_COMPILE_ONLY)) { v->n_compiled++; return; }
   if (res->status == DB_SKIPPED || res->status == DB_NOT_RECORDED) { v->n_other++; return; }
   if (!v->n_failed++) {
     /* a compile log: its first error, not the warnings before it */

@@ -13,7 +13,9 @@
 
 #include <stddef.h>
 
-#define TUNE_PRUNED_PREFIX "pruned: "
+#include "db.h"
+
+#define TUNE_PRUNED_PREFIX DB_REASON_PRUNED
 
 typedef struct tune_sm_limits {
   int max_threads_block;  /* 1024 */

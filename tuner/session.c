@@ -15,6 +15,7 @@
 #include "db.h"
 #include "halving.h"
 #include "peaks.h"
+#include "problem_space.h"
 #include "proposer.h"
 #include "prune.h"
 #include "recipe.h"
@@ -68,14 +69,6 @@ static int problem_selected(const tune_run_opts *o, const tune_problem *p) {
   return 0;
 }
 
-
-static void facts_from_device(const db_device *d, tune_device_facts *f) {
-  memset(f, 0, sizeof *f);
-  f->sm_count = d->sm_count;
-  f->smem_per_block = d->smem_per_block_optin;
-  f->l2_bytes = d->l2_bytes;
-  snprintf(f->arch, sizeof f->arch, "%s", d->arch);
-}
 
 void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, char *out, size_t n) {
   const char *base = strrchr(recipe_path, '/');
@@ -165,12 +158,12 @@ static double halving_margin(const tune_run_opts *o, const tune_search_config *s
 /* One problem of a recipe. codes: the recipe's code proposals, each evaluated
  * once per problem (pi: this problem's index in the recipe); sweep: evaluate
  * only those (the problem was tuned before they were proposed). */
-static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, search_space *space, db_conn *db,
-                       tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
-                       int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
-                       tune_code_set *codes, int pi, int sweep, tune_err *err) {
+static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *space,
+                       const tune_rejections *rej, db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id,
+                       int64_t recipe_id, int64_t device_id, uint64_t seed, double t_deadline,
+                       const tune_peaks *peaks, stats *st, tune_code_set *codes, int pi, int sweep, tune_err *err) {
   tune_device_facts facts;
-  facts_from_device(dev, &facts);
+  tune_device_facts_from(dev, &facts);
   tune_problem_setup setup;
   int64_t problem_id;
   search_strategy *strat = NULL;
@@ -181,7 +174,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   snprintf(templates, sizeof templates, "%s/templates", r->root);
   if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
   if (tune_recipe_eval_problem(r, p, &facts, &setup, err)) return err->code;
-  printf("\n== %s / %s %s: %zu configs, backend %s\n", r->name, p->name, p->dims_json, space->n_points, be ? be->name : "compile-only");
+  printf("\n== %s / %s %s: %zu configs", r->name, p->name, p->dims_json, space->n_points);
+  if (rej->n) printf(" (%zu more rejected by the recipe)", rej->n);
+  printf(", backend %s\n", be ? be->name : "compile-only");
+  for (int i = 0; !o->quiet && i < rej->n_reasons; ++i) printf("  rejected %zu: %s\n", rej->count[i], rej->reason[i]);
+  if (!o->quiet && rej->n_other) printf("  rejected %zu for other reasons\n", rej->n_other);
   if (sweep) printf("verifying %d code proposal(s) made for other problems\n", tune_code_set_pending(codes, pi));
   if (!be || be->needs_binaries) {
     /* the reference, compiled like any variant (also by --compile-only, so a
@@ -427,7 +424,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
           st->pruned++;
         } else if (!be) {
           res.status = DB_SKIPPED;
-          snprintf(res.error_text, sizeof res.error_text, "compile-only");
+          snprintf(res.error_text, sizeof res.error_text, DB_REASON_COMPILE_ONLY);
         } else {
           tune_measure_req req = {.recipe = r, .problem = p, .setup = &setup, .variant = &q->v, .bin = b,
                                   .lowered = (const char(*)[512])j->lowered, .config_hash = q->hash, .samples = samples};
@@ -460,7 +457,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         print_metrics(res.median_ns, &setup, line, sizeof line);
         if (res.median_ns < best && !quick_only) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
         if (quick_only) snprintf(line + strlen(line), sizeof line - strlen(line), "  (quick: %d samples, not a contender)", res.samples);
-      } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, "compile-only")) {
+      } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, DB_REASON_COMPILE_ONLY)) {
         snprintf(line, sizeof line, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
                  res.registers, res.shared_bytes, q->v.launch[0].shared, res.local_bytes,
                  (res.spill_stores > 0 ? res.spill_stores : 0) + (res.spill_loads > 0 ? res.spill_loads : 0));
@@ -498,6 +495,23 @@ fail:
   tune_llm_free(llm);
   search_strategy_free(strat);
   return err->code;
+}
+
+/* run_problem over the configs that apply to p (problem_space.h): the
+ * strategy walks only those; `recipe_space` is the recipe's constrained space. */
+static int run_problem_space(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *recipe_space,
+                             db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
+                             int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
+                             tune_code_set *codes, int pi, int sweep, tune_err *err) {
+  tune_device_facts facts;
+  tune_device_facts_from(dev, &facts);
+  search_space *space = NULL;
+  tune_rejections rej;
+  if (tune_problem_space(r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
+  int rc = run_problem(o, r, p, space, &rej, db, be, dev, run_id, recipe_id, device_id, seed, t_deadline, peaks,
+                       st, codes, pi, sweep, err);
+  search_space_free(space);
+  return rc;
 }
 
 int tune_session_run(const tune_run_opts *o, tune_err *err) {
@@ -617,7 +631,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
       if (!problem_selected(o, &r->problems[pi])) continue;
       ++selected;
-      rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st,
+      rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st,
                        &codes, pi, 0, err);
       if (rc) break;
     }
@@ -626,7 +640,7 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
        --problem left out */
     for (int pi = 0; !rc && pi < r->n_problems && !tune_interrupted; ++pi)
       if (tune_code_set_pending(&codes, pi))
-        rc = run_problem(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, 0, &peaks, &st,
+        rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, 0, &peaks, &st,
                          &codes, pi, 1, err);
     if (!rc && codes.n) rc = tune_code_set_finish(&codes, db, o->quiet, err);
     tune_code_set_free(&codes);

@@ -14,6 +14,26 @@ check "unknown strategy fails" test $? -ne 0
 check "db export exits 0" test $? -eq 0
 n=$(python3 -c "import json; d=json.load(open('kt.json')); print(len(d['cache']))")
 check "the export holds every recorded config of the problem ($n)" test "$n" = "$(sql "$SRC/data/recorded/copy.db" "select count(*) from results r join problems p on p.id=r.problem_id where p.name='64MiB'")"
+# Configs the recipe rejects for a problem (applies) are not part of its space: not in the
+# benchmark's space, not in the export, and no budget is spent on them by tune run.
+PS="$SRC/data/recorded/attention.prefill_sm90.db"
+"$TUNE" bench-search "$SRC/recipes/attention.lua" --device "replay:$PS" --repeats 2 --strategies random \
+  --problem b4h32s4096d128 >ps.txt 2>&1
+check "bench-search on prefill_sm90 exits 0" test $? -eq 0
+n_app=$(python3 - "$PS" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(c.execute("""select count(*) from results r join problems p on p.id = r.problem_id
+  where p.name = 'b4h32s4096d128' and not (r.status = 'skipped' and r.error_text not like 'pruned: %'
+  and r.error_text <> 'compile-only')""").fetchone()[0])
+PY
+)
+check "bench-search's space is the $n_app configs the recipe does not reject" grep -q "b4h32s4096d128 .*: $n_app configs recorded on .* more rejected by the recipe" ps.txt
+"$TUNE" db export --db "$PS" --format kernel_tuner --recipe attention.prefill_sm90 --problem b4h32s4096d128 -o ps.json >psx.txt 2>&1
+check "the export leaves the rejected configs out" test "$(python3 -c "import json; print(len(json.load(open('ps.json'))['cache']))")" = "$n_app"
+"$TUNE" run "$SRC/recipes/attention/prefill_sm90.lua" --device "replay:$PS" --db psrun.db --problem b4h32s4096d128 --budget 10 --quiet >psrun.txt 2>&1
+check "tune run --budget 10 on prefill_sm90 exits 0" test $? -eq 0
+check "--budget 10 buys 10 evaluated configs, none rejected" test "$(sql psrun.db "select count(*) from results r join recipes c on c.id = r.recipe_id where c.name = 'attention.prefill_sm90' and r.status <> 'skipped'")" = 10
 # Kernel Tuner's simulation on that cache, only the goal's budget (where kernel_tuner is installed)
 if python3 -c "import kernel_tuner" 2>/dev/null; then
   python3 "$SRC/tools/bench/kernel_tuner_sim.py" kt.json --repeats 2 --strategies random_sample --jobs 1 \

@@ -213,6 +213,30 @@ static void test_enumerate_vs_brute_force(void) {
   CHECK(all_unknown_null > 10);
 }
 
+/* A subset keeps the chosen points, ascending and findable, and nothing else. */
+static void test_subset(void) {
+  tune_err err;
+  tctx t = {.n_params = 3, .n_values = {4, 4, 4}, .n_con = 1};
+  t.con[0] = (tcon){.kind = K_REJECT_V0, .level = 0};
+  search_space_def def = tdef(&t);
+  search_space *sp = NULL, *sub = NULL, *none = NULL;
+  tune_err_clear(&err);
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp->n_points == 16);
+  unsigned char keep[16], zero[16] = {0};
+  for (int i = 0; i < 16; i++) keep[i] = i % 3 == 1;
+  CHECK(search_space_subset(sp, keep, &sub, &err) == TUNE_OK);
+  CHECK(sub && sub->n_points == 5 && sub->n_total == sp->n_total && sub->n_params == 3);
+  for (size_t i = 0; sub && i < sub->n_points; i++) {
+    CHECK(sub->points[i] == sp->points[3 * i + 1]);
+    CHECK(search_space_find(sub, sp->points[3 * i + 1]) == (long)i);
+  }
+  CHECK(sub && search_space_find(sub, sp->points[0]) == -1);
+  CHECK(search_space_subset(sp, zero, &none, &err) == TUNE_OK && none && none->n_points == 0);
+  search_space_free(none);
+  search_space_free(sub);
+  search_space_free(sp);
+}
+
 /* Exact check counts: pruning happens, decided constraints are not re-asked. */
 static void test_check_counts(void) {
   tune_err err;
@@ -694,6 +718,7 @@ static void test_strategy_misc(void) {
 int main(void) {
   test_enumerate_vs_brute_force();
   test_check_counts();
+  test_subset();
   test_big_products();
   test_encode_decode_find();
   test_errors();

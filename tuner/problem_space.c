@@ -1,0 +1,71 @@
+/* problem_space.c: see problem_space.h. */
+#include "problem_space.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tune_device_facts_from(const db_device *d, tune_device_facts *f) {
+  memset(f, 0, sizeof *f);
+  f->sm_count = d->sm_count;
+  f->smem_per_block = d->smem_per_block_optin;
+  f->l2_bytes = d->l2_bytes;
+  snprintf(f->arch, sizeof f->arch, "%s", d->arch);
+}
+
+/* Count one rejection under its reason; reasons past the table's room count as other. */
+static void note_reason(tune_rejections *rej, const char *why) {
+  rej->n++;
+  for (int i = 0; i < rej->n_reasons; i++)
+    if (!strcmp(rej->reason[i], why)) {
+      rej->count[i]++;
+      return;
+    }
+  if (rej->n_reasons == TUNE_REJECT_REASONS) {
+    rej->n_other++;
+    return;
+  }
+  snprintf(rej->reason[rej->n_reasons], sizeof rej->reason[0], "%s", why);
+  rej->count[rej->n_reasons++] = 1;
+}
+
+static void sort_reasons(tune_rejections *rej) { /* most frequent first (a handful: insertion sort) */
+  for (int i = 1; i < rej->n_reasons; i++)
+    for (int j = i; j > 0 && rej->count[j] > rej->count[j - 1]; j--) {
+      char t[sizeof rej->reason[0]];
+      memcpy(t, rej->reason[j], sizeof t);
+      memcpy(rej->reason[j], rej->reason[j - 1], sizeof t);
+      memcpy(rej->reason[j - 1], t, sizeof t);
+      size_t c = rej->count[j];
+      rej->count[j] = rej->count[j - 1];
+      rej->count[j - 1] = c;
+    }
+}
+
+int tune_problem_space(tune_recipe *r, const tune_problem *p, const tune_device_facts *f, const search_space *space,
+                       search_space **out, tune_rejections *rej, tune_err *err) {
+  *out = NULL;
+  unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
+  tune_variant *v = malloc(sizeof *v); /* ~30 KiB: not on the stack */
+  if (!keep || !v) {
+    free(keep);
+    free(v);
+    return tune_fail(err, TUNE_ENOMEM, "%s / %s: no memory to filter %zu configs", r->name, p->name, space->n_points);
+  }
+  tune_rejections local;
+  if (!rej) rej = &local;
+  memset(rej, 0, sizeof *rej);
+  int rc = TUNE_OK;
+  for (size_t i = 0; i < space->n_points && !rc; i++) {
+    int vi[SEARCH_MAX_PARAMS];
+    search_point_decode(space, space->points[i], vi);
+    rc = tune_recipe_eval_variant(r, vi, p, f, v, err);
+    keep[i] = !rc && !v->skip;
+    if (!rc && v->skip) note_reason(rej, v->skip_reason);
+  }
+  sort_reasons(rej);
+  if (!rc) rc = search_space_subset(space, keep, out, err);
+  free(keep);
+  free(v);
+  return rc;
+}
