@@ -30,6 +30,8 @@ local SHAPES_SM90 = {
   { 64, 256, 1 }, { 64, 128, 1 },                                        -- decode (M 64, 128)
 }
 
+local SHAPES_PINGPONG = { { 128, 128 }, { 64, 256 } }  -- WS = 2: one warpgroup's tile
+
 local function in_list(list, ...)
   local want = { ... }
   for _, s in ipairs(list) do
@@ -50,7 +52,7 @@ local function smem_sm80(c, b_col, split)
   return math.max(pipe, ctile)
 end
 local function smem_sm90(c)
-  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 2 * c.STAGES * 8
+  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 2 * c.STAGES * 8 + (c.WS == 2 and 16 or 0)
 end
 local function smem_bytes(c, b_col, split)
   if c.PATH == 0 then return smem_sm80(c, b_col, split) end
@@ -60,7 +62,7 @@ end
 
 local function threads(c)
   if c.PATH == 0 then return 32 * c.WARPS_M * c.WARPS_N end
-  if c.PATH == 1 then return 128 * (c.CONSUMERS + c.WS) end
+  if c.PATH == 1 then return 128 * (c.CONSUMERS + (c.WS > 0 and 1 or 0)) end
   return 32 * c.GEMV_WARPS
 end
 
@@ -104,7 +106,7 @@ local function params(split)
     { "BLOCK_K",        { 64, 32 } },           -- PATH 1, 2: 64
     { "STAGES",         { 2, 3, 4, 5 } },       -- cp.async ring depth (PATH 1: 3..5)
     { "SWIZZLE",        { 1, 0 } },             -- PATH 0: 1 XOR-swizzled rows, 0 padded rows
-    { "WS",             { 0, 1 } },             -- PATH 1: 1 = producer warpgroup + consumers
+    { "WS",             { 0, 1, 2 } },          -- PATH 1: 1 = producer warpgroup + consumers, 2 = same, ping-pong
     { "PRODUCER_WARPS", { 1, 4 } },             -- PATH 1, WS = 1: warps of the producer that copy
     { "SETMAXNREG",     { 0, 1 } },             -- PATH 1, WS = 1: producer 40/56 regs, consumers 232/240
     { "USE_TMA",        { 0, 1 } },             -- PATH 1, WS = 1, SETMAXNREG = 1: TMA producer (one thread)
@@ -122,6 +124,9 @@ local constraints = {
   -- tile shapes (PATH 2 pins them)
   function(c)
     if c.PATH == 0 then return c.CONSUMERS == 1 and in_list(SHAPES_SM80, c.BLOCK_M, c.BLOCK_N, c.WARPS_M, c.WARPS_N) end
+    if c.PATH == 1 and c.WS == 2 then  -- ping-pong: each consumer warpgroup holds a whole tile (<= 128 accumulators)
+      return c.WARPS_M == 1 and c.WARPS_N == 1 and c.CONSUMERS == 2 and in_list(SHAPES_PINGPONG, c.BLOCK_M, c.BLOCK_N)
+    end
     if c.PATH == 1 then return c.WARPS_M == 1 and c.WARPS_N == 1 and in_list(SHAPES_SM90, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) end
     return c.BLOCK_M == 16 and c.BLOCK_N == 64 and c.WARPS_M == 1 and c.WARPS_N == 1 and c.CONSUMERS == 1
   end,
@@ -145,12 +150,13 @@ local constraints = {
   function(c)
     if c.PATH ~= 1 then return c.WS == 0 and c.PRODUCER_WARPS == 1 and c.SETMAXNREG == 0 and c.PERSISTENT == 0 end
     if c.WS == 0 then return c.PRODUCER_WARPS == 1 and c.SETMAXNREG == 0 and c.PERSISTENT == 0 end
+    if c.WS == 2 then return c.SETMAXNREG == 1 and c.PRODUCER_WARPS == 1 and c.PERSISTENT == 1 and c.USE_TMA == 1 end
     -- without setmaxnreg two consumer warpgroups and the producer share 168 registers: spills
     if c.SETMAXNREG == 0 then return c.CONSUMERS == 1 and c.PRODUCER_WARPS == 1 and c.PERSISTENT == 0 end
     return true
   end,
   -- the TMA producer is one thread of a setmaxnreg producer warpgroup
-  function(c) return c.USE_TMA == 0 or (c.PATH == 1 and c.WS == 1 and c.SETMAXNREG == 1 and c.PRODUCER_WARPS == 1) end,
+  function(c) return c.USE_TMA == 0 or (c.PATH == 1 and c.WS >= 1 and c.SETMAXNREG == 1 and c.PRODUCER_WARPS == 1) end,
   function(c) return c.PATH ~= 2 or c.RASTER == 1 end,
   function(c) return c.PATH == 2 or (c.GEMV_WARPS == 4 and c.GEMV_COLS == 1 and c.GEMV_UNROLL == 2) end,
 }
@@ -162,7 +168,7 @@ local function is_large(p) return p.M >= 256 end
 -- (~+30 % over cp.async in a standalone harness, docs/tensormap-args.md): 24 configs of it; the
 -- others keep a few each for comparison (all in grouped tile order, their best before).
 local function large_short_list(c)
-  if c.BLOCK_M < 128 then return false, "large problem: tiles of >= 128 rows only" end
+  if c.BLOCK_M < 128 and c.WS ~= 2 then return false, "large problem: tiles of >= 128 rows only (ping-pong: 64)" end
   if c.PATH == 1 and c.USE_TMA == 1 then
     if c.BLOCK_M == 128 and c.BLOCK_N == 128 and (c.STAGES < 4 or c.RASTER ~= 8) then
       return false, "large problems: 128 x 128 TMA tiles 4..5 deep, grouped order"

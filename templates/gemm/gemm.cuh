@@ -16,14 +16,15 @@
 //   PATH 1  templates/gemm/gemm_sm90.cuh: wgmma (sm_90a) from 128-byte-swizzled shared memory filled
 //           by cp.async. BLOCK_M, BLOCK_N (64 | 128 | 256), BLOCK_K = 64, CONSUMERS (consumer
 //           warpgroups), STAGES 3..5, WS (0: every warpgroup loads and computes; 1: one producer
-//           warpgroup (PRODUCER_WARPS [1] of its warps copy) feeds the consumers through mbarriers),
-//           SETMAXNREG (WS = 1 only: producer 40 or 56 registers, consumers 232 or 240), PERSISTENT (grid of
+//           warpgroup (PRODUCER_WARPS [1] of its warps copy) feeds the consumers through mbarriers;
+//           2: the same, with the two consumer warpgroups on alternate tiles (ping-pong)),
+//           SETMAXNREG (WS >= 1 only: producer 40 or 56 registers, consumers 232 or 240), PERSISTENT (grid of
 //           at most one wave; each block walks tiles blockIdx.x, + gridDim.x, ...), RASTER.
 //   PATH 2  templates/gemm/gemv.cuh: CUDA-core GEMV for decode shapes (M = GEMV_M <= 8, compile-time).
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
-//           USE_TMA [0] (PATH 1 with WS = 1: bulk tensor copies instead of cp.async) and TMA_ARGS
+//           USE_TMA [0] (PATH 1 with WS >= 1: bulk tensor copies instead of cp.async) and TMA_ARGS
 //           [= USE_TMA] (both kernels take `const __grid_constant__ tune::tensormap tmA, tmB` after
 //           K); recipes/gemm.lua passes them (the worker builds them: docs/tensormap-args.md).
 //

@@ -7,7 +7,7 @@
 // BLOCK_M / CONSUMERS / 64 wgmma m64 tiles of BLOCK_N columns (MT * BLOCK_N / 2 fp32 registers).
 //
 // Shared memory: 1024-byte-aligned ring of STAGES slots, each an a tile [BLOCK_M][64] and a b tile,
-// then 2 * STAGES mbarriers (WS = 1). a and a B_COL b tile are k-major: row r (128 bytes) holds
+// then 2 * STAGES mbarriers (WS >= 1). a and a B_COL b tile are k-major: row r (128 bytes) holds
 // 16-byte chunk c at c ^ (r % 8). A row-major b tile ([64 k][BLOCK_N], n-major) is stored as
 // BLOCK_N / 64 column blocks of 64 k rows x 128 bytes (8 KiB each), swizzled the same way.
 // common/wgmma.cuh describes the matching descriptors.
@@ -19,14 +19,22 @@
 //   cp.async.mbarrier.arrive.noinc; consumer warpgroups wait on `full`, run the wgmma batch, keep one
 //   batch in flight and release the previous slot. SETMAXNREG = 1 moves registers from the producer
 //   (kProducerRegs) to the consumers (kConsumerRegs).
-// USE_TMA = 1 (WS = 1 only; the worker builds the tensor maps the recipe describes,
+// WS = 2 (ping-pong; CONSUMERS 2, USE_TMA 1, PERSISTENT 1): as WS = 1, but each consumer warpgroup
+//   owns whole BLOCK_M x BLOCK_N tiles, the block's even tiles for warpgroup 0 and its odd ones for
+//   warpgroup 1. The producer fills the ring in tile order, so the two warpgroups' main loops take
+//   turns on the ring and one warpgroup's epilogue (its stores to c) runs while the other computes:
+//   the tensor cores are not idle during epilogues, as they are with WS = 1. A warpgroup starts a
+//   tile's main loop only once the other one has seen the last slice of the tile before it complete
+//   (mbarrier `order`): an mbarrier wait tells phases apart by parity alone, so a warpgroup must
+//   never wait on a slot more than one use ahead of where that slot is.
+// USE_TMA = 1 (WS = 1 or 2 only; the worker builds the tensor maps the recipe describes,
 //   docs/tensormap-args.md): one producer thread fills a slot with bulk tensor copies (TMA) that
 //   complete on its `full` barrier (arrive.expect_tx of the slot's bytes); same shared-memory layout
 //   (the maps use 128-byte swizzle, boxes of 64 x BLOCK_M (a), 64 x BLOCK_N (b, B_COL) or 64 x 64
 //   (b row-major, one box per 64-column block)). The kernels then take two more parameters,
 //   `const __grid_constant__ tune::tensormap tmA, tmB`, after K.
 //
-// Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1,
+// Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1 | 2,
 // PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K.
 // Launch: block = 128 * (CONSUMERS + WS); grid = (tiles, SPLIT_K) with tiles = ceil(M / BLOCK_M) *
 // N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
@@ -59,13 +67,16 @@ constexpr int kCons = CONSUMERS;
 constexpr bool kWS = WS != 0;
 constexpr int kThreads = (kCons + (kWS ? 1 : 0)) * 128;
 constexpr int kStages = STAGES;
-constexpr int kWgRows = kBM / kCons;  // rows per consumer warpgroup
+constexpr bool kPingPong = WS == 2;
+constexpr int kWgRows = kPingPong ? kBM : kBM / kCons;  // rows per consumer warpgroup
+constexpr int kWgRowStep = kPingPong ? 0 : kWgRows;     // row offset of warpgroup w's rows: w * kWgRowStep
+constexpr int kTileStride = kPingPong ? 2 : 1;          // a consumer warpgroup takes every kTileStride-th tile
 constexpr int kMT = kWgRows / 64;     // wgmma m64 tiles per consumer warpgroup
 constexpr int kAcc = kBN / 2;         // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * 128;
 constexpr int kBBytes = kBN * 128;
 constexpr int kStageBytes = kABytes + kBBytes;
-constexpr int kBarBytes = 2 * kStages * 8;
+constexpr int kBarBytes = 2 * kStages * 8 + (WS == 2 ? 16 : 0);  // full, empty (, order: ping-pong)
 constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
 constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that arrive on `full`
 // setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x its compiled register count
@@ -78,13 +89,14 @@ static_assert(kBN == 64 || kBN == 128 || kBN == 256, "BLOCK_N must be 64, 128 or
 static_assert(kCons == 1 || kCons == 2, "CONSUMERS must be 1 or 2");
 static_assert(kWgRows % 64 == 0 && (kMT == 1 || kMT == 2), "each consumer warpgroup owns 64 or 128 rows");
 static_assert(kMT * kAcc <= 128, "at most 128 fp32 accumulators per thread");
-static_assert(WS == 0 || WS == 1, "WS must be 0 or 1");
+static_assert(WS == 0 || WS == 1 || WS == 2, "WS must be 0, 1 or 2");
+static_assert(!kPingPong || (kCons == 2 && USE_TMA && PERSISTENT), "WS = 2 (ping-pong) needs CONSUMERS 2, USE_TMA, PERSISTENT");
 static_assert(kStages >= 3 && kStages <= 5, "STAGES must be 3..5");
 static_assert(PRODUCER_WARPS >= 1 && PRODUCER_WARPS <= 4, "PRODUCER_WARPS must be 1..4");
-static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS = 1");
+static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS >= 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(!(PERSISTENT && SPLIT_K > 1), "PERSISTENT needs SPLIT_K = 1");
-static_assert(!USE_TMA || WS == 1, "USE_TMA needs the producer warpgroup (WS = 1)");
+static_assert(!USE_TMA || WS >= 1, "USE_TMA needs the producer warpgroup (WS = 1 or 2)");
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
@@ -158,7 +170,7 @@ __device__ __forceinline__ unsigned long long desc_words(unsigned lo, unsigned h
 }
 __device__ __forceinline__ void compute_stage(float (&acc)[kMT][kAcc], unsigned sA, unsigned sB, int wg) {
   const unsigned long long da0 =
-      tune::wgmma_desc(sA + wg * kWgRows * 128, 16, 1024, tune::kWgmmaSwizzle128B);
+      tune::wgmma_desc(sA + wg * kWgRowStep * 128, 16, 1024, tune::kWgmmaSwizzle128B);
   const unsigned long long db0 = B_COL ? tune::wgmma_desc(sB, 16, 1024, tune::kWgmmaSwizzle128B)
                                        : tune::wgmma_desc(sB, 8192, 1024, tune::kWgmmaSwizzle128B);
   const unsigned alo = (unsigned)da0, ahi = (unsigned)(da0 >> 32);
@@ -197,7 +209,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = m0 + wg * kWgRows + mt * 64 + w * 16 + g + 8 * h;
+      const int row = m0 + wg * kWgRowStep + mt * 64 + w * 16 + g + 8 * h;
       if (row >= M) continue;
       if constexpr (SPLIT_K > 1) {
         float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
@@ -277,7 +289,7 @@ __device__ __forceinline__ void run_plain(const bf16 *__restrict__ a, const bf16
 
 #else
 // ---------------------------------------------------------------------------------------------
-// WS = 1: producer warpgroup kCons, consumer warpgroups 0 .. kCons - 1. Slot s of k iteration `it`
+// WS = 1, 2: producer warpgroup kCons, consumer warpgroups 0 .. kCons - 1. Slot s of k iteration `it`
 // (counted over all tiles of the block) is used for the (it / kStages)-th time: phase it / kStages
 // of full[s] and empty[s].
 __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 *__restrict__ b, int M, int N, int K,
@@ -322,19 +334,26 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
 }
 
 __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K,
-                                         unsigned ring, unsigned full, unsigned empty) {
+                                         unsigned ring, unsigned full, unsigned empty, unsigned order) {
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const Geometry g = geometry(M, N, K);
   const int split = (int)blockIdx.y;
   float acc[kMT][kAcc];
-  int it = 0;
-  for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
+  // i: the tile's place in the block's sequence, whose k slices are ring iterations i * k_tiles ..
+  const int first = kPingPong ? wg : 0;
+  for (int i = first, tile = first_tile() + first * tile_step(g); tile < g.tiles;
+       i += kTileStride, tile += kTileStride * tile_step(g)) {
     int m0, n0;
     tile_origin(tile, g, m0, n0);
     zero_acc(acc);
+    // ping-pong: warpgroup wg's j-th tile (i = 2 j + wg) waits for phase j - (wg == 0) of order[wg]
+    if (kPingPong && i > 0) tune::mbar_wait(order + wg * 8, ((i >> 1) - (wg == 0)) & 1);
+    int it = i * g.k_tiles;
     for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
       const int s = it % kStages;
       tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+      // ping-pong: the last slice of this tile is in: the other warpgroup may wait on the next tile's
+      if (kPingPong && kt == g.k_tiles - 1 && (tid & 127) == 0) tune::mbar_arrive(order + (wg ^ 1) * 8);
       // the producers' cp.async data (generic proxy), seen complete, -> wgmma; TMA data is async-proxy
       // already and visible once the barrier completes (the fence is a MEMBAR.ALL.CTA per slot)
       if constexpr (!USE_TMA) tune::fence_proxy_async_smem();
@@ -368,11 +387,15 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   run_plain(a, b, c, ws, M, N, K, ring);
 #else
   {
-    const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8;
+    const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8, order = empty + kStages * 8;
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
         tune::mbar_init(full + s * 8, kProdThreads);
-        tune::mbar_init(empty + s * 8, kCons * 4);  // one arrival per consumer warp
+        tune::mbar_init(empty + s * 8, (kPingPong ? 1 : kCons) * 4);  // one arrival per warp that read the slot
+      }
+      if (kPingPong) {
+        tune::mbar_init(order, 1);
+        tune::mbar_init(order + 8, 1);
       }
       tune::fence_mbar_init();
     }
@@ -386,7 +409,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 #if SETMAXNREG
       tune::setmaxnreg_inc<kConsumerRegs>();
 #endif
-      consumer(c, ws, M, N, K, ring, full, empty);
+      consumer(c, ws, M, N, K, ring, full, empty, order);
     }
   }
 #endif

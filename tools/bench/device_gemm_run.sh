@@ -6,7 +6,9 @@
 #      come, so a cut run still reports what it measured)
 #   4. the best variant's SASS per problem (HGMMA / UTMALDG / spills: tools/check/gemm_sass.sh)
 #   5. OUTDIR/gemm.db (lean_db.py), OUTDIR/logs.tgz, and the table tuned vs cuBLAS (gemm_report.py)
-# env: TUNE_LIMIT_S (tune run limit, default 400), SKIP_CHECK=1 (no smoke test)
+# env: TUNE_LIMIT_S (tune run limit, default 400), SKIP_CHECK=1 (no smoke test), START_DB (a gemm.db
+#   of an earlier call that was cut: tune run resumes it, measuring only what it lacks), SKIP_PEERS=1
+#   (no cuBLAS timing: the earlier call's peers serve; the report then says no peers)
 set -u
 out=${1:?usage: device_gemm_run.sh OUTDIR}
 mkdir -p "$out"
@@ -17,6 +19,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 logs=/tmp/gemm_logs
 rm -rf "$logs" /tmp/gemm.db /tmp/gemm.db-wal /tmp/gemm.db-shm /tmp/gemm_cubins
 mkdir -p "$logs"
+if [ -n "${START_DB:-}" ]; then cp "$START_DB" /tmp/gemm.db || exit 1; fi
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$logs/status.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$logs/gpu.txt" 2>&1
@@ -24,9 +27,11 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   OUT=/tmp/gemm_check tools/check/gemm_tma_check.sh --build-only > "$logs/tma_build.log" 2>&1 &
   build_pid=$!
 fi
-stamp "cuBLAS peers"
-PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench/gemm_peers.py "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1
-stamp "peers rc=$?"
+if [ "${SKIP_PEERS:-0}" != 1 ]; then
+  stamp "cuBLAS peers"
+  PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench/gemm_peers.py "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1
+  stamp "peers rc=$?"
+fi
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   wait "$build_pid"
   stamp "TMA smoke build rc=$? (failed builds or checks: see tma_build.log)"

@@ -20,7 +20,9 @@
 #include <vector>
 
 #define PATH 1
-#define WS 1
+#ifndef WS
+#define WS 1  // 2: ping-pong consumers
+#endif
 #define USE_TMA 1
 #define SETMAXNREG 1
 #define TMA_ARGS 1

@@ -2,7 +2,8 @@
 # gemm_tma_check.sh: build and run tools/check/gemm_tma_check.cu for a few TMA configurations of
 # templates/gemm/gemm.cuh (all in recipes/gemm.lua's space) on the problems below: a smoke test of
 # the TMA path before a tune run (needs a GPU to run; builds anywhere with nvcc).
-# Usage: tools/check/gemm_tma_check.sh [--build-only]   env: NVCC, ARCH (sm_90a), OUT (build/check)
+# Usage: tools/check/gemm_tma_check.sh [--build-only]   env: NVCC, ARCH (sm_90a), OUT (build/check),
+#   GEMM_TMA_CONFIGS / GEMM_TMA_CASES (lines as in the lists below, replacing them)
 # Per binary: ptxas registers/spills and its SASS counts (tools/check/gemm_sass.sh); per case: a PASS|FAIL line.
 # Exit status: number of failed builds and cases.
 set -uo pipefail
@@ -11,7 +12,7 @@ NVCC=${NVCC:-nvcc}
 ARCH=${ARCH:-sm_90a}
 OUT=${OUT:-build/check}
 mkdir -p "$OUT"
-# tag                    BLOCK_M BLOCK_N CONSUMERS STAGES PERSISTENT RASTER B_COL
+# tag                    BLOCK_M BLOCK_N CONSUMERS STAGES PERSISTENT RASTER B_COL [WS: 1 cooperative, 2 ping-pong]
 CONFIGS=(
   "t128x256c2s4p1r8_col  128 256 2 4 1 8 1"
   "t128x256c2s4p1r8_row  128 256 2 4 1 8 0"
@@ -28,16 +29,19 @@ CASES=(
   "t128x128c1s5p1r8_row  4096 4096  4096"
   "t128x128c1s5p1r8_row  128  8192  8192"
 )
+if [ -n "${GEMM_TMA_CONFIGS:-}" ]; then mapfile -t CONFIGS < <(grep -v '^[[:space:]]*$' <<<"$GEMM_TMA_CONFIGS"); fi
+if [ -n "${GEMM_TMA_CASES:-}" ]; then mapfile -t CASES < <(grep -v '^[[:space:]]*$' <<<"$GEMM_TMA_CASES"); fi
 fails=0
 pids=()
 for entry in "${CONFIGS[@]}"; do
-  read -r tag bm bn co st pe ra bc <<<"$entry"
+  read -r tag bm bn co st pe ra bc ws <<<"$entry"
+  ws=${ws:-1}
   ( "$NVCC" -gencode arch=compute_${ARCH#sm_},code=$ARCH -O3 -std=c++17 -I templates -DBLOCK_M=$bm -DBLOCK_N=$bn -DCONSUMERS=$co -DSTAGES=$st \
-      -DPERSISTENT=$pe -DRASTER=$ra -DB_COL=$bc -Xptxas -v tools/check/gemm_tma_check.cu -o "$OUT/gemm_$tag" -lcuda \
+      -DPERSISTENT=$pe -DRASTER=$ra -DB_COL=$bc -DWS=$ws -Xptxas -v tools/check/gemm_tma_check.cu -o "$OUT/gemm_$tag" -lcuda \
       >"$OUT/gemm_$tag.build.txt" 2>&1 || { echo "FAILED to build gemm_$tag" >&2; tail -20 "$OUT/gemm_$tag.build.txt" >&2; exit 1; }
     # the same kernel as a cubin, for its SASS
     "$NVCC" -cubin -gencode arch=compute_${ARCH#sm_},code=$ARCH -O3 -std=c++17 -I templates -DBLOCK_M=$bm -DBLOCK_N=$bn \
-      -DCONSUMERS=$co -DSTAGES=$st -DPERSISTENT=$pe -DRASTER=$ra -DB_COL=$bc tools/check/gemm_tma_check.cu -o "$OUT/gemm_$tag.cubin" ) &
+      -DCONSUMERS=$co -DSTAGES=$st -DPERSISTENT=$pe -DRASTER=$ra -DB_COL=$bc -DWS=$ws tools/check/gemm_tma_check.cu -o "$OUT/gemm_$tag.cubin" ) &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
