@@ -91,6 +91,8 @@ typedef struct bayes_state {
   search_pool pool;
   int d;             /* coordinates (parameters with more than one value) */
   int n_init;        /* initial design: the centre, then random points */
+  int design_done;   /* the initial design was proposed (once, even after observations of points
+                        it did not propose, such as tune run's warm start) */
   int n_obs, cap;    /* training points, allocated capacity */
   uint32_t *obs;     /* [cap] their positions */
   double *X;         /* [cap * d] their coordinates */
@@ -574,7 +576,8 @@ static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tu
   if (search_pool_queued(p) == 0 && p->n_seen < p->n) {
     double best_ys = 0;
     int rc;
-    if (st->n_obs < st->n_init && p->n_seen < (uint32_t)st->n_init) {
+    if (!st->design_done) {
+      st->design_done = 1;
       rc = initial_design(st, err);
     } else if (build_model(st, &best_ys) != 0) {
       rc = search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);

@@ -16,7 +16,10 @@
  *     time budgets; an evaluation counts when it completes within the time;
  *  4. each strategy runs for seeds 1..N, driven like `tune run` drives it
  *     (next_batch of up to BATCH points, then one observe per point, cost < 0
- *     for a failure), until the largest budgets are spent;
+ *     for a failure), until the largest budgets are spent; problems in the
+ *     recipe's order, each run first evaluating its warm start (warm_start.h:
+ *     the bests the same strategy and seed found at that budget on the earlier
+ *     problems), one run per distinct warm start (simulate_levels);
  *  5. P = (baseline - found) / (baseline - optimum), where found is the best
  *     time found within the budget, or the worst time of the space when none
  *     was; 0 is random search, 1 the optimum, < 0 worse than random.
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "halving.h"
+#include "warm_start.h"
 #include "problem_space.h"
 #include "recipe.h"
 #include "search.h"
@@ -59,12 +63,19 @@ static const char *usage_bench =
     "evaluations and in recorded compile+measure time: P = (random - found) /\n"
     "(random - optimum), with random search's expected best as the baseline (0) and the\n"
     "optimum as 1. Cells: median [first quartile, third quartile] over the seeds.\n"
+    "A problem's space is the configs its recipe does not reject (applies/requires).\n"
+    "Problems run in the recipe's order and, as in tune run, each strategy starts a\n"
+    "problem from the bests it found on the earlier ones at the same budget (the warm\n"
+    "start: a quarter of the budget, at most 8 configs, the nearest problems' first).\n"
     "\n"
     "options:\n"
     "  --device replay:FILE   the recorded database (default data/recorded/<recipe>.db)\n"
     "  --repeats N            seeds 1..N per strategy (default 100)\n"
-    "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit)\n"
-    "  --problem P            only problems named P (repeatable)\n"
+    "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit,\n"
+    "                         bayes:cold); NAME:cold runs NAME without the warm start\n"
+    "  --no-warm-start        no strategy starts warm\n"
+    "  --problem P            only problems named P (repeatable; the warm start then\n"
+    "                         learns from the selected earlier problems only)\n"
     "  --jobs N               threads (default: number of cores)\n"
     "  --json                 print JSON (every number of the tables, and the baselines)\n"
     "  --halving[=F]          also run the default strategy (" TUNE_DEFAULT_STRATEGY ") with successive\n"
@@ -271,6 +282,14 @@ typedef struct bench_run {
   int n_strategies, repeats;
   double *found;             /* [strategy][seed][2][N_BUDGETS] [ns] */
   double *spent;             /* [strategy][seed][N_BUDGETS] [s] time spent by each evaluation budget */
+  const int *warm;           /* [strategy] 1: warm start from the earlier problems' bests (warm_start.h) */
+  /* [strategy][seed][N_BUDGETS][max_problems] the best point found at each evaluation budget on
+     each earlier problem of the recipe (n_hist of them): the warm-start votes */
+  uint64_t *hist;
+  const double *hist_dist;   /* [n_hist] distance of each earlier problem to this one (warm_start.h) */
+  int n_hist, max_problems;
+  uint64_t *found_pt;        /* [strategy][seed][N_BUDGETS] this problem's best point per evaluation budget */
+  int *has_pt;               /* [strategy][seed][N_BUDGETS] 1: found_pt is set */
   atomic_int next;           /* next job: strategy * repeats + seed index */
   pthread_mutex_t lock;
   tune_err err;              /* first failure */
@@ -280,6 +299,15 @@ static double *found_at(const bench_run *br, int s, int seed_i, int kind) {
   return br->found + (((size_t)s * (size_t)br->repeats + (size_t)seed_i) * 2 + (size_t)kind) * N_BUDGETS;
 }
 
+static size_t run_index(const bench_run *br, int s, int seed_i) {
+  return (size_t)s * (size_t)br->repeats + (size_t)seed_i;
+}
+
+/* The warm-start votes of (s, seed_i) at evaluation budget j: one point per earlier problem. */
+static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
+  return br->hist + (run_index(br, s, seed_i) * N_BUDGETS + (size_t)j) * (size_t)br->max_problems;
+}
+
 /* One strategy, one seed: the best found within each budget into fe (evaluations)
  * and ft (time), the time spent by each evaluation budget into sp. halving > 0:
  * as tune run --halving drives it (session.c): per batch, every point costs a
@@ -287,16 +315,17 @@ static double *found_at(const bench_run *br, int s, int seed_i, int kind) {
  * the recorded ones) against the best fully timed so far; a contender then
  * costs its full measure too, and only contenders count as found. Batches end
  * at the evaluation budgets then. */
-static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, double *fe, double *ft,
-                    double *sp, tune_err *err) {
+static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, const uint64_t *warm,
+                    int n_warm, long max_e, double max_t, double *fe, double *ft, double *sp, uint64_t *fe_pt,
+                    int *fe_has, tune_err *err) {
   search_strategy *s = NULL;
   int rc = search_strategy_new(name, b->space, seed, &s, err);
   if (rc) return rc;
   long evals = 0;
   double cum = 0, best = INFINITY;
-  for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY, sp[j] = NAN;
-  long max_e = b->evals[N_BUDGETS - 1];
-  double max_t = b->secs[N_BUDGETS - 1];
+  uint64_t best_pt = 0;
+  int warm_next = 0;
+  for (int j = 0; j < N_BUDGETS; j++) fe[j] = ft[j] = INFINITY, sp[j] = NAN, fe_has[j] = 0;
   while (evals < max_e || (max_t > 0 && cum <= max_t)) {
     uint64_t pts[BATCH];
     int n = 0;
@@ -308,8 +337,14 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
         if (b->evals[j] - evals < want) want = (int)(b->evals[j] - evals);
         break;
       }
-    rc = search_strategy_next_batch(s, pts, want, &n, err);
-    if (rc || n == 0) break;
+    if (warm_next < n_warm) { /* as tune run: the warm-start configs first, a batch of their own */
+      n = n_warm - warm_next < want ? n_warm - warm_next : want;
+      memcpy(pts, warm + warm_next, (size_t)n * sizeof *pts);
+      warm_next += n;
+    } else {
+      rc = search_strategy_next_batch(s, pts, want, &n, err);
+      if (rc || n == 0) break;
+    }
     long pos[BATCH];
     double qns[BATCH];
     int full[BATCH];
@@ -328,21 +363,84 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
       evals++;
       if (halving > 0) cum += b->quick_s[pos[i]] + (full[i] ? b->meas_s[pos[i]] : 0);
       else cum += b->time_s[pos[i]];
-      if (c >= 0 && c < best && (halving <= 0 || full[i])) best = c;
+      if (c >= 0 && c < best && (halving <= 0 || full[i])) best = c, best_pt = pts[i];
       for (int j = 0; j < N_BUDGETS; j++) {
-        if (evals == b->evals[j]) fe[j] = best, sp[j] = cum;
+        if (evals == b->evals[j]) {
+          fe[j] = best, sp[j] = cum;
+          if (isfinite(best)) fe_pt[j] = best_pt, fe_has[j] = 1;
+        }
         if (cum <= b->secs[j]) ft[j] = best;
       }
     }
   }
 out:
   for (int j = 0; j < N_BUDGETS; j++) {
-    if (evals < b->evals[j] && isinf(fe[j])) fe[j] = best, sp[j] = cum; /* the space ran out first */
+    if (evals < b->evals[j] && isinf(fe[j])) { /* the space ran out first */
+      fe[j] = best, sp[j] = cum;
+      if (isfinite(best)) fe_pt[j] = best_pt, fe_has[j] = 1;
+    }
     if (isinf(fe[j])) fe[j] = b->worst;
     if (isinf(ft[j])) ft[j] = b->worst;
   }
   search_strategy_free(s);
   return rc;
+}
+
+/* One strategy, one seed on this problem: per budget level j, the run starts from the warm-start
+ * configs that level's history votes for (the bests found at evaluation budget j on the earlier
+ * problems, as a session with --budget evals[j] would have them) and goes on to evaluation budget
+ * j and time budget j. Levels with the same warm start share one run, long enough for all. */
+static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
+  const bench_space *b = br->b;
+  uint64_t warm[N_BUDGETS][TUNE_WARM_MAX];
+  int n_warm[N_BUDGETS], done[N_BUDGETS] = {0};
+  for (int j = 0; j < N_BUDGETS; j++)
+    n_warm[j] = br->warm[s] && br->n_hist
+                    ? tune_warm_order(hist_at(br, s, k, j), br->hist_dist, br->n_hist, b->space,
+                                      tune_warm_max(b->evals[j]), warm[j])
+                    : 0;
+  double *fe_all = found_at(br, s, k, 0), *ft_all = found_at(br, s, k, 1);
+  double *sp_all = br->spent + run_index(br, s, k) * N_BUDGETS;
+  uint64_t *pt_all = br->found_pt + run_index(br, s, k) * N_BUDGETS;
+  int *has_all = br->has_pt + run_index(br, s, k) * N_BUDGETS;
+  for (int j = 0; j < N_BUDGETS; j++) {
+    if (done[j]) continue;
+    /* the levels that start like level j, and how far their run must go */
+    long max_e = 0;
+    double max_t = 0;
+    int group[N_BUDGETS], ng = 0;
+    for (int l = j; l < N_BUDGETS; l++)
+      if (!done[l] && n_warm[l] == n_warm[j] && !memcmp(warm[l], warm[j], (size_t)n_warm[j] * sizeof(uint64_t))) {
+        group[ng++] = l;
+        done[l] = 1;
+        if (b->evals[l] > max_e) max_e = b->evals[l];
+        if (b->secs[l] > max_t) max_t = b->secs[l];
+      }
+    double fe[N_BUDGETS], ft[N_BUDGETS], sp[N_BUDGETS];
+    uint64_t pt[N_BUDGETS];
+    int has[N_BUDGETS];
+    if (simulate(b, br->names[s], br->halving[s], (uint64_t)k + 1, warm[j], n_warm[j], max_e, max_t, fe, ft, sp, pt,
+                 has, err))
+      return err->code;
+    for (int g = 0; g < ng; g++) {
+      int l = group[g];
+      fe_all[l] = fe[l], ft_all[l] = ft[l], sp_all[l] = sp[l], pt_all[l] = pt[l], has_all[l] = has[l];
+    }
+  }
+  return TUNE_OK;
+}
+
+/* After a problem: each run's best point per evaluation budget joins its warm-start votes. */
+static void hist_append(bench_run *br) {
+  if (br->n_hist == br->max_problems) return;
+  for (int s = 0; s < br->n_strategies; s++)
+    for (int k = 0; k < br->repeats; k++)
+      for (int j = 0; j < N_BUDGETS; j++) {
+        size_t i = run_index(br, s, k) * N_BUDGETS + (size_t)j;
+        /* a run that found nothing votes for nothing: an out-of-space point (never in a space) */
+        hist_at(br, s, k, j)[br->n_hist] = br->has_pt[i] ? br->found_pt[i] : UINT64_MAX;
+      }
+  br->n_hist++;
 }
 
 static void *worker(void *arg) {
@@ -354,8 +452,7 @@ static void *worker(void *arg) {
     int s = job / br->repeats, k = job % br->repeats;
     tune_err e;
     tune_err_clear(&e);
-    if (simulate(br->b, br->names[s], br->halving[s], (uint64_t)k + 1, found_at(br, s, k, 0), found_at(br, s, k, 1),
-                 br->spent + ((size_t)s * (size_t)br->repeats + (size_t)k) * N_BUDGETS, &e)) {
+    if (simulate_levels(br, s, k, &e)) {
       pthread_mutex_lock(&br->lock);
       tune_fail(&br->err, e.code, "%s", e.msg);
       pthread_mutex_unlock(&br->lock);
@@ -583,10 +680,10 @@ static void print_halving(const bench_run *br, int a, int h, double *tmp) {
 
 int tune_bench_search_main(int argc, char **argv) {
   const char *recipe_path = NULL, *device = NULL, *problems[32];
-  int n_problems = 0, repeats = 100, json = 0;
+  int n_problems = 0, repeats = 100, json = 0, no_warm = 0;
   double halving = 0; /* --halving: margin of the extra default-strategy run */
   int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  char strat_buf[512] = "random,anneal,genetic,bayes,bandit";
+  char strat_buf[512] = "random,anneal,genetic,bayes,bandit,bayes:cold";
   for (int i = 0; i < argc; ++i) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -629,6 +726,7 @@ int tune_bench_search_main(int argc, char **argv) {
         return 2;
       }
     } else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--no-warm-start")) no_warm = 1;
     else if (!strcmp(a, "--halving")) halving = TUNE_HALVING_DEFAULT_MARGIN;
     else if (!strncmp(a, "--halving=", 10)) {
       char *end;
@@ -656,10 +754,22 @@ int tune_bench_search_main(int argc, char **argv) {
     return 2;
   }
   const char *names[MAX_STRATEGIES + 2];
+  const char *labels[MAX_STRATEGIES + 2];
+  int warm[MAX_STRATEGIES + 2];
+  char name_buf[MAX_STRATEGIES][64];
   int n_names = 0;
   for (char *save = NULL, *t = strtok_r(strat_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    /* NAME:cold: the strategy without the warm start (warm_start.h) */
+    const char *colon = strchr(t, ':');
+    if (colon && strcmp(colon, ":cold")) {
+      fprintf(stderr, "tune bench-search: %s: the only suffix is :cold (no warm start)\n", t);
+      return 2;
+    }
+    if (n_names < MAX_STRATEGIES)
+      snprintf(name_buf[n_names], sizeof name_buf[0], "%.*s", colon ? (int)(colon - t) : (int)strlen(t), t);
+    const char *base = n_names < MAX_STRATEGIES ? name_buf[n_names] : t;
     int known = 0;
-    for (int k = 0; search_strategy_names[k]; k++) known |= !strcmp(search_strategy_names[k], t);
+    for (int k = 0; search_strategy_names[k]; k++) known |= !strcmp(search_strategy_names[k], base);
     if (!known) {
       fprintf(stderr, "tune bench-search: unknown strategy %s (known:", t);
       for (int k = 0; search_strategy_names[k]; k++) fprintf(stderr, " %s", search_strategy_names[k]);
@@ -670,28 +780,29 @@ int tune_bench_search_main(int argc, char **argv) {
       fprintf(stderr, "tune bench-search: at most %d strategies\n", MAX_STRATEGIES);
       return 2;
     }
-    names[n_names++] = t;
+    labels[n_names] = t;
+    warm[n_names] = !colon && !no_warm;
+    names[n_names++] = base;
   }
   if (n_names == 0) {
     fprintf(stderr, "tune bench-search: --strategies names none\n");
     return 2;
   }
   /* --halving: the default strategy once more, with halving, beside the plain one */
-  const char *labels[MAX_STRATEGIES + 2];
   double margins[MAX_STRATEGIES + 2] = {0};
   int plain_default = -1; /* index of the default strategy without halving */
-  for (int s = 0; s < n_names; s++) {
-    labels[s] = names[s];
-    if (!strcmp(names[s], TUNE_DEFAULT_STRATEGY)) plain_default = s;
-  }
+  for (int s = 0; s < n_names; s++)
+    if (!strcmp(labels[s], TUNE_DEFAULT_STRATEGY)) plain_default = s;
   if (halving > 0) {
     if (plain_default < 0) {
       plain_default = n_names;
       names[n_names] = labels[n_names] = TUNE_DEFAULT_STRATEGY;
+      warm[n_names] = !no_warm;
       n_names++;
     }
     names[n_names] = TUNE_DEFAULT_STRATEGY;
     labels[n_names] = TUNE_DEFAULT_STRATEGY "+halving";
+    warm[n_names] = !no_warm;
     margins[n_names] = halving;
     n_names++;
   }
@@ -706,6 +817,8 @@ int tune_bench_search_main(int argc, char **argv) {
   bench_space b;
   memset(&b, 0, sizeof b);
   double *found = NULL, *tmp = NULL, *tmp2 = NULL, *spent = NULL;
+  uint64_t *found_pt = NULL, *hist = NULL; /* warm start: this problem's bests, the earlier ones' votes */
+  int *has_pt = NULL;
   cell(*cells)[2][N_BUDGETS] = NULL;
   json_t *out = NULL;
   int rc = 1;
@@ -720,11 +833,13 @@ int tune_bench_search_main(int argc, char **argv) {
   if (db_open(path, 1, &db, &err)) goto fail;
   found = malloc((size_t)n_names * (size_t)repeats * 2 * N_BUDGETS * sizeof(double));
   spent = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(double));
+  found_pt = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(uint64_t));
+  has_pt = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(int));
   tmp = malloc((size_t)repeats * sizeof(double));
   tmp2 = malloc((size_t)repeats * sizeof(double));
   cells = malloc((size_t)n_names * sizeof *cells);
   out = json_array();
-  if (!found || !spent || !tmp || !tmp2 || !cells || !out) {
+  if (!found || !spent || !found_pt || !has_pt || !tmp || !tmp2 || !cells || !out) {
     tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
     goto fail;
   }
@@ -754,6 +869,17 @@ int tune_bench_search_main(int argc, char **argv) {
     search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
                             .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
     if (search_space_enumerate(&def, &space, &err)) goto fail;
+    /* warm-start votes of this recipe's problems, in the recipe's order (as tune run meets them) */
+    free(hist);
+    hist = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * (size_t)(r->n_problems ? r->n_problems : 1) *
+                  sizeof(uint64_t));
+    if (!hist) {
+      tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
+      goto fail;
+    }
+    int n_hist = 0;
+    int hist_pi[256];      /* the problem of each vote column */
+    double hist_dist[256]; /* its distance to the problem at hand */
     for (int pi = 0; pi < r->n_problems; ++pi) {
       tune_problem *p = &r->problems[pi];
       int sel = n_problems == 0;
@@ -771,9 +897,16 @@ int tune_bench_search_main(int argc, char **argv) {
         if (!json) printf("\n%s / %s: %s, skipped\n", r->name, p->name, e.msg);
         continue;
       }
+      for (int h = 0; h < n_hist; h++) hist_dist[h] = tune_problem_distance(p->dims_json, r->problems[hist_pi[h]].dims_json);
       bench_run br = {.b = &b, .names = names, .labels = labels, .halving = margins, .with_halving = halving > 0,
-                      .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent};
+                      .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent, .warm = warm,
+                      .hist = hist, .hist_dist = hist_dist, .n_hist = n_hist,
+                      .max_problems = r->n_problems < 256 ? r->n_problems : 256, .found_pt = found_pt,
+                      .has_pt = has_pt};
       if (run_all(&br, jobs, &err)) goto fail;
+      hist_append(&br);
+      if (br.n_hist > n_hist) hist_pi[n_hist] = pi;
+      n_hist = br.n_hist;
       for (int s = 0; s < n_names; s++)
         for (int j = 0; j < N_BUDGETS; j++) {
           cells[s][0][j] = summarize(&br, s, 0, j, b.base_eval[j], tmp, tmp2);
@@ -830,6 +963,9 @@ fail:
   bench_space_free(&b);
   free(found);
   free(spent);
+  free(found_pt);
+  free(has_pt);
+  free(hist);
   free(tmp);
   free(tmp2);
   free(cells);

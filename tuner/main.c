@@ -69,8 +69,12 @@ static const char *usage_run =
     "  --proposer-env NAME  pass environment variable NAME to the proposer (it gets\n"
     "                       only PATH, HOME and LANG otherwise); repeatable\n"
     "  --proposer-timeout MS  kill a proposer that has not answered (default 60000)\n"
-    "  --budget N|DURATION  stop each problem after N evaluations, or the recipe after a\n"
+    "  --budget N|DURATION  stop each problem after N evaluations (configs the recipe's\n"
+    "                       applies rejects are not evaluations), or the recipe after a\n"
     "                       duration such as 90s, 10m, 1h\n"
+    "  --no-warm-start      do not evaluate first the configs the database holds as best\n"
+    "                       for the recipe's other problems on this GPU (a quarter of\n"
+    "                       --budget, at most 8; they count as evaluations)\n"
     "  --problem P          only problems named P, or whose dims match K=V[,K=V...];\n"
     "                       repeatable\n"
     "  --only K=V[,K=V]     only configs whose parameters match; repeatable\n"
@@ -149,6 +153,7 @@ static int cmd_run(int argc, char **argv) {
       o.halving_on = 1;
     }
     else if (!strcmp(a, "--no-halving")) { o.halving = -1; o.halving_on = 0; }
+    else if (!strcmp(a, "--no-warm-start")) o.no_warm_start = 1;
     else if (!strcmp(a, "--budget")) {
       NEED_VALUE();
       if (parse_budget(v, &o.budget, &o.budget_s)) { fprintf(stderr, "tune run: --budget %s: want a count or a duration like 90s, 10m, 1h\n", v); return 2; }

@@ -22,6 +22,7 @@
 #include "search_config.h"
 #include "search.h"
 #include "version.h"
+#include "warm_start.h"
 
 volatile int tune_interrupted;
 
@@ -219,6 +220,19 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
                        .problem_id = problem_id, .quiet = o->quiet, .codes = codes};
     if (tune_llm_new(&lc, &llm, err)) goto fail;
   }
+  /* warm start (warm_start.h): the configs best on the recipe's other problems, tried first */
+  uint64_t warm[TUNE_WARM_MAX];
+  int n_warm = 0, warm_next = 0;
+  if (!sweep && !llm_run && be && !o->no_warm_start) {
+    uint64_t *bests = NULL;
+    double *dist = NULL;
+    int n_bests = 0;
+    if (tune_warm_bests_db(db, r, dev->name, p, space, &bests, &dist, &n_bests, err)) goto fail;
+    n_warm = tune_warm_order(bests, dist, n_bests, space, tune_warm_max(o->budget), warm);
+    free(bests);
+    free(dist);
+    if (n_warm && !o->quiet) printf("warm start: %d config(s) best on the nearest other problems of %s first\n", n_warm, r->name);
+  }
   double halv = be ? halving_margin(o, &sc) : 0; /* compile-only: nothing to time */
   pend = calloc(BATCH, sizeof *pend);
   jobs = calloc(BATCH, sizeof *jobs);
@@ -256,6 +270,10 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         } while (n == 0 && m > 0);
         if (n) printf("llm: no valid proposal: %d config(s) of this batch come from the random strategy\n", n);
       }
+    } else if (warm_next < n_warm) { /* a batch of its own: observed before the strategy proposes */
+      n = n_warm - warm_next < want ? n_warm - warm_next : want;
+      memcpy(pts, warm + warm_next, (size_t)n * sizeof *pts);
+      warm_next += n;
     } else if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail;
     /* code proposals' variants not yet evaluated on this problem (this one's, earlier problems') */
     n_code = tune_code_set_take(codes, pi, code_idx, want - n);

@@ -22,6 +22,7 @@ typedef struct tune_run_opts {
   int halving_on;              /* --halving: successive halving, with the recipe's margin or 0.1 (halving.h) */
   double halving;              /* --halving=F: margin F (> 0); --no-halving: < 0; 0: not given */
   long long budget;            /* evaluations per problem, 0 = all */
+  int no_warm_start;           /* 1: do not try other problems' bests first (warm_start.h) */
   double budget_s;             /* seconds per recipe, 0 = none */
   int n_problems;
   const char *problems[TUNE_MAX_PROBLEM_FILTERS]; /* NAME or K=V[,K=V] filters */

@@ -3,7 +3,7 @@
 # db export writes Kernel Tuner's cache format.
 . "$(dirname "$0")/lib.sh"
 "$TUNE" bench-search "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
-  --strategies random,bayes --problem 64MiB >bench.txt 2>&1
+  --strategies random,bayes,bayes:cold --problem 64MiB >bench.txt 2>&1
 check "bench-search exits 0" test $? -eq 0
 check "bench-search prints the bayes row" contains bench.txt "bayes"
 check "bench-search prints the goal line" contains bench.txt "goal at 10% of the evaluations"
@@ -34,6 +34,19 @@ check "the export leaves the rejected configs out" test "$(python3 -c "import js
 "$TUNE" run "$SRC/recipes/attention/prefill_sm90.lua" --device "replay:$PS" --db psrun.db --problem b4h32s4096d128 --budget 10 --quiet >psrun.txt 2>&1
 check "tune run --budget 10 on prefill_sm90 exits 0" test $? -eq 0
 check "--budget 10 buys 10 evaluated configs, none rejected" test "$(sql psrun.db "select count(*) from results r join recipes c on c.id = r.recipe_id where c.name = 'attention.prefill_sm90' and r.status <> 'skipped'")" = 10
+# Warm start: the second problem of a run starts from the first one's best, unless --no-warm-start
+G="$SRC/data/recorded/gemm.db"
+"$TUNE" run "$SRC/recipes/gemm.lua" --device "replay:$G" --db warm.db --problem m8192n8192k8192_row \
+  --problem m8192n8192k8192_col --budget 8 >warm.txt 2>&1
+check "tune run with a warm start exits 0" test $? -eq 0
+check "the second problem starts warm" test "$(grep -c '^warm start: 1 config' warm.txt)" = 1
+"$TUNE" run "$SRC/recipes/gemm.lua" --device "replay:$G" --db cold.db --problem m8192n8192k8192_row \
+  --problem m8192n8192k8192_col --budget 8 --no-warm-start >cold.txt 2>&1
+check "--no-warm-start: no warm start" test "$(grep -c '^warm start' cold.txt)" = 0
+check "bench-search's default rows include bayes:cold" contains bench.txt "bayes:cold"
+"$TUNE" bench-search "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 2 \
+  --strategies bayes:warm >badsfx.txt 2>&1
+check "an unknown strategy suffix fails" test $? -eq 2
 # Kernel Tuner's simulation on that cache, only the goal's budget (where kernel_tuner is installed)
 if python3 -c "import kernel_tuner" 2>/dev/null; then
   python3 "$SRC/tools/bench/kernel_tuner_sim.py" kt.json --repeats 2 --strategies random_sample --jobs 1 \

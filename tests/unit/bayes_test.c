@@ -8,8 +8,12 @@
  * evaluations, fewer than a third of its proposals may fail, averaged over
  * seeds (random search: 3/4; bayes built with BAYES_FEAS=0, failures only
  * counted as the cost model's cap: 0.54 on these seeds; with the model: 0.18).
- * The same seed gives the same proposals. Exit status 0 when every
- * CHECK passed, 1 otherwise. */
+ * The same seed gives the same proposals.
+ *
+ * Initial design after outside observations: a point observed before bayes
+ * proposes anything (tune run's warm start) must not replace its initial
+ * design: its first proposal is still the centre of the space, as without
+ * the observation. Exit status 0 when every CHECK passed, 1 otherwise. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,8 +99,35 @@ static void test_feasibility(void) {
   search_space_free(sp);
 }
 
+static void test_design_after_warm_start(void) {
+  int nv[3] = {4, 4, 4}; /* 64 points: an initial design of the centre alone */
+  search_space_def def = {.n_params = 3, .n_values = nv};
+  search_space *sp = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp);
+  if (!sp) return;
+  uint64_t cold[1];
+  CHECK(run(sp, 3, 1, 0, cold) >= 0); /* the first proposal of a cold run: the centre */
+  int v[SEARCH_MAX_PARAMS];
+  search_point_decode(sp, cold[0], v);
+  CHECK((v[0] == 1 || v[0] == 2) && (v[1] == 1 || v[1] == 2) && (v[2] == 1 || v[2] == 2));
+  search_strategy *s = NULL;
+  CHECK(search_strategy_new("bayes", sp, 3, &s, &err) == TUNE_OK);
+  if (s) {
+    int w[3] = {0, 0, 0}; /* a corner, observed before any proposal */
+    search_strategy_observe(s, search_point_encode(sp, w), 1500.0);
+    uint64_t pt = 0;
+    int n = 0;
+    CHECK(search_strategy_next_batch(s, &pt, 1, &n, &err) == TUNE_OK && n == 1 && pt == cold[0]);
+    search_strategy_free(s);
+  }
+  search_space_free(sp);
+}
+
 int main(void) {
   test_feasibility();
+  test_design_after_warm_start();
   printf("bayes_test: %d passed, %d failed\n", n_passed, n_failed);
   return n_failed ? 1 : 0;
 }

@@ -1,0 +1,102 @@
+/* warm_start.c: see warm_start.h. */
+#include "warm_start.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tune_warm_max(long long budget) {
+  if (budget <= 0) return TUNE_WARM_MAX;
+  long long k = budget / 4;
+  return k < 1 ? 1 : k > TUNE_WARM_MAX ? TUNE_WARM_MAX : (int)k;
+}
+
+double tune_problem_distance(const char *dims_a, const char *dims_b) {
+  json_error_t je;
+  json_t *a = json_loads(dims_a, 0, &je), *b = json_loads(dims_b, 0, &je);
+  double d = 0;
+  if (!json_is_object(a) || !json_is_object(b)) {
+    d = 1e9; /* unreadable dims: as far as can be */
+  } else {
+    const char *k;
+    json_t *va;
+    json_object_foreach(a, k, va) {
+      json_t *vb = json_object_get(b, k);
+      if (json_is_number(va) && json_is_number(vb) && json_number_value(va) > 0 && json_number_value(vb) > 0)
+        d += fabs(log2(json_number_value(va) / json_number_value(vb)));
+      else if (!vb || !json_equal(va, vb)) d += 1;
+    }
+    json_t *vb;
+    json_object_foreach(b, k, vb) if (!json_object_get(a, k)) d += 1;
+  }
+  json_decref(a);
+  json_decref(b);
+  return d;
+}
+
+int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
+                    uint64_t *out) {
+  int m = 0;
+  while (m < max) { /* n is small (the recipe's problems): pick the nearest remaining each round */
+    int pick = -1;
+    for (int i = 0; i < n; i++) {
+      if (search_space_find(space, bests[i]) < 0) continue;
+      int taken = 0;
+      for (int k = 0; k < m && !taken; k++) taken = out[k] == bests[i];
+      if (!taken && (pick < 0 || dist[i] < dist[pick])) pick = i;
+    }
+    if (pick < 0) break;
+    out[m++] = bests[pick];
+  }
+  return m;
+}
+
+int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const tune_problem *p,
+                       const search_space *space, uint64_t **out, double **dist, int *n, tune_err *err) {
+  *out = NULL;
+  *dist = NULL;
+  *n = 0;
+  json_t *rows = NULL;
+  if (db_query_best(db, r->name, NULL, &rows, err)) return err->code;
+  size_t nr = json_array_size(rows);
+  uint64_t *pts = nr ? malloc(nr * sizeof *pts) : NULL;
+  double *dst = nr ? malloc(nr * sizeof *dst) : NULL;
+  if (nr && (!pts || !dst)) {
+    free(pts);
+    free(dst);
+    json_decref(rows);
+    return tune_fail(err, TUNE_ENOMEM, "warm start: out of memory");
+  }
+  int m = 0;
+  for (size_t i = 0; i < nr; i++) {
+    json_t *row = json_array_get(rows, i);
+    const char *dev = json_string_value(json_object_get(row, "device"));
+    const char *ph = json_string_value(json_object_get(row, "problem_hash"));
+    const char *ch = json_string_value(json_object_get(row, "config_hash"));
+    if (!dev || !ph || !ch || strcmp(dev, device) || !strcmp(ph, p->hash)) continue;
+    json_t *quick = json_object_get(row, "quick_only");
+    if (json_is_true(quick) || json_integer_value(quick) != 0) continue; /* not a full timing (halving.h) */
+    for (size_t k = 0; k < space->n_points; k++) { /* its point: the config of the same hash */
+      int vi[SEARCH_MAX_PARAMS];
+      char h[17];
+      search_point_decode(space, space->points[k], vi);
+      tune_recipe_config_hash(r, vi, h);
+      if (!strcmp(h, ch)) {
+        const char *dims = json_string_value(json_object_get(row, "problem_dims_json"));
+        dst[m] = dims ? tune_problem_distance(p->dims_json, dims) : 1e9;
+        pts[m++] = space->points[k];
+        break;
+      }
+    }
+  }
+  json_decref(rows);
+  if (m == 0) {
+    free(pts);
+    free(dst);
+    return TUNE_OK;
+  }
+  *out = pts;
+  *dist = dst;
+  *n = m;
+  return TUNE_OK;
+}

@@ -1,0 +1,49 @@
+/* warm_start.h: a new problem starts from the configs that were best on the
+ * recipe's other problems.
+ *
+ * Shapes of one kernel family often share their winner (the GEMM recording:
+ * one 128x256 TMA tile wins five of the eight large shapes). So before its
+ * strategy proposes anything, `tune run` evaluates, for the problem at hand,
+ * the configs that the database holds as best for other problems of the same
+ * recipe on the same GPU, those of the most similar problems first (a decode
+ * GEMM learns more from another decode shape than from 8192^3). They are ordinary
+ * evaluations (they count against --budget) and the strategy observes them as
+ * its own. `tune bench-search` simulates the same thing on recorded spaces:
+ * the problems in the recipe's order, each started from the bests the same
+ * strategy and seed found on the earlier ones. --no-warm-start turns it off. */
+#ifndef TUNE_WARM_START_H
+#define TUNE_WARM_START_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "recipe.h"
+#include "search.h"
+
+#define TUNE_WARM_MAX 8 /* at most this many warm-start configs per problem */
+
+/* How many warm-start configs a problem gets: a quarter of an evaluation
+ * budget (at least 1, at most TUNE_WARM_MAX), TUNE_WARM_MAX without one. */
+int tune_warm_max(long long budget);
+
+/* How far apart two problems are, from their dims (JSON objects): the sum
+ * over their keys of |log2(a / b)| for two positive numbers, 1 for any other
+ * difference (a string such as a layout, a key only one of them has), 0 for
+ * equal values. */
+double tune_problem_distance(const char *dims_a, const char *dims_b);
+
+/* From bests[n] (one point per other problem: its best config) and
+ * dist[n] (that problem's tune_problem_distance to this one), the points of
+ * `space` nearest problem first (ties: earlier entry first), each once, at
+ * most max, into out[]; returns how many. */
+int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
+                    uint64_t *out);
+
+/* The configs db holds as best for recipe r's problems other than p on the
+ * GPU named `device` (ok results; a config whose parameters r no longer has
+ * is left out), as points of `space`, and their problems' distances to p:
+ * new arrays in *out and *dist (free() both), *n of them (0 and NULL when none). */
+int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const tune_problem *p,
+                       const search_space *space, uint64_t **out, double **dist, int *n, tune_err *err);
+
+#endif
