@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tunert_cluster.h"
+#include "tunert_launch_config.h"
 #include "tunert_int.h"
 
 /* Read, check and load the chosen binary of v; under ctx->lock with the
@@ -269,19 +270,7 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
         return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: kernel %s needs a thread-block cluster launch, but libcuda lacks "
                        "cuLaunchKernelEx (driver older than CUDA 12.0)", f->name, li->kernel);
       CUlaunchAttribute at;
-      memset(&at, 0, sizeof at);
-      at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      at.value.clusterDim.x = cl[0];
-      at.value.clusterDim.y = cl[1];
-      at.value.clusterDim.z = cl[2];
-      CUlaunchConfig lc;
-      memset(&lc, 0, sizeof lc);
-      lc.gridDimX = li->grid[0], lc.gridDimY = li->grid[1], lc.gridDimZ = li->grid[2];
-      lc.blockDimX = li->block[0], lc.blockDimY = li->block[1], lc.blockDimZ = li->block[2];
-      lc.sharedMemBytes = li->shared;
-      lc.hStream = (CUstream)stream;
-      lc.attrs = &at;
-      lc.numAttrs = 1;
+      CUlaunchConfig lc = tunert_launch_config(li->grid, li->block, li->shared, (CUstream)stream, cl, &at);
       r = ctx->cu.cuLaunchKernelEx(&lc, v->fn[l], ptrs, NULL);
     } else
       r = ctx->cu.cuLaunchKernel(v->fn[l], li->grid[0], li->grid[1], li->grid[2], li->block[0], li->block[1], li->block[2],

@@ -17,6 +17,7 @@
 #include "recipe.h"
 #include "tensormap.h"
 #include "tunert_cluster.h"
+#include "tunert_launch_config.h"
 #include "tunert_pack.h"
 
 typedef struct wstate {
@@ -190,22 +191,7 @@ typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared, clust
 
 /* The driver's launch description of l (with its cluster attribute at *at when it has one). */
 static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAttribute *at) {
-  CUlaunchConfig c;
-  memset(&c, 0, sizeof c);
-  memset(at, 0, sizeof *at);
-  c.gridDimX = l->grid[0], c.gridDimY = l->grid[1], c.gridDimZ = l->grid[2];
-  c.blockDimX = l->block[0], c.blockDimY = l->block[1], c.blockDimZ = l->block[2];
-  c.sharedMemBytes = l->shared;
-  c.hStream = stream;
-  if (tunert_cluster_used(l->cluster)) {
-    at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    at->value.clusterDim.x = l->cluster[0];
-    at->value.clusterDim.y = l->cluster[1];
-    at->value.clusterDim.z = l->cluster[2];
-    c.attrs = at;
-    c.numAttrs = 1;
-  }
-  return c;
+  return tunert_launch_config(l->grid, l->block, l->shared, stream, l->cluster, at);
 }
 
 /* Load the module and its kernels; a refusal is the variant's launch_error. */
