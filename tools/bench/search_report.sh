@@ -21,8 +21,8 @@
 # Kernel Tuner run per seed, e.g. KT_EVAL_BUDGETS=10 runs only the goal's budget), KT_TIME
 # (1: also run the time budgets, default; 0: not), JOBS (default: cores),
 # ONLY (space-separated stems to restrict to, e.g. "copy attention"), SKIP (stems to leave out,
-# default "gemm": 56 problems of 466 configs, where tune's bayes runs to 50 % of each space with a
-# GP of up to 256 points: hours for 100 seeds on 2 cores; SKIP= includes it), KT_REUSE=1 (keep
+# default none; before problem spaces left out the configs `applies` rejects, gemm's 56 problems
+# were 466 configs each and took hours, now 8 to 82), KT_REUSE=1 (keep
 # OUT_DIR/kt.json from an earlier run instead of running Kernel Tuner again), TUNE_REUSE=1
 # (keep OUT_DIR/tune/*.json and the caches: only write the page), PAGE_NOTE (a sentence added to
 # the page's notes: what this run did that the script cannot know, e.g. a recipe's version),
@@ -64,7 +64,7 @@ recipe_of() { # recipes/<stem>.lua; for a sub-recipe's recording (<family>.<sub>
 for db in "$ROOT"/data/recorded/*.db; do
   stem=$(basename "$db" .db)
   if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $stem "* ]]; then continue; fi
-  if [[ " ${SKIP-gemm} " == *" $stem "* ]]; then echo "search_report: $stem left out (SKIP)" >&2; continue; fi
+  if [[ " ${SKIP-} " == *" $stem "* ]]; then echo "search_report: $stem left out (SKIP)" >&2; continue; fi
   [ -f "$(recipe_of "$stem")" ] || { echo "search_report: no recipe for $db, skipped" >&2; continue; }
   stems+=("$stem")
 done
@@ -169,11 +169,13 @@ L.append("These are simulations on recorded data, not GPU runs: every strategy i
          "measure time of the configs it picks. " + os.environ.get("PROVENANCE", "") + "\n")
 # goal summary
 L.append("## The goal at 10 % of the evaluations\n")
-L.append("Per space: the median (over seeds) fraction of the optimum that `bayes` (`tune run`'s default strategy) reaches, "
+L.append("Per space: the median (over seeds) fraction of the optimum that `bayes` (`tune run`'s default strategy, "
+         "with its warm start from the recipe's earlier problems) reaches, "
          "the share of seeds that reach 98 %, its median P, and the best median P of any Kernel Tuner strategy at the same "
-         "budget, then of any but `diff_evo` (see the notes for why it is counted apart).\n")
-L.append("| space | configs (ok) | evals | bayes: median optimum/found | seeds >= 98 % | bayes P | best Kernel Tuner P (strategy) | bayes ahead | best but diff_evo | bayes ahead of those |")
-L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+         "budget, then of any but `diff_evo` (see the notes for why it is counted apart). The last column: "
+         "`bayes` without the warm start (`bayes:cold`), as Kernel Tuner runs, each problem on its own.\n")
+L.append("| space | configs (ok) | evals | bayes: median optimum/found | seeds >= 98 % | bayes P | best Kernel Tuner P (strategy) | bayes ahead | best but diff_evo | bayes ahead of those | bayes:cold optimum/found |")
+L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 def best_of(k, skip=()):
     best, name = None, "-"
@@ -189,7 +191,7 @@ def best_of(k, skip=()):
 def ahead(bm, b):
     return "-" if b is None or bm is None else ("yes" if bm > b else ("tie" if bm == b else "no"))
 
-n_goal = n_beat = n_beat2 = n_sp = n_kt = 0
+n_goal = n_beat = n_beat2 = n_sp = n_kt = n_cold = n_cold_beat = 0
 losses = []
 for p in probs:
     s = p["strategies"].get("bayes")
@@ -209,14 +211,21 @@ for p in probs:
     n_beat2 += a2 == "yes"
     if a1 != "yes" and b1 is not None:
         losses.append(f"{p['recipe']} / {p['problem']} ({a1}, {n1})")
+    cc = p["strategies"].get("bayes:cold", {}).get("evals", [None] * 6)[GOAL]
+    if cc:
+        n_cold += cc["perf_median"] >= 0.98
+        n_cold_beat += ahead(med(cc), b1) == "yes"
     L.append(f"| {p['recipe']} / {p['problem']} | {p['n_points']} ({p['n_ok']}) | {p['budgets'][GOAL]['evals']} | "
              f"{c['perf_median']:.4f}{'' if ok98 else ' (below 98 %)'} | {100 * c['frac98']:.0f} % | "
              f"{cell(c)} | {'-' if b1 is None else f'{b1:.2f} ({n1})'} | {a1} | "
-             f"{'-' if b2 is None else f'{b2:.2f} ({n2})'} | {a2} |")
+             f"{'-' if b2 is None else f'{b2:.2f} ({n2})'} | {a2} | "
+             f"{'-' if not cc else format(cc['perf_median'], '.4f')} |")
 L.append("")
 L.append(f"98 % of the optimum within 10 % of the evaluations (median of the seeds): met on {n_goal} of {n_sp} spaces. "
          + (f"bayes's median P above every Kernel Tuner strategy's at 10 %: {n_beat} of the {n_kt} spaces simulated "
-            f"with Kernel Tuner; above every one but diff_evo's: {n_beat2} of {n_kt}." if kt else "") + "\n")
+            f"with Kernel Tuner; above every one but diff_evo's: {n_beat2} of {n_kt}." if kt else "")
+         + f" Without the warm start (bayes:cold): 98 % met on {n_cold} of {n_sp}"
+         + (f", median P above every Kernel Tuner strategy's on {n_cold_beat} of {n_kt}." if kt else ".") + "\n")
 if losses:
     L.append("Not ahead of every Kernel Tuner strategy: " + "; ".join(losses) + ".\n")
 # tune's own strategies at the goal budget
@@ -245,18 +254,23 @@ if rt:
     L.append("Runtime of this benchmark on a 2-core machine shared with other jobs: " + "; ".join(rt) + ".\n")
 L.append("## Notes\n")
 L.append("- The recordings are described in `data/recorded/README.md` (every one with a memset L2 flush). "
-         "`gemm.db` is left out by default (see SKIP in the script); a sub-recipe's own recording "
+         "A sub-recipe's own recording "
          "is benchmarked with its family's recipe when that recipe requires it (`attention.prefill_sm90.db`: "
          "recipes/attention.lua), else with the sub-recipe's own file (`softmax.stream.db`: "
          "recipes/softmax/stream.lua).")
-L.append("- Spaces with many `skipped` configs (the recipe's `applies` rejects them for that problem) make "
-         "every strategy pay for them: they count as evaluations that find nothing, as in `tune run`. "
-         "`bayes` models where failures are (a second Gaussian process on success / failure, docs/search.md) "
-         "and weighs its expected improvement by the probability of success.")
+L.append("- A problem's space is the configs its recipe does not reject for it (`applies`, `requires`: "
+         "docs/search.md), for tune and for Kernel Tuner alike (the export leaves the rejected ones out, as "
+         "Kernel Tuner leaves a restriction's configs out of its space). Budgets are fractions of that space: "
+         "on the small ones 10 % is a handful of evaluations (1 on GEMM's 8-config M = 16 spaces, 4 on "
+         "attention.prefill_sm90 / b4h32s4096d128's 38), where reaching 98 % takes a good first guess.")
+L.append("- Warm start (docs/search.md): every tune strategy starts a problem from the bests it found on the "
+         "recipe's earlier problems (recipe order) at the same budget, the nearest problems' first, a quarter "
+         "of the budget at most; the first problem of a recipe starts cold. Kernel Tuner runs each problem on "
+         "its own; `bayes:cold` is tune's default strategy run the same way.")
 L.append("- On spaces under 150 configs the 1 % budget is a single evaluation; the transpose spaces give "
          "5 evaluations at 10 %: tune's `bayes` there is its centre point and four model-guided steps (its "
          "initial design is the centre point, then random points: 1 point in all up to 79 configs, 2 up to 139, "
-         "3 up to 199: docs/search.md).")
+         "3 up to 199: docs/search.md); warm-start configs come before it.")
 L.append("- `bayes`'s centre point (docs/search.md) is the same few configs on every seed (ties between middle "
          "values are drawn with the seed: 2 to 24 candidates on these spaces). Where the optimum is among them or "
          "next to them, every seed finds it: on the transpose spaces one of the two centre candidates is the "
