@@ -284,7 +284,7 @@ typedef struct bench_run {
   double *spent;             /* [strategy][seed][N_BUDGETS] [s] time spent by each evaluation budget */
   const int *warm;           /* [strategy] 1: warm start from the earlier problems' bests (warm_start.h) */
   /* [strategy][seed][N_BUDGETS][max_problems] the best point found at each evaluation budget on
-     each earlier problem of the recipe (n_hist of them): the warm-start votes */
+     each earlier problem of the recipe (n_hist of them): the warm-start candidates */
   uint64_t *hist;
   const double *hist_dist;   /* [n_hist] distance of each earlier problem to this one (warm_start.h) */
   int n_hist, max_problems;
@@ -303,7 +303,7 @@ static size_t run_index(const bench_run *br, int s, int seed_i) {
   return (size_t)s * (size_t)br->repeats + (size_t)seed_i;
 }
 
-/* The warm-start votes of (s, seed_i) at evaluation budget j: one point per earlier problem. */
+/* The warm-start candidates of (s, seed_i) at evaluation budget j: one point per earlier problem. */
 static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
   return br->hist + (run_index(br, s, seed_i) * N_BUDGETS + (size_t)j) * (size_t)br->max_problems;
 }
@@ -387,7 +387,7 @@ out:
 }
 
 /* One strategy, one seed on this problem: per budget level j, the run starts from the warm-start
- * configs that level's history votes for (the bests found at evaluation budget j on the earlier
+ * configs that level's history offers (the bests found at evaluation budget j on the earlier
  * problems, as a session with --budget evals[j] would have them) and goes on to evaluation budget
  * j and time budget j. Levels with the same warm start share one run, long enough for all. */
 static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
@@ -430,14 +430,14 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
   return TUNE_OK;
 }
 
-/* After a problem: each run's best point per evaluation budget joins its warm-start votes. */
+/* After a problem: each run's best point per evaluation budget joins its warm-start candidates. */
 static void hist_append(bench_run *br) {
   if (br->n_hist == br->max_problems) return;
   for (int s = 0; s < br->n_strategies; s++)
     for (int k = 0; k < br->repeats; k++)
       for (int j = 0; j < N_BUDGETS; j++) {
         size_t i = run_index(br, s, k) * N_BUDGETS + (size_t)j;
-        /* a run that found nothing votes for nothing: an out-of-space point (never in a space) */
+        /* a run that found nothing offers nothing: an out-of-space point (never in a space) */
         hist_at(br, s, k, j)[br->n_hist] = br->has_pt[i] ? br->found_pt[i] : UINT64_MAX;
       }
   br->n_hist++;
@@ -817,7 +817,7 @@ int tune_bench_search_main(int argc, char **argv) {
   bench_space b;
   memset(&b, 0, sizeof b);
   double *found = NULL, *tmp = NULL, *tmp2 = NULL, *spent = NULL;
-  uint64_t *found_pt = NULL, *hist = NULL; /* warm start: this problem's bests, the earlier ones' votes */
+  uint64_t *found_pt = NULL, *hist = NULL; /* warm start: this problem's bests, the earlier ones' bests */
   int *has_pt = NULL;
   cell(*cells)[2][N_BUDGETS] = NULL;
   json_t *out = NULL;
@@ -869,7 +869,7 @@ int tune_bench_search_main(int argc, char **argv) {
     search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
                             .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
     if (search_space_enumerate(&def, &space, &err)) goto fail;
-    /* warm-start votes of this recipe's problems, in the recipe's order (as tune run meets them) */
+    /* warm-start candidates of this recipe's problems, in the recipe's order (as tune run meets them) */
     free(hist);
     hist = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * (size_t)(r->n_problems ? r->n_problems : 1) *
                   sizeof(uint64_t));
@@ -878,7 +878,7 @@ int tune_bench_search_main(int argc, char **argv) {
       goto fail;
     }
     int n_hist = 0;
-    int hist_pi[256];      /* the problem of each vote column */
+    int hist_pi[256];      /* the problem of each candidate column */
     double hist_dist[256]; /* its distance to the problem at hand */
     for (int pi = 0; pi < r->n_problems; ++pi) {
       tune_problem *p = &r->problems[pi];
