@@ -67,8 +67,21 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     json_decref(rows);
     return tune_fail(err, TUNE_ENOMEM, "warm start: out of memory");
   }
+  /* each point's config hash, once (the rows name configs by hash) */
+  char(*hashes)[17] = nr && space->n_points ? malloc(space->n_points * sizeof *hashes) : NULL;
+  if (nr && space->n_points && !hashes) {
+    free(pts);
+    free(dst);
+    json_decref(rows);
+    return tune_fail(err, TUNE_ENOMEM, "warm start: out of memory");
+  }
+  for (size_t k = 0; hashes && k < space->n_points; k++) {
+    int vi[SEARCH_MAX_PARAMS];
+    search_point_decode(space, space->points[k], vi);
+    tune_recipe_config_hash(r, vi, hashes[k]);
+  }
   int m = 0;
-  for (size_t i = 0; i < nr; i++) {
+  for (size_t i = 0; hashes && i < nr; i++) {
     json_t *row = json_array_get(rows, i);
     const char *dev = json_string_value(json_object_get(row, "device"));
     const char *ph = json_string_value(json_object_get(row, "problem_hash"));
@@ -76,19 +89,15 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     if (!dev || !ph || !ch || strcmp(dev, device) || !strcmp(ph, p->hash)) continue;
     json_t *quick = json_object_get(row, "quick_only");
     if (json_is_true(quick) || json_integer_value(quick) != 0) continue; /* not a full timing (halving.h) */
-    for (size_t k = 0; k < space->n_points; k++) { /* its point: the config of the same hash */
-      int vi[SEARCH_MAX_PARAMS];
-      char h[17];
-      search_point_decode(space, space->points[k], vi);
-      tune_recipe_config_hash(r, vi, h);
-      if (!strcmp(h, ch)) {
+    for (size_t k = 0; k < space->n_points; k++) /* its point: the config of the same hash */
+      if (!strcmp(hashes[k], ch)) {
         const char *dims = json_string_value(json_object_get(row, "problem_dims_json"));
         dst[m] = dims ? tune_problem_distance(p->dims_json, dims) : 1e9;
         pts[m++] = space->points[k];
         break;
       }
-    }
   }
+  free(hashes);
   json_decref(rows);
   if (m == 0) {
     free(pts);

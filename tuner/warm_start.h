@@ -2,7 +2,7 @@
  * recipe's other problems.
  *
  * Shapes of one kernel family often share their winner (the GEMM recording:
- * one 128x256 TMA tile wins five of the eight large shapes). So before its
+ * one 128x256 TMA config wins four of the eight large shapes). So before its
  * strategy proposes anything, `tune run` evaluates, for the problem at hand,
  * the configs that the database holds as best for other problems of the same
  * recipe on the same GPU, those of the most similar problems first (a decode

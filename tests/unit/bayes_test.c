@@ -19,19 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "search.h"
-
-static int n_passed, n_failed;
-
-#define CHECK(c)                                                           \
-  do {                                                                     \
-    if (c) {                                                               \
-      n_passed++;                                                          \
-    } else {                                                               \
-      n_failed++;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                      \
-  } while (0)
 
 /* A 8 x 8 x 4 space (no constraint): parameter 2 must be 0, else the point
  * fails; the cost is smooth in parameters 0 and 1, least at (6, 2). */
@@ -128,6 +117,6 @@ static void test_design_after_warm_start(void) {
 int main(void) {
   test_feasibility();
   test_design_after_warm_start();
-  printf("bayes_test: %d passed, %d failed\n", n_passed, n_failed);
-  return n_failed ? 1 : 0;
+  printf("bayes_test: %d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
 }
