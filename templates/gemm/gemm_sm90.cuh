@@ -199,8 +199,28 @@ __device__ __forceinline__ void zero_acc(float (&acc)[kMT][kAcc]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// epilogue: a consumer thread stores its fragments (common/wgmma.cuh layout) straight to global
-// memory: bf16 pairs to c, or fp32 pairs to ws[split] when SPLIT_K > 1.
+// Quad transpose: lane q (of 4) holds w[p] = word q of 8-column chunk p (columns 2q, 2q + 1); after
+// it, w[p] = word p of chunk q, i.e. the lane holds chunk q's 8 columns (16 bytes). Two butterfly
+// steps (lane bits 2 and 1), each swapping the 2 x 2 blocks off the diagonal: 4 shuffles.
+__device__ __forceinline__ void quad_transpose(unsigned (&w)[4], int q) {
+#pragma unroll
+  for (int bit = 2; bit >= 1; bit >>= 1) {
+    const bool hi = q & bit;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (i & bit) continue;  // pairs (i, i + bit)
+      const unsigned r = __shfl_xor_sync(0xffffffffu, hi ? w[i] : w[i + bit], bit);
+      if (hi) w[i] = r;
+      else w[i + bit] = r;
+    }
+  }
+}
+
+// epilogue: a consumer thread stores its fragments (common/wgmma.cuh layout) to global memory:
+// bf16 to c, four chunks of 8 columns at a time, each quad's words transposed so that a lane stores
+// one chunk's 16 bytes (a warp's store covers 8 rows x 64 contiguous bytes, whole 32-byte sectors;
+// storing the fragments' 4-byte pairs directly, 8 rows x 16 bytes per store, cost 26 of 193 us at
+// 4096^3 on the H200: tools/check/gemm_tma_check, 2026-11-22); fp32 pairs to ws[split] when SPLIT_K > 1.
 __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, int n0, int split,
                                          bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int ctid) {
   const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
@@ -210,17 +230,24 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = m0 + wg * kWgRowStep + mt * 64 + w * 16 + g + 8 * h;
-      if (row >= M) continue;
       if constexpr (SPLIT_K > 1) {
+        if (row >= M) continue;
         float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j)
           *reinterpret_cast<float2 *>(out + j * 8) = make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
       } else {
-        bf16 *out = c + (size_t)row * N + n0 + 2 * q;
+        static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
+        bf16 *out = c + (size_t)row * N + n0 + 8 * q;
 #pragma unroll
-        for (int j = 0; j < kBN / 8; ++j)
-          *reinterpret_cast<unsigned *>(out + j * 8) = tune::pack_bf16x2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+        for (int j0 = 0; j0 < kBN / 8; j0 += 4) {
+          unsigned v[4];
+#pragma unroll
+          for (int p = 0; p < 4; ++p)
+            v[p] = tune::pack_bf16x2(acc[mt][4 * (j0 + p) + 2 * h], acc[mt][4 * (j0 + p) + 2 * h + 1]);
+          quad_transpose(v, q);  // every lane shuffles: rows past M only skip the store
+          if (row < M) *reinterpret_cast<uint4 *>(out + j0 * 8) = make_uint4(v[0], v[1], v[2], v[3]);
+        }
       }
     }
 }
