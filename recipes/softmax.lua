@@ -197,4 +197,51 @@ local split = {
   metrics = METRICS,
 }
 
-return { row, split }
+-- A row over the CTAs of a thread-block cluster (templates/softmax/cluster.cuh): CLUSTER small CTAs
+-- per long row, each holding its slice in registers, the (max, sum) pairs pushed to every CTA
+-- through distributed shared memory and one cluster barrier. One CTA per long row leaves 1024 rows
+-- at 7.76 waves of whole rows on 132 SMs; CLUSTER CTAs per row fill the SMs in smaller steps.
+local cluster = {
+  name = "softmax.cluster",
+  template = "templates/softmax/softmax.cuh",
+  kernel = "softmax_row",
+
+  params = {
+    { "CLUSTER",   { 2, 4, 8 } },
+    { "BLOCK",     { 128, 256, 512 } },
+    { "VEC_BYTES", { 8, 16 } },
+    { "EXP_ONCE",  { 0, 1 } },
+  },
+
+  applies = function(c, p)
+    local len = p.cols // c.CLUSTER
+    if len < 2048 then
+      return false, string.format("slices of %d elements: the cluster split is for rows of 2048 per CTA or more", len)
+    end
+    local it, why = iters(c, len, c.BLOCK)
+    if not it then return false, why end
+    local cf = { CACHE_ROW = 1, BLOCK = c.BLOCK, VEC_BYTES = c.VEC_BYTES, ONLINE = 1 }
+    if not cache_fits(cf, it, 1, 0) then
+      return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
+    end
+    return true
+  end,
+
+  defines = function(c, p) return { COLS = p.cols, ROW_MODE = 1, CACHE_ROW = 1, ONLINE = 1 } end,
+
+  problems = { PROBLEMS[2], PROBLEMS[3], PROBLEMS[4], PROBLEMS[5] },
+
+  launch = {
+    grid = function(c, p) return { p.rows * c.CLUSTER, 1, 1 } end,
+    block = function(c) return { c.BLOCK, 1, 1 } end,
+    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one row's CTAs
+    shared = 0,
+  },
+
+  args = row.args,
+  reference = row.reference,
+  tolerance = TOLERANCE,
+  metrics = METRICS,
+}
+
+return { row, split, cluster }

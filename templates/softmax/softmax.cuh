@@ -35,6 +35,12 @@
 //                              rows (warps or blocks strided by the grid) and loads the next row's
 //                              slice before reducing and writing the current one, so loads stay in
 //                              flight through the reductions and the SFU work
+//   CLUSTER    1 (default) | 2 | 4 | 8   softmax_row in block mode, CACHE_ROW 1, ONLINE 1 only: a row
+//                              is spread over the CLUSTER CTAs of a thread-block cluster (grid
+//                              rows * CLUSTER, cluster dims {CLUSTER, 1, 1}); each CTA holds its
+//                              COLS / CLUSTER slice in registers, the CTAs' (max, sum) pairs are
+//                              exchanged through distributed shared memory (softmax/cluster.cuh).
+//                              A launch without that cluster shape writes nothing
 // Sweeps of x per row: CACHE_ROW 1: 1. CACHE_ROW 0: ONLINE 1: 2 (stats, write); ONLINE 0: 3 (max,
 // sum, write). The split write kernel always re-reads its slice (2 or 3 sweeps in all).
 // Problem constant (recipe `defines`): COLS. Requirements (static_assert; recipe `applies` skips the
@@ -62,6 +68,9 @@
 #ifndef PERSIST
 #define PERSIST 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
 #if SPLITS == 1 && !defined(ROW_MODE)
 #error "softmax.cuh needs -D ROW_MODE (0 warp, 1 block per row) when SPLITS == 1"
 #endif
@@ -80,7 +89,8 @@ namespace sm {
 constexpr int kVecElems = VEC_BYTES / 2;                  // bf16 per vector
 constexpr int kWarps = BLOCK / 32;
 constexpr int kThreads = ROW_MODE == 0 ? 32 : BLOCK;      // threads sharing one row segment
-constexpr int kSegLen = COLS / SPLITS;                    // elements per segment
+constexpr int kParts = SPLITS > 1 ? SPLITS : CLUSTER;     // segments per row (blocks or cluster CTAs)
+constexpr int kSegLen = COLS / kParts;                    // elements per segment
 constexpr int kSegVecs = kSegLen / kVecElems;
 constexpr int kIters = kSegVecs / kThreads;               // vectors per thread
 constexpr int kBatchMax = 64 / VEC_BYTES;                 // re-reading passes: 64 B in flight
@@ -103,6 +113,9 @@ static_assert(kIters % kBatch == 0, "vectors per thread must be a multiple of th
 static_assert(!CACHE_ROW || kIters * VEC_BYTES <= 256, "cached row slice over 64 registers per thread");
 static_assert(EXP_ONCE == 0 || (EXP_ONCE == 1 && CACHE_ROW == 1 && SPLITS == 1),
               "EXP_ONCE 1 needs CACHE_ROW 1 and SPLITS 1");
+static_assert(CLUSTER == 1 || ((CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8) && SPLITS == 1 && ROW_MODE == 1 &&
+                                CACHE_ROW == 1 && ONLINE == 1 && PERSIST == 0 && COLS % CLUSTER == 0),
+              "CLUSTER 2, 4 or 8 needs SPLITS 1, ROW_MODE 1, CACHE_ROW 1, ONLINE 1, PERSIST 0");
 static_assert(PERSIST >= 0 && (PERSIST == 0 || (EXP_ONCE == 1 && MIN_BLOCKS == 1 && BLOCK * PERSIST <= 2048)),
               "PERSIST k > 0 needs EXP_ONCE 1, MIN_BLOCKS 1 and k * BLOCK <= 2048");
 
@@ -284,7 +297,9 @@ __device__ __forceinline__ void exp_once_stage(const tile_ctx &c, const reducer 
 
 }  // namespace sm
 
-#if SPLITS == 1 && PERSIST > 0
+#if CLUSTER > 1
+#include "softmax/cluster.cuh"
+#elif SPLITS == 1 && PERSIST > 0
 // grid: min(row groups, SMs * PERSIST) blocks (row group: BLOCK / 32 rows in warp mode, one row
 // in block mode), block BLOCK. Warp (block) g handles rows g, g + G, g + 2G, ... of the G warps
 // (blocks) of the grid; the row condition is uniform over a warp (block), as the reductions need.

@@ -2,7 +2,7 @@
 # device_gemm_run.sh OUTDIR: one device call for the GEMM family (issue 5), about 8 minutes on an H200.
 #   1. TMA smoke test: tools/check/gemm_tma_check.sh (its nvcc builds run while cuBLAS is timed)
 #   2. cuBLAS through torch.matmul on every problem of recipes/gemm.lua (gemm_peers.py)
-#   3. tune run recipes/gemm.lua, exhaustive, seed 1, under a time limit (results are stored as they
+#   3. tune run recipes/gemm.lua (default strategy, no budget: every config of each problem's space), seed 1, under a time limit (results are stored as they
 #      come, so a cut run still reports what it measured)
 #   4. the best variant's SASS per problem (HGMMA / UTMALDG / spills: tools/check/gemm_sass.sh)
 #   5. OUTDIR/gemm.db (lean_db.py), OUTDIR/logs.tgz, and the table tuned vs cuBLAS (gemm_report.py)

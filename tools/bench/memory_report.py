@@ -23,7 +23,7 @@ for db in sys.argv[2:]:
         ns = c.execute("""SELECT min(r.median_ns) FROM results r JOIN recipes rc ON rc.id=r.recipe_id
                           JOIN problems p ON p.id=r.problem_id WHERE rc.name=? AND p.name=? AND r.status='ok'""",
                        (recipe, prob)).fetchone()[0]
-        family = "softmax" if recipe == "softmax.split" else recipe
+        family = "softmax" if recipe.startswith("softmax.") else recipe  # .split, .cluster, .stream: the same op
         peer = peers.get(family, {}).get(prob, {})
         if ns is None or "us" not in peer:
             print(f"| {recipe} | {prob} | {'-' if ns is None else '%.1f us' % (ns / 1e3)} | - | - | - | - | {n_ok}/{n} |")
