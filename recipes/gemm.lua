@@ -8,7 +8,8 @@
 --                without split-K never pay for a second (empty) kernel launch.
 -- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
 -- tensor copies (TMA) through the tensor maps tmA and tmB that the worker builds per variant
--- (docs/tensormap-args.md). Every kernel (and the reference) takes the two maps (TMA_ARGS = 1).
+-- (docs/tensormap-args.md). Every kernel (and the reference) takes three maps (TMA_ARGS = 2): tmA, tmB,
+-- and tmC, which USE_TMA without split-K stores c through (the epilogue's 64 x 64 boxes).
 -- Tile shapes are whitelisted per path below; `applies` keeps large problems on a measured short list
 -- (TMA producers first; cp.async, wgmma without producer and mma.sync for comparison) and decode
 -- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized for one exhaustive run of
@@ -51,12 +52,14 @@ local function smem_sm80(c, b_col, split)
   local ctile = split and 0 or c.BLOCK_M * (c.BLOCK_N + 8) * 2  -- bf16 epilogue staging
   return math.max(pipe, ctile)
 end
-local function smem_sm90(c)
-  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 2 * c.STAGES * 8 + (c.WS == 2 and 16 or 0)
+-- (the TMA epilogue's boxes: two 64 x 64 bf16 boxes per consumer warpgroup, USE_TMA without split-K)
+local function smem_sm90(c, split)
+  local epi = (c.USE_TMA == 1 and not split) and c.CONSUMERS * 2 * 8192 or 0
+  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + epi + 2 * c.STAGES * 8 + (c.WS == 2 and 16 or 0)
 end
 local function smem_bytes(c, b_col, split)
   if c.PATH == 0 then return smem_sm80(c, b_col, split) end
-  if c.PATH == 1 then return smem_sm90(c) end
+  if c.PATH == 1 then return smem_sm90(c, split) end
   return 0
 end
 
@@ -281,6 +284,9 @@ local function args(split)
         if p.b_layout == "col" then return { 64, c.USE_TMA == 1 and c.BLOCK_N or math.min(c.BLOCK_N, p.N) } end
         return { 64, 64 }
       end } },
+    -- tensor map of c for the TMA epilogue (USE_TMA without split-K: 64 x 64 boxes stored from shared memory)
+    { "tmC", tensormap = { tensor = "c", swizzle = 128,
+      box = function(p, c) return { 64, c.USE_TMA == 1 and 64 or math.min(64, p.M) } end } },
   }
 end
 
@@ -290,11 +296,11 @@ local reference = {
   grid = function(p) return { (p.N + 15) // 16, (p.M + 15) // 16, 1 } end,
   block = { 16, 16, 1 },
   shared = 0,
-  defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 } end,
+  defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 2 } end,
 }
 
 local function defines(c, p)
-  local d = { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 1 }
+  local d = { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 2 }
   if c.PATH == 2 then d.GEMV_M = p.M end
   return d
 end

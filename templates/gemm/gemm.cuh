@@ -24,9 +24,11 @@
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
-//           USE_TMA [0] (PATH 1 with WS >= 1: bulk tensor copies instead of cp.async) and TMA_ARGS
-//           [= USE_TMA] (both kernels take `const __grid_constant__ tune::tensormap tmA, tmB` after
-//           K); recipes/gemm.lua passes them (the worker builds them: docs/tensormap-args.md).
+//           USE_TMA [0] (PATH 1 with WS >= 1: bulk tensor copies instead of cp.async, and with
+//           SPLIT_K 1 an epilogue of TMA stores from shared memory) and TMA_ARGS [USE_TMA ? 2 : 0]
+//           (1: both kernels take `const __grid_constant__ tune::tensormap tmA, tmB` after K; 2: tmA,
+//           tmB, tmC, the map of c that USE_TMA needs); recipes/gemm.lua passes three (the worker
+//           builds them: docs/tensormap-args.md), recipes/gemm/skinny.lua two.
 //
 // Shapes: N % BLOCK_N == 0 and K % (BLOCK_K * SPLIT_K) == 0 (PATH 2: see gemv.cuh); any M >= 1
 // (rows past M are zero-filled on load and not stored). Launch geometry is in recipes/gemm.lua.
@@ -48,7 +50,7 @@
 #define USE_TMA 0
 #endif
 #ifndef TMA_ARGS
-#define TMA_ARGS USE_TMA
+#define TMA_ARGS (USE_TMA ? 2 : 0)
 #endif
 
 typedef __nv_bfloat16 bf16;
@@ -59,8 +61,8 @@ static_assert(RASTER >= 1, "RASTER is a group size >= 1");
 #if USE_TMA && PATH != 1
 #error "USE_TMA is a PATH 1 option"
 #endif
-#if USE_TMA && !TMA_ARGS
-#error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
+#if USE_TMA && TMA_ARGS < 2
+#error "USE_TMA needs TMA_ARGS 2 (the tensor maps of a, b and c)"
 #endif
 #if TMA_ARGS
 #include "common/tma.cuh"
@@ -85,7 +87,13 @@ namespace gemm_path = gemv;
 // Tensor-map argument list (docs/tensormap-args.md): every kernel takes the two maps after K, so that
 // a recipe that passes them has one argument list for all its variants and the reference; only
 // USE_TMA builds read them.
+#if TMA_ARGS >= 2
+#define GEMM_TMA_PARAMS                                                                                        \
+  , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB,                  \
+      const __grid_constant__ tune::tensormap tmC
+#else
 #define GEMM_TMA_PARAMS , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB
+#endif
 #else
 #define GEMM_TMA_PARAMS
 #endif
@@ -94,10 +102,11 @@ extern "C" __global__ void __launch_bounds__(gemm_path::kThreads, 1)
 gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c, float *__restrict__ ws,
           int M, int N, int K GEMM_TMA_PARAMS) {
 #if USE_TMA
-  gemm_path::run(a, b, c, ws, M, N, K, &tmA, &tmB);
+  gemm_path::run(a, b, c, ws, M, N, K, &tmA, &tmB, &tmC);
 #elif TMA_ARGS
   (void)tmA;
   (void)tmB;
+  (void)tmC;
   gemm_path::run(a, b, c, ws, M, N, K);
 #else
   gemm_path::run(a, b, c, ws, M, N, K);

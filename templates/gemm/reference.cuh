@@ -3,7 +3,7 @@
 //   c[m][n] = bf16( sum_k a[m][k] * B(k, n) ), fp32 accumulation in k order, one thread per output.
 //   a [M][K] row-major; B(k, n) = b[k * N + n] (B_COL = 0, b is [K][N]) or b[n * K + k] (B_COL = 1,
 //   b is [N][K]); c [M][N] row-major; bf16. `ws` is the variants' split-K scratch: unused here.
-// Defines: B_COL, TMA_ARGS [0] (1: also takes the two tensor maps of gemm.cuh's TMA_ARGS). Launch: grid = (ceil(N / 16), ceil(M / 16)), block = (16, 16), no dynamic shared
+// Defines: B_COL, TMA_ARGS [0] (1 or 2: also takes the two or three tensor maps of gemm.cuh's TMA_ARGS). Launch: grid = (ceil(N / 16), ceil(M / 16)), block = (16, 16), no dynamic shared
 // memory. Any M, N, K. 16 x 16 tiles of a and b are staged through shared memory only so that both
 // layouts are read coalesced (a few hundred ms at 8192^3).
 #include <cuda_bf16.h>
@@ -20,7 +20,13 @@ typedef __nv_bfloat16 bf16;
 #if TMA_ARGS
 // the variants' tensor map parameters (docs/tensormap-args.md): taken, never read
 #include "common/tma.cuh"
+#if TMA_ARGS >= 2
+#define REF_TMA_PARAMS                                                                                         \
+  , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB,                  \
+      const __grid_constant__ tune::tensormap tmC
+#else
 #define REF_TMA_PARAMS , const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB
+#endif
 #else
 #define REF_TMA_PARAMS
 #endif

@@ -25,7 +25,7 @@
 #endif
 #define USE_TMA 1
 #define SETMAXNREG 1
-#define TMA_ARGS 1
+#define TMA_ARGS 2
 #include "gemm/gemm.cuh"
 #include "gemm/reference.cuh"
 
@@ -90,12 +90,13 @@ int main(int argc, char **argv) {
   fill_normal<<<1024, 256>>>(a, (size_t)M * K, 1);
   fill_normal<<<1024, 256>>>(b, (size_t)K * N, 2);
   CK(cudaGetLastError());
-  tune::tensormap tmA, tmB;
+  tune::tensormap tmA, tmB, tmC;
   CUresult r = encode(&tmA, a, K, M, BLOCK_M);
   if (r == CUDA_SUCCESS) r = B_COL ? encode(&tmB, b, K, N, BLOCK_N) : encode(&tmB, b, N, K, 64);
+  if (r == CUDA_SUCCESS) r = encode(&tmC, c, N, M, 64);  // the epilogue's 64 x 64 boxes of c
   if (r != CUDA_SUCCESS) { fprintf(stderr, "cuTensorMapEncodeTiled: error %d\n", (int)r); return 2; }
   // reference
-  gemm_reference<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(a, b, ref, ws, M, N, K, tmA, tmB);
+  gemm_reference<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(a, b, ref, ws, M, N, K, tmA, tmB, tmC);
   CK(cudaGetLastError());
   // variant: the launch geometry of recipes/gemm.lua
   const int smem = gemm_path::kSmemBytes, threads = gemm_path::kThreads;
@@ -110,7 +111,7 @@ int main(int argc, char **argv) {
     grid = std::min(tiles, std::max(1, per_sm) * sms);
   }
   CK(cudaMemset(c, 0xff, (size_t)M * N * 2));  // NaN
-  gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB);
+  gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB, tmC);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   std::vector<uint16_t> hc((size_t)M * N), hr((size_t)M * N);
@@ -131,10 +132,10 @@ int main(int argc, char **argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   std::vector<float> ms(iters);
-  for (int i = 0; i < 3; ++i) gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB);
+  for (int i = 0; i < 3; ++i) gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB, tmC);
   for (int i = 0; i < iters; ++i) {
     CK(cudaEventRecord(e0));
-    gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB);
+    gemm_bf16<<<grid, threads, smem>>>(a, b, c, ws, M, N, K, tmA, tmB, tmC);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     CK(cudaEventElapsedTime(&ms[i], e0, e1));
