@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gemm_sass.sh CUBIN...: instruction counts that say what a GEMM cubin really runs: HGMMA (wgmma),
-# HMMA (mma.sync), UTMALDG (TMA loads), LDGSTS (cp.async), USETMAXREG, and LDL/STL (local memory:
+# HMMA (mma.sync), UTMALDG / UTMASTG (TMA loads / stores), STSM (stmatrix), LDGSTS (cp.async), USETMAXREG, and LDL/STL (local memory:
 # spills). One line per cubin. Uses cuobjdump, else nvdisasm (the CUDA toolkit's, triton's, or $NVDISASM).
 set -uo pipefail
 tool=""
@@ -18,7 +18,7 @@ for f in "$@"; do
     *) sass=$("$tool" -c "$f" 2>&1) ;;
   esac
   line="$(basename "$f"):"
-  for op in HGMMA HMMA UTMALDG LDGSTS USETMAXREG LDL STL; do
+  for op in HGMMA HMMA UTMALDG UTMASTG STSM LDGSTS USETMAXREG LDL STL; do
     line="$line $op $(printf '%s\n' "$sass" | grep -cE "[[:space:]]${op}[. ;]")"
   done
   echo "$line"
