@@ -22,8 +22,6 @@
 //           at most one wave; each block walks tiles blockIdx.x, + gridDim.x, ...), RASTER.
 //   PATH 2  templates/gemm/gemv.cuh: CUDA-core GEMV for decode shapes (M = GEMV_M <= 8, compile-time).
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
-//   PATH 3  templates/gemm/tcgemv.cuh: decode shapes on mma.sync with b streamed into registers
-//           (B_COL = 1, M = TC_M a multiple of 8 up to 64, compile-time). TC_WARPS, TC_UNROLL.
 // Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
 //           USE_TMA [0] (PATH 1 with WS >= 1: bulk tensor copies instead of cp.async, and with
@@ -79,11 +77,8 @@ namespace gemm_path = gemm90;
 #elif PATH == 2
 #include "gemm/gemv.cuh"
 namespace gemm_path = gemv;
-#elif PATH == 3
-#include "gemm/tcgemv.cuh"
-namespace gemm_path = tcgemv;
 #else
-#error "PATH must be 0 (mma.sync), 1 (wgmma), 2 (gemv) or 3 (tensor-core gemv)"
+#error "PATH must be 0 (mma.sync), 1 (wgmma) or 2 (gemv)"
 #endif
 
 // gemm_path::kSmemBytes and gemm_path::kThreads are the dynamic shared memory and block size of
@@ -103,7 +98,7 @@ namespace gemm_path = tcgemv;
 #define GEMM_TMA_PARAMS
 #endif
 
-extern "C" __global__ void __launch_bounds__(gemm_path::kThreads, gemm_path::kMinBlocks)
+extern "C" __global__ void __launch_bounds__(gemm_path::kThreads, 1)
 gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c, float *__restrict__ ws,
           int M, int N, int K GEMM_TMA_PARAMS) {
 #if USE_TMA

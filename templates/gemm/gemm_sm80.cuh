@@ -32,7 +32,6 @@
 
 namespace gemm80 {
 
-constexpr int kMinBlocks = 1;  // __launch_bounds__ minimum blocks per SM of gemm_bf16
 constexpr int kBM = BLOCK_M, kBN = BLOCK_N, kBK = BLOCK_K;
 constexpr int kWarps = WARPS_M * WARPS_N;
 constexpr int kThreads = kWarps * 32;

@@ -65,7 +65,6 @@
 
 namespace gemm90 {
 
-constexpr int kMinBlocks = 1;  // __launch_bounds__ minimum blocks per SM of gemm_bf16
 constexpr int kBM = BLOCK_M, kBN = BLOCK_N, kBK = 64;
 constexpr int kCons = CONSUMERS;
 constexpr bool kWS = WS != 0;

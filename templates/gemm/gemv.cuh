@@ -23,7 +23,6 @@
 
 namespace gemv {
 
-constexpr int kMinBlocks = 1;  // __launch_bounds__ minimum blocks per SM of gemm_bf16
 constexpr int kM = GEMV_M;
 constexpr int kWarps = GEMV_WARPS;
 constexpr int kThreads = kWarps * 32;
