@@ -12,19 +12,10 @@
 
 #include "db.h"
 #include "db_int.h" /* fault injection and the raw handle, for the failure tests */
+#include "check.h"
 
-static int n_pass, n_fail;
 static tune_err E;
 
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (c) {                                                              \
-      n_pass++;                                                           \
-    } else {                                                              \
-      n_fail++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                     \
-  } while (0)
 
 /* Runs a tune call with a fresh E; counts it; prints E.msg when it fails. */
 #define OK(call)                                                                       \

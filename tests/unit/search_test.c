@@ -11,19 +11,10 @@
 
 #include "rng.h"
 #include "search.h"
+#include "check.h"
 
-static int n_passed, n_failed;
 static search_space not_null; /* *out must be reset to NULL on failure */
 
-#define CHECK(c)                                                           \
-  do {                                                                     \
-    if (c) {                                                               \
-      n_passed++;                                                          \
-    } else {                                                               \
-      n_failed++;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                      \
-  } while (0)
 
 /* ---- test constraints -------------------------------------------------- */
 
@@ -725,6 +716,6 @@ int main(void) {
   test_strategy_exhaustive();
   test_strategy_random();
   test_strategy_misc();
-  printf("search_test: %d passed, %d failed\n", n_passed, n_failed);
-  return n_failed ? 1 : 0;
+  printf("search_test: %d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
 }

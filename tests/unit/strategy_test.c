@@ -18,18 +18,9 @@
 #include <string.h>
 
 #include "search.h"
+#include "check.h"
 
-static int n_passed, n_failed;
 
-#define CHECK(c)                                                           \
-  do {                                                                     \
-    if (c) {                                                               \
-      n_passed++;                                                          \
-    } else {                                                               \
-      n_failed++;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                      \
-  } while (0)
 
 static const char *const adaptive[] = {"anneal", "genetic", "bayes", "bandit"};
 #define N_ADAPTIVE 4
@@ -379,6 +370,6 @@ int main(void) {
   test_all_failures();
   test_finds_optimum_sooner();
   test_bayes_centre();
-  printf("strategy_test: %d passed, %d failed\n", n_passed, n_failed);
-  return n_failed ? 1 : 0;
+  printf("strategy_test: %d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
 }
