@@ -210,6 +210,79 @@ static void *pool_main(void *arg) {
   return NULL;
 }
 
+struct tune_compile_async {
+  tune_compile_job **jobs;
+  int n, n_threads;
+  atomic_int next;
+  int *done; /* under mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t th[256];
+};
+
+static void *async_main(void *arg) {
+  tune_compile_async *a = arg;
+  for (;;) {
+    int i = atomic_fetch_add(&a->next, 1);
+    if (i >= a->n) break;
+    compile_one(a->jobs[i]);
+    pthread_mutex_lock(&a->mu);
+    a->done[i] = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+  }
+  return NULL;
+}
+
+int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err) {
+  *out = NULL;
+  if (n <= 0) return TUNE_OK;
+  if (n_threads < 1) n_threads = 1;
+  if (n_threads > n) n_threads = n;
+  if (n_threads > 256) n_threads = 256;
+  tune_compile_async *a = calloc(1, sizeof *a);
+  int *done = calloc((size_t)n, sizeof *done);
+  if (!a || !done) {
+    free(a);
+    free(done);
+    return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
+  }
+  a->jobs = jobs;
+  a->n = n;
+  a->done = done;
+  atomic_init(&a->next, 0);
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_cond_init(&a->cv, NULL);
+  for (int i = 0; i < n_threads; ++i) {
+    if (pthread_create(&a->th[i], NULL, async_main, a)) break;
+    a->n_threads++;
+  }
+  if (!a->n_threads) { /* no thread at all: compile here, before returning */
+    async_main(a);
+  }
+  *out = a;
+  return TUNE_OK;
+}
+
+int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err) {
+  double t0 = now_ms();
+  pthread_mutex_lock(&a->mu);
+  while (!a->done[i]) pthread_cond_wait(&a->cv, &a->mu);
+  pthread_mutex_unlock(&a->mu);
+  if (waited) *waited += (now_ms() - t0) / 1e3;
+  if (a->jobs[i]->err.code) return tune_fail(err, a->jobs[i]->err.code, "%s", a->jobs[i]->err.msg);
+  return TUNE_OK;
+}
+
+void tune_compile_finish(tune_compile_async *a) {
+  if (!a) return;
+  for (int i = 0; i < a->n_threads; ++i) pthread_join(a->th[i], NULL);
+  pthread_mutex_destroy(&a->mu);
+  pthread_cond_destroy(&a->cv);
+  free(a->done);
+  free(a);
+}
+
 int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
   if (n <= 0) return TUNE_OK;
   if (n_threads < 1) n_threads = 1;

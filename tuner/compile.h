@@ -40,6 +40,19 @@ int tune_compile_key(tune_compile_job *job, tune_err *err);
 /* Compile jobs[0..n) on n_threads threads. Returns TUNE_OK unless the pool
  * itself failed; each job's bin.ok says whether NVRTC accepted it. */
 int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err);
+/* The same pool in the background, so that the caller can measure the jobs
+ * compiled first while later ones compile (session.c): tune_compile_start
+ * starts n_threads threads on jobs[0..n) (taken in order) and returns;
+ * tune_compile_wait blocks until jobs[i] is done and returns its pool error
+ * (TUNE_OK for a compiled job or a compile error, which is the variant's
+ * result), adding the seconds it blocked to *waited; tune_compile_finish
+ * joins the threads and frees the handle (NULL is a no-op). The jobs must
+ * stay in place until finish; the caller touches a job only after waiting
+ * for it. */
+typedef struct tune_compile_async tune_compile_async;
+int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err);
+int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err);
+void tune_compile_finish(tune_compile_async *a);
 /* Parse a ptxas -v report into bin's resource fields (max over kernels). */
 void tune_compile_parse_resources(const char *log, db_binary *bin);
 /* "13.0" */

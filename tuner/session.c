@@ -86,7 +86,7 @@ typedef struct stats {
   int compiled, cached, resumed, total;
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
-  double t_measure, t_compile; /* [s] wall time in the backend's measure / in the compile pool */
+  double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
   double best_ns;
   char best_params[1024];
 } stats;
@@ -100,11 +100,12 @@ static void print_metrics(double ns, const tune_problem_setup *s, char *buf, siz
 }
 
 /* Where the wall time went: the share spent in the backend's measure (the
- * GPU's work: verify and time) against compiling and everything else. */
+ * GPU's work: verify and time) against waiting for compiles (the pool runs
+ * while variants compiled before are measured) and everything else. */
 static void print_busy(const stats *st, double wall, const tune_backend *be, const char *strategy) {
   if (st->pruned) printf("pruned after compiling (never sent to the GPU): %d\n", st->pruned);
   if (!be || wall <= 0 || !strncmp(be->name, "replay:", 7)) return; /* replay: no GPU to keep busy */
-  printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, compile %.1f s, other %.1f s; strategy %s, backend %s)\n",
+  printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, waiting for compiles %.1f s, other %.1f s; strategy %s, backend %s)\n",
          100.0 * st->t_measure / wall, wall, st->t_measure, st->t_compile, wall - st->t_measure - st->t_compile,
          strategy, be->name);
 }
@@ -159,6 +160,18 @@ static double halving_margin(const tune_run_opts *o, const tune_search_config *s
 /* One problem of a recipe. codes: the recipe's code proposals, each evaluated
  * once per problem (pi: this problem's index in the recipe); sweep: evaluate
  * only those (the problem was tuned before they were proposed). */
+/* Job k of the batch, compiled in the background (aidx[k] its place in the pool, -1: from the
+ * cache or no compile): waits for it, then stores its binary (the database is the main thread's). */
+static int job_ready(tune_compile_async *a, tune_compile_job *jobs, int k, const int *aidx, int *stored, db_conn *db,
+                     stats *st, tune_err *err) {
+  if (aidx[k] < 0 || stored[k]) return TUNE_OK;
+  if (tune_compile_wait(a, aidx[k], &st->t_compile, err)) return err->code;
+  if (db_binary_put(db, &jobs[k].bin, err)) return err->code;
+  stored[k] = 1;
+  st->compiled++;
+  return TUNE_OK;
+}
+
 static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *space,
                        const tune_rejections *rej, db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id,
                        int64_t recipe_id, int64_t device_id, uint64_t seed, double t_deadline,
@@ -171,6 +184,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   pending *pend = NULL;
   db_result *quick = NULL; /* halving: each batch member's quick result */
   tune_compile_job *jobs = NULL;
+  tune_compile_async *acomp = NULL; /* the batch's compiles, running while its first variants are measured */
   char templates[PATH_MAX + 16];
   snprintf(templates, sizeof templates, "%s/templates", r->root);
   if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
@@ -350,27 +364,16 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       } else if (got != TUNE_ENOTFOUND) { tune_fail(err, got, "%s", e2.msg); goto fail; }
       q->job = n_jobs++;
     }
-    /* 2. compile the misses on the pool */
+    /* 2. compile the misses in the background, in batch order: step 3 measures each variant as
+       soon as its own compile is done, while the later ones compile (job_ready) */
     tune_compile_job *todo[BATCH];
-    int n_todo = 0;
-    for (int i = 0; i < n_jobs; ++i)
-      if (jobs[i].err.code != -1) todo[n_todo++] = &jobs[i];
-    if (n_todo) {
-      /* the pool works on a contiguous array: compile in place via copies */
-      tune_compile_job *tmp = calloc((size_t)n_todo, sizeof *tmp);
-      if (!tmp) { tune_fail(err, TUNE_ENOMEM, "session: out of memory"); goto fail; }
-      for (int i = 0; i < n_todo; ++i) tmp[i] = *todo[i];
-      double t_c = now_s();
-      int rc = tune_compile_batch(tmp, n_todo, o->jobs, err);
-      st->t_compile += now_s() - t_c;
-      for (int i = 0; i < n_todo; ++i) *todo[i] = tmp[i];
-      free(tmp);
-      if (rc) goto fail;
-      for (int i = 0; i < n_todo; ++i) {
-        if (db_binary_put(db, &todo[i]->bin, err)) goto fail;
-        st->compiled++;
-      }
+    int n_todo = 0, aidx[BATCH], stored[BATCH];
+    for (int i = 0; i < n_jobs; ++i) {
+      aidx[i] = jobs[i].err.code != -1 ? n_todo : -1; /* -1: the cache had it */
+      stored[i] = 0;
+      if (aidx[i] >= 0) todo[n_todo++] = &jobs[i];
     }
+    if (n_todo && tune_compile_start(todo, n_todo, o->jobs, &acomp, err)) goto fail;
     /* 3. measure and store, one transaction per result. With halving (halving.h), pass 0 times
        each variant quickly (after the same verification) and stores those that never reach the
        backend; between the passes the decision; pass 1 times the contenders fully and stores the
@@ -421,6 +424,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         if (mrc) goto fail;
         measured = 1;
       } else {
+        if (job_ready(acomp, jobs, q->job, aidx, stored, db, st, err)) goto fail;
         tune_compile_job *j = &jobs[q->job];
         db_binary *b = &j->bin;
         res.registers = b->registers;
@@ -495,6 +499,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       fflush(stdout);
     }
     }
+    /* every compile of the batch is stored, also those an interrupt left unmeasured */
+    for (int k = 0; k < n_jobs; ++k)
+      if (job_ready(acomp, jobs, k, aidx, stored, db, st, err)) goto fail;
+    tune_compile_finish(acomp);
+    acomp = NULL;
   }
   if (tty) printf("\r\033[K");
   st->best_ns = best;
@@ -506,6 +515,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     printf("best for %s: %s  %s\n", p->name, st->best_params, m);
   } else printf("no verified result for %s\n", p->name);
 fail:
+  tune_compile_finish(acomp); /* joins the pool's threads before their jobs are freed */
   for (int i = 0; jobs && i < BATCH; ++i) db_binary_release(&jobs[i].bin);
   free(jobs);
   free(pend);
