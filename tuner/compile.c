@@ -198,18 +198,6 @@ fail:
   free(src);
 }
 
-typedef struct pool { tune_compile_job *jobs; int n; atomic_int next; } pool;
-
-static void *pool_main(void *arg) {
-  pool *p = arg;
-  for (;;) {
-    int i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->n) break;
-    compile_one(&p->jobs[i]);
-  }
-  return NULL;
-}
-
 struct tune_compile_async {
   tune_compile_job **jobs;
   int n, n_threads;
@@ -285,19 +273,14 @@ void tune_compile_finish(tune_compile_async *a) {
 
 int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
   if (n <= 0) return TUNE_OK;
-  if (n_threads < 1) n_threads = 1;
-  if (n_threads > n) n_threads = n;
-  pool p = {.jobs = jobs, .n = n};
-  atomic_init(&p.next, 0);
-  pthread_t th[256];
-  if (n_threads > 256) n_threads = 256;
-  int started = 0;
-  for (int i = 1; i < n_threads; ++i) {
-    if (pthread_create(&th[i], NULL, pool_main, &p)) break;
-    ++started;
-  }
-  pool_main(&p);
-  for (int i = 1; i <= started; ++i) pthread_join(th[i], NULL);
+  tune_compile_job **ptrs = malloc((size_t)n * sizeof *ptrs);
+  if (!ptrs) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
+  for (int i = 0; i < n; ++i) ptrs[i] = &jobs[i];
+  tune_compile_async *a = NULL;
+  int rc = tune_compile_start(ptrs, n, n_threads, &a, err);
+  tune_compile_finish(a);
+  free(ptrs);
+  if (rc) return rc;
   for (int i = 0; i < n; ++i)
     if (jobs[i].err.code) return tune_fail(err, jobs[i].err.code, "%s", jobs[i].err.msg);
   return TUNE_OK;

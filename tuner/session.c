@@ -157,9 +157,6 @@ static double halving_margin(const tune_run_opts *o, const tune_search_config *s
   return sc->halving;
 }
 
-/* One problem of a recipe. codes: the recipe's code proposals, each evaluated
- * once per problem (pi: this problem's index in the recipe); sweep: evaluate
- * only those (the problem was tuned before they were proposed). */
 /* Job k of the batch, compiled in the background (aidx[k] its place in the pool, -1: from the
  * cache or no compile): waits for it, then stores its binary (the database is the main thread's). */
 static int job_ready(tune_compile_async *a, tune_compile_job *jobs, int k, const int *aidx, int *stored, db_conn *db,
@@ -172,6 +169,9 @@ static int job_ready(tune_compile_async *a, tune_compile_job *jobs, int k, const
   return TUNE_OK;
 }
 
+/* One problem of a recipe. codes: the recipe's code proposals, each evaluated
+ * once per problem (pi: this problem's index in the recipe); sweep: evaluate
+ * only those (the problem was tuned before they were proposed). */
 static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *space,
                        const tune_rejections *rej, db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id,
                        int64_t recipe_id, int64_t device_id, uint64_t seed, double t_deadline,
