@@ -2,7 +2,7 @@
 # device_gemm_run.sh OUTDIR: one device call for the GEMM family (issue 5), about 8 minutes on an H200.
 #   1. TMA smoke test: tools/check/gemm_tma_check.sh (its nvcc builds run while cuBLAS is timed)
 #   2. cuBLAS through torch.matmul on every problem of recipes/gemm.lua (gemm_peers.py)
-#   3. tune run recipes/gemm.lua (default strategy, no budget: every config of each problem's space), seed 1, under a time limit (results are stored as they
+#   3. tune run recipes/gemm.lua --strategy exhaustive (batches of 32: compiles overlap measurements), seed 1, under a time limit (results are stored as they
 #      come, so a cut run still reports what it measured)
 #   4. the best variant's SASS per problem (HGMMA / UTMALDG / spills: tools/check/gemm_sass.sh)
 #   5. OUTDIR/gemm.db (lean_db.py), OUTDIR/logs.tgz, and the table tuned vs cuBLAS (gemm_report.py)
@@ -39,7 +39,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   stamp "TMA smoke rc=$? (failures)"
 fi
 stamp "tune run (limit ${TUNE_LIMIT_S:-400} s)"
-timeout "${TUNE_LIMIT_S:-400}" build/tune run recipes/gemm.lua --db /tmp/gemm.db --seed 1 --quiet > "$logs/tune.log" 2>&1
+timeout "${TUNE_LIMIT_S:-400}" build/tune run recipes/gemm.lua --db /tmp/gemm.db --strategy exhaustive --seed 1 --quiet > "$logs/tune.log" 2>&1
 stamp "tune rc=$? (124: time limit; results so far are kept)"
 python3 tools/bench/gemm_report.py /tmp/gemm.db "$logs/gemm_peers.json" /tmp/gemm_cubins > "$logs/report.md" 2>&1
 tools/check/gemm_sass.sh /tmp/gemm_cubins/*.cubin > "$logs/sass.txt" 2>&1
