@@ -204,8 +204,10 @@ local split = {
 
 -- A row over the CTAs of a thread-block cluster (templates/softmax/cluster.cuh): CLUSTER small CTAs
 -- per long row, each holding its slice in registers, the (max, sum) pairs pushed to every CTA
--- through distributed shared memory and one cluster barrier. One CTA per long row leaves 1024 rows
--- at 7.76 waves of whole rows on 132 SMs; CLUSTER CTAs per row fill the SMs in smaller steps.
+-- through distributed shared memory and one cluster barrier. For few long rows (64-256 rows of 128k:
+-- one CTA per row leaves SMs idle) and for smaller CTAs per SM; on 1024 rows of 32k the cost it was
+-- meant to cut, the last of 7.76 waves of whole rows, turned out not to be the cost (1056 rows take
+-- longer than 1024: docs/benchmarks.md).
 local cluster = {
   name = "softmax.cluster",
   template = "templates/softmax/softmax.cuh",

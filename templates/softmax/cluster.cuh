@@ -3,8 +3,8 @@
 // Row r is owned by cluster r of CLUSTER CTAs (grid rows * CLUSTER, cluster dims {CLUSTER, 1, 1},
 // block BLOCK). CTA k of the cluster (%cluster_ctarank) holds elements [k * S, (k + 1) * S) of the
 // row, S = COLS / CLUSTER, in registers: x is read from DRAM once, and a long row becomes CLUSTER
-// small CTAs, so an SM holds several row slices in flight and the last wave is a wave of small
-// CTAs (one CTA per long row leaves 1024 rows on 132 SMs at 7.76 waves of whole rows).
+// small CTAs, so a few long rows (64-256 of 128k) spread over many SMs and an SM holds several row
+// slices in flight.
 //
 //   1. load the slice; the thread's (max, sum) against its own max (EXP_ONCE 1: the exponentials
 //      kept in fp32 registers); block reduction of the pairs
