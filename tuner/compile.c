@@ -262,6 +262,15 @@ int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *er
   return TUNE_OK;
 }
 
+int tune_compile_all_done(tune_compile_async *a) {
+  if (!a) return 1;
+  int all = 1;
+  pthread_mutex_lock(&a->mu);
+  for (int i = 0; i < a->n && all; ++i) all = a->done[i];
+  pthread_mutex_unlock(&a->mu);
+  return all;
+}
+
 void tune_compile_finish(tune_compile_async *a) {
   if (!a) return;
   for (int i = 0; i < a->n_threads; ++i) pthread_join(a->th[i], NULL);

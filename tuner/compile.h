@@ -53,6 +53,8 @@ typedef struct tune_compile_async tune_compile_async;
 int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err);
 int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err);
 void tune_compile_finish(tune_compile_async *a);
+/* 1 when every job of the pool is done (it does not block); 1 for NULL. */
+int tune_compile_all_done(tune_compile_async *a);
 /* Parse a ptxas -v report into bin's resource fields (max over kernels). */
 void tune_compile_parse_resources(const char *log, db_binary *bin);
 /* "13.0" */

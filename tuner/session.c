@@ -20,6 +20,7 @@
 #include "prune.h"
 #include "recipe.h"
 #include "search_config.h"
+#include "speculate.h"
 #include "search.h"
 #include "version.h"
 #include "warm_start.h"
@@ -84,6 +85,7 @@ void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, 
 typedef struct stats {
   int n_status[DB_STATUS_COUNT];
   int compiled, cached, resumed, total;
+  int guessed;                /* compiles started ahead of the strategy and then proposed (speculate.h) */
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
@@ -175,7 +177,8 @@ static int job_ready(tune_compile_async *a, tune_compile_job *jobs, int k, const
 static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *space,
                        const tune_rejections *rej, db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id,
                        int64_t recipe_id, int64_t device_id, uint64_t seed, double t_deadline,
-                       const tune_peaks *peaks, stats *st, tune_code_set *codes, int pi, int sweep, tune_err *err) {
+                       const tune_peaks *peaks, stats *st, tune_code_set *codes, int pi, int sweep, tune_spec *rspec,
+                       tune_err *err) {
   tune_device_facts facts;
   tune_device_facts_from(dev, &facts);
   tune_problem_setup setup;
@@ -185,6 +188,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
   db_result *quick = NULL; /* halving: each batch member's quick result */
   tune_compile_job *jobs = NULL;
   tune_compile_async *acomp = NULL; /* the batch's compiles, running while its first variants are measured */
+  uint64_t best_point = 0;          /* the strategy's best point so far (spec's guesses surround it) */
+  int have_best_point = 0;
   char templates[PATH_MAX + 16];
   snprintf(templates, sizeof templates, "%s/templates", r->root);
   if (db_problem_put(db, r->name, p->name, p->hash, p->dims_json, &problem_id, err)) return err->code;
@@ -248,6 +253,8 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     if (n_warm && !o->quiet) printf("warm start: %d config(s) best on the nearest other problems of %s first\n", n_warm, r->name);
   }
   double halv = be ? halving_margin(o, &sc) : 0; /* compile-only: nothing to time */
+  /* bayes proposes one point per batch after its design: guess its next ones while this one is measured */
+  tune_spec *spec = (!be || be->needs_binaries) && !sweep && !llm_run && !strcmp(sc.strategy, "bayes") ? rspec : NULL;
   pend = calloc(BATCH, sizeof *pend);
   jobs = calloc(BATCH, sizeof *jobs);
   quick = halv > 0 ? calloc(BATCH, sizeof *quick) : NULL;
@@ -327,7 +334,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         if (q->from_strat) search_strategy_observe(strat, q->point, prev.status == DB_OK ? prev.median_ns : -1);
         if (llm) tune_llm_observe(llm, q->json, cv ? cv->proposal_id : 0, &prev);
         if (cv) tune_code_set_note(codes, q->code, p->name, &prev);
-        if (prev.status == DB_OK && prev.median_ns < best && !tune_halving_is_quick(prev.error_text)) { best = prev.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
+        if (prev.status == DB_OK && prev.median_ns < best && !tune_halving_is_quick(prev.error_text)) {
+          best = prev.median_ns;
+          snprintf(st->best_params, sizeof st->best_params, "%s", q->label);
+          if (!cv) { best_point = q->point; have_best_point = 1; }
+        }
         st->n_status[prev.status]++;
         continue;
       }
@@ -361,7 +372,19 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
           snprintf(j->lowered[k++], sizeof j->lowered[0], "%s", t);
         j->err.code = -1; /* marker: from cache */
         st->cached++;
-      } else if (got != TUNE_ENOTFOUND) { tune_fail(err, got, "%s", e2.msg); goto fail; }
+      } else if (got != TUNE_ENOTFOUND) {
+        tune_fail(err, got, "%s", e2.msg);
+        goto fail;
+      } else if (spec) { /* compiled ahead as a guess: stored now, like a compile of this batch */
+        int taken = 0;
+        if (tune_spec_take(spec, j, &taken, &st->t_compile, err)) goto fail;
+        if (taken) {
+          if (db_binary_put(db, &j->bin, err)) goto fail;
+          st->compiled++;
+          st->guessed++;
+          j->err.code = -2; /* marker: compiled already, not from the cache */
+        }
+      }
       q->job = n_jobs++;
     }
     /* 2. compile the misses in the background, in batch order: step 3 measures each variant as
@@ -369,11 +392,19 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     tune_compile_job *todo[BATCH];
     int n_todo = 0, aidx[BATCH], stored[BATCH];
     for (int i = 0; i < n_jobs; ++i) {
-      aidx[i] = jobs[i].err.code != -1 ? n_todo : -1; /* -1: the cache had it */
+      aidx[i] = jobs[i].err.code == 0 ? n_todo : -1; /* -1: the cache had it (-1) or a guess did (-2) */
       stored[i] = 0;
       if (aidx[i] >= 0) todo[n_todo++] = &jobs[i];
     }
     if (n_todo && tune_compile_start(todo, n_todo, o->jobs, &acomp, err)) goto fail;
+    if (spec && have_best_point) {
+      double t_s = now_s(); /* joins the last round's guesses: counted as waiting for compiles */
+      int n_thr = o->jobs - n_todo > 1 ? o->jobs - n_todo : 1;
+      if (tune_spec_round(spec, r, p, &facts, space, best_point, o->arch ? o->arch : dev->arch, templates, db, jobs,
+                          n_jobs, o->jobs < TUNE_SPEC_MAX ? o->jobs : TUNE_SPEC_MAX, n_thr, &st->compiled, err))
+        goto fail;
+      st->t_compile += now_s() - t_s;
+    }
     /* 3. measure and store, one transaction per result. With halving (halving.h), pass 0 times
        each variant quickly (after the same verification) and stores those that never reach the
        backend; between the passes the decision; pass 1 times the contenders fully and stores the
@@ -477,7 +508,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       char line[256] = "";
       if (res.status == DB_OK) {
         print_metrics(res.median_ns, &setup, line, sizeof line);
-        if (res.median_ns < best && !quick_only) { best = res.median_ns; snprintf(st->best_params, sizeof st->best_params, "%s", q->label); }
+        if (res.median_ns < best && !quick_only) {
+          best = res.median_ns;
+          snprintf(st->best_params, sizeof st->best_params, "%s", q->label);
+          if (q->code < 0) { best_point = q->point; have_best_point = 1; }
+        }
         if (quick_only) snprintf(line + strlen(line), sizeof line - strlen(line), "  (quick: %d samples, not a contender)", res.samples);
       } else if (res.status == DB_SKIPPED && !strcmp(res.error_text, DB_REASON_COMPILE_ONLY)) {
         snprintf(line, sizeof line, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
@@ -530,14 +565,14 @@ fail:
 static int run_problem_space(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *recipe_space,
                              db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
                              int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
-                             tune_code_set *codes, int pi, int sweep, tune_err *err) {
+                             tune_code_set *codes, int pi, int sweep, tune_spec *spec, tune_err *err) {
   tune_device_facts facts;
   tune_device_facts_from(dev, &facts);
   search_space *space = NULL;
   tune_rejections rej;
   if (tune_problem_space(r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
   int rc = run_problem(o, r, p, space, &rej, db, be, dev, run_id, recipe_id, device_id, seed, t_deadline, peaks,
-                       st, codes, pi, sweep, err);
+                       st, codes, pi, sweep, spec, err);
   search_space_free(space);
   return rc;
 }
@@ -656,11 +691,16 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     int selected = 0, rc = TUNE_OK;
     tune_code_set codes;
     tune_code_set_init(&codes, r->n_problems);
+    tune_spec *spec = NULL; /* the recipe's compiles ahead of the strategy (speculate.h): may outlive a problem */
+    if (tune_spec_new(&spec, err)) {
+      tune_code_set_free(&codes);
+      goto fail;
+    }
     for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
       if (!problem_selected(o, &r->problems[pi])) continue;
       ++selected;
       rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st,
-                       &codes, pi, 0, err);
+                       &codes, pi, 0, spec, err);
       if (rc) break;
     }
     /* code proposals are verified on every problem of the recipe (a region that is right only
@@ -669,9 +709,15 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     for (int pi = 0; !rc && pi < r->n_problems && !tune_interrupted; ++pi)
       if (tune_code_set_pending(&codes, pi))
         rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, 0, &peaks, &st,
-                         &codes, pi, 1, err);
+                         &codes, pi, 1, spec, err);
     if (!rc && codes.n) rc = tune_code_set_finish(&codes, db, o->quiet, err);
     tune_code_set_free(&codes);
+    {
+      double t_s = now_s(); /* the last guesses: finished and cached (or dropped after a failure) */
+      if (!rc) rc = tune_spec_flush(spec, db, &st.compiled, err);
+      st.t_compile += now_s() - t_s;
+      tune_spec_free(spec);
+    }
     db_run_end(db, run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
     if (rc) goto fail;
     if (!selected) printf("%s: no problem matches --problem\n", r->name);
@@ -681,6 +727,8 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
     printf("; %d resumed from the database\n", st.resumed);
     printf("compile: %d compiled, %d from the compile cache%s\n", st.compiled, st.cached,
            st.compiled == 0 && st.cached > 0 ? " (nothing to compile)" : "");
+    if (st.guessed)
+      printf("compiled ahead: %d of the strategy's proposals were compiled while earlier ones were measured\n", st.guessed);
     if (st.quick_only || st.quick_full)
       printf("halving (margin %g %%): %d verified variant(s) kept a quick timing (%d samples), %d timed fully after it\n",
              100 * halving_margin(o, &sc), st.quick_only, TUNE_HALVING_QUICK_SAMPLES, st.quick_full);

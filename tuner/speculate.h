@@ -1,0 +1,43 @@
+/* speculate.h: compiles started ahead of the search strategy.
+ *
+ * Owns: while the GPU measures a batch, compiling in the background the configs the strategy is
+ * likely to propose next, so that its next proposal often finds its binary ready. The guess is the
+ * configs one unit step (one parameter to its next or previous value) from the best config so far:
+ * bayes draws two of every three proposals from that neighbourhood (search/strategy_bayes.c), one
+ * at a time, which otherwise leaves every compile of a bayes run unoverlapped. A guess changes
+ * nothing the strategy sees: a binary is matched by its compile key (the content hash of everything
+ * that goes into it), and a guess never taken is stored in the compile cache like any compile.
+ * Not owned: proposing (search/), the batch's own compiles (session.c, compile.h). */
+#ifndef TUNE_SPECULATE_H
+#define TUNE_SPECULATE_H
+
+#include <stdint.h>
+
+#include "compile.h"
+#include "db.h"
+#include "recipe.h"
+#include "search.h"
+
+#define TUNE_SPEC_MAX 16 /* guesses per round */
+
+typedef struct tune_spec tune_spec;
+
+int tune_spec_new(tune_spec **out, tune_err *err);
+/* When the previous round is done (else it does nothing: it never blocks), stores its binaries
+ * that were not taken and starts a new one: the
+ * configs of `space` one unit step from `best` whose binaries `db` does not hold and that no job of
+ * `batch` (n_batch, keys computed) compiles, at most `max` (<= TUNE_SPEC_MAX), on n_threads threads.
+ * *compiled counts the binaries stored. */
+int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
+                    const search_space *space, uint64_t best, const char *arch, const char *templates, db_conn *db,
+                    const tune_compile_job *batch, int n_batch, int max, int n_threads, int *compiled,
+                    tune_err *err);
+/* If job j's key (computed) is one of the round's guesses: waits for it (adding the seconds to
+ * *waited), moves its binary and lowered names into j and sets *taken = 1; else *taken = 0. An
+ * error only when the compile pool itself failed. */
+int tune_spec_take(tune_spec *s, tune_compile_job *j, int *taken, double *waited, tune_err *err);
+/* Joins the round and stores the binaries not taken (db NULL: drops them). */
+int tune_spec_flush(tune_spec *s, db_conn *db, int *compiled, tune_err *err);
+void tune_spec_free(tune_spec *s); /* joins first; NULL is a no-op */
+
+#endif
