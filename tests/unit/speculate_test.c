@@ -1,0 +1,118 @@
+/* speculate_test.c: compiles ahead of the strategy (tuner/speculate.c), on the prune fixture
+ * (tests/fixtures/recipes/prune.lua: one parameter, SMEM_KB 1 | 64 | 250) with NVRTC and a fresh
+ * database, no GPU. From the middle config (64) a round guesses its two neighbours (1 and 250); a
+ * job with a guess's compile key takes that binary (ok, cubin, kernel name) and a job with another
+ * key takes nothing; the flush stores the guess not taken in the compile cache, and a round from the same point then
+ * has nothing left to guess (every neighbour is cached).
+ * Exit status: 0 when every CHECK passed. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "compile.h"
+#include "db.h"
+#include "recipe.h"
+#include "search.h"
+#include "speculate.h"
+
+/* The job of config vi, key computed (what session.c builds for a proposal). */
+static int job_for(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
+                   const char *templates, tune_variant *v, tune_compile_job *j, tune_err *err) {
+  if (tune_recipe_eval_variant(r, vi, p, d, v, err)) return err->code;
+  memset(j, 0, sizeof *j);
+  j->source_path = r->template_path;
+  j->include_root = templates;
+  j->arch = d->arch;
+  j->n_defines = v->n_defines;
+  j->defines = (const char(*)[160])v->defines;
+  j->n_names = v->n_launches;
+  for (int k = 0; k < v->n_launches; ++k) {
+    j->names[k] = v->launch[k].kernel;
+    j->is_expr[k] = v->launch[k].is_expr;
+  }
+  return tune_compile_key(j, err);
+}
+
+int main(void) {
+  const char *src = getenv("SRC");
+  if (!src) { fprintf(stderr, "speculate_test: SRC not set\n"); return 1; }
+  char path[PATH_MAX], templates[PATH_MAX + 16], dbpath[64];
+  snprintf(path, sizeof path, "%s/tests/fixtures/recipes/prune.lua", src);
+  snprintf(templates, sizeof templates, "%s/templates", src);
+  snprintf(dbpath, sizeof dbpath, "/tmp/speculate_test_%d.db", (int)getpid());
+  tune_err err;
+  tune_err_clear(&err);
+  tune_recipes *set = NULL;
+  db_conn *db = NULL;
+  search_space *sp = NULL;
+  tune_spec *spec = NULL;
+  CHECK(tune_recipes_load(path, &set, &err) == TUNE_OK);
+  CHECK(db_open(dbpath, 0, &db, &err) == TUNE_OK);
+  if (!set || !db) { fprintf(stderr, "%s\n", err.msg); return 1; }
+  tune_recipe *r = &set->r[0];
+  tune_problem *p = &r->problems[0];
+  int nv[SEARCH_MAX_PARAMS] = {r->params[0].n_values};
+  search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                          .check = tune_recipe_check, .ctx = r};
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp && sp->n_points == 3);
+  tune_device_facts d = {.sm_count = 132, .smem_per_block = 232448, .l2_bytes = 50 << 20};
+  snprintf(d.arch, sizeof d.arch, "sm_90a");
+  int mid[1] = {1}, lo[1] = {0}, hi[1] = {2};
+  uint64_t best = search_point_encode(sp, mid);
+  CHECK(tune_spec_new(&spec, &err) == TUNE_OK);
+
+  /* the batch compiles the middle config itself: only its neighbours are guessed */
+  tune_variant vb, vl, vh;
+  tune_compile_job batch, jl, jh;
+  CHECK(job_for(r, mid, p, &d, templates, &vb, &batch, &err) == TUNE_OK);
+  int stored = 0;
+  CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
+  CHECK(stored == 0);
+
+  /* the next proposal is a neighbour: its binary was compiled ahead */
+  CHECK(job_for(r, lo, p, &d, templates, &vl, &jl, &err) == TUNE_OK);
+  int taken = 0;
+  double waited = 0;
+  CHECK(tune_spec_take(spec, &jl, &taken, &waited, &err) == TUNE_OK);
+  CHECK(taken == 1);
+  CHECK(jl.bin.ok == 1 && jl.bin.cubin && jl.bin.cubin_size > 0);
+  CHECK(!strcmp(jl.lowered[0], "prune_kernel"));
+  /* taken once only */
+  tune_compile_job jl2;
+  tune_variant vl2;
+  CHECK(job_for(r, lo, p, &d, templates, &vl2, &jl2, &err) == TUNE_OK);
+  CHECK(tune_spec_take(spec, &jl2, &taken, &waited, &err) == TUNE_OK && taken == 0);
+  /* the batch's own config was never guessed */
+  CHECK(tune_spec_take(spec, &batch, &taken, &waited, &err) == TUNE_OK && taken == 0);
+
+  /* flush: the guess not taken (SMEM_KB 250: it compiles; it only cannot launch) is cached */
+  CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK);
+  CHECK(stored == 1);
+  CHECK(job_for(r, hi, p, &d, templates, &vh, &jh, &err) == TUNE_OK);
+  db_binary cached;
+  CHECK(db_binary_get(db, jh.bin.key, &cached, &err) == TUNE_OK);
+  db_binary_release(&cached);
+  CHECK(db_binary_get(db, jl.bin.key, &cached, &err) == TUNE_ENOTFOUND); /* taken: the caller stores it */
+  tune_err_clear(&err);
+
+  /* with the taken one stored as session.c does, nothing is left to guess around the middle */
+  CHECK(db_binary_put(db, &jl.bin, &err) == TUNE_OK);
+  stored = 0;
+  CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
+  CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK && stored == 0);
+
+  db_binary_release(&batch.bin);
+  db_binary_release(&jl.bin);
+  db_binary_release(&jl2.bin);
+  db_binary_release(&jh.bin);
+  tune_spec_free(spec);
+  search_space_free(sp);
+  db_close(db);
+  tune_recipes_free(set);
+  unlink(dbpath);
+  printf("speculate_test: %d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}
