@@ -21,6 +21,7 @@
 #include "recipe.h"
 #include "search_config.h"
 #include "speculate.h"
+#include "variant_job.h"
 #include "search.h"
 #include "version.h"
 #include "warm_start.h"
@@ -345,18 +346,11 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       if (q->v.skip || (be && !be->needs_binaries)) continue;
       tune_compile_job *j = &jobs[n_jobs];
       db_binary_release(&j->bin);
-      memset(j, 0, sizeof *j);
-      j->source_path = r->template_path;
+      tune_variant_job(j, r->template_path, templates, o->arch ? o->arch : dev->arch, &q->v);
       if (cv) { /* the template with the proposed region: its own source text and compile key */
         j->source_text = cv->source;
         j->text_of_template = 1;
       }
-      j->include_root = templates;
-      j->arch = o->arch ? o->arch : dev->arch;
-      j->n_defines = q->v.n_defines;
-      j->defines = (const char(*)[160])q->v.defines;
-      j->n_names = q->v.n_launches;
-      for (int k = 0; k < q->v.n_launches; ++k) { j->names[k] = q->v.launch[k].kernel; j->is_expr[k] = q->v.launch[k].is_expr; }
       if (tune_compile_key(j, err)) goto fail;
       db_binary cached;
       tune_err e2;

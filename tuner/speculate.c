@@ -1,6 +1,8 @@
 /* speculate.c: compiles started ahead of the search strategy (speculate.h). */
 #include "speculate.h"
 
+#include "variant_job.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,17 +79,7 @@ int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const t
       if ((rc = tune_recipe_eval_variant(r, nvi, p, facts, v, err))) return rc;
       if (v->skip) continue;
       tune_compile_job *j = &s->jobs[s->n];
-      memset(j, 0, sizeof *j);
-      j->source_path = r->template_path;
-      j->include_root = s->templates;
-      j->arch = arch;
-      j->n_defines = v->n_defines;
-      j->defines = (const char(*)[160])v->defines;
-      j->n_names = v->n_launches;
-      for (int k = 0; k < v->n_launches; ++k) {
-        j->names[k] = v->launch[k].kernel;
-        j->is_expr[k] = v->launch[k].is_expr;
-      }
+      tune_variant_job(j, r->template_path, s->templates, arch, v);
       if ((rc = tune_compile_key(j, err))) return rc;
       /* compiled before (the cache), by this batch, or already guessed */
       if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, s->jobs, s->n)) continue;

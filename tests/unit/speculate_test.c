@@ -17,22 +17,13 @@
 #include "recipe.h"
 #include "search.h"
 #include "speculate.h"
+#include "variant_job.h"
 
 /* The job of config vi, key computed (what session.c builds for a proposal). */
 static int job_for(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
                    const char *templates, tune_variant *v, tune_compile_job *j, tune_err *err) {
   if (tune_recipe_eval_variant(r, vi, p, d, v, err)) return err->code;
-  memset(j, 0, sizeof *j);
-  j->source_path = r->template_path;
-  j->include_root = templates;
-  j->arch = d->arch;
-  j->n_defines = v->n_defines;
-  j->defines = (const char(*)[160])v->defines;
-  j->n_names = v->n_launches;
-  for (int k = 0; k < v->n_launches; ++k) {
-    j->names[k] = v->launch[k].kernel;
-    j->is_expr[k] = v->launch[k].is_expr;
-  }
+  tune_variant_job(j, r->template_path, templates, d->arch, v);
   return tune_compile_key(j, err);
 }
 
