@@ -3,9 +3,6 @@
 // with USE_TMA (templates/gemm/gemm_sm90.cuh); docs/tensormap-args.md specifies how a recipe asks the
 // worker for the tensor maps.
 //
-// Stores go the other way (tma_store_2d): a box of shared memory to the tensor, tracked by bulk
-// async-groups instead of an mbarrier (the GEMM epilogue).
-//
 // A tensor map is the driver's 128-byte CUtensorMap (cuTensorMapEncodeTiled on the host), passed to
 // the kernel by value as a `const __grid_constant__ tune::tensormap` parameter so that its address
 // is a kernel-parameter address (the only kind TMA accepts besides global memory). Coordinates are
@@ -42,23 +39,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const tensormap &m, in
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(tensormap_addr(m)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
-}
-
-// Shared memory at `src` (laid out as the map's box and swizzle; 1024-byte aligned for 128-byte
-// swizzle) -> the box at (c0, c1) of the tensor; elements outside the tensor are not written. A bulk
-// async-group operation: bulk_commit_group closes the group, bulk_wait_group_read<N> waits until at most
-// N of this thread's groups still read shared memory, bulk_wait_group<N> until their writes are done.
-__device__ __forceinline__ void tma_store_2d(const tensormap &m, unsigned src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(tensormap_addr(m)),
-               "r"(src), "r"(c0), "r"(c1)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void bulk_wait_group_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-template <int N> __device__ __forceinline__ void bulk_wait_group() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace tune

@@ -48,6 +48,7 @@
 #include "common/mma.cuh"
 #include "common/tile_order.cuh"
 #include "common/tma.cuh"
+#include "common/tma_store.cuh"
 #include "common/wgmma.cuh"
 
 #if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES) || !defined(WS)
