@@ -23,7 +23,8 @@
 # ONLY (space-separated stems to restrict to, e.g. "copy attention"), SKIP (stems to leave out,
 # default none; before problem spaces left out the configs `applies` rejects, gemm's 56 problems
 # were 466 configs each and took hours, now 8 to 82), KT_REUSE=1 (keep
-# OUT_DIR/kt.json from an earlier run instead of running Kernel Tuner again), TUNE_REUSE=1
+# OUT_DIR/kt.json from an earlier run instead of running Kernel Tuner again; tools/bench/kt_merge.py
+# merges a run on some spaces into it), TUNE_REUSE=1
 # (keep OUT_DIR/tune/*.json and the caches: only write the page), PAGE_NOTE (a sentence added to
 # the page's notes: what this run did that the script cannot know, e.g. a recipe's version),
 # RECIPE_REV (a git revision: take recipes/ from it instead of the working tree, e.g. the commit
