@@ -302,6 +302,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     if (n + n_code == 0) break;
     /* 1. evaluate configs, resume, prepare compile jobs */
     int n_jobs = 0;
+    enum { JOB_COMPILE, JOB_CACHED, JOB_GUESSED } jsrc[BATCH]; /* where each job's binary comes from */
     for (int i = 0; i < n + n_code; ++i) {
       pending *q = &pend[i];
       memset(q, 0, sizeof *q);
@@ -364,19 +365,20 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         int k = 0;
         for (char *save = NULL, *t = strtok_r(names, " ", &save); t && k < TUNE_MAX_LAUNCHES; t = strtok_r(NULL, " ", &save))
           snprintf(j->lowered[k++], sizeof j->lowered[0], "%s", t);
-        j->err.code = -1; /* marker: from cache */
+        jsrc[n_jobs] = JOB_CACHED;
         st->cached++;
       } else if (got != TUNE_ENOTFOUND) {
         tune_fail(err, got, "%s", e2.msg);
         goto fail;
-      } else if (spec) { /* compiled ahead as a guess: stored now, like a compile of this batch */
-        int taken = 0;
-        if (tune_spec_take(spec, j, &taken, &st->t_compile, err)) goto fail;
+      } else {
+        jsrc[n_jobs] = JOB_COMPILE;
+        int taken = 0; /* compiled ahead as a guess: stored now, like a compile of this batch */
+        if (spec && tune_spec_take(spec, j, &taken, &st->t_compile, err)) goto fail;
         if (taken) {
           if (db_binary_put(db, &j->bin, err)) goto fail;
           st->compiled++;
           st->guessed++;
-          j->err.code = -2; /* marker: compiled already, not from the cache */
+          jsrc[n_jobs] = JOB_GUESSED;
         }
       }
       q->job = n_jobs++;
@@ -386,13 +388,13 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     tune_compile_job *todo[BATCH];
     int n_todo = 0, aidx[BATCH], stored[BATCH];
     for (int i = 0; i < n_jobs; ++i) {
-      aidx[i] = jobs[i].err.code == 0 ? n_todo : -1; /* -1: the cache had it (-1) or a guess did (-2) */
+      aidx[i] = jsrc[i] == JOB_COMPILE ? n_todo : -1; /* -1: the cache or a guess had it */
       stored[i] = 0;
       if (aidx[i] >= 0) todo[n_todo++] = &jobs[i];
     }
     if (n_todo && tune_compile_start(todo, n_todo, o->jobs, &acomp, err)) goto fail;
     if (spec && have_best_point) {
-      double t_s = now_s(); /* joins the last round's guesses: counted as waiting for compiles */
+      double t_s = now_s(); /* stores the last round's guesses, evaluates the next: time the GPU waits */
       int n_thr = o->jobs - n_todo > 1 ? o->jobs - n_todo : 1;
       if (tune_spec_round(spec, r, p, &facts, space, best_point, o->arch ? o->arch : dev->arch, templates, db, jobs,
                           n_jobs, o->jobs < TUNE_SPEC_MAX ? o->jobs : TUNE_SPEC_MAX, n_thr, &st->compiled, err))
@@ -457,7 +459,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
         res.local_bytes = b->local_bytes;
         res.spill_stores = b->spill_stores;
         res.spill_loads = b->spill_loads;
-        res.compile_ms = j->err.code == -1 ? 0 : b->compile_ms;
+        res.compile_ms = jsrc[q->job] == JOB_CACHED ? 0 : b->compile_ms;
         res.dyn_shared_bytes = (int)q->v.launch[0].shared;
         snprintf(res.binary_key, sizeof res.binary_key, "%s", b->key);
         if (!b->ok) {

@@ -16,6 +16,8 @@ struct tune_spec {
   int taken[TUNE_SPEC_MAX];
   tune_compile_async *a;
   char templates[PATH_MAX + 16]; /* the jobs' include root: a round may outlive its problem */
+  const tune_problem *last_p;    /* the last round's problem and best point: a round from the same */
+  uint64_t last_best;            /* ones would evaluate the same neighbours again and find them cached */
 };
 
 int tune_spec_new(tune_spec **out, tune_err *err) {
@@ -62,6 +64,9 @@ int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const t
   if (!tune_compile_all_done(s->a)) return TUNE_OK; /* the last round is still compiling: no new one */
   int rc = tune_spec_flush(s, db, compiled, err);
   if (rc) return rc;
+  if (p == s->last_p && best == s->last_best) return TUNE_OK;
+  s->last_p = p;
+  s->last_best = best;
   snprintf(s->templates, sizeof s->templates, "%s", templates);
   if (max > TUNE_SPEC_MAX) max = TUNE_SPEC_MAX;
   int vi[SEARCH_MAX_PARAMS];

@@ -3,8 +3,9 @@
  * Owns: while the GPU measures a batch, compiling in the background the configs the strategy is
  * likely to propose next, so that its next proposal often finds its binary ready. The guess is the
  * configs one unit step (one parameter to its next or previous value) from the best config so far:
- * bayes draws two of every three proposals from that neighbourhood (search/strategy_bayes.c), one
- * at a time, which otherwise leaves every compile of a bayes run unoverlapped. A guess changes
+ * bayes draws two of every three proposals, one at a time, from the configs one or two unit steps
+ * from its best (search/strategy_bayes.c, local_candidates), which otherwise leaves every compile
+ * of a bayes run unoverlapped; the guesses are the one-step ones. A guess changes
  * nothing the strategy sees: a binary is matched by its compile key (the content hash of everything
  * that goes into it), and a guess never taken is stored in the compile cache like any compile.
  * Not owned: proposing (search/), the batch's own compiles (session.c, compile.h). */
@@ -24,7 +25,8 @@ typedef struct tune_spec tune_spec;
 
 int tune_spec_new(tune_spec **out, tune_err *err);
 /* When the previous round is done (else it does nothing: it never blocks), stores its binaries
- * that were not taken and starts a new one: the
+ * that were not taken and, unless it was made from the same problem and best point, starts a new
+ * one: the
  * configs of `space` one unit step from `best` whose binaries `db` does not hold and that no job of
  * `batch` (n_batch, keys computed) compiles, at most `max` (<= TUNE_SPEC_MAX), on n_threads threads.
  * *compiled counts the binaries stored. */

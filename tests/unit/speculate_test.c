@@ -2,8 +2,9 @@
  * (tests/fixtures/recipes/prune.lua: one parameter, SMEM_KB 1 | 64 | 250) with NVRTC and a fresh
  * database, no GPU. From the middle config (64) a round guesses its two neighbours (1 and 250); a
  * job with a guess's compile key takes that binary (ok, cubin, kernel name) and a job with another
- * key takes nothing; the flush stores the guess not taken in the compile cache, and a round from the same point then
- * has nothing left to guess (every neighbour is cached).
+ * key takes nothing; the flush stores the guess not taken in the compile cache, and a round from
+ * the same point then has nothing left to guess (every neighbour is cached); a round from a new
+ * best point guesses its uncached neighbour.
  * Exit status: 0 when every CHECK passed. */
 #include <limits.h>
 #include <stdio.h>
@@ -94,6 +95,13 @@ int main(void) {
   stored = 0;
   CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
   CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK && stored == 0);
+  /* a new best point (1 KiB): its one neighbour, the middle config, is not cached (only the batch
+     compiled it, and no batch is given now): guessed, then cached by the flush */
+  CHECK(tune_spec_round(spec, r, p, &d, sp, search_point_encode(sp, lo), d.arch, templates, db, NULL, 0, 8, 2, &stored,
+                        &err) == TUNE_OK);
+  CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK && stored == 1);
+  CHECK(db_binary_get(db, batch.bin.key, &cached, &err) == TUNE_OK);
+  db_binary_release(&cached);
 
   db_binary_release(&batch.bin);
   db_binary_release(&jl.bin);
