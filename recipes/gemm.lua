@@ -6,6 +6,8 @@
 --   gemm.splitk  decode shapes only: the same paths with K split over grid.y (SPLIT_K), fp32 partials
 --                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
 --                without split-K never pay for a second (empty) kernel launch.
+--   gemm.gemv_rows  M = 1 with row-major b only: a GEMV whose K split is summed over a thread-block
+--                cluster in one launch (templates/gemm/gemv_rows.cuh; end of this file).
 -- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
 -- tensor copies (TMA) through the tensor maps tmA and tmB that the worker builds per variant
 -- (docs/tensormap-args.md). Every kernel (and the reference) takes three maps (TMA_ARGS = 2): tmA, tmB,
@@ -15,7 +17,7 @@
 -- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized for one exhaustive run of
 -- every problem in about 7 minutes on an H200 (tools/bench/device_gemm_run.sh); `gemm_space
 -- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem: 38 per large problem
--- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 1848 in all.
+-- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 72 gemv_rows (M = 1 row-major), 2212 in all.
 
 local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
 
@@ -390,4 +392,67 @@ local gemm_splitk = {
   metrics = metrics,
 }
 
-return { gemm, gemm_splitk }
+-- Row-major b at M <= 8 (templates/gemm/gemv_rows.cuh): a GEMV whose warps each read one 256- or
+-- 512-byte segment of a k row per load, with K split over the CTAs of a thread-block cluster and
+-- summed through distributed shared memory: one launch, where gemm.splitk's row-major GEMV needs the
+-- fp32 workspace and the reduce kernel to spread a 1 x N output over the GPU.
+local function decode_rows_problems()
+  local t = {}
+  for _, p in ipairs(problems_decode()) do
+    if p.M <= 8 and p.b_layout == "row" then t[#t + 1] = p end
+  end
+  return t
+end
+
+-- the gemm kernels' arguments, with tensor maps whose boxes do not depend on tile parameters (the
+-- kernel takes them and never reads them)
+local function args_gemv_rows()
+  local t = {}
+  for i, a in ipairs(args(false)) do
+    if a.tensormap then
+      local box = a.tensormap.tensor == "b" and function() return { 64, 64 } end
+          or function(p) return { 64, math.min(64, p.M) } end
+      t[i] = { a[1], tensormap = { tensor = a.tensormap.tensor, swizzle = a.tensormap.swizzle, box = box } }
+    else
+      t[i] = a
+    end
+  end
+  return t
+end
+
+local gemm_gemv_rows = {
+  name = "gemm.gemv_rows",
+  template = "templates/gemm/gemv_rows.cuh",
+  kernel = "gemv_rows",
+  params = {
+    { "GR_WARPS",  { 8, 16 } },
+    { "GR_VEC",    { 16, 8 } },      -- bytes per lane and load: a warp's load is 32 * GR_VEC contiguous bytes
+    { "GR_SEGS",   { 1, 2, 4 } },    -- such loads side by side per k row: tiles of 16 * GR_VEC * GR_SEGS columns
+    { "GR_UNROLL", { 4, 8, 16 } },   -- k rows per step; a warp has one or two steps in flight
+    { "CLUSTER",   { 1, 2, 4, 8 } }, -- CTAs sharing a tile's K
+  },
+  -- a step's loads, held twice (the next step's), in at most 2 x 128 bytes of registers per lane
+  constraints = { function(c) return c.GR_UNROLL * c.GR_VEC * c.GR_SEGS <= 128 end },
+  applies = function(c, p)
+    if p.b_layout ~= "row" or p.M > 8 then return false, "row-major b with M <= 8 only" end
+    if p.N % (16 * c.GR_VEC * c.GR_SEGS) ~= 0 then return false, "N not a multiple of the tile's columns" end
+    if p.K % (c.CLUSTER * c.GR_WARPS * c.GR_UNROLL) ~= 0 then
+      return false, "K not a multiple of CLUSTER * GR_WARPS * GR_UNROLL"
+    end
+    return true
+  end,
+  defines = function(c, p) return { B_COL = 0, GEMV_M = p.M } end,
+  problems = decode_rows_problems(),
+  launch = {
+    grid = function(c, p) return { p.N // (16 * c.GR_VEC * c.GR_SEGS) * c.CLUSTER, 1, 1 } end,
+    block = function(c) return { 32 * c.GR_WARPS, 1, 1 } end,
+    shared = 0,
+    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one tile's k ranges
+  },
+  args = args_gemv_rows(),
+  reference = reference,
+  tolerance = tolerance,
+  metrics = metrics,
+}
+
+return { gemm, gemm_splitk, gemm_gemv_rows }

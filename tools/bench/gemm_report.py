@@ -3,7 +3,7 @@
 the same device call (tools/bench/device_gemm_run.sh).
 
 usage: gemm_report.py DB PEERS_JSON [CUBIN_DIR]
-DB: the tune run's database (recipes gemm and gemm.splitk: the best of both per problem). PEERS_JSON:
+DB: the tune run's database (recipes gemm, gemm.splitk and gemm.gemv_rows: the best per problem). PEERS_JSON:
 gemm_peers.py's output. With CUBIN_DIR, also writes the best variant's cubin of each problem there
 (CUBIN_DIR/<problem>.cubin; the database must still hold its compile cache, i.e. before lean_db.py).
 Prints one markdown row per problem: tuned and cuBLAS times, speed-up (cuBLAS time / tuned time, > 1

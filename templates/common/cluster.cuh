@@ -1,0 +1,32 @@
+// cluster.cuh: thread-block cluster helpers (sm_90): this CTA's rank and the cluster's size, the
+// cluster barrier, and loads from another CTA's shared memory (distributed shared memory).
+#pragma once
+
+namespace tune {
+
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_size() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster arrives and waits; shared-memory writes (local or remote) made before
+// the arrive are visible to every thread of the cluster after the wait. Uniform control flow only.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The float at the address of `local` (this CTA's shared memory) in CTA `rank` of the cluster.
+__device__ __forceinline__ float ld_dsmem_f32(const float *local, unsigned rank) {
+  const unsigned addr = (unsigned)__cvta_generic_to_shared(local);
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+}  // namespace tune
