@@ -8,8 +8,6 @@
 --                without split-K never pay for a second (empty) kernel launch.
 --   gemm.gemv_rows  M = 1 with row-major b only: a GEMV whose K split is summed over a thread-block
 --                cluster in one launch (templates/gemm/gemv_rows.cuh; end of this file).
---   gemm.tcgemv  M <= 16 with column-major b: warps stream their rows of b as the GEMV does and
---                multiply them with mma.sync (templates/gemm/tcgemv.cuh; end of this file).
 -- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
 -- tensor copies (TMA) through the tensor maps tmA and tmB that the worker builds per variant
 -- (docs/tensormap-args.md). Every kernel (and the reference) takes three maps (TMA_ARGS = 2): tmA, tmB,
@@ -119,7 +117,6 @@ local function params(split)
     { "USE_TMA",        { 0, 1 } },             -- PATH 1, WS = 1, SETMAXNREG = 1: TMA producer (one thread)
     { "PERSISTENT",     { 0, 1 } },             -- PATH 1: one wave of blocks looping over tiles
     { "RASTER",         { 1, 8 } },             -- tile order: row-major or groups of 8 tile rows
-    { "B_REGS",         { 0, 2, 4 } },          -- PATH 0: b through cp.async (0) or a register ring of 2 | 4 slices
     { "GEMV_WARPS",     { 4, 8 } },             -- PATH 2
     { "GEMV_COLS",      { 1, 2, 4 } },
     { "GEMV_UNROLL",    { 2, 4 } },
@@ -166,13 +163,6 @@ local constraints = {
   -- the TMA producer is one thread of a setmaxnreg producer warpgroup
   function(c) return c.USE_TMA == 0 or (c.PATH == 1 and c.WS >= 1 and c.SETMAXNREG == 1 and c.PRODUCER_WARPS == 1) end,
   function(c) return c.PATH ~= 2 or c.RASTER == 1 end,
-  -- register-ring b (PATH 0): the ring and the accumulators within ~160 registers per thread
-  function(c)
-    if c.B_REGS == 0 then return true end
-    if c.PATH ~= 0 or c.STAGES ~= 3 then return false end  -- the ring then carries a only: 3 deep
-    local t = threads(c)
-    return c.B_REGS * c.BLOCK_N * c.BLOCK_K * 2 // t // 4 + c.BLOCK_M * c.BLOCK_N // t <= 160
-  end,
   function(c) return c.PATH == 2 or (c.GEMV_WARPS == 4 and c.GEMV_COLS == 1 and c.GEMV_UNROLL == 2) end,
 }
 
@@ -194,7 +184,6 @@ local function large_short_list(c)
   if c.BLOCK_M * c.BLOCK_N < 128 * 256 then return false, "large problems: only TMA variants try 128 x 128 tiles" end
   if c.PATH == 0 then
     if c.SWIZZLE ~= 1 then return false, "large problems: mma.sync with swizzled rows only" end
-    if c.B_REGS ~= 0 then return false, "large problems: mma.sync with b through cp.async only" end
     if (c.BLOCK_K == 64 and c.STAGES ~= 3) or (c.BLOCK_K == 32 and c.STAGES ~= 4) then
       return false, "large problems: mma.sync 3 deep (64-wide slices) or 4 deep (32-wide)"
     end
@@ -466,50 +455,4 @@ local gemm_gemv_rows = {
   metrics = metrics,
 }
 
-
--- Column-major b at M <= 16 on tensor cores (templates/gemm/tcgemv.cuh): each warp streams 16 rows of
--- b with loads of one or two whole row segments (as the GEMV does), stores each chunk to its own
--- shared-memory buffer and multiplies it there with mma.sync; K split over a thread-block cluster.
-local function decode_tc_problems()
-  local t = {}
-  for _, p in ipairs(problems_decode()) do
-    if p.M <= 16 and p.b_layout == "col" then t[#t + 1] = p end
-  end
-  return t
-end
-local function tcgemv_smem(c, p) return 32 * (p.K // c.CLUSTER) + c.TC_WARPS * 32 * c.TC_CHUNK end
-
-local gemm_tcgemv = {
-  name = "gemm.tcgemv",
-  template = "templates/gemm/tcgemv.cuh",
-  kernel = "tcgemv",
-  params = {
-    { "TC_WARPS", { 4, 8 } },          -- a CTA owns 16 * TC_WARPS outputs n
-    { "TC_CHUNK", { 256, 128 } },      -- k per chunk: one warp load = one row x 512 B or two rows x 256 B
-    { "CLUSTER",  { 1, 2, 4, 8 } },    -- CTAs sharing the K of a tile
-    { "TC_AHEAD", { 1, 2 } },          -- chunks in registers ahead of the one multiplied
-  },
-  -- two 256-k chunks ahead would hold 3 x 64 registers of b per thread: spills
-  constraints = { function(c) return c.TC_AHEAD == 1 or c.TC_CHUNK == 128 end },
-  applies = function(c, p)
-    if p.b_layout ~= "col" or p.M > 16 then return false, "column-major b with M <= 16 only" end
-    if p.N % (16 * c.TC_WARPS) ~= 0 then return false, "N not a multiple of 16 * TC_WARPS" end
-    if p.K % (c.CLUSTER * c.TC_CHUNK) ~= 0 then return false, "K not a multiple of CLUSTER * TC_CHUNK" end
-    if tcgemv_smem(c, p) > SMEM_LIMIT then return false, "a's k range and the b buffers over 227 KiB" end
-    return true
-  end,
-  defines = function(c, p) return { B_COL = 1 } end,
-  problems = decode_tc_problems(),
-  launch = {
-    grid = function(c, p) return { p.N // (16 * c.TC_WARPS) * c.CLUSTER, 1, 1 } end,
-    block = function(c) return { 32 * c.TC_WARPS, 1, 1 } end,
-    shared = function(c, p) return tcgemv_smem(c, p) end,
-    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one tile's k ranges
-  },
-  args = args_gemv_rows(),
-  reference = reference,
-  tolerance = tolerance,
-  metrics = metrics,
-}
-
-return { gemm, gemm_splitk, gemm_gemv_rows, gemm_tcgemv }
+return { gemm, gemm_splitk, gemm_gemv_rows }

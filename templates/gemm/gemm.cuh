@@ -12,8 +12,7 @@
 // Paths and their tunables (defaults in brackets; ranges are static_asserted in each path's file):
 //   PATH 0  templates/gemm/gemm_sm80.cuh: mma.sync m16n8k16 + ldmatrix + cp.async STAGES-deep ring
 //           (sm_80+). BLOCK_M, BLOCK_N, BLOCK_K (32 | 64), WARPS_M x WARPS_N warp grid, STAGES 2..5,
-//           SWIZZLE (0: rows padded by 16 bytes, 1: XOR-swizzled 16-byte chunks), RASTER, B_REGS [0]
-//           (2 | 4: b through a ring of that many slices in registers instead of cp.async).
+//           SWIZZLE (0: rows padded by 16 bytes, 1: XOR-swizzled 16-byte chunks), RASTER.
 //   PATH 1  templates/gemm/gemm_sm90.cuh: wgmma (sm_90a) from 128-byte-swizzled shared memory filled
 //           by cp.async. BLOCK_M, BLOCK_N (64 | 128 | 256), BLOCK_K = 64, CONSUMERS (consumer
 //           warpgroups), STAGES 3..5, WS (0: every warpgroup loads and computes; 1: one producer

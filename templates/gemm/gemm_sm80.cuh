@@ -16,15 +16,8 @@
 // 16-byte chunk c of row r at c ^ (r % 8) (rows of >= 8 chunks) or c ^ ((r / 2) % 4) (rows of 4
 // chunks, BLOCK_K = 32): the 8 rows an ldmatrix reads land in 8 different bank groups either way.
 //
-// B_REGS 0: a and b both come through the cp.async ring. B_REGS = D (2 | 4): b is read with 16-byte
-// register loads D slices ahead (a ring of D slices in registers) and stored to its ring slot one
-// iteration before it is computed; a keeps cp.async. Why: streaming 128 MiB through 128-row tiles
-// without any math, cp.async rings stopped at 3.07-3.28 TB/s on an H200 whatever their depth, row
-// width or split, register rings reached 3.34-3.55, like plain warp streams (3.52-3.57; CUDA events,
-// tools/check/stream_pattern.cu, 2026-11-22 16:55): at decode shapes the b stream is the kernel.
-//
 // Tunables: BLOCK_M 16..256, BLOCK_N 32..256, BLOCK_K 32 | 64, WARPS_M, WARPS_N (1..8 warps in all),
-// STAGES 2..5, SWIZZLE 0 | 1, B_REGS 0 | 2 | 4, RASTER (tile order group), SPLIT_K.
+// STAGES 2..5, SWIZZLE 0 | 1, RASTER (tile order group), SPLIT_K.
 // Launch: grid = (ceil(M / BLOCK_M) * N / BLOCK_N, SPLIT_K), block = 32 * WARPS_M * WARPS_N,
 // dynamic shared memory = kSmemBytes below (recipes/gemm.lua: smem_sm80).
 #include "common/cp_async.cuh"
@@ -35,9 +28,6 @@
 #if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(WARPS_M) || !defined(WARPS_N) || \
     !defined(STAGES) || !defined(SWIZZLE)
 #error "gemm_sm80.cuh needs -D BLOCK_M BLOCK_N BLOCK_K WARPS_M WARPS_N STAGES SWIZZLE"
-#endif
-#ifndef B_REGS
-#define B_REGS 0
 #endif
 
 namespace gemm80 {
@@ -75,7 +65,6 @@ static_assert(kBN % (16 * WARPS_N) == 0 && kNT % 2 == 0, "BLOCK_N / WARPS_N must
 static_assert(kBK == 32 || kBK == 64, "BLOCK_K must be 32 or 64");
 static_assert(kWarps >= 1 && kWarps <= 8, "1..8 warps");
 static_assert(kStages >= 2 && kStages <= 5, "STAGES must be 2..5");
-static_assert(B_REGS == 0 || B_REGS == 2 || B_REGS == 4, "B_REGS must be 0, 2 or 4");
 static_assert(SWIZZLE == 0 || SWIZZLE == 1, "SWIZZLE must be 0 or 1");
 static_assert(kMT * kNT * 4 <= 128, "at most 128 fp32 accumulators per thread");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
@@ -129,12 +118,7 @@ __device__ __forceinline__ Tile tile_setup(int M, int N, int K) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// load_stage: the BLOCK_K slice starting at k0 -> ring slot at shared byte address `slot` (a always;
-// b too when B_REGS == 0).
-__device__ __forceinline__ const bf16 *b_src(const bf16 *__restrict__ b, const Tile &t, int k0, int N, int K, int id) {
-  const int r = id / kBChunks, ch = id % kBChunks;
-  return B_COL ? b + (size_t)(t.n0 + r) * K + k0 + ch * 8 : b + (size_t)(k0 + r) * N + t.n0 + ch * 8;
-}
+// load_stage: the BLOCK_K slice starting at k0 -> ring slot at shared byte address `slot`.
 __device__ __forceinline__ void load_stage(unsigned slot, const bf16 *__restrict__ a, const bf16 *__restrict__ b,
                                            const Tile &t, int k0, int M, int N, int K, int tid) {
 #pragma unroll
@@ -148,45 +132,14 @@ __device__ __forceinline__ void load_stage(unsigned slot, const bf16 *__restrict
       tune::g2s_copy16_zfill(slot + tile_off<kAChunks, kAPitch>(r, ch), src, ok);
     }
   }
-  if constexpr (B_REGS == 0) {
-    const unsigned sB = slot + kAElems * 2;
-#pragma unroll
-    for (int i = 0; i < BPlan::kIters; ++i) {
-      const int id = tid + i * kThreads;
-      if (BPlan::kEven || id < BPlan::kTotal) {
-        const int r = id / kBChunks, ch = id % kBChunks;
-        tune::g2s_copy16(sB + tile_off<kBChunks, kBPitch>(r, ch), b_src(b, t, k0, N, K, id));
-      }
-    }
-  }
-}
-
-// B_REGS: one b slice in registers (this thread's chunks, the copy plan of b), loaded past L1 (read
-// once), then stored to the slice's ring slot.
-struct BSlice {
-  uint4 v[BPlan::kIters];
-};
-__device__ __forceinline__ void ldg_b(BSlice &s, const bf16 *__restrict__ b, const Tile &t, int k0, int N, int K,
-                                      int tid) {
-#pragma unroll
-  for (int i = 0; i < BPlan::kIters; ++i) {
-    const int id = tid + i * kThreads;
-    if (BPlan::kEven || id < BPlan::kTotal)
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(s.v[i].x), "=r"(s.v[i].y), "=r"(s.v[i].z), "=r"(s.v[i].w)
-                   : "l"(b_src(b, t, k0, N, K, id)));
-  }
-}
-__device__ __forceinline__ void sts_b(const BSlice &s, unsigned slot, int tid) {
   const unsigned sB = slot + kAElems * 2;
 #pragma unroll
   for (int i = 0; i < BPlan::kIters; ++i) {
     const int id = tid + i * kThreads;
     if (BPlan::kEven || id < BPlan::kTotal) {
       const int r = id / kBChunks, ch = id % kBChunks;
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(sB + tile_off<kBChunks, kBPitch>(r, ch)),
-                   "r"(s.v[i].x), "r"(s.v[i].y), "r"(s.v[i].z), "r"(s.v[i].w)
-                   : "memory");
+      const bf16 *src = B_COL ? b + (size_t)(t.n0 + r) * K + k0 + ch * 8 : b + (size_t)(k0 + r) * N + t.n0 + ch * 8;
+      tune::g2s_copy16(sB + tile_off<kBChunks, kBPitch>(r, ch), src);
     }
   }
 }
@@ -342,51 +295,15 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 
   const Frag f = frag_setup(warp, lane);
   int read_slot = 0, write_slot = kStages - 1;
-  if constexpr (B_REGS == 0) {
-    for (int kt = 0; kt < t.k_tiles; ++kt) {
-      tune::cp_async_wait<kStages - 2>();
-      __syncthreads();
-      const int nk = kt + kStages - 1;
-      if (nk < t.k_tiles) load_stage(ring + write_slot * kSlotBytes, a, b, t, t.k_begin + nk * kBK, M, N, K, tid);
-      tune::cp_async_commit();
-      compute_stage(acc, ring + read_slot * kSlotBytes, f);
-      read_slot = read_slot + 1 == kStages ? 0 : read_slot + 1;
-      write_slot = write_slot + 1 == kStages ? 0 : write_slot + 1;
-    }
-  } else {
-    // breg[j] holds slice kt with kt % B_REGS == j. Slice kt + 1 is stored to its slot (read_slot + 1:
-    // last read at iteration kt + 1 - STAGES, which every warp has passed at this barrier) during
-    // iteration kt, and is visible after the next barrier; its registers then load slice
-    // kt + 1 + B_REGS. The loop runs in groups of B_REGS so that every ring index is a constant.
-    constexpr int kRing = B_REGS > 0 ? B_REGS : 1;  // (this branch is compiled for B_REGS 0 too)
-    BSlice breg[kRing];
-#pragma unroll
-    for (int d = 0; d < kRing; ++d)
-      if (d < t.k_tiles) ldg_b(breg[d], b, t, t.k_begin + d * kBK, N, K, tid);
-    if (t.k_tiles > 0) sts_b(breg[0], ring, tid);
-    if (kRing < t.k_tiles) ldg_b(breg[0], b, t, t.k_begin + kRing * kBK, N, K, tid);
-    for (int kt0 = 0; kt0 < t.k_tiles; kt0 += kRing) {
-#pragma unroll
-      for (int d = 0; d < kRing; ++d) {
-        const int kt = kt0 + d;
-        if (kt < t.k_tiles) {  // uniform over the block
-          tune::cp_async_wait<kStages - 2>();
-          __syncthreads();
-          const int nk = kt + kStages - 1;
-          if (nk < t.k_tiles) load_stage(ring + write_slot * kSlotBytes, a, b, t, t.k_begin + nk * kBK, M, N, K, tid);
-          tune::cp_async_commit();
-          if (kt + 1 < t.k_tiles) {
-            const int next_slot = read_slot + 1 == kStages ? 0 : read_slot + 1;
-            sts_b(breg[(d + 1) % kRing], ring + next_slot * kSlotBytes, tid);
-            if (kt + 1 + kRing < t.k_tiles)
-              ldg_b(breg[(d + 1) % kRing], b, t, t.k_begin + (kt + 1 + kRing) * kBK, N, K, tid);
-          }
-          compute_stage(acc, ring + read_slot * kSlotBytes, f);
-          read_slot = read_slot + 1 == kStages ? 0 : read_slot + 1;
-          write_slot = write_slot + 1 == kStages ? 0 : write_slot + 1;
-        }
-      }
-    }
+  for (int kt = 0; kt < t.k_tiles; ++kt) {
+    tune::cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nk = kt + kStages - 1;
+    if (nk < t.k_tiles) load_stage(ring + write_slot * kSlotBytes, a, b, t, t.k_begin + nk * kBK, M, N, K, tid);
+    tune::cp_async_commit();
+    compute_stage(acc, ring + read_slot * kSlotBytes, f);
+    read_slot = read_slot + 1 == kStages ? 0 : read_slot + 1;
+    write_slot = write_slot + 1 == kStages ? 0 : write_slot + 1;
   }
   epilogue(acc, t, c, ws, M, N, smem, tid);
 }
