@@ -28,6 +28,7 @@
 // K % BLOCK_K == 0, K / BLOCK_K >= SPLIT_K, N % BLOCK_N == 0, M <= BLOCK_M.
 #include <cuda_bf16.h>
 
+#include "common/cluster.cuh"
 #include "common/cp_async.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma.cuh"
@@ -76,15 +77,8 @@ static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "SPLIT_K is a cluster size, 1..8");
 static_assert(kMT * kNT * 4 <= 128, "at most 128 fp32 accumulators per thread");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// 16 bytes of block `rank`'s shared memory at the address that `addr` has in this block.
+// 16 bytes of block `rank`'s shared memory at the address that `addr` has in this block
+// (common/cluster.cuh has the barrier, the rank and a 4-byte load).
 __device__ __forceinline__ float4 ld_dsmem_f4(unsigned addr, unsigned rank) {
   unsigned remote;
   float4 v;
@@ -189,7 +183,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   const unsigned bars = ring + kBodyBytes;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int n0 = (int)blockIdx.x * kBN;
-  const int split = SPLIT_K > 1 ? (int)cluster_rank() : 0;
+  const int split = SPLIT_K > 1 ? (int)tune::cluster_rank() : 0;
   const int nk_all = K / kBK;
   const int k_first = split * nk_all / SPLIT_K;
   const int nk = (split + 1) * nk_all / SPLIT_K - k_first;
@@ -264,7 +258,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   constexpr int kGroupsPerRow = kBN / 4;
   const int groups = rows * kGroupsPerRow;
 #if SPLIT_K > 1
-  cluster_sync();  // every block's tile is complete
+  tune::cluster_sync();  // every block's tile is complete
   const unsigned red_addr = ring;
   for (int gi = split * kThreads + tid; gi < groups; gi += kThreads * SPLIT_K) {
     const int row = gi / kGroupsPerRow, col = (gi % kGroupsPerRow) * 4;
@@ -280,7 +274,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
     }
     *reinterpret_cast<uint2 *>(c + (size_t)row * N + n0 + col) = make_uint2(tune::pack_bf16x2(v.x, v.y), tune::pack_bf16x2(v.z, v.w));
   }
-  cluster_sync();  // no block leaves while another still reads its tile
+  tune::cluster_sync();  // no block leaves while another still reads its tile
 #else
   __syncthreads();
   for (int gi = tid; gi < groups; gi += kThreads) {
