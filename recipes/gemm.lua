@@ -4,8 +4,9 @@
 --   gemm         one kernel per variant: PATH 0 (mma.sync + ldmatrix + cp.async ring), PATH 1 (wgmma,
 --                sm_90a, optionally warp-specialized / persistent), PATH 2 (CUDA-core GEMV, M <= 8)
 --   gemm.splitk  decode shapes only: the same paths with K split over grid.y (SPLIT_K), fp32 partials
---                in the `ws` scratch, then gemm_splitk_reduce. A separate recipe so that variants
---                without split-K never pay for a second (empty) kernel launch.
+--                in the `ws` scratch, then gemm_splitk_reduce; or (SPLIT_CLUSTER, wgmma with a
+--                producer) the splits of a tile as one cluster adding their tiles in shared memory.
+--                A separate recipe so that variants without split-K never pay for a second kernel.
 --   gemm.gemv_rows  M = 1 with row-major b only: a GEMV whose K split is summed over a thread-block
 --                cluster in one launch (templates/gemm/gemv_rows.cuh; end of this file).
 -- PATH 1 with WS = 1 has two producers: cp.async warps, or (USE_TMA = 1) one thread issuing bulk
@@ -121,7 +122,12 @@ local function params(split)
     { "GEMV_COLS",      { 1, 2, 4 } },
     { "GEMV_UNROLL",    { 2, 4 } },
   }
-  if split then table.insert(p, { "SPLIT_K", { 2, 4, 8, 16 } }) end
+  if split then
+    table.insert(p, { "SPLIT_K", { 2, 4, 8, 16 } })
+    -- PATH 1 with a TMA producer: 1 = the splits of a tile form a cluster and add their tiles through
+    -- distributed shared memory (no fp32 partials, no reduce kernel); 0 = partials + gemm_splitk_reduce
+    table.insert(p, { "SPLIT_CLUSTER", { 0, 1 } })
+  end
   return p
 end
 
@@ -270,7 +276,10 @@ local function args(split)
     { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
     -- fp32 partial sums ws[SPLIT_K][M][N] (gemm.splitk); one unused float for gemm
     { "ws", tensor = "f32", scratch = true,
-      shape = function(p, c) if split then return { c.SPLIT_K, p.M, p.N } end return { 1 } end },
+      shape = function(p, c)
+        if split and c.SPLIT_CLUSTER ~= 1 then return { c.SPLIT_K, p.M, p.N } end
+        return { 1 }
+      end },
     { "M", scalar = "i32", value = "M" },
     { "N", scalar = "i32", value = "N" },
     { "K", scalar = "i32", value = "K" },
@@ -358,6 +367,10 @@ splitk_constraints[#splitk_constraints + 1] = function(c)
   return true
 end
 splitk_constraints[#splitk_constraints + 1] = function(c) return c.PATH ~= 2 or c.GEMV_UNROLL == 2 end
+splitk_constraints[#splitk_constraints + 1] = function(c)
+  -- (with the cp.async producer and two consumer warpgroups it spills: TMA producers only)
+  return c.SPLIT_CLUSTER == 0 or (c.PATH == 1 and c.WS == 1 and c.USE_TMA == 1 and c.SPLIT_K <= 8)
+end
 
 local gemm_splitk = {
   name = "gemm.splitk",
@@ -368,7 +381,9 @@ local gemm_splitk = {
     local ok, why = applies_common(c, p, true)
     if not ok then return ok, why end
     -- partial sums cost 8 bytes (write + read) per split per output: keep them under ~1/4 of b
-    if 8 * c.SPLIT_K * p.M * p.N > (2 * p.K * p.N) // 4 then return false, "split-K partials would exceed b / 4 in bytes" end
+    if c.SPLIT_CLUSTER == 0 and 8 * c.SPLIT_K * p.M * p.N > (2 * p.K * p.N) // 4 then
+      return false, "split-K partials would exceed b / 4 in bytes"
+    end
     -- no more than ~2 waves of blocks: more splits only add partial traffic
     local blocks = grid(c, p, { sm_count = 132 }, true)
     if blocks[1] * c.SPLIT_K > 2 * 132 * 4 and c.SPLIT_K > 2 then return false, "enough blocks without this many splits" end
@@ -380,9 +395,13 @@ local gemm_splitk = {
     { kernel = "gemm_bf16",
       grid = function(c, p, d) return grid(c, p, d, true) end,
       block = function(c) return { threads(c), 1, 1 } end,
-      shared = function(c, p) return smem_bytes(c, p.b_layout == "col", true) end },
-    { kernel = "gemm_splitk_reduce",
-      grid = function(c, p) return { math.max(1, (p.M * p.N // 8 + 255) // 256), 1, 1 } end,
+      shared = function(c, p) return smem_bytes(c, p.b_layout == "col", true) end,
+      cluster = function(c) return { 1, c.SPLIT_CLUSTER == 1 and c.SPLIT_K or 1, 1 } end },
+    { kernel = "gemm_splitk_reduce",  -- not launched (no blocks) when the cluster adds the splits
+      grid = function(c, p)
+        if c.SPLIT_CLUSTER == 1 then return { 0, 1, 1 } end
+        return { math.max(1, (p.M * p.N // 8 + 255) // 256), 1, 1 }
+      end,
       block = { 256, 1, 1 },
       shared = 0 },
   },

@@ -29,4 +29,16 @@ __device__ __forceinline__ float ld_dsmem_f32(const float *local, unsigned rank)
   return v;
 }
 
+// 16 bytes of CTA `rank`'s shared memory at the shared-memory address `addr` has in this CTA.
+__device__ __forceinline__ float4 ld_dsmem_f4(unsigned addr, unsigned rank) {
+  unsigned remote;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
 }  // namespace tune

@@ -22,7 +22,8 @@
 //           at most one wave; each block walks tiles blockIdx.x, + gridDim.x, ...), RASTER.
 //   PATH 2  templates/gemm/gemv.cuh: CUDA-core GEMV for decode shapes (M = GEMV_M <= 8, compile-time).
 //           GEMV_WARPS, GEMV_COLS, GEMV_UNROLL.
-// Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel),
+// Common:   B_COL (problem layout), SPLIT_K [1] (K split over grid.y, needs the reduce kernel, except
+//           PATH 1 with SPLIT_CLUSTER 1: the splits form a cluster and add their tiles, see gemm_sm90.cuh),
 //           RASTER [1] (tile order: 1 = row-major, G = groups of G tile rows, common/tile_order.cuh).
 //           USE_TMA [0] (PATH 1 with WS >= 1: bulk tensor copies instead of cp.async, and with
 //           SPLIT_K 1 an epilogue of TMA stores from shared memory) and TMA_ARGS [USE_TMA ? 2 : 0]

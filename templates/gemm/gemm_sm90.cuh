@@ -38,10 +38,16 @@
 //   `const __grid_constant__ tune::tensormap tmA, tmB, tmC`, after K (gemm.cuh's TMA_ARGS 2).
 //
 // Tunables: BLOCK_M 64 | 128 | 256, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 0 | 1 | 2,
-// PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K.
+// PRODUCER_WARPS 1..4 [1], SETMAXNREG 0 | 1 [0], PERSISTENT 0 | 1, RASTER, SPLIT_K, SPLIT_CLUSTER 0 | 1 [0].
+// SPLIT_CLUSTER 1 (WS >= 1, SPLIT_K 2..8): the SPLIT_K blocks of a tile form a thread-block cluster
+// (1, SPLIT_K, 1); each leaves its fp32 tile in its (drained) ring, and after a cluster barrier block
+// `split` adds the SPLIT_K tiles' rows [split, split + 1) * BLOCK_M / SPLIT_K through distributed
+// shared memory (blocks in order: the sums do not depend on timing) and stores them as bf16: no fp32
+// partials in global memory (2 x 4 bytes per output and split), no gemm_splitk_reduce launch.
 // Launch: block = 128 * (CONSUMERS + WS); grid = (tiles, SPLIT_K) with tiles = ceil(M / BLOCK_M) *
 // N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
 // memory = kSmemBytes (recipes/gemm.lua: smem_sm90).
+#include "common/cluster.cuh"
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
 #include "common/mbarrier.cuh"
@@ -56,6 +62,9 @@
 #endif
 #ifndef PRODUCER_WARPS
 #define PRODUCER_WARPS 1
+#endif
+#ifndef SPLIT_CLUSTER
+#define SPLIT_CLUSTER 0
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 0
@@ -87,6 +96,9 @@ constexpr bool kEpiTma = USE_TMA && SPLIT_K == 1;
 constexpr int kEpiBoxBytes = 64 * 128;
 constexpr int kEpiBytes = kEpiTma ? kCons * 2 * kEpiBoxBytes : 0;
 constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kEpiBytes + kBarBytes;  // + alignment slack
+// SPLIT_CLUSTER: the tile's fp32 sums in the ring, rows padded by 16 bytes
+constexpr bool kClusterSplit = SPLIT_CLUSTER && SPLIT_K > 1;
+constexpr int kRedPitch = kBN + 4;
 constexpr int kProdThreads = USE_TMA ? 1 : PRODUCER_WARPS * 32;  // threads that arrive on `full`
 // setmaxnreg budgets: at entry a block holds (kCons + 1) * 128 threads x its compiled register count
 // (ptxas gives these builds 168 at 384 threads, 240 at 256); the totals after reallocation fit in it.
@@ -106,6 +118,9 @@ static_assert(SETMAXNREG == 0 || (SETMAXNREG == 1 && kWS), "SETMAXNREG needs WS 
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(!(PERSISTENT && SPLIT_K > 1), "PERSISTENT needs SPLIT_K = 1");
 static_assert(!USE_TMA || WS >= 1, "USE_TMA needs the producer warpgroup (WS = 1 or 2)");
+static_assert(SPLIT_CLUSTER == 0 || SPLIT_CLUSTER == 1, "SPLIT_CLUSTER must be 0 or 1");
+static_assert(!kClusterSplit || (kWS && SPLIT_K <= 8 && !kPingPong), "SPLIT_CLUSTER needs WS = 1 and SPLIT_K <= 8");
+static_assert(!kClusterSplit || kStages * kStageBytes >= kBM * kRedPitch * 4, "the fp32 tile must fit the ring");
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
@@ -422,6 +437,51 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   tune::cp_async_wait<0>();
 }
 
+// SPLIT_CLUSTER: the consumers' fp32 tile -> the ring (row-major, pitch kRedPitch), once every consumer
+// warpgroup is done reading the ring (the producer has nothing left in flight: every slot it filled
+// was consumed).
+__device__ __forceinline__ void stash_tile(const float (&acc)[kMT][kAcc], unsigned ring, int ctid) {
+  tune::named_bar_sync(3, kCons * 128);
+  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = wg * kWgRowStep + mt * 64 + w * 16 + g + 8 * h;
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+        const unsigned addr = ring + (unsigned)((row * kRedPitch + 8 * j + 2 * q) * 4);
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(acc[mt][4 * j + 2 * h]),
+                     "f"(acc[mt][4 * j + 2 * h + 1])
+                     : "memory");
+      }
+    }
+}
+
+// SPLIT_CLUSTER, after a cluster barrier: this block's rows of the tile summed over the cluster's
+// blocks (rank order), as bf16 to c; by the consumer threads.
+__device__ __forceinline__ void cluster_reduce(bf16 *__restrict__ c, int M, int N, int K, unsigned ring, int ctid) {
+  const Geometry g = geometry(M, N, K);
+  int m0, n0;
+  tile_origin(first_tile(), g, m0, n0);
+  const unsigned split = tune::cluster_rank();
+  constexpr int kRows = kBM / SPLIT_K, kVecs = kBN / 4;
+  for (int i = ctid; i < kRows * kVecs; i += kCons * 128) {
+    const int row = (int)split * kRows + i / kVecs, col = 4 * (i % kVecs);
+    const unsigned addr = ring + (unsigned)((row * kRedPitch + col) * 4);
+    float4 s = tune::ld_dsmem_f4(addr, 0);
+#pragma unroll
+    for (int r = 1; r < SPLIT_K; ++r) {
+      const float4 v = tune::ld_dsmem_f4(addr, (unsigned)r);
+      s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+    }
+    if (m0 + row < M)
+      *reinterpret_cast<uint2 *>(c + (size_t)(m0 + row) * N + n0 + col) =
+          make_uint2(tune::pack_bf16x2(s.x, s.y), tune::pack_bf16x2(s.z, s.w));
+  }
+}
+
 // tmC, staging: the epilogue's tensor map and shared-memory boxes (kEpiTma), else unused.
 __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K,
                                          unsigned ring, unsigned full, unsigned empty, unsigned order,
@@ -470,6 +530,10 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, float *__restrict
       continue;
     }
 #endif
+    if constexpr (kClusterSplit) {
+      stash_tile(acc, ring, tid);
+      continue;
+    }
     epilogue(acc, m0, n0, split, c, ws, M, N, tid);
   }
 #if USE_TMA
@@ -518,6 +582,11 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
       tune::setmaxnreg_inc<kConsumerRegs>();
 #endif
       consumer(c, ws, M, N, K, ring, full, empty, order, tmC, staging);
+    }
+    if constexpr (kClusterSplit) {  // every thread of every block of the cluster, producers included
+      tune::cluster_sync();         // every block's fp32 tile is in its ring
+      if (threadIdx.x < kCons * 128) cluster_reduce(c, M, N, K, ring, threadIdx.x);
+      tune::cluster_sync();         // no block exits while its tile is still read
     }
   }
 #endif

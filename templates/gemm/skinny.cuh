@@ -77,19 +77,6 @@ static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "SPLIT_K is a cluster size, 1..8");
 static_assert(kMT * kNT * 4 <= 128, "at most 128 fp32 accumulators per thread");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
-// 16 bytes of block `rank`'s shared memory at the address that `addr` has in this block
-// (common/cluster.cuh has the barrier, the rank and a 4-byte load).
-__device__ __forceinline__ float4 ld_dsmem_f4(unsigned addr, unsigned rank) {
-  unsigned remote;
-  float4 v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
-
 // Producer: lane 0 of the last warp fills slot it % STAGES with slice k_first + it.
 __device__ __forceinline__ void produce(unsigned ring, unsigned bars, const tune::tensormap &tmA,
                                         const tune::tensormap &tmB, int M, int n0, int k_first, int nk) {
@@ -266,7 +253,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
     float4 v = *reinterpret_cast<const float4 *>(red + row * kRedPitch + col);
 #pragma unroll
     for (int r = 1; r < SPLIT_K; ++r) {
-      const float4 w = ld_dsmem_f4(off, (unsigned)((split + r) % SPLIT_K));
+      const float4 w = tune::ld_dsmem_f4(off, (unsigned)((split + r) % SPLIT_K));
       v.x += w.x;
       v.y += w.y;
       v.z += w.z;
