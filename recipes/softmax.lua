@@ -49,9 +49,9 @@ local PROBLEMS = {
   { name = "r1024c32768",  rows = 1024,  cols = 32768 },
   { name = "r256c131072",  rows = 256,   cols = 131072 },   -- vocabulary-sized logits, 256 sequences
   { name = "r64c131072",   rows = 64,    cols = 131072 },   -- 64 sequences: fewer rows than SMs
-  -- four times the rows of the first and third (added 2026-11-22 13:00): at 64-128 MiB of traffic a
-  -- softmax that reads a whole row before writing any of it pays ~2-3 us of fill and drain, at
-  -- 256-512 MiB it does not (docs/benchmarks.md, "Where the time goes")
+  -- four times the rows of the first and third (added 2026-11-22 13:00): at 64-128 MiB of traffic the
+  -- best softmax kernels take a fixed ~2-3 us more than their traffic at the bandwidth they reach on
+  -- 4-8x the rows (the cost does not grow with the rows: docs/benchmarks.md, "Where the time goes")
   { name = "r65536c1024",  rows = 65536, cols = 1024 },     -- e.g. 64k query rows over 1k keys
   { name = "r4096c32768",  rows = 4096,  cols = 32768 },    -- logits of 4096 tokens over a 32k vocabulary
 }

@@ -1,5 +1,6 @@
-// cluster.cuh: thread-block cluster helpers (sm_90): this CTA's rank and the cluster's size, the
-// cluster barrier, and loads from another CTA's shared memory (distributed shared memory).
+// cluster.cuh: thread-block cluster helpers (sm_90): this CTA's rank, the cluster's size and index,
+// the cluster barrier, and loads from and stores to another CTA's shared memory (distributed shared
+// memory). Used by the GEMM (split-K over a cluster) and softmax (a row over a cluster) templates.
 #pragma once
 
 namespace tune {
@@ -12,6 +13,12 @@ __device__ __forceinline__ unsigned cluster_rank() {
 __device__ __forceinline__ unsigned cluster_size() {
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+// The cluster's index in the grid along x (uniform over its CTAs).
+__device__ __forceinline__ unsigned cluster_id_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
   return r;
 }
 // Every thread of the cluster arrives and waits; shared-memory writes (local or remote) made before
@@ -29,6 +36,13 @@ __device__ __forceinline__ float ld_dsmem_f32(const float *local, unsigned rank)
   return v;
 }
 
+// Store v at the address of `local` (this CTA's shared memory) in CTA `rank` of the cluster.
+__device__ __forceinline__ void st_dsmem_f2(float2 *local, unsigned rank, float2 v) {
+  const unsigned addr = (unsigned)__cvta_generic_to_shared(local);
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(v.x), "f"(v.y) : "memory");
+}
 // 16 bytes of CTA `rank`'s shared memory at the shared-memory address `addr` has in this CTA.
 __device__ __forceinline__ float4 ld_dsmem_f4(unsigned addr, unsigned rank) {
   unsigned remote;

@@ -245,15 +245,21 @@ __device__ __forceinline__ void quad_transpose(unsigned (&w)[4], int q) {
 // one chunk's 16 bytes (a warp's store covers 8 rows x 64 contiguous bytes, whole 32-byte sectors;
 // storing the fragments' 4-byte pairs directly, 8 rows x 16 bytes per store, cost 26 of 193 us at
 // 4096^3 on the H200: tools/check/gemm_tma_check, 2026-11-22); fp32 pairs to ws[split] when SPLIT_K > 1.
+// The tile row of consumer thread ctid's accumulators acc[mt][4 j + 2 h + {0, 1}] (columns 8 j + 2 (lane % 4)
+// + {0, 1}): common/wgmma.cuh's fragment layout.
+__device__ __forceinline__ int frag_row(int ctid, int mt, int h) {
+  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
+  return wg * kWgRowStep + mt * 64 + w * 16 + (lane >> 2) + 8 * h;
+}
+
 __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, int n0, int split,
                                          bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int ctid) {
-  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
-  const int g = lane >> 2, q = lane & 3;
+  const int q = ctid & 3;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = m0 + wg * kWgRowStep + mt * 64 + w * 16 + g + 8 * h;
+      const int row = m0 + frag_row(ctid, mt, h);
       if constexpr (SPLIT_K > 1) {
         if (row >= M) continue;
         float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
@@ -442,13 +448,12 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
 // was consumed).
 __device__ __forceinline__ void stash_tile(const float (&acc)[kMT][kAcc], unsigned ring, int ctid) {
   tune::named_bar_sync(3, kCons * 128);
-  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
-  const int g = lane >> 2, q = lane & 3;
+  const int q = ctid & 3;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = wg * kWgRowStep + mt * 64 + w * 16 + g + 8 * h;
+      const int row = frag_row(ctid, mt, h);
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
         const unsigned addr = ring + (unsigned)((row * kRedPitch + 8 * j + 2 * q) * 4);

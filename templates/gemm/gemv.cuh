@@ -15,6 +15,7 @@
 // Block = 32 * GEMV_WARPS; no dynamic shared memory. SPLIT_K > 1 writes fp32 partials to ws[split].
 //
 // Tunables: GEMV_WARPS 2..16, GEMV_COLS 1 | 2 | 4, GEMV_UNROLL 1 | 2 | 4, SPLIT_K.
+#include "common/ld_stream.cuh"
 #include "common/mma.cuh"
 
 #if !defined(GEMV_M) || !defined(GEMV_WARPS) || !defined(GEMV_COLS) || !defined(GEMV_UNROLL)
@@ -37,15 +38,6 @@ static_assert(kUnroll == 1 || kUnroll == 2 || kUnroll == 4, "GEMV_UNROLL must be
 
 __device__ __forceinline__ float lo(unsigned w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
-// Streaming 16-byte load of b (read once: keep it out of L1).
-__device__ __forceinline__ uint4 ld_stream16(const void *p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 __device__ __forceinline__ void store_out(bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int split,
                                           int m, int n, float v) {
@@ -73,7 +65,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-      for (int j = 0; j < kCols; ++j) bv[u][j] = ld_stream16(bp + (size_t)j * K + k + u * 256);
+      for (int j = 0; j < kCols; ++j) bv[u][j] = tune::ld_stream16(bp + (size_t)j * K + k + u * 256);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
 #pragma unroll

@@ -25,6 +25,7 @@
 // that recipes/gemm.lua's reference and argument list serve this recipe too.
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
+#include "common/ld_stream.cuh"
 #include "common/tma.cuh"
 
 #if !defined(B_COL) || !defined(GEMV_M) || !defined(GR_WARPS) || !defined(GR_VEC) || !defined(GR_UNROLL) || !defined(GR_SEGS) || !defined(CLUSTER)
@@ -64,12 +65,13 @@ __device__ __forceinline__ void ld_b(const bf16 *p, unsigned (&w)[kWords]) {
   for (int g = 0; g < kSegs; ++g) {
     const bf16 *q = p + g * 16 * kVec;  // 32 lanes x kVec / 2 columns further
     unsigned *o = w + g * (kVec / 4);
-    if constexpr (kVec == 16)
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3])
-                   : "l"(q));
-    else
-      asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(o[0]), "=r"(o[1]) : "l"(q));
+    if constexpr (kVec == 16) {
+      const uint4 v = tune::ld_stream16(q);
+      o[0] = v.x, o[1] = v.y, o[2] = v.z, o[3] = v.w;
+    } else {
+      const uint2 v = tune::ld_stream8(q);
+      o[0] = v.x, o[1] = v.y;
+    }
   }
 }
 

@@ -17,38 +17,7 @@
 // memory is still written to: one barrier per row. Every barrier is executed by every thread of
 // the cluster (.aligned: uniform control flow).
 #pragma once
-
-namespace smc {
-
-__device__ __forceinline__ unsigned cluster_ctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_nctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_id_x() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-  return r;
-}
-// This thread's earlier shared-memory writes (local or remote) are visible to the threads of the
-// cluster once they pass the wait.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// Store `q` at the same shared-memory address `local` in CTA `rank` of the cluster.
-__device__ __forceinline__ void store_pair_to(float2 *local, unsigned rank, float2 q) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(local);
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote), "f"(q.x), "f"(q.y) : "memory");
-}
-
-}  // namespace smc
+#include "common/cluster.cuh"
 
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
@@ -56,9 +25,9 @@ softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
   __shared__ float2 pairs[CLUSTER];  // (max in log2 units, sum) of each CTA of the cluster
   // launched without clusters of CLUSTER CTAs the slices cannot be combined: write nothing (the
   // outputs stay poisoned and verification fails; uniform over the grid, so no barrier waits)
-  if (smc::cluster_nctarank() != CLUSTER) return;
-  const unsigned rank = smc::cluster_ctarank();
-  const long long row = smc::cluster_id_x();  // uniform over the cluster; the grid is rows * CLUSTER
+  if (tune::cluster_size() != CLUSTER) return;
+  const unsigned rank = tune::cluster_rank();
+  const long long row = tune::cluster_id_x();  // uniform over the cluster; the grid is rows * CLUSTER
   const long long off = row * COLS + (long long)rank * sm::kSegLen + threadIdx.x * sm::kVecElems;
   const sm::tile_ctx c{x + off, y + off, true};
   const sm::reducer red{red_smem};
@@ -83,8 +52,8 @@ softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
   }
   float m = ml;
   red.online(m, s);  // the CTA's pair, in every thread
-  if (threadIdx.x < CLUSTER) smc::store_pair_to(&pairs[rank], threadIdx.x, make_float2(m, s));
-  smc::cluster_sync();
+  if (threadIdx.x < CLUSTER) tune::st_dsmem_f2(&pairs[rank], threadIdx.x, make_float2(m, s));
+  tune::cluster_sync();
   float gm = pairs[0].x, gs = pairs[0].y;
 #pragma unroll
   for (int k = 1; k < CLUSTER; ++k) tune::online_merge(gm, gs, pairs[k].x, pairs[k].y);

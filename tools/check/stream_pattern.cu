@@ -6,12 +6,15 @@
 // number of warps. L2 is flushed (memset of 256 MiB) before every timed launch; CUDA events; median of 15.
 // Also tile pipelines (below): the same bytes read by 128-thread CTAs in 128-row tiles through a
 // cp.async ring or a register ring, as the mma decode kernels do, without their math.
-// Build: nvcc -arch=sm_90a -O3 -std=c++17 tools/check/stream_pattern.cu -o stream_pattern
+// Build: nvcc -arch=sm_90a -O3 -std=c++17 -I templates tools/check/stream_pattern.cu -o stream_pattern
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "common/ld_stream.cuh"
+using tune::ld_stream16;
 
 #define CK(x)                                                                                   \
   do {                                                                                          \
@@ -23,14 +26,6 @@
   } while (0)
 
 constexpr size_t kRowBytes = 8192 * 2, kRows = 8192, kWarpBytes = 16384;
-
-__device__ __forceinline__ uint4 ld_stream16(const void *p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 // ORDER 0: the warps of a block take consecutive row groups (k split outer);
 // ORDER 1: the splits of one row group are consecutive warps (a row read by neighbouring warps at once).
