@@ -46,6 +46,12 @@ int main(int argc, char **argv) {
         printf("  %s grid %u,%u block %u smem %u", js, v.launch[0].grid[0], v.launch[0].grid[1], v.launch[0].block[0], v.launch[0].shared);
         for (int a = 0; a < r->n_args; ++a)
           if (v.tmap[a].rank == 2) printf(" %s box {%u, %u}", r->args[a].name, v.tmap[a].box[0], v.tmap[a].box[1]);
+        for (int l = 0; l < v.n_launches; ++l) { /* a cluster, and the steps after the first (0 blocks: not launched) */
+          const tune_launch *st = &v.launch[l];
+          if (l > 0) printf(" step %d grid %u,%u,%u", l + 1, st->grid[0], st->grid[1], st->grid[2]);
+          if (st->cluster[0] * st->cluster[1] * st->cluster[2] > 1)
+            printf(" cluster %u,%u,%u", st->cluster[0], st->cluster[1], st->cluster[2]);
+        }
         printf("\n");
       }
       printf("  %-28s %5d variants (%d TMA)\n", r->problems[p].name, n, n_tma);
