@@ -123,9 +123,11 @@ int plan_make(tunert_ctx *const *ctxs, int n_ctx, const plan_req *req, plan *p) 
   p->chunk_rows = c->chunk_rows;
   snprintf(p->layout, sizeof p->layout, "%s", c->layout);
   p->est_ns = best.set ? c->est_ns : 0;
-  if (!best.set)
-    snprintf(p->how, sizeof p->how, "nearest tuned problem %s (distance %.3f): %.400s", c->tuned, nearest_dist, p->si.reason);
-  else if (c->chunks == 1)
+  if (!best.set) {
+    if (snprintf(p->how, sizeof p->how, "nearest tuned problem %s (distance %.3f): %s", c->tuned, nearest_dist,
+                 p->si.reason) >= (int)sizeof p->how)
+      memcpy(p->how + sizeof p->how - 4, "...", 4); /* a long reason is cut: say so */
+  } else if (c->chunks == 1)
     snprintf(p->how, sizeof p->how, "tuned for this problem (%s)", c->tuned);
   else
     snprintf(p->how, sizeof p->how, "%d launches of the tuned problem %s (%s = %lld rows each; the whole problem was not tuned)",
