@@ -80,6 +80,17 @@ void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, 
   snprintf(stem, sizeof stem, "%s", base);
   char *dot = strrchr(stem, '.');
   if (dot) *dot = 0;
+  /* a sub-recipe's own file, recipes/<family>/<sub>.lua, is recorded as <family>.<sub>.db */
+  char family[256] = "";
+  if (base > recipe_path + 1) {
+    const char *end = base - 1, *start = end;
+    while (start > recipe_path && start[-1] != '/') --start;
+    snprintf(family, sizeof family, "%.*s", (int)(end - start), start);
+  }
+  if (family[0] && strcmp(family, "recipes")) {
+    snprintf(out, n, "%s/data/recorded/%s.%s.db", set->r[0].root, family, stem);
+    if (access(out, R_OK) == 0) return;
+  }
   snprintf(out, n, "%s/data/recorded/%s.db", set->r[0].root, stem);
 }
 

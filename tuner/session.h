@@ -48,7 +48,9 @@ typedef struct tune_run_opts {
 int tune_session_run(const tune_run_opts *o, tune_err *err);
 
 /* The recorded database a recipe file replays by default:
- * <root>/data/recorded/<recipe file stem>.db, written into out[n]. */
+ * <root>/data/recorded/<recipe file stem>.db, written into out[n]; for a
+ * file recipes/<family>/<sub>.lua, <family>.<sub>.db where that exists
+ * (a sub-recipe file recorded on its own, e.g. gemm.f16.db). */
 struct tune_recipes;
 void tune_default_replay_path(const struct tune_recipes *set, const char *recipe_path, char *out, size_t n);
 

@@ -8,10 +8,13 @@ weight) and c = a @ b.t(), a transposed view that cuBLAS reads in place (no copy
 Timing: triton.testing.do_bench, median of the repetitions, L2 flushed between them.
 Metrics as the recipe: flops = 2 M N K, bytes = a + b + c once (bf16).
 
+With --f16: fp16 a and b and the problems of recipes/gemm/f16.lua (cuBLAS writes c in fp16 there,
+tune's gemm.f16 in bf16: the same bytes).
+
 Writes JSON {problem: {"us": median microseconds, "tflops": ..., "GBps": ...}} to OUT.json and
 prints one line per problem.
 
-usage: gemm_peers.py OUT.json
+usage: gemm_peers.py [--f16] OUT.json
 """
 import json
 import sys
@@ -41,6 +44,14 @@ def problems():
     return out
 
 
+# recipes/gemm/f16.lua's problems, in its order
+F16_PROBLEMS = [(8192, 8192, 8192, "col"), (4096, 4096, 4096, "row"), (4096, 4096, 4096, "col"),
+                (4096, 14336, 4096, "col"),
+                (64, 8192, 8192, "col"), (64, 14336, 4096, "col"), (64, 4096, 14336, "col"),
+                (128, 8192, 8192, "row"), (128, 8192, 8192, "col"), (128, 14336, 4096, "col"),
+                (128, 4096, 14336, "col")]
+
+
 def bench(fn):
     fn()
     torch.cuda.synchronize()
@@ -48,27 +59,33 @@ def bench(fn):
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    f16 = args[:1] == ["--f16"]
+    if f16:
+        args = args[1:]
+    if len(args) != 1:
         sys.exit(__doc__.strip().splitlines()[-1])
+    dt = torch.float16 if f16 else torch.bfloat16
+    probs = [(f"m{m}n{n}k{k}_{lay}", m, n, k, lay) for m, n, k, lay in F16_PROBLEMS] if f16 else problems()
     torch.manual_seed(0)
-    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, cuBLAS via torch.matmul", flush=True)
+    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, cuBLAS via torch.matmul, {dt}", flush=True)
     out = {}
-    for name, m, n, k, lay in problems():
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    for name, m, n, k, lay in probs:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
         if lay == "row":
-            b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(k, n, device="cuda", dtype=dt)
             rhs = b
         else:
-            b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, k, device="cuda", dtype=dt)
             rhs = b.t()
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=dt)
         us = bench(lambda: torch.matmul(a, rhs, out=c))
         flops = 2.0 * m * n * k
         nbytes = 2.0 * (m * k + k * n + m * n)
         out[name] = {"us": us, "tflops": flops / us / 1e6, "GBps": nbytes / us / 1e3}
         print(f"{name:24s} {us:10.2f} us {out[name]['tflops']:8.1f} TFLOP/s {out[name]['GBps']:8.1f} GB/s", flush=True)
         del a, b, rhs, c
-    with open(sys.argv[1], "w") as f:
+    with open(args[0], "w") as f:
         json.dump(out, f, indent=1)
 
 

@@ -1,0 +1,80 @@
+-- gemm/f16.lua: recipes gemm.f16 and gemm.f16.splitk: GEMM with fp16 a and b, fp32 accumulation,
+-- bf16 output (the issue's "bf16 and fp16 in"), through templates/gemm/f16.cuh: recipes/gemm.lua's
+-- mma.sync (PATH 0) and wgmma (PATH 1) paths with all their knobs (tiles, rings, warp roles,
+-- setmaxnreg, TMA, persistence, tile order, split-K with partials or a cluster), the same
+-- constraints, shape rules and tolerance. Not the CUDA-core GEMV paths (PATH 2, gemm.gemv_rows),
+-- which read their inputs with bf16 bit arithmetic: at M = 1 and 16 the fp16 recipes use mma.sync
+-- tiles of 16 rows, so the problems below are the large shapes and the decode shapes of M 64 and 128.
+-- Recorded on its own (data/recorded/gemm.f16.db) so that gemm.lua's recording keeps its source hash;
+-- the recipes are derived from gemm.lua's tables (require), so a change there reaches these too.
+
+local base = require "gemm"  -- { gemm, gemm.splitk, gemm.gemv_rows }
+
+local LARGE = {
+  { 8192, 8192, 8192, "col" }, { 4096, 4096, 4096, "row" }, { 4096, 4096, 4096, "col" },
+  { 4096, 14336, 4096, "col" },
+}
+local DECODE = {
+  { 64, 8192, 8192, "col" }, { 64, 14336, 4096, "col" }, { 64, 4096, 14336, "col" },
+  { 128, 8192, 8192, "row" }, { 128, 8192, 8192, "col" }, { 128, 14336, 4096, "col" },
+  { 128, 4096, 14336, "col" },
+}
+local function problems(list)
+  local t = {}
+  for _, s in ipairs(list) do
+    t[#t + 1] = { name = string.format("m%dn%dk%d_%s", s[1], s[2], s[3], s[4]), M = s[1], N = s[2], K = s[3], b_layout = s[4] }
+  end
+  return t
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+-- a and b as f16 tensors (their tensor maps follow the tensors' type); everything else as gemm.lua
+local function f16_args(args)
+  local t = {}
+  for i, a in ipairs(args) do
+    if a[1] == "a" or a[1] == "b" then
+      t[i] = copy(a)
+      t[i].tensor = "f16"
+    else
+      t[i] = a
+    end
+  end
+  return t
+end
+
+local function derive(r, name, probs)
+  local d = copy(r)
+  d.name = name
+  d.template = "templates/gemm/f16.cuh"
+  d.problems = problems(probs)
+  d.args = f16_args(r.args)
+  d.reference = copy(r.reference)
+  d.reference.source = "templates/gemm/reference_f16.cuh"
+  local cons = {}
+  for i, f in ipairs(r.constraints) do cons[i] = f end
+  cons[#cons + 1] = function(c) return c.PATH ~= 2 end  -- no GEMV (it reads bf16)
+  d.constraints = cons
+  if d.kernel then d.kernel = "gemm_f16" end
+  if type(r.launch[1]) == "table" then  -- split-K: the GEMM, then the reduce kernel
+    d.launch = {}
+    for i, l in ipairs(r.launch) do
+      d.launch[i] = copy(l)
+      if l.kernel == "gemm_bf16" then d.launch[i].kernel = "gemm_f16" end
+    end
+  end
+  return d
+end
+
+local all = {}
+for _, p in ipairs(LARGE) do all[#all + 1] = p end
+for _, p in ipairs(DECODE) do all[#all + 1] = p end
+
+return {
+  derive(base[1], "gemm.f16", all),
+  derive(base[2], "gemm.f16.splitk", DECODE),
+}

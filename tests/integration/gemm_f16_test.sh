@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# recipes/gemm/f16.lua (gemm.f16, gemm.f16.splitk: fp16 a and b through templates/gemm/f16.cuh) without
+# a GPU: the recipes load from gemm.lua's tables, offer the mma.sync and wgmma paths but not the GEMV,
+# take f16 tensors, and their variants compile for sm_90a as kernels named gemm_f16, without local
+# memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua).
+. "$(dirname "$0")/lib.sh"
+BUILD="${BUILD:?set BUILD to the build tree}"
+R="$SRC/recipes/gemm/f16.lua"
+P=m128n8192k8192_row
+
+"$BUILD/tools/gemm_space" "$R" > space.txt 2>&1
+check "gemm_space exits 0" test $? -eq 0
+check "gemm.f16 listed" contains space.txt "^gemm.f16: "
+check "gemm.f16.splitk listed" contains space.txt "^gemm.f16.splitk: "
+"$BUILD/tools/gemm_space" "$R" $P > p.txt 2>&1
+check "wgmma variants" contains p.txt '"PATH":1,'
+check "mma.sync variants" contains p.txt '"PATH":0,'
+check "no GEMV variants" lacks p.txt '"PATH":2,'
+
+"$TUNE" run "$R" --compile-only --db c.db --jobs 2 --quiet --problem $P --only USE_TMA=1 > compile.txt 2>&1
+check "compile-only exits 0" test $? -eq 0
+check "both recipes compiled" test "$(sql c.db "SELECT count(DISTINCT rc.name) FROM results r JOIN recipes rc ON rc.id = r.recipe_id")" -eq 2
+check "variants compiled" test "$(sql c.db "SELECT count(*) FROM binaries WHERE ok = 1")" -ge 20
+check "no compile errors" test "$(sql c.db "SELECT count(*) FROM binaries WHERE ok = 0")" -eq 0
+check "no local memory or spills" \
+  test "$(sql c.db "SELECT count(*) FROM binaries WHERE local_bytes > 0 OR spill_stores > 0 OR spill_loads > 0")" -eq 0
+check "kernels named gemm_f16" test "$(python3 -c 'import sqlite3,sys
+c=sqlite3.connect(sys.argv[1])
+print(sum(b"gemm_f16" in (r[0] or b"") for r in c.execute("SELECT cubin FROM binaries WHERE ok = 1")))' c.db)" -ge 20
+
+if [ -f "$SRC/data/recorded/gemm.f16.db" ]; then
+  "$TUNE" run "$R" --db r.db --problem $P --budget 4 > replay.txt 2>&1
+  check "default replay exits 0" test $? -eq 0
+  check "default replay reads gemm.f16.db" contains replay.txt "replaying gemm.f16 from .*data/recorded/gemm.f16.db"
+fi
+
+finish
