@@ -16,14 +16,7 @@
 
 #include "softmax/softmax.cuh"
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "cuda_check.h"
 
 #ifndef ROWS
 #error "needs -D ROWS"

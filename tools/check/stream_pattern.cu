@@ -16,14 +16,7 @@
 #include "common/ld_stream.cuh"
 using tune::ld_stream16;
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr size_t kRowBytes = 8192 * 2, kRows = 8192, kWarpBytes = 16384;
 
