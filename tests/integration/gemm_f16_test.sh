@@ -2,7 +2,8 @@
 # recipes/gemm/f16.lua (gemm.f16, gemm.f16.splitk: fp16 a and b through templates/gemm/f16.cuh) without
 # a GPU: the recipes load from gemm.lua's tables, offer the mma.sync and wgmma paths but not the GEMV,
 # take f16 tensors, and their variants compile for sm_90a as kernels named gemm_f16, without local
-# memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua).
+# memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua), and
+# an exhaustive run measures the warm-start configs once.
 . "$(dirname "$0")/lib.sh"
 BUILD="${BUILD:?set BUILD to the build tree}"
 R="$SRC/recipes/gemm/f16.lua"
@@ -32,6 +33,11 @@ if [ -f "$SRC/data/recorded/gemm.f16.db" ]; then
   "$TUNE" run "$R" --db r.db --problem $P --budget 4 > replay.txt 2>&1
   check "default replay exits 0" test $? -eq 0
   check "default replay reads gemm.f16.db" contains replay.txt "replaying gemm.f16 from .*data/recorded/gemm.f16.db"
+  # exhaustive after a warm start: the warm configs are not proposed again (nor counted as resumed)
+  "$TUNE" run "$R" --db x.db --strategy exhaustive --problem m1n8192k8192_col --problem m1n14336k4096_col > ex.txt 2>&1
+  check "exhaustive replay exits 0" test $? -eq 0
+  check "the second problem starts warm" contains ex.txt "warm start: 1 config"
+  check "every config once, none resumed" contains ex.txt "^gemm.f16: 16 results, 16 ok; 0 resumed"
 fi
 
 finish
