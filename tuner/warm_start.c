@@ -57,7 +57,9 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
   *dist = NULL;
   *n = 0;
   json_t *rows = NULL;
-  if (db_query_best(db, r->name, NULL, &rows, err)) return err->code;
+  /* every recipe's bests: a config of another recipe with the same parameters has the same hash
+     and is a point of this space (gemm.f16 after gemm: the same kernels with fp16 inputs) */
+  if (db_query_best(db, NULL, NULL, &rows, err)) return err->code;
   size_t nr = json_array_size(rows);
   uint64_t *pts = nr ? malloc(nr * sizeof *pts) : NULL;
   double *dst = nr ? malloc(nr * sizeof *dst) : NULL;
@@ -86,13 +88,18 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     const char *dev = json_string_value(json_object_get(row, "device"));
     const char *ph = json_string_value(json_object_get(row, "problem_hash"));
     const char *ch = json_string_value(json_object_get(row, "config_hash"));
-    if (!dev || !ph || !ch || strcmp(dev, device) || !strcmp(ph, p->hash)) continue;
+    const char *rn = json_string_value(json_object_get(row, "recipe"));
+    if (!dev || !ph || !ch || !rn || strcmp(dev, device)) continue;
+    if (!strcmp(ph, p->hash) && !strcmp(rn, r->name)) continue; /* this very problem */
     json_t *quick = json_object_get(row, "quick_only");
     if (json_is_true(quick) || json_integer_value(quick) != 0) continue; /* not a full timing (halving.h) */
     for (size_t k = 0; k < space->n_points; k++) /* its point: the config of the same hash */
       if (!strcmp(hashes[k], ch)) {
-        const char *dims = json_string_value(json_object_get(row, "problem_dims_json"));
+        /* db rows give a *_json column parsed, under its name without the suffix */
+        json_t *dj = json_object_get(row, "problem_dims");
+        char *dims = json_is_object(dj) ? json_dumps(dj, JSON_COMPACT) : NULL;
         dst[m] = dims ? tune_problem_distance(p->dims_json, dims) : 1e9;
+        free(dims);
         pts[m++] = space->points[k];
         break;
       }

@@ -8,9 +8,12 @@
  * recipe on the same GPU, those of the most similar problems first (a decode
  * GEMM learns more from another decode shape than from 8192^3). They are ordinary
  * evaluations (they count against --budget) and the strategy observes them as
- * its own. `tune bench-search` simulates the same thing on recorded spaces:
- * the problems in the recipe's order, each started from the bests the same
- * strategy and seed found on the earlier ones. --no-warm-start turns it off. */
+ * its own. Another recipe with the same parameters counts too: fp16 GEMM
+ * tuned after bf16 GEMM on the same GPU starts from bf16's winner for the
+ * same shape (distance 0). `tune bench-search` simulates the warm start within
+ * one recipe: the problems in the recipe's order, each started from the bests
+ * the same strategy and seed found on the earlier ones. --no-warm-start turns
+ * it off. */
 #ifndef TUNE_WARM_START_H
 #define TUNE_WARM_START_H
 
@@ -41,8 +44,11 @@ int tune_warm_order(const uint64_t *bests, const double *dist, int n, const sear
 
 /* The configs db holds as best for recipe r's problems other than p on the
  * GPU named `device` (ok results; a config whose parameters r no longer has
- * is left out), as points of `space`, and their problems' distances to p:
- * new arrays in *out and *dist (free() both), *n of them (0 and NULL when none). */
+ * is left out), and for any other recipe's problems, p's dims included,
+ * whose best config is a config of r (same parameters and values: e.g.
+ * gemm.f16 and gemm), as points of `space`, and their problems' distances
+ * to p: new arrays in *out and *dist (free() both), *n of them (0 and NULL
+ * when none). */
 int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const tune_problem *p,
                        const search_space *space, uint64_t **out, double **dist, int *n, tune_err *err);
 

@@ -3,7 +3,8 @@
 # a GPU: the recipes load from gemm.lua's tables, offer the mma.sync and wgmma paths but not the GEMV,
 # take f16 tensors, and their variants compile for sm_90a as kernels named gemm_f16, without local
 # memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua), and
-# an exhaustive run measures the warm-start configs once.
+# an exhaustive run measures the warm-start configs once, and a run on a database with bf16 results of the
+# same GPU starts from their winners.
 . "$(dirname "$0")/lib.sh"
 BUILD="${BUILD:?set BUILD to the build tree}"
 R="$SRC/recipes/gemm/f16.lua"
@@ -38,6 +39,23 @@ if [ -f "$SRC/data/recorded/gemm.f16.db" ]; then
   check "exhaustive replay exits 0" test $? -eq 0
   check "the second problem starts warm" contains ex.txt "warm start: 1 config"
   check "every config once, none resumed" contains ex.txt "^gemm.f16: 16 results, 16 ok; 0 resumed"
+fi
+H100="$SRC/data/recorded/h100/gemm.db"
+if [ -f "$SRC/data/recorded/gemm.f16.db" ] && [ -f "$H100" ]; then
+  # a database holding bf16 results of the same GPU (the H100 recording): the fp16 run starts from the
+  # bf16 winner of the same shape (same parameters, problem distance 0), for both recipes
+  cp "$H100" bf16.db && chmod u+w bf16.db
+  "$TUNE" run "$R" --db bf16.db --budget 1 --problem m1n8192k8192_row > cross.txt 2>&1
+  check "run after bf16 exits 0" test $? -eq 0
+  for pair in "gemm gemm.f16" "gemm.splitk gemm.f16.splitk"; do
+    set -- $pair
+    want=$(sql bf16.db "SELECT c.hash FROM results r JOIN configs c ON c.id = r.config_id JOIN recipes rc ON rc.id = r.recipe_id
+      JOIN problems p ON p.id = r.problem_id WHERE rc.name = '$1' AND p.name = 'm1n8192k8192_row' AND r.status = 'ok'
+      ORDER BY r.median_ns LIMIT 1")
+    got=$(sql bf16.db "SELECT c.hash FROM results r JOIN configs c ON c.id = r.config_id JOIN recipes rc ON rc.id = r.recipe_id
+      WHERE rc.name = '$2'")
+    check "$2 starts from $1's winner of the same shape" test -n "$want" -a "$got" = "$want"
+  done
 fi
 
 finish
