@@ -262,7 +262,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     n_warm = tune_warm_order(bests, dist, n_bests, space, tune_warm_max(o->budget), warm);
     free(bests);
     free(dist);
-    if (n_warm && !o->quiet) printf("warm start: %d config(s) best on the nearest other problems of %s first\n", n_warm, r->name);
+    if (n_warm && !o->quiet) printf("warm start: %d config(s) best on the nearest other problems (of %s, or of a recipe with its parameters) first\n", n_warm, r->name);
   }
   double halv = be ? halving_margin(o, &sc) : 0; /* compile-only: nothing to time */
   /* bayes proposes one point per batch after its design: guess its next ones while this one is measured */
