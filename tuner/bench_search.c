@@ -74,6 +74,9 @@ static const char *usage_bench =
     "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit,\n"
     "                         bayes:cold); NAME:cold runs NAME without the warm start\n"
     "  --no-warm-start        no strategy starts warm\n"
+    "  --warm-db FILE         also warm-start from the bests FILE holds for the same GPU,\n"
+    "                         as tune run does from its --db: another recipe's with the\n"
+    "                         same parameters count (bf16 GEMM results for gemm.f16)\n"
     "  --problem P            only problems named P (repeatable; the warm start then\n"
     "                         learns from the selected earlier problems only)\n"
     "  --jobs N               threads (default: number of cores)\n"
@@ -288,6 +291,9 @@ typedef struct bench_run {
   uint64_t *hist;
   const double *hist_dist;   /* [n_hist] distance of each earlier problem to this one (warm_start.h) */
   int n_hist, max_problems;
+  const uint64_t *extra;     /* [n_extra] --warm-db candidates for this problem, the same for every run */
+  const double *extra_dist;  /* [n_extra] their problems' distances to this one */
+  int n_extra;
   uint64_t *found_pt;        /* [strategy][seed][N_BUDGETS] this problem's best point per evaluation budget */
   int *has_pt;               /* [strategy][seed][N_BUDGETS] 1: found_pt is set */
   atomic_int next;           /* next job: strategy * repeats + seed index */
@@ -307,6 +313,8 @@ static size_t run_index(const bench_run *br, int s, int seed_i) {
 static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
   return br->hist + (run_index(br, s, seed_i) * N_BUDGETS + (size_t)j) * (size_t)br->max_problems;
 }
+
+#define WARM_DB_MAX 1024 /* --warm-db candidates per problem, at most */
 
 /* One strategy, one seed: the best found within each budget into fe (evaluations)
  * and ft (time), the time spent by each evaluation budget into sp. halving > 0:
@@ -394,11 +402,23 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
   const bench_space *b = br->b;
   uint64_t warm[N_BUDGETS][TUNE_WARM_MAX];
   int n_warm[N_BUDGETS], done[N_BUDGETS] = {0};
-  for (int j = 0; j < N_BUDGETS; j++)
-    n_warm[j] = br->warm[s] && br->n_hist
-                    ? tune_warm_order(hist_at(br, s, k, j), br->hist_dist, br->n_hist, b->space,
-                                      tune_warm_max(b->evals[j]), warm[j])
-                    : 0;
+  for (int j = 0; j < N_BUDGETS; j++) {
+    n_warm[j] = 0;
+    if (!br->warm[s] || br->n_hist + br->n_extra == 0) continue;
+    if (br->n_extra == 0) {
+      n_warm[j] = tune_warm_order(hist_at(br, s, k, j), br->hist_dist, br->n_hist, b->space,
+                                  tune_warm_max(b->evals[j]), warm[j]);
+      continue;
+    }
+    /* --warm-db: its candidates first (ties go to the earlier entry), then this run's history */
+    uint64_t cand[WARM_DB_MAX + 256];
+    double cdist[WARM_DB_MAX + 256];
+    int nc = 0;
+    for (int e = 0; e < br->n_extra; e++) cand[nc] = br->extra[e], cdist[nc++] = br->extra_dist[e];
+    const uint64_t *h = hist_at(br, s, k, j);
+    for (int e = 0; e < br->n_hist; e++) cand[nc] = h[e], cdist[nc++] = br->hist_dist[e];
+    n_warm[j] = tune_warm_order(cand, cdist, nc, b->space, tune_warm_max(b->evals[j]), warm[j]);
+  }
   double *fe_all = found_at(br, s, k, 0), *ft_all = found_at(br, s, k, 1);
   double *sp_all = br->spent + run_index(br, s, k) * N_BUDGETS;
   uint64_t *pt_all = br->found_pt + run_index(br, s, k) * N_BUDGETS;
@@ -681,6 +701,8 @@ static void print_halving(const bench_run *br, int a, int h, double *tmp) {
 int tune_bench_search_main(int argc, char **argv) {
   const char *recipe_path = NULL, *device = NULL, *problems[32];
   int n_problems = 0, repeats = 100, json = 0, no_warm = 0;
+  const char *warm_db_path = NULL; /* --warm-db */
+  db_conn *wdb = NULL;
   double halving = 0; /* --halving: margin of the extra default-strategy run */
   int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
   char strat_buf[512] = "random,anneal,genetic,bayes,bandit,bayes:cold";
@@ -727,6 +749,10 @@ int tune_bench_search_main(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--json")) json = 1;
     else if (!strcmp(a, "--no-warm-start")) no_warm = 1;
+    else if (!strcmp(a, "--warm-db")) {
+      NEED_VALUE();
+      warm_db_path = v;
+    }
     else if (!strcmp(a, "--halving")) halving = TUNE_HALVING_DEFAULT_MARGIN;
     else if (!strncmp(a, "--halving=", 10)) {
       char *end;
@@ -831,6 +857,13 @@ int tune_bench_search_main(int argc, char **argv) {
     goto fail;
   }
   if (db_open(path, 1, &db, &err)) goto fail;
+  if (warm_db_path) {
+    if (access(warm_db_path, R_OK)) {
+      fprintf(stderr, "tune bench-search: --warm-db %s: no such database\n", warm_db_path);
+      goto fail;
+    }
+    if (db_open(warm_db_path, 1, &wdb, &err)) goto fail;
+  }
   found = malloc((size_t)n_names * (size_t)repeats * 2 * N_BUDGETS * sizeof(double));
   spent = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(double));
   found_pt = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * sizeof(uint64_t));
@@ -898,12 +931,20 @@ int tune_bench_search_main(int argc, char **argv) {
         continue;
       }
       for (int h = 0; h < n_hist; h++) hist_dist[h] = tune_problem_distance(p->dims_json, r->problems[hist_pi[h]].dims_json);
+      uint64_t *extra = NULL;
+      double *extra_dist = NULL;
+      int n_extra = 0;
+      if (wdb && tune_warm_bests_db(wdb, r, dev.name, p, pspace, &extra, &extra_dist, &n_extra, &err)) goto fail;
+      if (n_extra > WARM_DB_MAX) n_extra = WARM_DB_MAX;
       bench_run br = {.b = &b, .names = names, .labels = labels, .halving = margins, .with_halving = halving > 0,
                       .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent, .warm = warm,
                       .hist = hist, .hist_dist = hist_dist, .n_hist = n_hist,
                       .max_problems = r->n_problems < 256 ? r->n_problems : 256, .found_pt = found_pt,
-                      .has_pt = has_pt};
-      if (run_all(&br, jobs, &err)) goto fail;
+                      .has_pt = has_pt, .extra = extra, .extra_dist = extra_dist, .n_extra = n_extra};
+      int run_rc = run_all(&br, jobs, &err);
+      free(extra);
+      free(extra_dist);
+      if (run_rc) goto fail;
       hist_append(&br);
       if (br.n_hist > n_hist) hist_pi[n_hist] = pi;
       n_hist = br.n_hist;
@@ -972,6 +1013,7 @@ fail:
   search_space_free(pspace);
   search_space_free(space);
   db_close(db);
+  db_close(wdb);
   tune_recipes_free(set);
   return rc;
 }

@@ -56,6 +56,19 @@ if [ -f "$SRC/data/recorded/gemm.f16.db" ] && [ -f "$H100" ]; then
       WHERE rc.name = '$2'")
     check "$2 starts from $1's winner of the same shape" test -n "$want" -a "$got" = "$want"
   done
+  # bench-search --warm-db simulates the same: at 1 % of the space (1 evaluation) bayes is at the
+  # optimum with the bf16 database (the two recordings share the winner of this shape), not without
+  first() { python3 -c 'import json,sys
+print(min(p["strategies"]["bayes"]["evals"][0]["perf_median"] for p in json.load(open(sys.argv[1]))))' "$1"; }
+  "$TUNE" bench-search "$R" --warm-db "$H100" --problem m128n14336k4096_col --repeats 3 --strategies bayes \
+    --jobs 1 --json > bw.json 2> bw.err
+  check "bench-search --warm-db exits 0" test $? -eq 0
+  check "with the bf16 database: the optimum at 1 evaluation" test "$(first bw.json)" = "1.0"
+  "$TUNE" bench-search "$R" --problem m128n14336k4096_col --repeats 3 --strategies bayes --jobs 1 --json > bc.json 2> bc.err
+  check "without it: not" test "$(first bc.json)" != "1.0"
+  "$TUNE" bench-search "$R" --warm-db nowhere.db --repeats 1 > bn.txt 2>&1
+  check "--warm-db of a missing file fails" test $? -ne 0
+  check "and says why" contains bn.txt "no such database"
 fi
 
 finish
