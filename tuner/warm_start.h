@@ -10,10 +10,11 @@
  * evaluations (they count against --budget) and the strategy observes them as
  * its own. Another recipe with the same parameters counts too: fp16 GEMM
  * tuned after bf16 GEMM on the same GPU starts from bf16's winner for the
- * same shape (distance 0). `tune bench-search` simulates the warm start within
- * one recipe: the problems in the recipe's order, each started from the bests
- * the same strategy and seed found on the earlier ones. --no-warm-start turns
- * it off. */
+ * same shape (distance 0). `tune bench-search` simulates the warm start: the
+ * problems in the recipe's order, each started from the bests the same
+ * strategy and seed found on the earlier ones (and, with --warm-db FILE, from
+ * FILE's bests as tune run takes them from its database). --no-warm-start
+ * turns it off. */
 #ifndef TUNE_WARM_START_H
 #define TUNE_WARM_START_H
 
