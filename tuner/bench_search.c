@@ -934,7 +934,7 @@ int tune_bench_search_main(int argc, char **argv) {
       uint64_t *extra = NULL;
       double *extra_dist = NULL;
       int n_extra = 0;
-      if (wdb && tune_warm_bests_db(wdb, r, dev.name, p, pspace, &extra, &extra_dist, &n_extra, &err)) goto fail;
+      if (wdb && tune_warm_bests_db(wdb, r, dev.name, dev.arch, p, pspace, &extra, &extra_dist, &n_extra, &err)) goto fail;
       if (n_extra > WARM_DB_MAX) n_extra = WARM_DB_MAX;
       bench_run br = {.b = &b, .names = names, .labels = labels, .halving = margins, .with_halving = halving > 0,
                       .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent, .warm = warm,

@@ -258,7 +258,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     uint64_t *bests = NULL;
     double *dist = NULL;
     int n_bests = 0;
-    if (tune_warm_bests_db(db, r, dev->name, p, space, &bests, &dist, &n_bests, err)) goto fail;
+    if (tune_warm_bests_db(db, r, dev->name, dev->arch, p, space, &bests, &dist, &n_bests, err)) goto fail;
     n_warm = tune_warm_order(bests, dist, n_bests, space, tune_warm_max(o->budget), warm);
     free(bests);
     free(dist);

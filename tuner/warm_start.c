@@ -51,8 +51,9 @@ int tune_warm_order(const uint64_t *bests, const double *dist, int n, const sear
   return m;
 }
 
-int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const tune_problem *p,
-                       const search_space *space, uint64_t **out, double **dist, int *n, tune_err *err) {
+int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const char *arch,
+                       const tune_problem *p, const search_space *space, uint64_t **out, double **dist, int *n,
+                       tune_err *err) {
   *out = NULL;
   *dist = NULL;
   *n = 0;
@@ -89,8 +90,11 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     const char *ph = json_string_value(json_object_get(row, "problem_hash"));
     const char *ch = json_string_value(json_object_get(row, "config_hash"));
     const char *rn = json_string_value(json_object_get(row, "recipe"));
-    if (!dev || !ph || !ch || !rn || strcmp(dev, device)) continue;
-    if (!strcmp(ph, p->hash) && !strcmp(rn, r->name)) continue; /* this very problem */
+    const char *ra = json_string_value(json_object_get(row, "arch"));
+    if (!dev || !ph || !ch || !rn) continue;
+    int same_gpu = !strcmp(dev, device);
+    if (!same_gpu && (!arch || !ra || strcmp(ra, arch))) continue; /* another GPU: of the same arch only */
+    if (same_gpu && !strcmp(ph, p->hash) && !strcmp(rn, r->name)) continue; /* this very problem */
     json_t *quick = json_object_get(row, "quick_only");
     if (json_is_true(quick) || json_integer_value(quick) != 0) continue; /* not a full timing (halving.h) */
     for (size_t k = 0; k < space->n_points; k++) /* its point: the config of the same hash */
@@ -99,6 +103,7 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
         json_t *dj = json_object_get(row, "problem_dims");
         char *dims = json_is_object(dj) ? json_dumps(dj, JSON_COMPACT) : NULL;
         dst[m] = dims ? tune_problem_distance(p->dims_json, dims) : 1e9;
+        if (!same_gpu) dst[m] += TUNE_WARM_OTHER_GPU; /* after the same shape here, before other shapes */
         free(dims);
         pts[m++] = space->points[k];
         break;

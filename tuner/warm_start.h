@@ -26,6 +26,14 @@
 
 #define TUNE_WARM_MAX 8 /* at most this many warm-start configs per problem */
 
+/* What a best measured on another GPU of the same architecture adds to its
+ * problem distance: the same shape measured there comes after the same
+ * shape measured here, before any other shape (distances are >= 1 apart
+ * between different shapes). The H200's GEMM winners reach >= 98 % of the
+ * H100's optimum on 56 of 59 recorded spaces, more than the nearest other
+ * shape's winner on the H100 itself (docs/search.md). */
+#define TUNE_WARM_OTHER_GPU 0.5
+
 /* How many warm-start configs a problem gets: a quarter of an evaluation
  * budget (at least 1, at most TUNE_WARM_MAX), TUNE_WARM_MAX without one. */
 int tune_warm_max(long long budget);
@@ -47,10 +55,12 @@ int tune_warm_order(const uint64_t *bests, const double *dist, int n, const sear
  * GPU named `device` (ok results; a config whose parameters r no longer has
  * is left out), and for any other recipe's problems, p's dims included,
  * whose best config is a config of r (same parameters and values: e.g.
- * gemm.f16 and gemm), as points of `space`, and their problems' distances
- * to p: new arrays in *out and *dist (free() both), *n of them (0 and NULL
- * when none). */
-int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const tune_problem *p,
-                       const search_space *space, uint64_t **out, double **dist, int *n, tune_err *err);
+ * gemm.f16 and gemm), then the same from other GPUs of architecture `arch`
+ * (NULL: none; their distances TUNE_WARM_OTHER_GPU larger), as points
+ * of `space`, and their problems' distances to p: new arrays in *out and
+ * *dist (free() both), *n of them (0 and NULL when none). */
+int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const char *arch,
+                       const tune_problem *p, const search_space *space, uint64_t **out, double **dist, int *n,
+                       tune_err *err);
 
 #endif
