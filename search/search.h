@@ -84,8 +84,9 @@ extern const char *const search_strategy_names[];
 int search_strategy_new(const char *name, const search_space *space, uint64_t seed,
                         search_strategy **out, tune_err *err);
 
-/* Propose up to `max` points not proposed before into out[]; *n_out is set to
- * the number written, 0 when the strategy has nothing more to propose. */
+/* Propose up to `max` points neither proposed nor observed before into out[];
+ * *n_out is set to the number written, 0 when the strategy has nothing more to
+ * propose. */
 int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *n_out,
                                tune_err *err);
 

@@ -29,7 +29,11 @@ struct search_strategy {
   const search_strategy_vt *vt; /* what kind of strategy this is */
   const search_space *space;    /* borrowed: outlives the strategy */
   uint64_t seed;                /* as given to search_strategy_new */
-  uint64_t n_proposed;          /* points proposed so far (kept by strategy.c) */
+  uint64_t n_proposed;          /* points the vt proposed so far (kept by strategy.c; exhaustive and
+                                   random use it as their cursor) */
+  unsigned char *seen;          /* [n_points / 8 + 1] bit per space index: proposed or observed;
+                                   strategy.c drops what the vt proposes again after an outside
+                                   observation (a warm start) */
   uint64_t n_observed;          /* observe calls so far */
   uint64_t n_failed;            /* of which reported a failure (cost < 0) */
   int has_best;                 /* 1 once a point with cost >= 0 was observed */

@@ -116,7 +116,11 @@ int search_strategy_new(const char *name, const search_space *space, uint64_t se
                      name, known);
   }
   search_strategy *s = calloc(1, sizeof *s);
-  if (!s) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for '%s'", name);
+  if (s) s->seen = calloc(space->n_points / 8 + 1, 1);
+  if (!s || !s->seen) {
+    free(s);
+    return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for '%s'", name);
+  }
   s->vt = vt;
   s->space = space;
   s->seed = seed;
@@ -124,6 +128,7 @@ int search_strategy_new(const char *name, const search_space *space, uint64_t se
     int rc = vt->init(s, err);
     if (rc) {
       if (vt->free) vt->free(s);
+      free(s->seen);
       free(s);
       return rc;
     }
@@ -140,17 +145,30 @@ int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *
   if (max < 1)
     return tune_fail(err, TUNE_EINVAL, "search_strategy_next_batch: max is %d, must be >= 1",
                      max);
-  int n = 0;
-  int rc = s->vt->next_batch(s, out, max, &n, err);
-  if (rc) return rc;
-  TUNE_ASSERT(n >= 0 && n <= max);
-  s->n_proposed += (uint64_t)n;
+  /* a point observed before the vt proposed it (tune run's warm start) is not proposed again: the
+     strategies without a record of their own (exhaustive, random) would measure it twice */
+  int n = 0, m = 0;
+  do {
+    int rc = s->vt->next_batch(s, out, max, &m, err);
+    if (rc) return rc;
+    TUNE_ASSERT(m >= 0 && m <= max);
+    s->n_proposed += (uint64_t)m;
+    n = 0;
+    for (int i = 0; i < m; i++) {
+      long k = search_space_find(s->space, out[i]);
+      if (k >= 0 && (s->seen[k / 8] >> (k % 8) & 1)) continue;
+      if (k >= 0) s->seen[k / 8] |= (unsigned char)(1u << (k % 8));
+      out[n++] = out[i];
+    }
+  } while (n == 0 && m > 0);
   *n_out = n;
   return TUNE_OK;
 }
 
 void search_strategy_observe(search_strategy *s, uint64_t point, double cost_ns) {
   s->n_observed++;
+  long k = search_space_find(s->space, point);
+  if (k >= 0) s->seen[k / 8] |= (unsigned char)(1u << (k % 8));
   if (cost_ns >= 0) { /* false for NaN too: a NaN cost counts as a failure */
     if (!s->has_best || cost_ns < s->best_cost_ns) {
       s->has_best = 1;
@@ -175,5 +193,6 @@ const char *search_strategy_name(const search_strategy *s) { return s->vt->name;
 void search_strategy_free(search_strategy *s) {
   if (!s) return;
   if (s->vt->free) s->vt->free(s);
+  free(s->seen);
   free(s);
 }

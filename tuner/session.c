@@ -307,20 +307,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
       n = n_warm - warm_next < want ? n_warm - warm_next : want;
       memcpy(pts, warm + warm_next, (size_t)n * sizeof *pts);
       warm_next += n;
-    } else {
-      /* a strategy that keeps no record (exhaustive) proposes the warm-start configs again: they were
-         measured a moment ago in this run, so drop them rather than count them as resumed */
-      int m = 0;
-      do {
-        if (search_strategy_next_batch(strat, pts, want, &m, err)) goto fail;
-        n = 0;
-        for (int k = 0; k < m; ++k) {
-          int warmed = 0;
-          for (int w = 0; w < n_warm && !warmed; ++w) warmed = pts[k] == warm[w];
-          if (!warmed) pts[n++] = pts[k];
-        }
-      } while (n == 0 && m > 0);
-    }
+    } else if (search_strategy_next_batch(strat, pts, want, &n, err)) goto fail; /* no warm config again */
     /* code proposals' variants not yet evaluated on this problem (this one's, earlier problems') */
     n_code = tune_code_set_take(codes, pi, code_idx, want - n);
     if (n + n_code == 0) break;
