@@ -74,9 +74,10 @@ static const char *usage_bench =
     "  --strategies A,B,...   strategies to run (default random,anneal,genetic,bayes,bandit,\n"
     "                         bayes:cold); NAME:cold runs NAME without the warm start\n"
     "  --no-warm-start        no strategy starts warm\n"
-    "  --warm-db FILE         also warm-start from the bests FILE holds for the same GPU,\n"
-    "                         as tune run does from its --db: another recipe's with the\n"
-    "                         same parameters count (bf16 GEMM results for gemm.f16)\n"
+    "  --warm-db FILE         also warm-start from the bests FILE holds, as tune run does\n"
+    "                         from its --db: this GPU's, another recipe's with the same\n"
+    "                         parameters (bf16 GEMM results for gemm.f16), and other GPUs'\n"
+    "                         of the same architecture (docs/search.md)\n"
     "  --problem P            only problems named P (repeatable; the warm start then\n"
     "                         learns from the selected earlier problems only)\n"
     "  --jobs N               threads (default: number of cores)\n"
@@ -404,13 +405,8 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
   int n_warm[N_BUDGETS], done[N_BUDGETS] = {0};
   for (int j = 0; j < N_BUDGETS; j++) {
     n_warm[j] = 0;
-    if (!br->warm[s] || br->n_hist + br->n_extra == 0) continue;
-    if (br->n_extra == 0) {
-      n_warm[j] = tune_warm_order(hist_at(br, s, k, j), br->hist_dist, br->n_hist, b->space,
-                                  tune_warm_max(b->evals[j]), warm[j]);
-      continue;
-    }
-    /* --warm-db: its candidates first (ties go to the earlier entry), then this run's history */
+    if (!br->warm[s]) continue;
+    /* --warm-db's candidates first (ties go to the earlier entry), then this run's history */
     uint64_t cand[WARM_DB_MAX + 256];
     double cdist[WARM_DB_MAX + 256];
     int nc = 0;
