@@ -1,10 +1,8 @@
--- gemm/f16.lua: recipes gemm.f16 and gemm.f16.splitk: GEMM with fp16 a and b, fp32 accumulation,
--- bf16 output (the issue's "bf16 and fp16 in"), through templates/gemm/f16.cuh: recipes/gemm.lua's
--- mma.sync (PATH 0) and wgmma (PATH 1) paths with all their knobs (tiles, rings, warp roles,
--- setmaxnreg, TMA, persistence, tile order, split-K with partials or a cluster), the same
--- constraints, shape rules and tolerance. Not the CUDA-core GEMV paths (PATH 2, gemm.gemv_rows),
--- which read their inputs with bf16 bit arithmetic: at M = 1 and 16 the fp16 recipes have mma.sync
--- tiles of 16 rows (and split-K), which read b once as the GEMV does but issue 16 rows of math.
+-- gemm/f16.lua: recipes gemm.f16, gemm.f16.splitk and gemm.f16.gemv_rows: GEMM with fp16 a and b,
+-- fp32 accumulation, bf16 output (the issue's "bf16 and fp16 in"), through templates/gemm/f16.cuh and
+-- gemv_rows_f16.cuh: recipes/gemm.lua's three recipes with all their paths and knobs (mma.sync,
+-- wgmma with its tiles, rings, warp roles, setmaxnreg, TMA, persistence, tile order; the CUDA-core
+-- GEMVs; split-K with partials or a cluster), the same constraints, shape rules and tolerance.
 -- Recorded on its own (data/recorded/gemm.f16.db) so that gemm.lua's recording keeps its source hash;
 -- the recipes are derived from gemm.lua's tables (require), so a change there reaches these too.
 
@@ -49,19 +47,16 @@ local function f16_args(args)
   return t
 end
 
-local function derive(r, name, probs)
+local function derive(r, name, probs, template)
   local d = copy(r)
   d.name = name
-  d.template = "templates/gemm/f16.cuh"
+  d.template = template or "templates/gemm/f16.cuh"
   d.problems = problems(probs)
   d.args = f16_args(r.args)
   d.reference = copy(r.reference)
   d.reference.source = "templates/gemm/reference_f16.cuh"
-  local cons = {}
-  for i, f in ipairs(r.constraints) do cons[i] = f end
-  cons[#cons + 1] = function(c) return c.PATH ~= 2 end  -- no GEMV (it reads bf16)
-  d.constraints = cons
-  if d.kernel then d.kernel = "gemm_f16" end
+  if d.kernel == "gemm_bf16" then d.kernel = "gemm_f16" end
+  if d.kernel == "gemv_rows" then d.kernel = "gemv_rows_f16" end
   if type(r.launch[1]) == "table" then  -- split-K: the GEMM, then the reduce kernel
     d.launch = {}
     for i, l in ipairs(r.launch) do
@@ -72,6 +67,11 @@ local function derive(r, name, probs)
   return d
 end
 
+local rows = {}  -- gemm.gemv_rows: row-major b, M <= 8
+for _, p in ipairs(DECODE) do
+  if p[1] <= 8 and p[4] == "row" then rows[#rows + 1] = p end
+end
+
 local all = {}
 for _, p in ipairs(LARGE) do all[#all + 1] = p end
 for _, p in ipairs(DECODE) do all[#all + 1] = p end
@@ -79,4 +79,5 @@ for _, p in ipairs(DECODE) do all[#all + 1] = p end
 return {
   derive(base[1], "gemm.f16", all),
   derive(base[2], "gemm.f16.splitk", DECODE),
+  derive(base[3], "gemm.f16.gemv_rows", rows, "templates/gemm/gemv_rows_f16.cuh"),
 }

@@ -1,26 +1,25 @@
 // f16.cuh: gemm.cuh with fp16 a and b (fp32 accumulation, bf16 output, as the issue asks: bf16 or
-// fp16 in, bf16 out), for the gemm.f16 recipes (recipes/gemm/f16.lua): PATH 0 (mma.sync) and PATH 1
-// (wgmma) with every knob of gemm.cuh, split-K included. Kernels gemm_f16 and gemm_splitk_reduce.
+// fp16 in, bf16 out), for the gemm.f16 recipes (recipes/gemm/f16.lua): all three paths of gemm.cuh
+// with every knob, split-K included. Kernels gemm_f16 and gemm_splitk_reduce.
 //
 // fp16 and bf16 are both 16-bit: global loads, cp.async and TMA copies, shared-memory layouts,
 // swizzles and ldmatrix move them alike (the tensor maps say FLOAT16: the recipe's arguments are
 // f16). Only the tensor-core instructions read them as numbers, so this file defines the fp16 forms
 // of the two that gemm_sm80.cuh and gemm_sm90.cuh issue and includes gemm.cuh with those two names
 // (and the kernel's) mapped to them by the preprocessor; a and b keep their bf16-typed pointers in
-// there, as raw 16-bit words. The bf16 templates' text, and with it the source hashes of the
-// recordings made with them (gemm.db, attention.prefill_sm90.db), stay as they are. At the next
-// re-recording of those, an element-type parameter of common/mma.cuh and common/wgmma.cuh would do
-// this without the copies below. Not here: PATH 2 (the GEMV converts its inputs with bf16 bit
-// arithmetic) and gemm.gemv_rows; recipes/gemm/f16.lua leaves them out.
+// there, as raw 16-bit words. PATH 2 (the CUDA-core GEMV, gemv.cuh) converts its inputs itself, with
+// __uint_as_float and __bfloat162float: for it those two are mapped to fp16 readings
+// (gemm/f16_bits.cuh), after every header it uses is in, so that only gemv.cuh's text sees them. The
+// bf16 templates' text, and with it the source hashes of the recordings made with them (gemm.db,
+// attention.prefill_sm90.db), stay as they are. At the next re-recording of those, an element-type
+// parameter of common/mma.cuh, common/wgmma.cuh and the GEMVs would do this without the copies below.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "common/mma.cuh"
 #include "common/wgmma.cuh"
 
-#if defined(PATH) && PATH == 2
-#error "gemm/f16.cuh: PATH 0 or 1 (the GEMV path reads its inputs as bf16)"
-#endif
+#include "gemm/f16_bits.cuh"
 
 namespace tune {
 
@@ -121,4 +120,10 @@ __device__ __forceinline__ void wgmma_f16_m64k16_ss(float (&d)[N / 2], unsigned 
 #define mma_bf16_16816 mma_f16_16816
 #define wgmma_m64k16_ss wgmma_f16_m64k16_ss
 #define gemm_bf16 gemm_f16
+#if defined(PATH) && PATH == 2
+#include "common/ld_stream.cuh"
+#include "common/tma.cuh"
+#define __uint_as_float tune_f16_top_to_float
+#define __bfloat162float tune_f16_bits_to_float
+#endif
 #include "gemm/gemm.cuh"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# recipes/gemm/f16.lua (gemm.f16, gemm.f16.splitk: fp16 a and b through templates/gemm/f16.cuh) without
-# a GPU: the recipes load from gemm.lua's tables, offer the mma.sync and wgmma paths but not the GEMV,
-# take f16 tensors, and their variants compile for sm_90a as kernels named gemm_f16, without local
-# memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua), and
+# recipes/gemm/f16.lua (gemm.f16, gemm.f16.splitk, gemm.f16.gemv_rows: fp16 a and b through
+# templates/gemm/f16.cuh and gemv_rows_f16.cuh) without a GPU: the recipes load from gemm.lua's tables,
+# offer the mma.sync, wgmma and GEMV paths, take f16 tensors, and their variants compile for sm_90a as
+# kernels named gemm_f16 / gemv_rows_f16, without local memory; by default `tune run` replays data/recorded/gemm.f16.db (the file is recipes/gemm/f16.lua), and
 # an exhaustive run measures the warm-start configs once, and a run on a database with bf16 results of the
 # same GPU starts from their winners.
 . "$(dirname "$0")/lib.sh"
@@ -14,10 +14,21 @@ P=m128n8192k8192_row
 check "gemm_space exits 0" test $? -eq 0
 check "gemm.f16 listed" contains space.txt "^gemm.f16: "
 check "gemm.f16.splitk listed" contains space.txt "^gemm.f16.splitk: "
+check "gemm.f16.gemv_rows listed" contains space.txt "^gemm.f16.gemv_rows: "
 "$BUILD/tools/gemm_space" "$R" $P > p.txt 2>&1
 check "wgmma variants" contains p.txt '"PATH":1,'
 check "mma.sync variants" contains p.txt '"PATH":0,'
-check "no GEMV variants" lacks p.txt '"PATH":2,'
+check "no GEMV variants at M = 128" lacks p.txt '"PATH":2,'
+"$BUILD/tools/gemm_space" "$R" m1n8192k8192_col > p1.txt 2>&1
+check "GEMV variants at M = 1" contains p1.txt '"PATH":2,'
+
+# the GEMVs with fp16 a and b: both read their inputs through the fp16 conversion (f16_bits.cuh)
+"$TUNE" run "$R" --compile-only --db g.db --jobs 2 --quiet --problem m1n8192k8192_row --only PATH=2 --only GR_WARPS=8 \
+  > gemv.txt 2>&1
+check "GEMV compile-only exits 0" test $? -eq 0
+check "gemv_rows_f16 compiled" test "$(sql g.db "SELECT count(*) FROM binaries WHERE ok = 1 AND lowered_name = 'gemv_rows_f16'")" -ge 1
+check "GEMV path compiled" test "$(sql g.db "SELECT count(*) FROM binaries WHERE ok = 1 AND options LIKE '%PATH=2%'")" -ge 1
+check "no GEMV compile errors" test "$(sql g.db "SELECT count(*) FROM binaries WHERE ok = 0")" -eq 0
 
 "$TUNE" run "$R" --compile-only --db c.db --jobs 2 --quiet --problem $P --only USE_TMA=1 > compile.txt 2>&1
 check "compile-only exits 0" test $? -eq 0
@@ -38,7 +49,7 @@ if [ -f "$SRC/data/recorded/gemm.f16.db" ]; then
   "$TUNE" run "$R" --db x.db --strategy exhaustive --problem m1n8192k8192_col --problem m1n14336k4096_col > ex.txt 2>&1
   check "exhaustive replay exits 0" test $? -eq 0
   check "the second problem starts warm" contains ex.txt "warm start: 1 config"
-  check "every config once, none resumed" contains ex.txt "^gemm.f16: 16 results, 16 ok; 0 resumed"
+  check "every config once, none resumed" contains ex.txt "^gemm.f16: 40 results, 40 ok; 0 resumed"
 fi
 H100="$SRC/data/recorded/h100/gemm.db"
 if [ -f "$SRC/data/recorded/gemm.f16.db" ] && [ -f "$H100" ]; then
