@@ -105,12 +105,14 @@ static const char *usage_db =
     "  --db FILE    database (default tune.db)\n"
     "  --json       print JSON instead of a table\n";
 
-static void on_sigint(int sig) {
-  (void)sig;
-  if (tune_interrupted) _exit(130); /* second Ctrl-C: leave now */
-  tune_interrupted = 1;
-  static const char m[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again to quit now)\n";
-  if (write(2, m, sizeof m - 1)) {}
+/* Ctrl-C, or SIGTERM (what `timeout` and service managers send): stop after the variant in flight,
+   mark the run interrupted and exit 128 + the signal; the same signal again leaves at once. */
+static void on_stop_signal(int sig) {
+  if (tune_interrupted) _exit(128 + sig);
+  tune_interrupted = sig;
+  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again to quit now)\n";
+  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again to quit now)\n";
+  if (sig == SIGTERM ? write(2, m_term, sizeof m_term - 1) : write(2, m_int, sizeof m_int - 1)) {}
 }
 
 static int parse_budget(const char *s, long long *n, double *secs) {
@@ -199,15 +201,16 @@ static int cmd_run(int argc, char **argv) {
   if (o.arch && !o.compile_only) { fprintf(stderr, "tune run: --arch only applies with --compile-only (a GPU gives its own)\n"); return 2; }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_stop_signal;
   sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   tune_err err;
   tune_err_clear(&err);
   if (tune_session_run(&o, &err)) {
     fprintf(stderr, "tune run: %s\n", err.msg);
     return err.code == TUNE_ENOGPU ? 3 : 1;
   }
-  return tune_interrupted ? 130 : 0;
+  return tune_interrupted ? 128 + tune_interrupted : 0;
 }
 
 /* ---- tune db ----------------------------------------------------------------- */
@@ -342,7 +345,10 @@ int main(int argc, char **argv) {
     int dev = 0;
     for (int i = 2; i + 1 < argc; ++i)
       if (!strcmp(argv[i], "--device")) dev = atoi(argv[i + 1]);
-    signal(SIGINT, SIG_IGN); /* the tuner decides when the worker stops */
+    /* the tuner decides when the worker stops: a signal to the whole process group (Ctrl-C, a
+       group SIGTERM) must not kill it mid-measurement, which would record a false crash */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     int out_fd = dup(1);
     dup2(2, 1);           /* stray prints must not corrupt the protocol */
     return tune_worker_main(dev, 0, out_fd);

@@ -25,4 +25,23 @@ n_nr=$(sql x.db "select count(*) from results where status='not_recorded'")
 n_ok=$(sql x.db "select count(*) from results where status='ok'")
 check "new values come back not_recorded ($n_nr)" test "$n_nr" -gt 0
 check "recorded values still answer ($n_ok)" test "$n_ok" -gt 0
+# SIGTERM (what `timeout` sends) stops a run as Ctrl-C does: after the variant in flight, the run
+# marked interrupted, exit 143; a second run resumes from what was stored
+"$TUNE" run "$SRC/recipes/attention.lua" --db t.db > term.txt 2>&1 &
+pid=$!
+for _ in $(seq 100); do  # until some results are stored (at most ~10 s)
+  [ -f t.db ] && [ "$(sql t.db "select count(*) from results" 2>/dev/null || echo 0)" -gt 10 ] && break
+  sleep 0.1
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+check "SIGTERM: exit 143 (rc $rc)" test $rc -eq 143
+check "SIGTERM: says so" contains term.txt "SIGTERM: finishing the variant in flight"
+check "SIGTERM: results kept" contains term.txt "interrupted: results so far are stored"
+check "SIGTERM: the run is marked interrupted" test "$(sql t.db "select status from runs order by id desc limit 1")" = interrupted
+n_stored=$(sql t.db "select count(*) from results")
+"$TUNE" run "$SRC/recipes/attention.lua" --db t.db --problem b4h32s4096d128 > term2.txt 2>&1
+check "after SIGTERM: a rerun exits 0" test $? -eq 0
+check "after SIGTERM: it resumes ($n_stored stored)" test "$(grep -o '[0-9]* resumed' term2.txt | head -1 | cut -d' ' -f1)" -gt 0
 finish
