@@ -27,14 +27,9 @@
 #include <cudaTypedefs.h>
 #endif
 
-#define CUDA_TRY(call)                                                                          \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-      exit(3);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#define CK_EXIT 3 /* a CUDA error; 1 is a wrong result */
+#include "cuda_check.h"
+#define CUDA_TRY CK
 
 #define STR2(x) #x
 #define STR(x) STR2(x)
