@@ -11,24 +11,25 @@ int tune_warm_max(long long budget) {
   return k < 1 ? 1 : k > TUNE_WARM_MAX ? TUNE_WARM_MAX : (int)k;
 }
 
+double tune_problem_distance_json(const json_t *a, const json_t *b) {
+  if (!json_is_object(a) || !json_is_object(b)) return 1e9; /* unreadable dims: as far as can be */
+  double d = 0;
+  const char *k;
+  json_t *va, *vb;
+  json_object_foreach((json_t *)a, k, va) {
+    vb = json_object_get(b, k);
+    if (json_is_number(va) && json_is_number(vb) && json_number_value(va) > 0 && json_number_value(vb) > 0)
+      d += fabs(log2(json_number_value(va) / json_number_value(vb)));
+    else if (!vb || !json_equal(va, vb)) d += 1;
+  }
+  json_object_foreach((json_t *)b, k, vb) if (!json_object_get(a, k)) d += 1;
+  return d;
+}
+
 double tune_problem_distance(const char *dims_a, const char *dims_b) {
   json_error_t je;
   json_t *a = json_loads(dims_a, 0, &je), *b = json_loads(dims_b, 0, &je);
-  double d = 0;
-  if (!json_is_object(a) || !json_is_object(b)) {
-    d = 1e9; /* unreadable dims: as far as can be */
-  } else {
-    const char *k;
-    json_t *va;
-    json_object_foreach(a, k, va) {
-      json_t *vb = json_object_get(b, k);
-      if (json_is_number(va) && json_is_number(vb) && json_number_value(va) > 0 && json_number_value(vb) > 0)
-        d += fabs(log2(json_number_value(va) / json_number_value(vb)));
-      else if (!vb || !json_equal(va, vb)) d += 1;
-    }
-    json_t *vb;
-    json_object_foreach(b, k, vb) if (!json_object_get(a, k)) d += 1;
-  }
+  double d = tune_problem_distance_json(a, b);
   json_decref(a);
   json_decref(b);
   return d;
@@ -83,6 +84,8 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     search_point_decode(space, space->points[k], vi);
     tune_recipe_config_hash(r, vi, hashes[k]);
   }
+  json_error_t je;
+  json_t *pdims = json_loads(p->dims_json, 0, &je); /* this problem's dims, parsed once */
   int m = 0;
   for (size_t i = 0; hashes && i < nr; i++) {
     json_t *row = json_array_get(rows, i);
@@ -100,16 +103,14 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     for (size_t k = 0; k < space->n_points; k++) /* its point: the config of the same hash */
       if (!strcmp(hashes[k], ch)) {
         /* db rows give a *_json column parsed, under its name without the suffix */
-        json_t *dj = json_object_get(row, "problem_dims");
-        char *dims = json_is_object(dj) ? json_dumps(dj, JSON_COMPACT) : NULL;
-        dst[m] = dims ? tune_problem_distance(p->dims_json, dims) : 1e9;
+        dst[m] = tune_problem_distance_json(pdims, json_object_get(row, "problem_dims"));
         if (!same_gpu) dst[m] += TUNE_WARM_OTHER_GPU; /* after the same shape here, before other shapes */
-        free(dims);
         pts[m++] = space->points[k];
         break;
       }
   }
   free(hashes);
+  json_decref(pdims);
   json_decref(rows);
   if (m == 0) {
     free(pts);

@@ -43,6 +43,8 @@ int tune_warm_max(long long budget);
  * difference (a string such as a layout, a key only one of them has), 0 for
  * equal values. */
 double tune_problem_distance(const char *dims_a, const char *dims_b);
+/* The same from parsed dims (NULL or not an object: 1e9, as far as can be). */
+double tune_problem_distance_json(const json_t *a, const json_t *b);
 
 /* From bests[n] (one point per other problem: its best config) and
  * dist[n] (that problem's tune_problem_distance to this one), the points of
