@@ -461,6 +461,40 @@ static long centre_point(bayes_state *st) {
   return pick;
 }
 
+/* Of BAYES_INIT_DRAWS random unseen points, the one farthest (least squared
+ * distance to its nearest) from the points queued or observed; -1 when every
+ * point is seen. */
+static long farthest_draw(bayes_state *st) {
+  search_pool *p = &st->pool;
+  long pick = -1;
+  double pick_d = -1;
+  uint32_t draws[BAYES_INIT_DRAWS];
+  int nd = 0;
+  for (int t = 0; t < BAYES_INIT_DRAWS; t++) {
+    long q = search_pool_random_unseen(p);
+    if (q < 0) break;
+    p->seen[q] = 2; /* keep the draws distinct; undone below */
+    draws[nd++] = (uint32_t)q;
+    double dmin = INFINITY;
+    for (uint32_t i = 0; i < p->queue_len; i++) {
+      double dd = dist2(st, (uint32_t)q, p->queue[i]);
+      if (dd < dmin) dmin = dd;
+    }
+    for (int i = 0; i < st->n_obs; i++) {
+      double dd = dist2(st, (uint32_t)q, st->obs[i]);
+      if (dd < dmin) dmin = dd;
+    }
+    if (dmin > pick_d) {
+      pick_d = dmin;
+      pick = q;
+    }
+  }
+  for (int i = 0; i < nd; i++) p->seen[draws[i]] = 0;
+  /* The draws not picked were consumed from the shuffle; the pool finds
+   * them again by its final scan, so nothing is lost. */
+  return pick;
+}
+
 /* The initial design: the centre point, then n_init - 1 points, each the
  * unseen draw farthest from the points chosen or seen so far (maximin over
  * BAYES_INIT_DRAWS draws); after a warm start, n_init such farthest draws
@@ -480,33 +514,7 @@ static int initial_design(bayes_state *st, tune_err *err) {
     }
   }
   for (int c = c0; c < st->n_init && p->n_seen < p->n; c++) {
-    long pick = -1;
-    double pick_d = -1;
-    uint32_t draws[BAYES_INIT_DRAWS];
-    int nd = 0;
-    for (int t = 0; t < BAYES_INIT_DRAWS; t++) {
-      long q = search_pool_random_unseen(p);
-      if (q < 0) break;
-      p->seen[q] = 2; /* keep the draws distinct; undone below */
-      draws[nd++] = (uint32_t)q;
-      double dmin = INFINITY;
-      for (uint32_t i = 0; i < p->queue_len; i++) {
-        double dd = dist2(st, (uint32_t)q, p->queue[i]);
-        if (dd < dmin) dmin = dd;
-      }
-      for (int i = 0; i < st->n_obs; i++) {
-        double dd = dist2(st, (uint32_t)q, st->obs[i]);
-        if (dd < dmin) dmin = dd;
-      }
-      if (dmin > pick_d) {
-        pick_d = dmin;
-        pick = q;
-      }
-    }
-    for (int i = 0; i < nd; i++) p->seen[draws[i]] = 0;
-    /* The draws not picked were consumed from the shuffle; the pool finds
-     * them again by its final scan, so nothing is lost. */
-    int rc = search_pool_push(p, (uint32_t)pick, err);
+    int rc = search_pool_push(p, (uint32_t)farthest_draw(st), err);
     if (rc) return rc;
   }
   return TUNE_OK;
