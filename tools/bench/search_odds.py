@@ -29,6 +29,9 @@ def spaces(db):
 
 
 def main():
+    if any(a.startswith("-") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
     dbs = sys.argv[1:] or sorted(glob.glob("data/recorded/*.db"))
     rows = []
     for db in dbs:
