@@ -295,6 +295,7 @@ typedef struct bench_run {
   const uint64_t *extra;     /* [n_extra] --warm-db candidates for this problem, the same for every run */
   const double *extra_dist;  /* [n_extra] their problems' distances to this one */
   int n_extra;
+  int project;               /* this problem opens a new regime: tune_warm_order may project */
   uint64_t *found_pt;        /* [strategy][seed][N_BUDGETS] this problem's best point per evaluation budget */
   int *has_pt;               /* [strategy][seed][N_BUDGETS] 1: found_pt is set */
   atomic_int next;           /* next job: strategy * repeats + seed index */
@@ -413,7 +414,7 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
     for (int e = 0; e < br->n_extra; e++) cand[nc] = br->extra[e], cdist[nc++] = br->extra_dist[e];
     const uint64_t *h = hist_at(br, s, k, j);
     for (int e = 0; e < br->n_hist; e++) cand[nc] = h[e], cdist[nc++] = br->hist_dist[e];
-    n_warm[j] = tune_warm_order(cand, cdist, nc, b->space, tune_warm_max(b->evals[j]), warm[j]);
+    n_warm[j] = tune_warm_order(cand, cdist, nc, b->space, tune_warm_max(b->evals[j]), br->project, warm[j]);
   }
   double *fe_all = found_at(br, s, k, 0), *ft_all = found_at(br, s, k, 1);
   double *sp_all = br->spent + run_index(br, s, k) * N_BUDGETS;
@@ -840,6 +841,8 @@ int tune_bench_search_main(int argc, char **argv) {
   memset(&b, 0, sizeof b);
   double *found = NULL, *tmp = NULL, *tmp2 = NULL, *spent = NULL;
   uint64_t *found_pt = NULL, *hist = NULL; /* warm start: this problem's bests, the earlier ones' bests */
+  uint64_t *before = NULL; /* the union of the spaces of the recipe's problems so far (ascending) */
+  size_t n_before = 0;
   int *has_pt = NULL;
   cell(*cells)[2][N_BUDGETS] = NULL;
   json_t *out = NULL;
@@ -900,6 +903,7 @@ int tune_bench_search_main(int argc, char **argv) {
     if (search_space_enumerate(&def, &space, &err)) goto fail;
     /* warm-start candidates of this recipe's problems, in the recipe's order (as tune run meets them) */
     free(hist);
+    n_before = 0; /* the new regime is a matter of one recipe's problems */
     hist = malloc((size_t)n_names * (size_t)repeats * N_BUDGETS * (size_t)(r->n_problems ? r->n_problems : 1) *
                   sizeof(uint64_t));
     if (!hist) {
@@ -913,11 +917,18 @@ int tune_bench_search_main(int argc, char **argv) {
       tune_problem *p = &r->problems[pi];
       int sel = n_problems == 0;
       for (int k = 0; k < n_problems; k++) sel |= !strcmp(problems[k], p->name);
-      if (!sel) continue;
       tune_err_clear(&e);
       search_space_free(pspace);
       pspace = NULL;
       if (tune_problem_space(r, p, &facts, space, &pspace, &rej, &err)) goto fail;
+      /* a new regime (as tune run decides it): no config shared with the recipe's problems before
+         this one, selected or not */
+      int project = n_before > 0 && !tune_warm_shares_point(pspace, before, n_before);
+      if (tune_warm_union_add(&before, &n_before, pspace)) {
+        tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
+        goto fail;
+      }
+      if (!sel) continue;
       if (bench_space_load(&b, db, r, p, pspace, &e)) {
         if (e.code != TUNE_ENOTFOUND) {
           tune_fail(&err, e.code, "%s", e.msg);
@@ -936,7 +947,8 @@ int tune_bench_search_main(int argc, char **argv) {
                       .n_strategies = n_names, .repeats = repeats, .found = found, .spent = spent, .warm = warm,
                       .hist = hist, .hist_dist = hist_dist, .n_hist = n_hist,
                       .max_problems = r->n_problems < 256 ? r->n_problems : 256, .found_pt = found_pt,
-                      .has_pt = has_pt, .extra = extra, .extra_dist = extra_dist, .n_extra = n_extra};
+                      .has_pt = has_pt, .extra = extra, .extra_dist = extra_dist, .n_extra = n_extra,
+                      .project = project};
       int run_rc = run_all(&br, jobs, &err);
       free(extra);
       free(extra_dist);
@@ -1003,6 +1015,7 @@ fail:
   free(found_pt);
   free(has_pt);
   free(hist);
+  free(before);
   free(tmp);
   free(tmp2);
   free(cells);

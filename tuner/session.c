@@ -190,7 +190,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
                        const tune_rejections *rej, db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id,
                        int64_t recipe_id, int64_t device_id, uint64_t seed, double t_deadline,
                        const tune_peaks *peaks, stats *st, tune_code_set *codes, int pi, int sweep, tune_spec *rspec,
-                       tune_err *err) {
+                       int project, tune_err *err) {
   tune_device_facts facts;
   tune_device_facts_from(dev, &facts);
   tune_problem_setup setup;
@@ -259,7 +259,7 @@ static int run_problem(const tune_run_opts *o, tune_recipe *r, tune_problem *p, 
     double *dist = NULL;
     int n_bests = 0;
     if (tune_warm_bests_db(db, r, dev->name, dev->arch, p, space, &bests, &dist, &n_bests, err)) goto fail;
-    n_warm = tune_warm_order(bests, dist, n_bests, space, tune_warm_max(o->budget), warm);
+    n_warm = tune_warm_order(bests, dist, n_bests, space, tune_warm_max(o->budget), project, warm);
     free(bests);
     free(dist);
     if (n_warm && !o->quiet) printf("warm start: %d config(s) best on the nearest other problems (of %s, or of a recipe with its parameters) first\n", n_warm, r->name);
@@ -568,18 +568,29 @@ fail:
 }
 
 /* run_problem over the configs that apply to p (problem_space.h): the
- * strategy walks only those; `recipe_space` is the recipe's constrained space. */
+ * strategy walks only those; `recipe_space` is the recipe's constrained space.
+ * *before (n_before points, ascending; NULL for a sweep) unites the spaces of
+ * the recipe's problems before p: p opens a new regime when it shares no
+ * config with them (warm_start.h), and its space joins them. With run 0 p is
+ * only added to *before. */
 static int run_problem_space(const tune_run_opts *o, tune_recipe *r, tune_problem *p, const search_space *recipe_space,
                              db_conn *db, tune_backend *be, const db_device *dev, int64_t run_id, int64_t recipe_id,
                              int64_t device_id, uint64_t seed, double t_deadline, const tune_peaks *peaks, stats *st,
-                             tune_code_set *codes, int pi, int sweep, tune_spec *spec, tune_err *err) {
+                             tune_code_set *codes, int pi, int sweep, tune_spec *spec, uint64_t **before,
+                             size_t *n_before, int run, tune_err *err) {
   tune_device_facts facts;
   tune_device_facts_from(dev, &facts);
   search_space *space = NULL;
   tune_rejections rej;
   if (tune_problem_space(r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
-  int rc = run_problem(o, r, p, space, &rej, db, be, dev, run_id, recipe_id, device_id, seed, t_deadline, peaks,
-                       st, codes, pi, sweep, spec, err);
+  int project = 0, rc = TUNE_OK;
+  if (before) {
+    project = *n_before > 0 && !tune_warm_shares_point(space, *before, *n_before);
+    if (tune_warm_union_add(before, n_before, space)) rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
+  }
+  if (!rc && run)
+    rc = run_problem(o, r, p, space, &rej, db, be, dev, run_id, recipe_id, device_id, seed, t_deadline, peaks, st,
+                     codes, pi, sweep, spec, project, err);
   search_space_free(space);
   return rc;
 }
@@ -703,20 +714,25 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
       tune_code_set_free(&codes);
       goto fail;
     }
+    uint64_t *before = NULL; /* the union of the spaces of the problems so far (warm_start.h: a new regime) */
+    size_t n_before = 0;
+    int warm_on = !o->no_warm_start && !o->compile_only;
     for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
-      if (!problem_selected(o, &r->problems[pi])) continue;
-      ++selected;
+      int sel = problem_selected(o, &r->problems[pi]);
+      if (!sel && !warm_on) continue;
+      selected += sel;
       rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, deadline, &peaks, &st,
-                       &codes, pi, 0, spec, err);
+                       &codes, pi, 0, spec, warm_on ? &before : NULL, &n_before, sel, err);
       if (rc) break;
     }
+    free(before);
     /* code proposals are verified on every problem of the recipe (a region that is right only
        for some sizes must not win elsewhere): the problems tuned before they came, and those
        --problem left out */
     for (int pi = 0; !rc && pi < r->n_problems && !tune_interrupted; ++pi)
       if (tune_code_set_pending(&codes, pi))
         rc = run_problem_space(o, r, &r->problems[pi], space, db, be, &dev, run_id, recipe_id, device_id, seed, 0, &peaks, &st,
-                         &codes, pi, 1, spec, err);
+                         &codes, pi, 1, spec, NULL, NULL, 1, err);
     if (!rc && codes.n) rc = tune_code_set_finish(&codes, db, o->quiet, err);
     tune_code_set_free(&codes);
     {

@@ -35,21 +35,105 @@ double tune_problem_distance(const char *dims_a, const char *dims_b) {
   return d;
 }
 
-int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
-                    uint64_t *out) {
-  int m = 0;
-  while (m < max) { /* n is small (the recipe's problems): pick the nearest remaining each round */
-    int pick = -1;
-    for (int i = 0; i < n; i++) {
-      if (search_space_find(space, bests[i]) < 0) continue;
-      int taken = 0;
-      for (int k = 0; k < m && !taken; k++) taken = out[k] == bests[i];
-      if (!taken && (pick < 0 || dist[i] < dist[pick])) pick = i;
+/* The point of `space` nearest to `point` (a point of the same parameters outside the space): least
+ * squared distance in value indexes scaled to [0, 1] per parameter, ties to the first; -1 when the
+ * space is empty or `point` is not a point of the parameters at all. */
+static long nearest_in_space(const search_space *space, uint64_t point) {
+  if (point >= space->n_total) return -1;
+  int want[SEARCH_MAX_PARAMS], vi[SEARCH_MAX_PARAMS];
+  search_point_decode(space, point, want);
+  long pick = -1;
+  double pick_d = 0;
+  for (size_t k = 0; k < space->n_points; k++) {
+    search_point_decode(space, space->points[k], vi);
+    double d = 0;
+    for (int i = 0; i < space->n_params; i++)
+      if (space->n_values[i] > 1) {
+        double x = (double)(vi[i] - want[i]) / (space->n_values[i] - 1);
+        d += x * x;
+      }
+    if (pick < 0 || d < pick_d) {
+      pick = (long)k;
+      pick_d = d;
     }
-    if (pick < 0) break;
-    out[m++] = bests[pick];
   }
+  return pick;
+}
+
+int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
+                    int project, uint64_t *out) {
+  int m = 0;
+  /* pass 0: the candidates that are configs of this space; pass 1 (a new regime, and none was):
+     each candidate's nearest config of this space instead */
+  for (int pass = 0; pass < 2 && m == 0 && (pass == 0 || project); pass++)
+    while (m < max) { /* n is small (the recipe's problems): pick the nearest remaining each round */
+      int pick = -1;
+      uint64_t pick_pt = 0;
+      for (int i = 0; i < n; i++) {
+        uint64_t pt = bests[i];
+        if (search_space_find(space, pt) < 0) {
+          long k = pass == 0 ? -1 : nearest_in_space(space, pt);
+          if (k < 0) continue;
+          pt = space->points[k];
+        }
+        int taken = 0;
+        for (int k = 0; k < m && !taken; k++) taken = out[k] == pt;
+        if (!taken && (pick < 0 || dist[i] < dist[pick])) {
+          pick = i;
+          pick_pt = pt;
+        }
+      }
+      if (pick < 0) break;
+      out[m++] = pick_pt;
+    }
   return m;
+}
+
+int tune_warm_shares_point(const search_space *space, const uint64_t *pts, size_t n) {
+  size_t i = 0, j = 0; /* both ascending: one merge walk */
+  while (i < space->n_points && j < n) {
+    if (space->points[i] == pts[j]) return 1;
+    if (space->points[i] < pts[j]) i++;
+    else j++;
+  }
+  return 0;
+}
+
+int tune_warm_union_add(uint64_t **pts, size_t *n, const search_space *space) {
+  if (!space->n_points) return 0;
+  uint64_t *u = malloc((*n + space->n_points) * sizeof *u);
+  if (!u) return -1;
+  size_t i = 0, j = 0, k = 0; /* merge two ascending lists, each value once */
+  while (i < *n || j < space->n_points) {
+    uint64_t v = j >= space->n_points || (i < *n && (*pts)[i] <= space->points[j]) ? (*pts)[i++] : space->points[j++];
+    if (k == 0 || u[k - 1] != v) u[k++] = v;
+  }
+  free(*pts);
+  *pts = u;
+  *n = k;
+  return 0;
+}
+
+/* The point (of the recipe's full parameter product, maybe outside `space`) of a config given by
+ * its parameters (a JSON object naming every parameter of r with one of its values); -1 when it
+ * is not a config of r. */
+static int params_point(const tune_recipe *r, const search_space *space, const json_t *params, uint64_t *pt) {
+  if (!json_is_object(params) || (int)json_object_size(params) != r->n_params) return -1;
+  int vi[SEARCH_MAX_PARAMS];
+  for (int i = 0; i < r->n_params; i++) {
+    const json_t *v = json_object_get(params, r->params[i].name);
+    vi[i] = -1;
+    for (int j = 0; v && j < r->params[i].n_values && vi[i] < 0; j++) {
+      const tune_value *tv = &r->params[i].values[j];
+      if ((tv->kind == 'i' && json_is_integer(v) && json_integer_value(v) == tv->i) ||
+          (tv->kind == 'b' && json_is_boolean(v) && json_is_true(v) == (tv->i != 0)) ||
+          (tv->kind == 's' && json_is_string(v) && tv->s && !strcmp(json_string_value(v), tv->s)))
+        vi[i] = j;
+    }
+    if (vi[i] < 0) return -1;
+  }
+  *pt = search_point_encode(space, vi);
+  return 0;
 }
 
 int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const char *arch,
@@ -100,14 +184,19 @@ int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, co
     if (same_gpu && !strcmp(ph, p->hash) && !strcmp(rn, r->name)) continue; /* this very problem */
     json_t *quick = json_object_get(row, "quick_only");
     if (json_is_true(quick) || json_integer_value(quick) != 0) continue; /* not a full timing (halving.h) */
-    for (size_t k = 0; k < space->n_points; k++) /* its point: the config of the same hash */
-      if (!strcmp(hashes[k], ch)) {
-        /* db rows give a *_json column parsed, under its name without the suffix */
-        dst[m] = tune_problem_distance_json(pdims, json_object_get(row, "problem_dims"));
-        if (!same_gpu) dst[m] += TUNE_WARM_OTHER_GPU; /* after the same shape here, before other shapes */
-        pts[m++] = space->points[k];
-        break;
-      }
+    uint64_t pt = 0;
+    int found = 0;
+    for (size_t k = 0; k < space->n_points && !found; k++) /* its point: the config of the same hash */
+      if (!strcmp(hashes[k], ch)) pt = space->points[k], found = 1;
+    /* not a config of this problem's space: its point all the same when it is a config of this
+       recipe (tune_warm_order projects it in a new regime); db rows give a *_json column parsed,
+       under its name without the suffix */
+    if (!found && !strcmp(rn, r->name)) found = params_point(r, space, json_object_get(row, "params"), &pt) == 0;
+    if (found) {
+      dst[m] = tune_problem_distance_json(pdims, json_object_get(row, "problem_dims"));
+      if (!same_gpu) dst[m] += TUNE_WARM_OTHER_GPU; /* after the same shape here, before other shapes */
+      pts[m++] = pt;
+    }
   }
   free(hashes);
   json_decref(pdims);

@@ -49,9 +49,21 @@ double tune_problem_distance_json(const json_t *a, const json_t *b);
 /* From bests[n] (one point per other problem: its best config) and
  * dist[n] (that problem's tune_problem_distance to this one), the points of
  * `space` nearest problem first (ties: earlier entry first), each once, at
- * most max, into out[]; returns how many. */
+ * most max, into out[]; returns how many. With `project` set (the problem
+ * opens a new regime of its recipe: tune_warm_shares_point) and no candidate
+ * a point of `space`, each candidate stands for the point of `space` nearest
+ * to it instead (value indexes scaled to [0, 1] per parameter): the M = 1
+ * GEMM shapes, whose tiles no large shape uses, start from the tile most
+ * like the large shapes' winner rather than from nothing (docs/search.md). */
 int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
-                    uint64_t *out);
+                    int project, uint64_t *out);
+
+/* Whether `space` holds any of pts[n] (ascending): 0 means a problem with
+ * this space shares no config with the problems whose spaces pts unites. */
+int tune_warm_shares_point(const search_space *space, const uint64_t *pts, size_t n);
+/* Add space's points to the ascending union *pts (*n of them; realloc'd;
+ * free() it); -1 on no memory (then *pts is unchanged). */
+int tune_warm_union_add(uint64_t **pts, size_t *n, const search_space *space);
 
 /* The configs db holds as best for recipe r's problems other than p on the
  * GPU named `device` (ok results; a config whose parameters r no longer has
@@ -59,8 +71,10 @@ int tune_warm_order(const uint64_t *bests, const double *dist, int n, const sear
  * whose best config is a config of r (same parameters and values: e.g.
  * gemm.f16 and gemm), then the same from other GPUs of architecture `arch`
  * (NULL: none; their distances TUNE_WARM_OTHER_GPU larger), as points
- * of `space`, and their problems' distances to p: new arrays in *out and
- * *dist (free() both), *n of them (0 and NULL when none). */
+ * (of `space`, or, for r's own configs that p's space lacks, of r's
+ * parameter product: tune_warm_order projects those in a new regime) and
+ * their problems' distances to p: new arrays in *out and *dist (free()
+ * both), *n of them (0 and NULL when none). */
 int tune_warm_bests_db(db_conn *db, const tune_recipe *r, const char *device, const char *arch,
                        const tune_problem *p, const search_space *space, uint64_t **out, double **dist, int *n,
                        tune_err *err);

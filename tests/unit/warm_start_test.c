@@ -3,6 +3,7 @@
  * CHECK passed. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "check.h"
 #include "search.h"
@@ -33,13 +34,35 @@ int main(void) {
   /* nearest problem first; a point outside the space (3, UINT64_MAX) and repeats are skipped */
   uint64_t bests[6] = {2, 3, 6, 4, UINT64_MAX, 6};
   double dist[6] = {5, 0, 1, 2, 0, 0.5};
-  int n = tune_warm_order(bests, dist, 6, sp, 8, out);
+  int n = tune_warm_order(bests, dist, 6, sp, 8, 0, out);
   CHECK(n == 3 && out[0] == 6 && out[1] == 4 && out[2] == 2);
   /* at most max; ties keep the earlier entry */
   double flat[6] = {1, 1, 1, 1, 1, 1};
-  n = tune_warm_order(bests, flat, 6, sp, 2, out);
+  n = tune_warm_order(bests, flat, 6, sp, 2, 0, out);
   CHECK(n == 2 && out[0] == 2 && out[1] == 6);
-  CHECK(tune_warm_order(bests, dist, 0, sp, 8, out) == 0);
+  CHECK(tune_warm_order(bests, dist, 0, sp, 8, 0, out) == 0);
+  /* projection (a new regime): with a candidate in the space, none; with none in it, each
+     candidate's nearest point (7 -> 6; 1 -> 0 or 2 at equal distance: the first, 0), nearest
+     problem first; UINT64_MAX is no point of the parameters and stays out */
+  n = tune_warm_order(bests, dist, 6, sp, 8, 1, out);
+  CHECK(n == 3 && out[0] == 6 && out[1] == 4 && out[2] == 2);
+  uint64_t outside[3] = {1, 7, UINT64_MAX};
+  double od[3] = {2, 1, 0};
+  CHECK(tune_warm_order(outside, od, 3, sp, 8, 0, out) == 0);
+  n = tune_warm_order(outside, od, 3, sp, 8, 1, out);
+  CHECK(n == 2 && out[0] == 6 && out[1] == 0);
+  n = tune_warm_order(outside, od, 3, sp, 1, 1, out);
+  CHECK(n == 1 && out[0] == 6);
+  /* the union of earlier spaces, and whether a space shares a point with it */
+  uint64_t *u = NULL;
+  size_t nu = 0;
+  CHECK(!tune_warm_shares_point(sp, u, nu));
+  CHECK(tune_warm_union_add(&u, &nu, sp) == 0 && nu == 4 && u[0] == 0 && u[3] == 6);
+  CHECK(tune_warm_union_add(&u, &nu, sp) == 0 && nu == 4); /* each point once */
+  CHECK(tune_warm_shares_point(sp, u, nu));
+  uint64_t odd[2] = {3, 5};
+  CHECK(!tune_warm_shares_point(sp, odd, 2));
+  free(u);
   /* how many: a quarter of the budget, 1..TUNE_WARM_MAX */
   CHECK(tune_warm_max(0) == TUNE_WARM_MAX && tune_warm_max(3) == 1 && tune_warm_max(9) == 2 &&
         tune_warm_max(1000) == TUNE_WARM_MAX);
