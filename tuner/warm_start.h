@@ -14,7 +14,10 @@
  * problems in the recipe's order, each started from the bests the same
  * strategy and seed found on the earlier ones (and, with --warm-db FILE, from
  * FILE's bests as tune run takes them from its database). --no-warm-start
- * turns it off. */
+ * turns it off. A problem that opens a new regime of its recipe (its space
+ * shares no config with the earlier problems' spaces: gemm's first M = 1
+ * shape) starts from the config of its space nearest to the nearest
+ * problem's winner (tune_warm_order's `project`). */
 #ifndef TUNE_WARM_START_H
 #define TUNE_WARM_START_H
 
