@@ -401,13 +401,7 @@ static int values_to_point(tune_llm *l, json_t *values, int *vi, uint64_t *point
     const tune_param *pa = &r->params[i];
     v = json_object_get(values, pa->name);
     if (!v) { snprintf(why, why_n, "missing parameter %s", pa->name); return -1; }
-    int found = -1;
-    for (int j = 0; j < pa->n_values && found < 0; ++j) {
-      const tune_value *tv = &pa->values[j];
-      if (tv->kind == 'i' && json_is_integer(v) && json_integer_value(v) == tv->i) found = j;
-      else if (tv->kind == 'b' && json_is_boolean(v) && json_is_true(v) == (tv->i != 0)) found = j;
-      else if (tv->kind == 's' && json_is_string(v) && tv->s && !strcmp(json_string_value(v), tv->s)) found = j;
-    }
+    int found = tune_param_value_index(pa, v);
     if (found < 0) {
       char *t = json_dumps(v, JSON_ENCODE_ANY);
       snprintf(why, why_n, "%s=%.60s is not one of the recipe's values", pa->name, t ? t : "?");

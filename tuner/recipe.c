@@ -854,6 +854,17 @@ void tune_recipe_config_hash(const tune_recipe *r, const int *vi, char out[17]) 
   tune_hash_hex(buf, strlen(buf), out);
 }
 
+int tune_param_value_index(const tune_param *param, const json_t *v) {
+  for (int j = 0; v && j < param->n_values; j++) {
+    const tune_value *tv = &param->values[j];
+    if ((tv->kind == 'i' && json_is_integer(v) && json_integer_value(v) == tv->i) ||
+        (tv->kind == 'b' && json_is_boolean(v) && json_is_true(v) == (tv->i != 0)) ||
+        (tv->kind == 's' && json_is_string(v) && tv->s && !strcmp(json_string_value(v), tv->s)))
+      return j;
+  }
+  return -1;
+}
+
 /* ---- evaluation -------------------------------------------------------------- */
 
 /* 1 for an arch name "sm_XY..." below sm_90 (clusters need Hopper); 0 for newer or unknown. */

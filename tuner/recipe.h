@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "tune_err.h"
 
 #define TUNE_MAX_ARGS 32
@@ -160,6 +162,9 @@ void tune_recipe_constraint_text(tune_recipe *r, int i, char *buf, size_t n);
 /* Canonical text, JSON and hash of a config (value indexes per param). */
 void tune_recipe_config_json(const tune_recipe *r, const int *value_idx, char *buf, size_t n);
 void tune_recipe_config_hash(const tune_recipe *r, const int *value_idx, char out[17]);
+/* The index of JSON value v among param's values (an integer, a boolean or a
+ * string of the same kind and value), or -1 when it is none of them. */
+int tune_param_value_index(const tune_param *param, const json_t *v);
 
 int tune_recipe_eval_variant(tune_recipe *r, const int *value_idx, const tune_problem *p,
                              const tune_device_facts *d, tune_variant *out, tune_err *err);

@@ -60,32 +60,38 @@ static long nearest_in_space(const search_space *space, uint64_t point) {
   return pick;
 }
 
+/* The candidates that are points of `space`, nearest problem first, each once, at most max. */
+static int nearest_first(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
+                         uint64_t *out) {
+  int m = 0;
+  while (m < max) { /* n is small (the recipe's problems): pick the nearest remaining each round */
+    int pick = -1;
+    for (int i = 0; i < n; i++) {
+      if (search_space_find(space, bests[i]) < 0) continue;
+      int taken = 0;
+      for (int k = 0; k < m && !taken; k++) taken = out[k] == bests[i];
+      if (!taken && (pick < 0 || dist[i] < dist[pick])) pick = i;
+    }
+    if (pick < 0) break;
+    out[m++] = bests[pick];
+  }
+  return m;
+}
+
 int tune_warm_order(const uint64_t *bests, const double *dist, int n, const search_space *space, int max,
                     int project, uint64_t *out) {
-  int m = 0;
-  /* pass 0: the candidates that are configs of this space; pass 1 (a new regime, and none was):
-     each candidate's nearest config of this space instead */
-  for (int pass = 0; pass < 2 && m == 0 && (pass == 0 || project); pass++)
-    while (m < max) { /* n is small (the recipe's problems): pick the nearest remaining each round */
-      int pick = -1;
-      uint64_t pick_pt = 0;
-      for (int i = 0; i < n; i++) {
-        uint64_t pt = bests[i];
-        if (search_space_find(space, pt) < 0) {
-          long k = pass == 0 ? -1 : nearest_in_space(space, pt);
-          if (k < 0) continue;
-          pt = space->points[k];
-        }
-        int taken = 0;
-        for (int k = 0; k < m && !taken; k++) taken = out[k] == pt;
-        if (!taken && (pick < 0 || dist[i] < dist[pick])) {
-          pick = i;
-          pick_pt = pt;
-        }
-      }
-      if (pick < 0) break;
-      out[m++] = pick_pt;
-    }
+  int m = nearest_first(bests, dist, n, space, max, out);
+  if (m > 0 || !project || n <= 0) return m;
+  /* a new regime and no candidate in the space: each candidate's nearest config of it instead (no
+     memory for that: no warm start, as without the projection) */
+  uint64_t *proj = malloc((size_t)n * sizeof *proj);
+  if (!proj) return 0;
+  for (int i = 0; i < n; i++) {
+    long k = nearest_in_space(space, bests[i]);
+    proj[i] = k < 0 ? UINT64_MAX : space->points[k]; /* UINT64_MAX: no point of any space */
+  }
+  m = nearest_first(proj, dist, n, space, max, out);
+  free(proj);
   return m;
 }
 
@@ -121,15 +127,7 @@ static int params_point(const tune_recipe *r, const search_space *space, const j
   if (!json_is_object(params) || (int)json_object_size(params) != r->n_params) return -1;
   int vi[SEARCH_MAX_PARAMS];
   for (int i = 0; i < r->n_params; i++) {
-    const json_t *v = json_object_get(params, r->params[i].name);
-    vi[i] = -1;
-    for (int j = 0; v && j < r->params[i].n_values && vi[i] < 0; j++) {
-      const tune_value *tv = &r->params[i].values[j];
-      if ((tv->kind == 'i' && json_is_integer(v) && json_integer_value(v) == tv->i) ||
-          (tv->kind == 'b' && json_is_boolean(v) && json_is_true(v) == (tv->i != 0)) ||
-          (tv->kind == 's' && json_is_string(v) && tv->s && !strcmp(json_string_value(v), tv->s)))
-        vi[i] = j;
-    }
+    vi[i] = tune_param_value_index(&r->params[i], json_object_get(params, r->params[i].name));
     if (vi[i] < 0) return -1;
   }
   *pt = search_point_encode(space, vi);
