@@ -923,8 +923,8 @@ int tune_bench_search_main(int argc, char **argv) {
       if (tune_problem_space(r, p, &facts, space, &pspace, &rej, &err)) goto fail;
       /* a new regime (as tune run decides it): no config shared with the recipe's problems before
          this one, selected or not */
-      int project = n_before > 0 && !tune_warm_shares_point(pspace, before, n_before);
-      if (tune_warm_union_add(&before, &n_before, pspace)) {
+      int project = 0;
+      if (tune_warm_next_problem(&before, &n_before, pspace, &project)) {
         tune_fail(&err, TUNE_ENOMEM, "bench-search: out of memory");
         goto fail;
       }

@@ -108,7 +108,7 @@ static const char *usage_db =
     "  --json       print JSON instead of a table\n";
 
 /* Ctrl-C, or SIGTERM (what `timeout` and service managers send): stop after the variant in flight,
-   mark the run interrupted and exit 128 + the signal; the same signal again leaves at once. */
+   mark the run interrupted and exit 128 + the signal; a second stop signal leaves at once. */
 static void on_stop_signal(int sig) {
   if (tune_interrupted) _exit(128 + sig);
   tune_interrupted = sig;

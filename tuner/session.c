@@ -585,8 +585,7 @@ static int run_problem_space(const tune_run_opts *o, tune_recipe *r, tune_proble
   if (tune_problem_space(r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
   int project = 0, rc = TUNE_OK;
   if (before) {
-    project = *n_before > 0 && !tune_warm_shares_point(space, *before, *n_before);
-    if (tune_warm_union_add(before, n_before, space)) rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
+    if (tune_warm_next_problem(before, n_before, space, &project)) rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
   }
   if (!rc && run)
     rc = run_problem(o, r, p, space, &rej, db, be, dev, run_id, recipe_id, device_id, seed, t_deadline, peaks, st,

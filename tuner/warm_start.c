@@ -120,6 +120,11 @@ int tune_warm_union_add(uint64_t **pts, size_t *n, const search_space *space) {
   return 0;
 }
 
+int tune_warm_next_problem(uint64_t **before, size_t *n_before, const search_space *space, int *project) {
+  *project = *n_before > 0 && !tune_warm_shares_point(space, *before, *n_before);
+  return tune_warm_union_add(before, n_before, space);
+}
+
 /* The point (of the recipe's full parameter product, maybe outside `space`) of a config given by
  * its parameters (a JSON object naming every parameter of r with one of its values); -1 when it
  * is not a config of r. */

@@ -64,9 +64,14 @@ int tune_warm_order(const uint64_t *bests, const double *dist, int n, const sear
 /* Whether `space` holds any of pts[n] (ascending): 0 means a problem with
  * this space shares no config with the problems whose spaces pts unites. */
 int tune_warm_shares_point(const search_space *space, const uint64_t *pts, size_t n);
-/* Add space's points to the ascending union *pts (*n of them; realloc'd;
- * free() it); -1 on no memory (then *pts is unchanged). */
+/* Add space's points to the ascending union *pts (*n of them; replaced by a
+ * new array; free() it); -1 on no memory (then *pts is unchanged). */
 int tune_warm_union_add(uint64_t **pts, size_t *n, const search_space *space);
+/* One problem in the recipe's order, as tune run and tune bench-search both
+ * walk them: *project = 1 when `space` opens a new regime (the union *before
+ * of the earlier problems' spaces is not empty and shares no config with it),
+ * then space joins *before (tune_warm_union_add). -1 on no memory. */
+int tune_warm_next_problem(uint64_t **before, size_t *n_before, const search_space *space, int *project);
 
 /* The configs db holds as best for recipe r's problems other than p on the
  * GPU named `device` (ok results; a config whose parameters r no longer has

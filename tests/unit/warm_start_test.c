@@ -63,6 +63,20 @@ int main(void) {
   uint64_t odd[2] = {3, 5};
   CHECK(!tune_warm_shares_point(sp, odd, 2));
   free(u);
+  /* problems in order: the first opens no regime (nothing before it), one sharing a point none;
+     after problems of the odd points only, the even space opens one */
+  u = NULL;
+  nu = 0;
+  int project = -1;
+  CHECK(tune_warm_next_problem(&u, &nu, sp, &project) == 0 && project == 0 && nu == 4);
+  CHECK(tune_warm_next_problem(&u, &nu, sp, &project) == 0 && project == 0 && nu == 4);
+  free(u);
+  u = malloc(2 * sizeof *u);
+  if (u) {
+    u[0] = 3, u[1] = 5, nu = 2;
+    CHECK(tune_warm_next_problem(&u, &nu, sp, &project) == 0 && project == 1 && nu == 6);
+    free(u);
+  }
   /* how many: a quarter of the budget, 1..TUNE_WARM_MAX */
   CHECK(tune_warm_max(0) == TUNE_WARM_MAX && tune_warm_max(3) == 1 && tune_warm_max(9) == 2 &&
         tune_warm_max(1000) == TUNE_WARM_MAX);
