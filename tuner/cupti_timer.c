@@ -4,6 +4,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static double acc_ns;   /* sum of kernel durations since the last collect */
 static int acc_n;       /* kernels since the last collect */
 static int dropped;     /* records CUPTI reported lost */
+static uint64_t acc_first, acc_last; /* earliest start, latest end since the last collect [ns], 0 none */
+static char acc_names[TUNE_CUPTI_NAMES_MAX]; /* distinct kernel names since the last collect, ';'-separated */
+
+/* Appends name to acc_names unless it is there already or the list is full (caller holds lock). */
+static void note_name(const char *name) {
+  size_t len = strlen(name), used = strlen(acc_names);
+  for (const char *p = acc_names; (p = strstr(p, name)); p += len)
+    if ((p == acc_names || p[-1] == ';') && (p[len] == ';' || p[len] == 0)) return;
+  if (used + len + 2 > sizeof acc_names) return;
+  if (used) acc_names[used++] = ';';
+  memcpy(acc_names + used, name, len + 1);
+}
 
 #define BUF_SIZE (8u << 20)
 
@@ -32,19 +45,18 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
   CUpti_Activity *rec = NULL;
-  double sum = 0;
-  int n = 0;
+  pthread_mutex_lock(&lock);
   while (api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
       if (k->name && !strncmp(k->name, "tune_", 5)) continue; /* tune's own: L2 flush, checksums */
-      sum += (double)(k->end - k->start);
-      ++n;
+      acc_ns += (double)(k->end - k->start);
+      ++acc_n;
+      if (!acc_first || k->start < acc_first) acc_first = k->start;
+      if (k->end > acc_last) acc_last = k->end;
+      if (k->name) note_name(k->name);
     }
   }
-  pthread_mutex_lock(&lock);
-  acc_ns += sum;
-  acc_n += n;
   pthread_mutex_unlock(&lock);
   free(buffer);
 }
@@ -83,15 +95,27 @@ int tune_cupti_open(tune_err *err) {
 int tune_cupti_available(void) { return opened; }
 
 int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err) {
-  *sum_ns = 0;
-  *n_kernels = 0;
+  tune_cupti_span sp;
+  int rc = tune_cupti_collect_span(&sp, NULL, 0, err);
+  *sum_ns = sp.sum_ns;
+  *n_kernels = sp.n_kernels;
+  return rc;
+}
+
+int tune_cupti_collect_span(tune_cupti_span *out, char *names, size_t names_n, tune_err *err) {
+  memset(out, 0, sizeof *out);
+  if (names_n) names[0] = 0;
   if (!opened) return tune_fail(err, TUNE_ECUPTI, "CUPTI is not open");
   CUPTI_TRY(err, api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   pthread_mutex_lock(&lock);
-  *sum_ns = acc_ns;
-  *n_kernels = acc_n;
+  out->sum_ns = acc_ns;
+  out->n_kernels = acc_n;
+  out->span_ns = acc_n ? (double)(acc_last - acc_first) : 0;
+  if (names_n) snprintf(names, names_n, "%s", acc_names);
   acc_ns = 0;
   acc_n = 0;
+  acc_first = acc_last = 0;
+  acc_names[0] = 0;
   pthread_mutex_unlock(&lock);
   return TUNE_OK;
 }

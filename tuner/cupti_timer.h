@@ -11,14 +11,28 @@
 #ifndef TUNE_CUPTI_TIMER_H
 #define TUNE_CUPTI_TIMER_H
 
+#include <stddef.h>
+
 #include "tune_err.h"
 
 /* Open libcupti, register the buffers and enable kernel records. Call after
  * cuInit and before the context is created. TUNE_ECUPTI when unavailable. */
 int tune_cupti_open(tune_err *err);
+/* The kernels recorded between two collects. */
+typedef struct tune_cupti_span {
+  double sum_ns;   /* sum of their durations [ns] (burst timing: gaps between kernels excluded) */
+  double span_ns;  /* end of the last - start of the first [ns] (sustained timing: gaps included) */
+  int n_kernels;
+} tune_cupti_span;
+
+#define TUNE_CUPTI_NAMES_MAX 1024
+
 /* Flush (forced) and return the kernels recorded since the previous call:
  * their count and the sum of their durations [ns]. */
 int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err);
+/* The same, with the span, and the distinct kernel names (';'-separated, as
+ * many as fit in names[names_n]; names may be NULL with names_n 0). */
+int tune_cupti_collect_span(tune_cupti_span *out, char *names, size_t names_n, tune_err *err);
 int tune_cupti_available(void);
 
 #endif

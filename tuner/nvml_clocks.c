@@ -14,6 +14,7 @@ static struct {
   nvml_return (*by_uuid)(const char *, nvml_device *);
   nvml_return (*clock)(nvml_device, int, unsigned *);
   nvml_return (*reasons)(nvml_device, unsigned long long *);
+  nvml_return (*power)(nvml_device, unsigned *); /* [mW] */
   nvml_device dev;
   int ok;
 } nv;
@@ -27,6 +28,7 @@ int tune_nvml_open(const char *uuid) {
   /* renamed "clock event reasons" in newer drivers; the old name stays exported */
   *(void **)&nv.reasons = dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!nv.reasons) *(void **)&nv.reasons = dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  *(void **)&nv.power = dlsym(h, "nvmlDeviceGetPowerUsage");
   if (!nv.init || !nv.by_uuid || !nv.clock) return -1;
   if (nv.init() != 0 || nv.by_uuid(uuid, &nv.dev) != 0) return -1;
   nv.ok = 1;
@@ -34,13 +36,14 @@ int tune_nvml_open(const char *uuid) {
 }
 
 tune_clocks tune_nvml_sample(void) {
-  tune_clocks c = {-1, -1, 0};
+  tune_clocks c = {-1, -1, 0, 0};
   unsigned v;
   unsigned long long r;
   if (!nv.ok) return c;
   if (nv.clock(nv.dev, NVML_CLOCK_SM, &v) == 0) c.sm_mhz = (int)v;
   if (nv.clock(nv.dev, NVML_CLOCK_MEM, &v) == 0) c.mem_mhz = (int)v;
   if (nv.reasons && nv.reasons(nv.dev, &r) == 0) c.reasons = r;
+  if (nv.power && nv.power(nv.dev, &v) == 0) c.power_w = (int)((v + 500) / 1000);
   return c;
 }
 
@@ -48,6 +51,7 @@ void tune_clocks_fold(tune_clocks *acc, tune_clocks s) {
   if (s.sm_mhz >= 0 && (acc->sm_mhz < 0 || s.sm_mhz < acc->sm_mhz)) acc->sm_mhz = s.sm_mhz;
   if (s.mem_mhz >= 0 && (acc->mem_mhz < 0 || s.mem_mhz < acc->mem_mhz)) acc->mem_mhz = s.mem_mhz;
   acc->reasons |= s.reasons;
+  if (s.power_w > acc->power_w) acc->power_w = s.power_w;
 }
 
 /* nvmlClocksEventReasons bits (nvml.h of driver 5xx) */

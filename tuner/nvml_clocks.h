@@ -13,6 +13,7 @@ typedef struct tune_clocks {
   int sm_mhz;          /* -1 unknown */
   int mem_mhz;         /* -1 unknown */
   uint64_t reasons;    /* NVML clock event (throttle) reasons, OR-ed over samples */
+  int power_w;         /* board power draw [W]; a summary keeps the highest; 0 unknown */
 } tune_clocks;
 
 /* Open NVML for the GPU with this UUID ("GPU-xxxxxxxx-..."). 0: available. */
@@ -20,7 +21,8 @@ int tune_nvml_open(const char *uuid);
 /* One sample; fields -1 when NVML is unavailable. */
 tune_clocks tune_nvml_sample(void);
 /* Fold a sample into a running summary: the lowest SM and memory clocks seen
- * (a variant is only as fast as its slowest stretch) and every reason. */
+ * (a variant is only as fast as its slowest stretch), the highest power and
+ * every reason. */
 void tune_clocks_fold(tune_clocks *acc, tune_clocks s);
 /* Reasons that mean the clock was lowered for a cause other than idling or
  * an application setting (power, thermal, sync boost, HW slowdown). */

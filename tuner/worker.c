@@ -702,7 +702,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   }
   int ns = 0;
   double t0 = now_ms(), rel_ci = 1;
-  tune_clocks clk = {-1, -1, 0};
+  tune_clocks clk = {-1, -1, 0, 0};
   tune_clocks_fold(&clk, tune_nvml_sample());
   while (ns < max_samples) {
     if (ns % 8 == 7) tune_clocks_fold(&clk, tune_nvml_sample()); /* between samples, off the timed path */
@@ -844,7 +844,7 @@ static json_t *do_mma_peak(wstate *w, json_t *msg, const void *cubin, tune_err *
   CU_TRY(err, cuMemAlloc(&sink, TUNE_PEAK_MMA_THREADS * sizeof(float)));
   void *args[] = {&sink, &iters};
   float best = 1e30f;
-  tune_clocks clk = {-1, -1, 0};
+  tune_clocks clk = {-1, -1, 0, 0};
   for (int i = 0; i < 12; ++i) {
     CU_TRY(err, cuEventRecord(w->e0, 0));
     CU_TRY(err, cuLaunchKernel(fn, (unsigned)sms, 1, 1, TUNE_PEAK_MMA_THREADS, 1, 1, 0, NULL, args, NULL));
