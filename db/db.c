@@ -534,9 +534,10 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
                " median_ns, min_ns, max_ns, stddev_ns, samples, registers, shared_bytes,"
                " dyn_shared_bytes, local_bytes, spill_stores, spill_loads, compile_ms,"
                " measure_ms, err_rel_l2, err_max_abs, seed, binary_key, error_text,"
-               " sm_mhz, mem_mhz, clock_reasons)"
+               " sm_mhz, mem_mhz, clock_reasons, timing, timer, event_median_ns, rel_ci, power_w)"
                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) RETURNING id, created_at",
+               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"
+               " RETURNING id, created_at",
                &st, err);
   if (rc) goto fail;
   if (r->run_id > 0) SQL_TRY(db, err, sqlite3_bind_int64(st, 1, r->run_id));
@@ -569,6 +570,13 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
   SQL_TRY(db, err, sqlite3_bind_int(st, 25, r->sm_mhz));
   SQL_TRY(db, err, sqlite3_bind_int(st, 26, r->mem_mhz));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 27, r->clock_reasons));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 28, r->timing[0] ? r->timing : "burst", -1, SQLITE_TRANSIENT));
+  SQL_TRY(db, err, bind_fixed(st, 29, r->timer, sizeof r->timer));
+  if (r->event_median_ns > 0) SQL_TRY(db, err, sqlite3_bind_double(st, 30, r->event_median_ns));
+  else SQL_TRY(db, err, sqlite3_bind_null(st, 30));
+  if (r->rel_ci > 0) SQL_TRY(db, err, sqlite3_bind_double(st, 31, r->rel_ci));
+  else SQL_TRY(db, err, sqlite3_bind_null(st, 31));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 32, r->power_w));
 
   SQL_EXEC(db, err, "BEGIN IMMEDIATE");
   began = 1;

@@ -21,7 +21,7 @@
 
 #include "../tuner/tune_err.h"
 
-#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_VERSION 4
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables (2: proposals). */
 #define DB_SCHEMA_READ_MIN 1
@@ -96,6 +96,12 @@ typedef struct db_result {
   char created_at[32];  /* set by the database (UTC ISO 8601) */
   int sm_mhz, mem_mhz;  /* lowest clocks NVML saw while timing, -1 unknown (written, not read back) */
   int64_t clock_reasons;/* NVML clock event reasons seen while timing */
+  /* written, not read back (recorded databases of schema 1 lack them): */
+  char timing[12];      /* "burst" ("" reads as burst) or "sustained" (docs/measurement.md) */
+  char timer[16];       /* "cupti", "events", "replay"; "" unknown */
+  double event_median_ns; /* CUDA-event median beside the CUPTI one [ns], 0 none */
+  double rel_ci;        /* relative width of the median's 95 % interval, 0 unknown */
+  int power_w;          /* highest board power while timing [W], 0 unknown */
 } db_result;
 
 typedef struct db_binary {

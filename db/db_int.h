@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "db.h"
@@ -110,6 +111,10 @@ static inline void db_stmt_done(sqlite3_stmt *st) {
     sqlite3_clear_bindings(st);
   }
 }
+
+/* Appends every row of st to arr as an object keyed by column name; columns named *_json
+ * are parsed (db_query.c). */
+int db_rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err);
 
 /* A db_conn may be shared by threads (e.g. the compile pool's cache
  * lookups): every public function holds the connection's own recursive

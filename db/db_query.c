@@ -91,7 +91,7 @@ nomem:
 }
 
 /* Appends every row of st to arr. */
-static int rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err) {
+int db_rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   for (;;) {
     SQL_STEP(db, err, st, step);
@@ -162,6 +162,8 @@ int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t *
       "  JOIN configs c ON c.id = r.config_id"
       "  WHERE r.status = 'ok' AND d.kind = 'gpu'"
       "    AND (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2)"
+      /* a peer's timing (tune compare) is not a variant: it has no binary to ship */
+      "    AND c.origin NOT LIKE 'peer:%'"
       /* a code proposal's variant that failed on any problem of the recipe
          (same source, same device) is not a candidate anywhere */
       "    AND NOT (c.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f"
@@ -250,7 +252,7 @@ int db_query_list(db_conn *db, const char *recipe, const char *problem, const ch
   SQL_TRY(db, err, bind_opt(st, 2, problem));
   SQL_TRY(db, err, bind_opt(st, 3, status));
   SQL_TRY(db, err, sqlite3_bind_int(st, 4, limit > 0 ? limit : -1));
-  if ((rc = rows_to_array(db, st, arr, err))) goto fail;
+  if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
   *rows = arr;
   arr = NULL;
 fail:
@@ -383,7 +385,7 @@ int db_query_provenance(db_conn *db, const char *recipe, json_t **rows, tune_err
       " ORDER BY rc.name, d.name, d.id",
       -1, &st, NULL));
   SQL_TRY(db, err, bind_opt(st, 1, recipe));
-  if ((rc = rows_to_array(db, st, arr, err))) goto fail;
+  if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
   *rows = arr;
   arr = NULL;
 fail:

@@ -162,6 +162,60 @@ static const char *const migrations[] = {
     "ALTER TABLE results ADD COLUMN sm_mhz INTEGER NOT NULL DEFAULT -1;\n"
     "ALTER TABLE results ADD COLUMN mem_mhz INTEGER NOT NULL DEFAULT -1;\n"
     "ALTER TABLE results ADD COLUMN clock_reasons INTEGER NOT NULL DEFAULT 0;\n",
+    /* 3 -> 4: even-handed measurement (docs/measurement.md). Per result: the timing mode
+       (burst: one launch per sample after an L2 flush; sustained: back-to-back launches over
+       rotating buffers), the timer (cupti, events), the event-timed median beside the CUPTI one,
+       the median's relative 95 % interval and the highest board power. Peers (cuBLAS, cuDNN,
+       PyTorch) are configs with origin 'peer:<name>' and results like any other. A comparison
+       (tune compare) re-times tune's best variants and the peers in interleaved rounds; each
+       round's timing is a measurement. */
+    "ALTER TABLE results ADD COLUMN timing TEXT NOT NULL DEFAULT 'burst'\n"
+    "  CHECK (timing IN ('burst', 'sustained'));\n"
+    "ALTER TABLE results ADD COLUMN timer TEXT NOT NULL DEFAULT '';\n"
+    "ALTER TABLE results ADD COLUMN event_median_ns REAL;\n"
+    "ALTER TABLE results ADD COLUMN rel_ci REAL;\n"
+    "ALTER TABLE results ADD COLUMN power_w INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE TABLE comparisons (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  recipe_id INTEGER NOT NULL REFERENCES recipes(id),\n"
+    "  device_id INTEGER NOT NULL REFERENCES devices(id),\n"
+    "  command TEXT NOT NULL DEFAULT '',\n"
+    "  rounds INTEGER NOT NULL,\n"
+    "  top_k INTEGER NOT NULL,\n"
+    "  timings TEXT NOT NULL DEFAULT '',\n"
+    "  peer_info TEXT NOT NULL DEFAULT '',\n"
+    "  tool_version TEXT NOT NULL DEFAULT '',\n"
+    "  started_at TEXT NOT NULL DEFAULT " NOW ",\n"
+    "  ended_at TEXT,\n"
+    "  status TEXT NOT NULL DEFAULT 'running'\n"
+    "    CHECK (status IN ('running', 'done', 'interrupted', 'failed'))\n"
+    ");\n"
+    "CREATE TABLE measurements (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  comparison_id INTEGER NOT NULL REFERENCES comparisons(id),\n"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),\n"
+    "  config_id INTEGER NOT NULL REFERENCES configs(id),\n"
+    "  result_id INTEGER REFERENCES results(id),\n"
+    "  side TEXT NOT NULL CHECK (side IN ('tune', 'peer')),\n"
+    "  round INTEGER NOT NULL,\n"
+    "  timing TEXT NOT NULL CHECK (timing IN ('burst', 'sustained')),\n"
+    "  status TEXT NOT NULL,\n"
+    "  median_ns REAL,\n"
+    "  min_ns REAL,\n"
+    "  max_ns REAL,\n"
+    "  samples INTEGER NOT NULL DEFAULT 0,\n"
+    "  rel_ci REAL,\n"
+    "  timer TEXT NOT NULL DEFAULT '',\n"
+    "  kernels TEXT NOT NULL DEFAULT '',\n"
+    "  library TEXT NOT NULL DEFAULT '',\n"
+    "  sm_mhz INTEGER NOT NULL DEFAULT -1,\n"
+    "  mem_mhz INTEGER NOT NULL DEFAULT -1,\n"
+    "  power_w INTEGER NOT NULL DEFAULT 0,\n"
+    "  clock_reasons INTEGER NOT NULL DEFAULT 0,\n"
+    "  error_text TEXT,\n"
+    "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
+    ");\n"
+    "CREATE INDEX measurements_comparison ON measurements (comparison_id, problem_id, timing, side);\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == DB_SCHEMA_VERSION,

@@ -26,6 +26,7 @@ typedef struct tune_measure_req {
   int samples;                                /* 0: the default sample policy; >= 3: a quick
                                                  timing of exactly that many samples, after
                                                  the same verification (halving.h) */
+  int sustained;                              /* 1: sustained timing (protocol.h), else burst */
 } tune_measure_req;
 
 typedef struct tune_backend tune_backend;

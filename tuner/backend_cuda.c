@@ -160,6 +160,7 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
   json_t *msg = json_pack("{s:s,s:o,s:o}", "op", "measure", "launches", launches, "scratch", scratch);
   tune_measure_policy_to_json(msg, q->samples); /* 0: the default policy; >= 3: a quick timing */
+  if (q->sustained) json_object_set_new(msg, "timing", json_string("sustained"));
   json_t *tmaps = json_array();
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(tmaps, tune_tmap_var_json(&v->tmap[i]));
   json_object_set_new(msg, "tmaps", tmaps);
@@ -194,6 +195,11 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   out->sm_mhz = sm ? (int)json_integer_value(sm) : -1;
   out->mem_mhz = mem ? (int)json_integer_value(mem) : -1;
   out->clock_reasons = (int64_t)json_integer_value(json_object_get(rep, "clock_reasons"));
+  out->power_w = (int)json_integer_value(json_object_get(rep, "power_w"));
+  out->event_median_ns = json_number_value(json_object_get(rep, "event_median_ns"));
+  out->rel_ci = json_number_value(json_object_get(rep, "rel_ci"));
+  snprintf(out->timer, sizeof out->timer, "%s", json_string_value(json_object_get(rep, "timer")) ?: "");
+  snprintf(out->timing, sizeof out->timing, "%s", q->sustained ? "sustained" : "burst");
   int fatal = json_is_true(json_object_get(rep, "fatal")) || s < 0;
   json_decref(rep);
   if (fatal) return restart(c, err);

@@ -44,4 +44,18 @@ void tune_measure_policy_to_json(json_t *msg, int samples);
 /* The worker's reading of those fields; missing or out-of-range ones take the defaults. */
 void tune_measure_policy_from_json(json_t *msg, int *min_samples, int *max_samples, double *max_ms);
 
+/* Sustained timing (docs/measurement.md): after verification, back-to-back launches over
+ * rotating buffer sets (inputs and outputs) larger than 2x L2, warmed up for WARMUP_MS so the
+ * clocks settle at what the power limit allows; a sample is (end of the last kernel - start of
+ * the first) / N over N launches lasting about SAMPLE_MS; MIN..MAX samples until the median's
+ * 95 % interval is within 1 % or MAX_MS passed. tools/peers/peer_server.py uses the same
+ * numbers for the peers. */
+#define TUNE_SUSTAINED_WARMUP_MS 200.0
+#define TUNE_SUSTAINED_SAMPLE_MS 20.0
+#define TUNE_SUSTAINED_MIN_SAMPLES 5
+#define TUNE_SUSTAINED_MAX_SAMPLES 50
+#define TUNE_SUSTAINED_MAX_MS 2000.0
+#define TUNE_SUSTAINED_MAX_LAUNCHES 10000
+#define TUNE_SUSTAINED_MAX_SET_BYTES (4ull << 30) /* all rotating sets together */
+
 #endif
