@@ -11,23 +11,27 @@ static void col_text(sqlite3_stmt *st, int c, char *dst, size_t n) {
   snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-int db_top_results(db_conn *db, int64_t recipe_id, int64_t problem_id, int64_t device_id, int k,
+int db_top_results(db_conn *db, const char *recipe_name, int64_t problem_id, int64_t device_id, int k,
                    db_top *out, int *n, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   *n = 0;
   DB_LOCK(db);
-  /* one row per config (its fastest result); quick-only halving timings and failed code
-     proposals are not contenders, as in db_query_best */
+  /* one row per config: its fastest result on a GPU of this architecture, of any source of the
+     recipe (the caller compiles the current source); this GPU model's results rank first.
+     Quick-only halving timings and failed code proposals are not contenders, as in
+     db_query_best. */
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "SELECT r.id, c.id, c.hash, c.params_json, coalesce(r.binary_key, ''), min(r.median_ns)"
+      "WITH me AS (SELECT name, arch FROM devices WHERE id = ?3)"
+      " SELECT max(r.id), c.id, c.hash, c.params_json, '', min(r.median_ns), max(d.name = me.name) AS same"
       " FROM results r JOIN configs c ON c.id = r.config_id"
-      " WHERE r.recipe_id = ?1 AND r.problem_id = ?2 AND r.device_id = ?3 AND r.status = 'ok'"
-      "   AND c.origin NOT LIKE 'peer:%' AND r.binary_key IS NOT NULL"
+      " JOIN recipes rc ON rc.id = r.recipe_id JOIN devices d ON d.id = r.device_id, me"
+      " WHERE rc.name = ?1 AND r.problem_id = ?2 AND d.arch = me.arch AND d.kind = 'gpu'"
+      "   AND r.status = 'ok' AND c.origin NOT LIKE 'peer:%' AND c.origin NOT LIKE 'llm-code:%'"
       "   AND coalesce(r.error_text, '') NOT LIKE 'halving: quick timing only%'"
-      " GROUP BY c.id ORDER BY min(r.median_ns), c.id LIMIT ?4",
+      " GROUP BY c.id ORDER BY same DESC, min(r.median_ns), c.id LIMIT ?4",
       -1, &st, NULL));
-  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, recipe_id));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 2, problem_id));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 3, device_id));
   SQL_TRY(db, err, sqlite3_bind_int(st, 4, k));
@@ -185,4 +189,23 @@ int db_comparison_info(db_conn *db, int64_t comparison_id, json_t **info, tune_e
   *info = json_incref(json_array_get(rows, 0));
   json_decref(rows);
   return TUNE_OK;
+}
+
+int db_comparison_latest(db_conn *db, int64_t *ids, int max, int *n, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  *n = 0;
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT max(k.id) FROM comparisons k JOIN recipes rc ON rc.id = k.recipe_id"
+      " GROUP BY rc.name ORDER BY rc.name", -1, &st, NULL));
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step == SQLITE_DONE || *n >= max) break;
+    ids[(*n)++] = sqlite3_column_int64(st, 0);
+  }
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
 }

@@ -44,9 +44,11 @@ typedef struct db_measurement {
   char error_text[512];
 } db_measurement;
 
-/* Up to k fully timed ok results of (recipe source, problem, device), one per config, fastest
- * first, peers excluded; *n receives how many. */
-int db_top_results(db_conn *db, int64_t recipe_id, int64_t problem_id, int64_t device_id, int k,
+/* The k configs of a recipe (any of its sources) fastest on a problem on GPUs of the device's
+ * architecture, this GPU model's first: candidates to compile from the current source and
+ * re-time. Peers, code proposals and quick-only timings are left out; *n receives how many.
+ * binary_key is left empty. */
+int db_top_results(db_conn *db, const char *recipe_name, int64_t problem_id, int64_t device_id, int k,
                    db_top *out, int *n, tune_err *err);
 
 int db_comparison_begin(db_conn *db, int64_t recipe_id, int64_t device_id, const char *command,
@@ -60,6 +62,8 @@ int db_measurement_put(db_conn *db, const db_measurement *m, tune_err *err);
  * side, config_id, params_json, origin, round, status, median_ns, sm_mhz, mem_mhz, power_w,
  * library, kernels), ordered by problem, timing, side, config, round. */
 int db_comparison_rows(db_conn *db, int64_t comparison_id, json_t **rows, tune_err *err);
+/* The latest comparison of every recipe name, ids ascending by recipe name, into ids[max]. */
+int db_comparison_latest(db_conn *db, int64_t *ids, int max, int *n, tune_err *err);
 /* The comparison's row as a JSON object (device, recipe, command, dates, ...). */
 int db_comparison_info(db_conn *db, int64_t comparison_id, json_t **info, tune_err *err);
 

@@ -9,6 +9,7 @@
 
 #include "bench_search.h"
 #include "bundle.h"
+#include "compare.h"
 #include "db.h"
 #include "session.h"
 #include "version.h"
@@ -23,6 +24,8 @@ static const char *usage_main =
     "  run RECIPE      tune the kernels a Lua recipe describes (tune run --help)\n"
     "  db best|list|show   query a results database (tune db --help)\n"
     "  bundle          export the best variants for libtunert (tune bundle --help)\n"
+    "  compare RECIPE  tune's best variants against cuBLAS/cuDNN/PyTorch, interleaved rounds\n"
+    "                  (tune compare --help)\n"
     "  bench-search RECIPE  benchmark the search strategies on recorded data\n"
     "  worker          the GPU worker process (started by tune run; not for direct use)\n"
     "  version         print the version\n"
@@ -341,6 +344,7 @@ int main(int argc, char **argv) {
   if (!strcmp(verb, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(verb, "db")) return cmd_db(argc - 2, argv + 2);
   if (!strcmp(verb, "bundle")) return tune_bundle_main(argc - 2, argv + 2);
+  if (!strcmp(verb, "compare")) return tune_compare_main(argc - 2, argv + 2);
   if (!strcmp(verb, "bench-search")) return tune_bench_search_main(argc - 2, argv + 2);
   if (!strcmp(verb, "version") || !strcmp(verb, "--version")) { puts("tune " TUNE_VERSION); return 0; }
   if (!strcmp(verb, "worker")) {

@@ -1,0 +1,164 @@
+/* compare_report.c: ratios with ranges and the comparison table (compare_report.h). */
+#include "compare_report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROUNDS 64
+#define MAX_SIDES 32
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, int n) {
+  double s[MAX_ROUNDS];
+  int m = 0;
+  for (int i = 0; i < n && m < MAX_ROUNDS; ++i)
+    if (v[i] > 0) s[m++] = v[i];
+  if (!m) return 0;
+  qsort(s, (size_t)m, sizeof *s, cmp_double);
+  return m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
+}
+
+tune_ratio tune_ratio_of(const double *peer_ns, const double *tune_ns, int n) {
+  tune_ratio r = {0, 0, 0, 0};
+  double q[MAX_ROUNDS];
+  for (int i = 0; i < n && r.n < MAX_ROUNDS; ++i)
+    if (peer_ns[i] > 0 && tune_ns[i] > 0) q[r.n++] = peer_ns[i] / tune_ns[i];
+  if (!r.n) return r;
+  qsort(q, (size_t)r.n, sizeof *q, cmp_double);
+  r.lo = q[0];
+  r.hi = q[r.n - 1];
+  r.median = r.n % 2 ? q[r.n / 2] : 0.5 * (q[r.n / 2 - 1] + q[r.n / 2]);
+  return r;
+}
+
+const char *tune_ratio_verdict(const tune_ratio *r) {
+  if (!r->n) return "-";
+  if (r->lo > 1.0) return "faster";
+  if (r->hi < 1.0) return "slower";
+  return "parity";
+}
+
+/* One side's candidates in a (problem, timing) group: their round times and clocks. */
+typedef struct side {
+  char label[160];
+  double ns[MAX_ROUNDS];       /* by round - 1, 0 not timed */
+  int sm_mhz, power_w;         /* lowest clock, highest power over the rounds */
+} side;
+
+typedef struct group {
+  const char *problem, *timing;
+  side tune[MAX_SIDES], peer[MAX_SIDES];
+  int n_tune, n_peer, rounds;
+} group;
+
+static side *side_for(side *arr, int *n, const char *label) {
+  for (int i = 0; i < *n; ++i)
+    if (!strcmp(arr[i].label, label)) return &arr[i];
+  if (*n >= MAX_SIDES) return NULL;
+  side *s = &arr[(*n)++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->label, sizeof s->label, "%s", label);
+  s->sm_mhz = -1;
+  return s;
+}
+
+/* The candidate with the lowest median over the rounds, NULL if none was timed. */
+static const side *best_of(const side *arr, int n, int rounds) {
+  const side *best = NULL;
+  double best_ns = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    double m = median_of(arr[i].ns, rounds);
+    if (m > 0 && m < best_ns) { best_ns = m; best = &arr[i]; }
+  }
+  return best;
+}
+
+static void row_label(const json_t *row, int peer, char *buf, size_t n) {
+  const json_t *params = json_object_get(row, "params");
+  if (peer) {
+    snprintf(buf, n, "%s", json_string_value(json_object_get(params, "peer")) ?: "peer");
+    return;
+  }
+  char *txt = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
+  snprintf(buf, n, "%s", txt ? txt : "?");
+  free(txt);
+}
+
+static int print_group(FILE *f, const group *g) {
+  const side *t = best_of(g->tune, g->n_tune, g->rounds), *p = best_of(g->peer, g->n_peer, g->rounds);
+  tune_ratio r = {0, 0, 0, 0};
+  if (t && p) r = tune_ratio_of(p->ns, t->ns, g->rounds);
+  double tm = t ? median_of(t->ns, g->rounds) : 0, pm = p ? median_of(p->ns, g->rounds) : 0;
+  fprintf(f, "| %s | %s | ", g->problem, g->timing);
+  if (tm > 0) fprintf(f, "%.2f", tm / 1e3); else fprintf(f, "-");
+  fprintf(f, " | %s | ", p ? p->label : "-");
+  if (pm > 0) fprintf(f, "%.2f", pm / 1e3); else fprintf(f, "-");
+  if (r.n) fprintf(f, " | %.3f (%.3f-%.3f, %d rounds) | %s", r.median, r.lo, r.hi, r.n, tune_ratio_verdict(&r));
+  else fprintf(f, " | - | -");
+  fprintf(f, " | %d / %d | %d / %d |\n", t ? t->sm_mhz : -1, p ? p->sm_mhz : -1, t ? t->power_w : 0, p ? p->power_w : 0);
+  return r.n > 0;
+}
+
+static void print_header(FILE *f, const json_t *info) {
+  fprintf(f, "### %s on %s\n\n", json_string_value(json_object_get(info, "recipe")) ?: "?",
+          json_string_value(json_object_get(info, "device")) ?: "?");
+  fprintf(f, "- device: %s (%s), driver %s, CUDA %s\n", json_string_value(json_object_get(info, "device")) ?: "?",
+          json_string_value(json_object_get(info, "arch")) ?: "?", json_string_value(json_object_get(info, "driver")) ?: "?",
+          json_string_value(json_object_get(info, "cuda")) ?: "?");
+  fprintf(f, "- measured: %s to %s UTC (comparison %lld, %s)\n", json_string_value(json_object_get(info, "started_at")) ?: "?",
+          json_string_value(json_object_get(info, "ended_at")) ?: "?", (long long)json_integer_value(json_object_get(info, "id")),
+          json_string_value(json_object_get(info, "status")) ?: "?");
+  fprintf(f, "- command: `%s`\n", json_string_value(json_object_get(info, "command")) ?: "?");
+  const json_t *peer = json_object_get(info, "peer_info");
+  if (json_is_object(peer))
+    fprintf(f, "- peers: torch %s, CUDA %s, cuDNN %s; timer %s\n", json_string_value(json_object_get(peer, "torch")) ?: "?",
+            json_string_value(json_object_get(peer, "cuda")) ?: "?",
+            json_is_string(json_object_get(peer, "cudnn")) ? json_string_value(json_object_get(peer, "cudnn"))
+                                                           : "?",
+            json_string_value(json_object_get(peer, "timer")) ?: "?");
+  fprintf(f, "- ratio = peer time / tune time (above 1: tune faster), median and min-max over interleaved rounds; "
+             "clocks: lowest SM MHz seen, power: highest W seen (tune / peer)\n\n");
+  fprintf(f, "| problem | timing | tune [us] | peer | peer [us] | ratio | verdict | SM MHz | W |\n");
+  fprintf(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+}
+
+int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
+  group *g = calloc(1, sizeof *g);
+  int n_rows = 0;
+  if (!g) return 0;
+  print_header(f, info);
+  size_t i = 0, n = json_array_size(rows);
+  while (i < n) {
+    memset(g, 0, sizeof *g);
+    const json_t *first = json_array_get(rows, i);
+    g->problem = json_string_value(json_object_get(first, "problem")) ?: "?";
+    g->timing = json_string_value(json_object_get(first, "timing")) ?: "?";
+    for (; i < n; ++i) {
+      const json_t *row = json_array_get(rows, i);
+      if (strcmp(json_string_value(json_object_get(row, "problem")) ?: "?", g->problem) ||
+          strcmp(json_string_value(json_object_get(row, "timing")) ?: "?", g->timing))
+        break;
+      int peer = !strcmp(json_string_value(json_object_get(row, "side")) ?: "", "peer");
+      char label[160];
+      row_label(row, peer, label, sizeof label);
+      side *s = peer ? side_for(g->peer, &g->n_peer, label) : side_for(g->tune, &g->n_tune, label);
+      int round = (int)json_integer_value(json_object_get(row, "round"));
+      if (!s || round < 1 || round > MAX_ROUNDS) continue;
+      if (round > g->rounds) g->rounds = round;
+      if (strcmp(json_string_value(json_object_get(row, "status")) ?: "", "ok")) continue;
+      s->ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
+      int sm = (int)json_integer_value(json_object_get(row, "sm_mhz"));
+      int w = (int)json_integer_value(json_object_get(row, "power_w"));
+      if (sm > 0 && (s->sm_mhz < 0 || sm < s->sm_mhz)) s->sm_mhz = sm;
+      if (w > s->power_w) s->power_w = w;
+    }
+    n_rows += print_group(f, g);
+  }
+  free(g);
+  return n_rows;
+}
