@@ -43,6 +43,29 @@ const char *tune_ratio_verdict(const tune_ratio *r) {
   return "parity";
 }
 
+/* Ranks 1..n of v (ties: their mean rank) into r. */
+static void ranks(const double *v, int n, double *r) {
+  for (int i = 0; i < n; ++i) {
+    int below = 0, equal = 0;
+    for (int j = 0; j < n; ++j) below += v[j] < v[i], equal += v[j] == v[i];
+    r[i] = below + (equal + 1) / 2.0;
+  }
+}
+
+double tune_rank_correlation(const double *x, const double *y, int n) {
+  if (n < 3 || n > MAX_ROUNDS) return NAN;
+  double rx[MAX_ROUNDS], ry[MAX_ROUNDS], mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+  ranks(x, n, rx);
+  ranks(y, n, ry);
+  for (int i = 0; i < n; ++i) mx += rx[i] / n, my += ry[i] / n;
+  for (int i = 0; i < n; ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
 /* One side's candidates in a (problem, timing) group: their round times and clocks. */
 typedef struct side {
   char label[160];
@@ -127,6 +150,64 @@ static void print_header(FILE *f, const json_t *info) {
   fprintf(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 }
 
+/* The median over the rounds of config `label` of tune's side in (problem, timing), 0 none. */
+static double config_median(const json_t *rows, const char *problem, const char *timing, const char *label) {
+  double ns[MAX_ROUNDS] = {0};
+  size_t i;
+  const json_t *row;
+  json_array_foreach(rows, i, row) {
+    char l[160];
+    int round = (int)json_integer_value(json_object_get(row, "round"));
+    if (strcmp(json_string_value(json_object_get(row, "problem")) ?: "", problem) ||
+        strcmp(json_string_value(json_object_get(row, "timing")) ?: "", timing) ||
+        strcmp(json_string_value(json_object_get(row, "side")) ?: "", "tune") ||
+        strcmp(json_string_value(json_object_get(row, "status")) ?: "", "ok") || round < 1 || round > MAX_ROUNDS)
+      continue;
+    row_label(row, 0, l, sizeof l);
+    if (!strcmp(l, label)) ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
+  }
+  return median_of(ns, MAX_ROUNDS);
+}
+
+/* Per problem timed in both modes: do burst and sustained order tune's variants alike? */
+static void print_rank_agreement(FILE *f, const json_t *rows) {
+  size_t i;
+  const json_t *row;
+  const char *last = "";
+  int header = 0;
+  json_array_foreach(rows, i, row) {
+    const char *problem = json_string_value(json_object_get(row, "problem")) ?: "";
+    if (!strcmp(problem, last)) continue;
+    last = problem;
+    char labels[MAX_ROUNDS][160];
+    double b[MAX_ROUNDS], s[MAX_ROUNDS];
+    int n = 0;
+    size_t j;
+    const json_t *r2;
+    json_array_foreach(rows, j, r2) {
+      if (strcmp(json_string_value(json_object_get(r2, "problem")) ?: "", problem) ||
+          strcmp(json_string_value(json_object_get(r2, "side")) ?: "", "tune") || n >= MAX_ROUNDS)
+        continue;
+      char l[160];
+      row_label(r2, 0, l, sizeof l);
+      int seen = 0;
+      for (int k = 0; k < n && !seen; ++k) seen = !strcmp(labels[k], l);
+      if (seen) continue;
+      double mb = config_median(rows, problem, "burst", l), ms = config_median(rows, problem, "sustained", l);
+      if (mb > 0 && ms > 0) {
+        snprintf(labels[n], sizeof labels[n], "%s", l);
+        b[n] = mb;
+        s[n++] = ms;
+      }
+    }
+    double rho = tune_rank_correlation(b, s, n);
+    if (isnan(rho)) continue;
+    if (!header) fprintf(f, "\nRank correlation of tune's variants, burst vs sustained medians (Spearman):\n\n");
+    header = 1;
+    fprintf(f, "- %s: %.2f over %d variants\n", problem, rho, n);
+  }
+}
+
 int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
   group *g = calloc(1, sizeof *g);
   int n_rows = 0;
@@ -159,6 +240,7 @@ int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
     }
     n_rows += print_group(f, g);
   }
+  print_rank_agreement(f, rows);
   free(g);
   return n_rows;
 }

@@ -22,9 +22,13 @@ tune_ratio tune_ratio_of(const double *peer_ns, const double *tune_ns, int n);
 /* "faster", "slower" or "parity" ("-" without rounds). */
 const char *tune_ratio_verdict(const tune_ratio *r);
 
+/* Spearman's rank correlation of x[n] and y[n] (ties get their mean rank); NAN for n < 3. */
+double tune_rank_correlation(const double *x, const double *y, int n);
+
 /* Print the comparison's table as Markdown: a header from info (db_comparison_info) and one
- * row per problem and timing from rows (db_comparison_rows). Returns the number of rows
- * with a ratio. */
+ * row per problem and timing from rows (db_comparison_rows), then, where both modes timed 3 or
+ * more of tune's variants of a problem, the rank correlation of their burst and sustained
+ * medians (do the modes order the variants alike?). Returns the number of rows with a ratio. */
 int tune_compare_print(FILE *f, const json_t *info, const json_t *rows);
 
 #endif

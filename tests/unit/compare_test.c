@@ -25,6 +25,10 @@ static void ratios(void) {
   CHECK(r.n == 2 && !strcmp(tune_ratio_verdict(&r), "slower"));
   r = tune_ratio_of(peer3, tune, 0);
   CHECK(r.n == 0 && !strcmp(tune_ratio_verdict(&r), "-"));
+  double x[4] = {1, 2, 3, 4}, same[4] = {10, 20, 30, 40}, rev[4] = {4, 3, 2, 1};
+  CHECK(fabs(tune_rank_correlation(x, same, 4) - 1) < 1e-12);
+  CHECK(fabs(tune_rank_correlation(x, rev, 4) + 1) < 1e-12);
+  CHECK(isnan(tune_rank_correlation(x, same, 2)));
 }
 
 static void put(db_conn *db, int64_t cmp, int64_t prob, int64_t cfg, int peer, int round, const char *timing,

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# device_compare.sh OUTDIR SET: tune compare on the GPU of a device call, one set of recipes.
+#   The candidates of each problem come from the recorded database of this GPU model
+#   (data/recorded/h100/ on an H100 where it has the recipe, else data/recorded/), copied to a
+#   scratch database; tune compare compiles them from the current source, verifies and re-times
+#   them against the peers in interleaved rounds, both timing modes. Writes OUTDIR/SET.md (the
+#   tables), OUTDIR/SET.log and OUTDIR/gpu.txt; the scratch databases go to OUTDIR/SET-dbs.tgz.
+# SET: smoke (copy, one round), gemm, attention, memory.
+# env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300)
+set -u
+out=${1:?usage: device_compare.sh OUTDIR SET}
+set_name=${2:?usage: device_compare.sh OUTDIR SET}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+rounds=${ROUNDS:-3}
+topk=${TOPK:-2}
+limit=${STEP_LIMIT_S:-300}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+  --format=csv >> "$out/gpu.txt" 2>&1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+scratch=/tmp/compare-$set_name
+rm -rf "$scratch"
+mkdir -p "$scratch"
+
+# compare RECIPE_FILE RECORDING PROBLEM...: one tune compare on a copy of the recording
+compare() {
+  local recipe=$1 rec=$2
+  shift 2
+  local h100="data/recorded/h100/$(basename "$rec")"
+  case $gpu in *H100*) [ -f "$h100" ] && rec=$h100 ;; esac
+  local db="$scratch/$(basename "$recipe" .lua).db"
+  [ -f "$db" ] || cp "$rec" "$db"
+  local args=()
+  for p in "$@"; do args+=(--problem "$p"); done
+  echo "== $(date -u +%H:%M:%S) tune compare $recipe (candidates from $rec)" | tee -a "$out/$set_name.log"
+  timeout -s INT "$limit" build/tune compare "$recipe" --db "$db" --rounds "$rounds" --top-k "$topk" \
+    -o "$out/$set_name.md" "${args[@]}" >> "$out/$set_name.log" 2>&1
+  echo "   exit $?" | tee -a "$out/$set_name.log"
+}
+
+case $set_name in
+smoke)
+  rounds=1 compare recipes/copy.lua data/recorded/copy.db ;;
+gemm)
+  compare recipes/gemm.lua data/recorded/gemm.db m4096n4096k4096_col m8192n8192k8192_col m4096n14336k4096_col \
+    m1n8192k8192_row m16n14336k4096_col m64n4096k14336_col m128n8192k8192_col ;;
+attention)
+  compare recipes/attention/prefill_sm90.lua data/recorded/attention.prefill_sm90.db b4h32s4096d128 \
+    b4h32s4096d128c b16h16s1024d64 b4h32s4096d128c_gqa8
+  compare recipes/attention/decode.lua data/recorded/attention.db b32hq32hkv8l4096d128p16 b8hq32hkv8l32768d128p64 ;;
+memory)
+  compare recipes/copy.lua data/recorded/copy.db
+  compare recipes/softmax.lua data/recorded/softmax.db r16384c1024 r4096c32768
+  compare recipes/rmsnorm.lua data/recorded/rmsnorm.db t16384h4096 t16384h4096add
+  compare recipes/elementwise.lua data/recorded/elementwise.db
+  compare recipes/transpose.lua data/recorded/transpose.db ;;
+*) echo "unknown set $set_name" >&2; exit 2 ;;
+esac
+tar czf "$out/$set_name-dbs.tgz" -C "$scratch" . 2>/dev/null
+echo; cat "$out/$set_name.md" 2>/dev/null | grep -E '^\|' | cut -c1-160
