@@ -61,4 +61,19 @@ int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tun
  * data is replayed (the latest one that measured it). */
 int tune_backend_replay_open(const char *path, const char *recipe_name, tune_backend **out, tune_err *err);
 
+/* Whether replay b's recording was measured with the source the compiler sees
+ * now for recipe r: its stored source hash equals r's raw hash (every file the
+ * same byte for byte) or r's normalised hash (source_hash.h: the same but for
+ * comments, blanks and where files lie). A recording stores one hash, the one
+ * its tune wrote; the normalised hash of a tree it does not hold cannot be
+ * recomputed, so a raw-hash recording is current only while the tree is
+ * unchanged. TUNE_REPLAY_OTHER_SOURCE also where no hash was recorded or the
+ * normalised hash cannot be made (a require of no literal name). */
+typedef enum {
+  TUNE_REPLAY_OTHER_SOURCE = 0,
+  TUNE_REPLAY_SAME_TEXT = 1,       /* stored hash == raw hash of the current tree */
+  TUNE_REPLAY_SAME_NORMALISED = 2  /* stored hash == normalised hash of the current tree */
+} tune_replay_source;
+tune_replay_source tune_backend_replay_current(const tune_backend *b, const tune_recipe *r);
+
 #endif

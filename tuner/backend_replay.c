@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "halving.h"
+#include "source_hash.h"
 
 typedef struct replay_impl { db_conn *db; char recipe[128]; } replay_impl;
 
@@ -96,4 +97,15 @@ int tune_backend_replay_open(const char *path, const char *recipe_name, tune_bac
   json_decref(rows);
   *out = b;
   return TUNE_OK;
+}
+
+tune_replay_source tune_backend_replay_current(const tune_backend *b, const tune_recipe *r) {
+  if (!b->recorded_hash[0]) return TUNE_REPLAY_OTHER_SOURCE;
+  if (!strcmp(b->recorded_hash, r->source_hash)) return TUNE_REPLAY_SAME_TEXT;
+  char norm[17];
+  tune_err e;
+  tune_err_clear(&e);
+  if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, norm, &e))
+    return TUNE_REPLAY_OTHER_SOURCE; /* no normalised hash: only the raw one can say "current" */
+  return strcmp(b->recorded_hash, norm) ? TUNE_REPLAY_OTHER_SOURCE : TUNE_REPLAY_SAME_NORMALISED;
 }

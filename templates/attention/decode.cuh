@@ -68,7 +68,9 @@
 // (scores, online softmax, P V); epilogue (merge groups by shuffles, warps through shared memory,
 // write partial or o). Combine kernel: combine_stage.
 #include <cuda_bf16.h>
+#include "common/bf16.cuh"
 #include "common/cp_async.cuh"
+#include "common/reduce.cuh"
 
 #if !defined(SPLITS) || !defined(BLOCK_N) || !defined(WARPS) || !defined(VEC_BYTES) || !defined(GQA_PACK) || \
     !defined(HEAD_DIM) || !defined(PAGE_SIZE) || !defined(GQA_RATIO)
@@ -133,7 +135,8 @@ static_assert(kSmemBytes <= 48 * 1024, "epilogue shared memory over the 48 KiB s
 static_assert(kKvRegs <= 128, "K/V register tiles over 128 registers per thread: smaller BLOCK_N or more WARPS");
 
 // ---------------------------------------------------------------------------------------------
-// Helpers: K/V vector loads with cache hints, bf16 unpacking, exp2, warp reductions.
+// Helpers: K/V vector loads with cache hints, bf16 stores (unpacking, exp2 and warp reductions:
+// templates/common).
 
 struct kv_vec { unsigned w[kWords]; };  // kVecElems bf16, little-endian pairs per word
 
@@ -164,37 +167,16 @@ __device__ __forceinline__ kv_vec g2r_load_kv(const bf16 *p) {
   return r;
 }
 
-// Element 2k (low half) and 2k+1 (high half) of a bf16 pair, exactly, as fp32.
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
-// 2^x on the SFU (ex2.approx.ftz: 2^-inf = 0, relative error ~2^-22).
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-__device__ __forceinline__ float warp_reduce_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-__device__ __forceinline__ float warp_reduce_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
+using tune::bf16_hi;
+using tune::bf16_lo;
+using tune::exp2_approx;
+using tune::neg_inf;
+using tune::warp_reduce_max;
+using tune::warp_reduce_sum;
 
 // Four floats -> four bf16 (round to nearest even), stored as 8 bytes at p (8-byte aligned).
 __device__ __forceinline__ void r2g_store_bf16x4(bf16 *p, float a, float b, float c, float d) {
-  __nv_bfloat162 lo = __floats2bfloat162_rn(a, b), hi = __floats2bfloat162_rn(c, d);
-  uint2 u;
-  u.x = *reinterpret_cast<unsigned *>(&lo);
-  u.y = *reinterpret_cast<unsigned *>(&hi);
-  *reinterpret_cast<uint2 *>(p) = u;
+  *reinterpret_cast<uint2 *>(p) = make_uint2(tune::pack_bf16x2(a, b), tune::pack_bf16x2(c, d));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@
 // finally epilogue (O / l, bf16, through shared memory to 16-byte coalesced stores).
 #include <cuda_bf16.h>
 #include "common/cp_async.cuh"
+#include "common/fast_math.cuh"
 #include "common/mma.cuh"
 
 #if !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(WARPS) || !defined(STAGES) || !defined(SWIZZLE) || \
@@ -83,8 +84,7 @@ static_assert((BLOCK_M * kChunks) % kThreads == 0 && (BLOCK_N * kChunks) % kThre
 static_assert((kWarpRows * kChunks) % 32 == 0, "epilogue: every lane stores the same number of chunks");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
-// -inf without <math.h> (NVRTC defines no INF macro).
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
+using tune::neg_inf;
 
 // Element offset of 16-byte chunk `chunk` of row `row` in a tile (padded or XOR-swizzled).
 __device__ __forceinline__ int tile_off(int row, int chunk) {

@@ -78,9 +78,9 @@
 // PERSISTENT; dynamic shared memory =
 // attn_prefill_sm90_smem_bytes (kSmemBytes below).
 #include <cuda_bf16.h>
-#include "attention/wgmma_attn.cuh"
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
+#include "common/fast_math.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma.cuh"
 #include "common/tma.cuh"
@@ -189,16 +189,7 @@ static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-bloc
 
 constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
 
-// Named barrier by id, sync (wait for `count` threads) or arrive (count without waiting).
-__device__ __forceinline__ void named_bar_sync_id(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive_id(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-
-// -inf without <math.h> (NVRTC defines no INF macro).
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u); }
+using tune::neg_inf;
 
 // Shared-memory layout of one block (byte addresses; ring slot s of K at k + s * kKVBytes).
 struct Smem {
@@ -282,17 +273,6 @@ __device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__
   }
 }
 
-// Box at (c0, c1, c2, c3) of a 4-D tensor map -> shared memory at dst (1024-byte aligned for the
-// 128-byte swizzle); completes its bytes of transaction on bar.
-__device__ __forceinline__ void tma_load_4d(unsigned dst, const tune::tensormap &m, int c0, int c1, int c2, int c3,
-                                            unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-      "l"(tune::tensormap_addr(m)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-      : "memory");
-}
-
 // tmQ, tmK, tmV: the tensor map parameters (USE_TMA), else null. it: the block's tile count so far
 // (0 unless PERSISTENT), ring: K/V ring slots used so far (the ring's phases run on across tiles).
 __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -320,7 +300,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
     tune::mbar_arrive_expect_tx(sm.q_full, kQBytes);
 #pragma unroll
-    for (int blk = 0; blk < kDB; ++blk) tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
+    for (int blk = 0; blk < kDB; ++blk) tune::tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
   };
 #if PERSISTENT
   const int n_pre = min(kStages, n_end);
@@ -338,12 +318,12 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     tune::mbar_arrive_expect_tx(sm.k_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, jj * kBN, kvh, w.b, sm.k_full + 8 * s);
+      tune::tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, jj * kBN, kvh, w.b, sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
     tune::mbar_arrive_expect_tx(sm.v_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, jj * kBN, kvh, w.b, sm.v_full + 8 * s);
+      tune::tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, jj * kBN, kvh, w.b, sm.v_full + 8 * s);
   }
 #if PERSISTENT
   if (n_pre == n_end) load_q();  // every K/V tile went first (n_end <= kStages)
@@ -386,14 +366,6 @@ __device__ __forceinline__ void fence_p(unsigned (&p)[kPK][4]) {
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
 }
 
-// A wgmma descriptor from its two 32-bit words. The start address (>> 4) is in the low word and
-// every operand sits below 256 KiB, so an operand moved by a multiple of 16 bytes is the same low word
-// plus bytes >> 4: one add per wgmma instead of building each descriptor from an address.
-__device__ __forceinline__ unsigned long long desc_words(unsigned lo, unsigned hi) {
-  unsigned long long d;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
-  return d;
-}
 // High word shared by every operand here: SBO = 1024, 128-byte swizzle.
 __device__ __forceinline__ unsigned desc_hi() {
   return (unsigned)(tune::wgmma_desc(0, 0, 1024, tune::kWgmmaSwizzle128B) >> 32);
@@ -407,9 +379,9 @@ __device__ __forceinline__ void issue_qk(float (&s)[kSAcc], unsigned sq_wg, unsi
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
     const unsigned off = (kk & 3) << 5;  // k16 step inside the 128-byte swizzle atom
-    const unsigned long long da = desc_words(qlo + (((kk >> 2) * (kBM * 128) + off) >> 4), hi);
-    const unsigned long long db = desc_words(klo + (((kk >> 2) * (kBN * 128) + off) >> 4), hi);
-    attn::wgmma_ss<kBN, 0>(s, da, db, kk > 0 ? 1 : 0);
+    const unsigned long long da = tune::wgmma_desc_words(qlo + (((kk >> 2) * (kBM * 128) + off) >> 4), hi);
+    const unsigned long long db = tune::wgmma_desc_words(klo + (((kk >> 2) * (kBN * 128) + off) >> 4), hi);
+    tune::wgmma_ss_bf16<kBN, 0>(s, da, db, kk > 0 ? 1 : 0);
   }
 }
 
@@ -423,12 +395,12 @@ __device__ __forceinline__ void issue_pv(float (&o)[kOAcc], const unsigned (&p)[
 #if PV_SPLIT
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk) {
-      const unsigned long long db = desc_words(vlo + ((blk * (kBN * 128) + kk * 2048) >> 4), hi);
-      attn::wgmma_rs<64, 1>(*reinterpret_cast<float(*)[32]>(&o[32 * blk]), p[kk], db, 1);
+      const unsigned long long db = tune::wgmma_desc_words(vlo + ((blk * (kBN * 128) + kk * 2048) >> 4), hi);
+      tune::wgmma_rs_bf16<64, 1>(*reinterpret_cast<float(*)[32]>(&o[32 * blk]), p[kk], db, 1);
     }
 #else
-    const unsigned long long db = desc_words(vlo + ((kk * 2048) >> 4), hi);
-    attn::wgmma_rs<kD, 1>(o, p[kk], db, 1);
+    const unsigned long long db = tune::wgmma_desc_words(vlo + ((kk * 2048) >> 4), hi);
+    tune::wgmma_rs_bf16<kD, 1>(o, p[kk], db, 1);
 #endif
   }
 }
@@ -577,10 +549,10 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
   // busy. Batches per warpgroup: n_end_wg + 1, the same for all (no causal tile skipping then).
   int batch = 0;
   const auto sched_wait = [&]() {
-    if (PINGPONG && (wg != 0 || batch != 0)) named_bar_sync_id(kSchedBar + wg, 256);
+    if (PINGPONG && (wg != 0 || batch != 0)) tune::named_bar_sync(kSchedBar + wg, 256);
   };
   const auto sched_pass = [&]() {
-    if (PINGPONG && (wg != kCons - 1 || batch != n_end_wg)) named_bar_arrive_id(kSchedBar + (wg + 1) % kCons, 256);
+    if (PINGPONG && (wg != kCons - 1 || batch != n_end_wg)) tune::named_bar_arrive(kSchedBar + (wg + 1) % kCons, 256);
     ++batch;
   };
   // Tile 0: scores and softmax only; its P V is issued together with the scores of tile 1.

@@ -66,9 +66,13 @@ template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-// Named barrier `id` (1..15; 0 is __syncthreads) over `count` threads (a multiple of 32).
+// Named barrier `id` (1..15; 0 is __syncthreads) over `count` threads (a multiple of 32): sync waits
+// until `count` threads have arrived or synced; arrive counts this warp without waiting.
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 }  // namespace tune

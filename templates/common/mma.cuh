@@ -1,5 +1,5 @@
-// mma.cuh: warp-level tensor-core helpers (sm_80+): mma.sync m16n8k16 bf16 -> fp32, ldmatrix
-// loads of fragments from shared memory, bf16x2 packing, and the fast exp2 used by softmax.
+// mma.cuh: warp-level tensor-core helpers (sm_80+): mma.sync m16n8k16 bf16 (or fp16) -> fp32 and
+// ldmatrix loads of fragments from shared memory (fragments are packed with common/bf16.cuh).
 // Shared by GEMM and attention families. Register fragments follow the PTX ISA layouts for
 // mma.m16n8k16 (g = lane / 4, t = lane % 4):
 //   A (16x16, row):  a[0] = (g, 2t..2t+1)   a[1] = (g+8, 2t..)   a[2] = (g, 2t+8..)   a[3] = (g+8, 2t+8..)
@@ -7,7 +7,7 @@
 //   C (16x8, fp32):  c[0..1] = (g, 2t..2t+1)   c[2..3] = (g+8, 2t..2t+1)
 // Each A/B register holds two bf16, the lower column (or k) in the low half.
 #pragma once
-#include <cuda_bf16.h>
+#include "common/bf16.cuh"
 
 namespace tune {
 
@@ -16,6 +16,14 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const unsigned (&a
                                                unsigned b1) {
   asm(  // pure register op: not volatile, so the compiler may schedule it freely
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same with fp16 inputs (gemm/f16.cuh maps mma_bf16_16816 to it).
+__device__ __forceinline__ void mma_f16_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -38,20 +46,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned sme
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr));
-}
-
-// Two floats -> one register of two bf16 (round to nearest even); lo lands in the low half.
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned *>(&v);
-}
-
-// 2^x on the special-function unit (ex2.approx.ftz: rel. error ~2^-22, 2^-inf = +0). This is what
-// exp2f becomes under --use_fast_math, which NVRTC is not given.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 }  // namespace tune

@@ -10,16 +10,17 @@
 //                                                   thread gets the result. Contains two
 //                                                   __syncthreads (all threads must call); smem may
 //                                                   be reused right after it returns.
-//   fast_exp2(x)                                    2^x on the SFU (ex2.approx.ftz)
 //   online_merge(m, s, m2, s2)                      (m, s) <- merge of two online-softmax states in
 //                                                   log2 units: m = max, s = sum of 2^(x - m)
 //   warp_reduce_online<W>(m, s), block_reduce_online<WARPS>(m, s, smem)   the pair reduction
 //                                                   (smem: 2 * WARPS floats)
+// (The template parameter is spelled Warps: families pass -DWARPS=... to NVRTC.)
+// neg_inf and exp2_approx come with it (common/fast_math.cuh).
 #pragma once
 
-namespace tune {
+#include "common/fast_math.cuh"
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+namespace tune {
 
 template <int W = 32> __device__ __forceinline__ float warp_reduce_sum(float v) {
   static_assert(W >= 1 && W <= 32 && (W & (W - 1)) == 0, "warp_reduce: W must be a power of two <= 32");
@@ -35,37 +36,30 @@ template <int W = 32> __device__ __forceinline__ float warp_reduce_max(float v) 
   return v;
 }
 
-template <int WARPS> __device__ __forceinline__ float block_reduce_sum(float v, float *smem) {
-  static_assert(WARPS >= 1 && WARPS <= 32, "block_reduce: 1..32 warps");
+template <int Warps> __device__ __forceinline__ float block_reduce_sum(float v, float *smem) {
+  static_assert(Warps >= 1 && Warps <= 32, "block_reduce: 1..32 warps");
   v = warp_reduce_sum(v);
-  if constexpr (WARPS == 1) return v;
+  if constexpr (Warps == 1) return v;
   if (threadIdx.x % 32 == 0) smem[threadIdx.x / 32] = v;
   __syncthreads();
   float r = smem[0];
 #pragma unroll
-  for (int w = 1; w < WARPS; ++w) r += smem[w];  // same order in every thread: same result
+  for (int w = 1; w < Warps; ++w) r += smem[w];  // same order in every thread: same result
   __syncthreads();
   return r;
 }
 
-template <int WARPS> __device__ __forceinline__ float block_reduce_max(float v, float *smem) {
-  static_assert(WARPS >= 1 && WARPS <= 32, "block_reduce: 1..32 warps");
+template <int Warps> __device__ __forceinline__ float block_reduce_max(float v, float *smem) {
+  static_assert(Warps >= 1 && Warps <= 32, "block_reduce: 1..32 warps");
   v = warp_reduce_max(v);
-  if constexpr (WARPS == 1) return v;
+  if constexpr (Warps == 1) return v;
   if (threadIdx.x % 32 == 0) smem[threadIdx.x / 32] = v;
   __syncthreads();
   float r = smem[0];
 #pragma unroll
-  for (int w = 1; w < WARPS; ++w) r = fmaxf(r, smem[w]);
+  for (int w = 1; w < Warps; ++w) r = fmaxf(r, smem[w]);
   __syncthreads();
   return r;
-}
-
-// 2^x on the SFU (ex2.approx.ftz: 2^-inf = 0, relative error ~2^-22).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Merge (m2, s2) into (m, s): both are online-softmax states in log2 units (m = max of the values
@@ -73,7 +67,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 __device__ __forceinline__ void online_merge(float &m, float &s, float m2, float s2) {
   const float mn = fmaxf(m, m2);
   if (mn == neg_inf()) return;  // both empty
-  s = s * fast_exp2(m - mn) + s2 * fast_exp2(m2 - mn);
+  s = s * exp2_approx(m - mn) + s2 * exp2_approx(m2 - mn);
   m = mn;
 }
 
@@ -86,19 +80,19 @@ template <int W = 32> __device__ __forceinline__ void warp_reduce_online(float &
   }
 }
 
-template <int WARPS> __device__ __forceinline__ void block_reduce_online(float &m, float &s, float *smem) {
-  static_assert(WARPS >= 1 && WARPS <= 32, "block_reduce: 1..32 warps");
+template <int Warps> __device__ __forceinline__ void block_reduce_online(float &m, float &s, float *smem) {
+  static_assert(Warps >= 1 && Warps <= 32, "block_reduce: 1..32 warps");
   warp_reduce_online(m, s);
-  if constexpr (WARPS == 1) return;
+  if constexpr (Warps == 1) return;
   if (threadIdx.x % 32 == 0) {
     smem[threadIdx.x / 32] = m;
-    smem[WARPS + threadIdx.x / 32] = s;
+    smem[Warps + threadIdx.x / 32] = s;
   }
   __syncthreads();
   m = smem[0];
-  s = smem[WARPS];
+  s = smem[Warps];
 #pragma unroll
-  for (int w = 1; w < WARPS; ++w) online_merge(m, s, smem[w], smem[WARPS + w]);
+  for (int w = 1; w < Warps; ++w) online_merge(m, s, smem[w], smem[Warps + w]);
   __syncthreads();
 }
 

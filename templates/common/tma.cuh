@@ -41,4 +41,14 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const tensormap &m, in
       : "memory");
 }
 
+// The same for a box at (c0, c1, c2, c3) of a 4-D tensor map.
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const tensormap &m, int c0, int c1, int c2, int c3,
+                                            unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(tensormap_addr(m)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
 }  // namespace tune

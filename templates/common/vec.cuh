@@ -5,10 +5,10 @@
 //   load_g<HINT>, store_g<HINT>   one vector global -> registers / registers -> global
 //   words<B>                 B bytes as B/4 32-bit words in registers, the form bf16 data is
 //                            unpacked from and packed into; load_words / store_words move one
-//   bf16_lo, bf16_hi, pack_bf16x2   bf16 pair <-> two fp32 (round to nearest even)
+//   unpack_bf16, pack_bf16       words<B> of bf16 <-> B / 2 fp32 (pairs: common/bf16.cuh)
 #pragma once
 
-#include <cuda_bf16.h>
+#include "common/bf16.cuh"
 
 namespace tune {
 
@@ -65,16 +65,6 @@ template <int HINT, int BYTES> __device__ __forceinline__ words<BYTES> load_word
 template <int HINT, int BYTES> __device__ __forceinline__ void store_words(void *p, const words<BYTES> &v) {
   typedef typename uvec_of_bytes<BYTES>::type V;
   store_g<HINT>(reinterpret_cast<V *>(p), from_words(v));
-}
-
-// Element 2k (low half) and 2k+1 (high half) of a bf16 pair, exactly, as fp32.
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
-// Two fp32 -> a bf16 pair (lo in the low half), each rounded to nearest even.
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned *>(&h);
 }
 
 // The 2 * words<BYTES>::kN bf16 of v as fp32, in memory order.

@@ -187,11 +187,6 @@ __device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 
 // compute_stage: issue (not wait for) the wgmma of one slot for consumer warpgroup wg. Each operand's
 // descriptor is built once; a k16 step or m64 tile moves it by adding bytes >> 4 to its low 32-bit
 // word (the start address field; every operand lies below 256 KiB of shared memory).
-__device__ __forceinline__ unsigned long long desc_words(unsigned lo, unsigned hi) {
-  unsigned long long d;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
-  return d;
-}
 __device__ __forceinline__ void compute_stage(float (&acc)[kMT][kAcc], unsigned sA, unsigned sB, int wg) {
   const unsigned long long da0 =
       tune::wgmma_desc(sA + wg * kWgRowStep * 128, 16, 1024, tune::kWgmmaSwizzle128B);
@@ -201,11 +196,11 @@ __device__ __forceinline__ void compute_stage(float (&acc)[kMT][kAcc], unsigned 
   const unsigned blo = (unsigned)db0, bhi = (unsigned)(db0 >> 32);
 #pragma unroll
   for (int kk = 0; kk < kBK / 16; ++kk) {
-    const unsigned long long db = desc_words(blo + (B_COL ? kk * 32 : kk * 2048) / 16, bhi);
+    const unsigned long long db = tune::wgmma_desc_words(blo + (B_COL ? kk * 32 : kk * 2048) / 16, bhi);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      const unsigned long long da = desc_words(alo + (mt * 64 * 128 + kk * 32) / 16, ahi);
-      tune::wgmma_m64k16_ss<kBN, B_COL ? 0 : 1>(acc[mt], da, db, 1);
+      const unsigned long long da = tune::wgmma_desc_words(alo + (mt * 64 * 128 + kk * 32) / 16, ahi);
+      tune::wgmma_ss_bf16<kBN, B_COL ? 0 : 1>(acc[mt], da, db, 1);
     }
   }
 }

@@ -43,8 +43,8 @@ softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
     for (int j = 0; j < sm::kIters; ++j)
 #pragma unroll
       for (int w = 0; w < sm::vec::kN; ++w) {
-        e[j][2 * w] = tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), sm::kLog2e, -ml));
-        e[j][2 * w + 1] = tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), sm::kLog2e, -ml));
+        e[j][2 * w] = tune::exp2_approx(fmaf(tune::bf16_lo(v[j].w[w]), sm::kLog2e, -ml));
+        e[j][2 * w + 1] = tune::exp2_approx(fmaf(tune::bf16_hi(v[j].w[w]), sm::kLog2e, -ml));
         s += e[j][2 * w] + e[j][2 * w + 1];
       }
   } else {
@@ -59,7 +59,7 @@ softmax_row(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
   for (int k = 1; k < CLUSTER; ++k) tune::online_merge(gm, gs, pairs[k].x, pairs[k].y);
 
   if constexpr (EXP_ONCE) {
-    const float f = tune::fast_exp2(ml - gm) * (1.f / gs);  // thread max -> row max, then 1 / sum
+    const float f = tune::exp2_approx(ml - gm) * (1.f / gs);  // thread max -> row max, then 1 / sum
 #pragma unroll
     for (int j = 0; j < sm::kIters; ++j) {
       sm::vec o;

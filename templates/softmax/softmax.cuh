@@ -176,8 +176,8 @@ template <int N> __device__ __forceinline__ float sum_exp(const vec (&v)[N], flo
   for (int j = 0; j < N; ++j)
 #pragma unroll
     for (int w = 0; w < vec::kN; ++w) {
-      s += tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
-      s += tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
+      s += tune::exp2_approx(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
+      s += tune::exp2_approx(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
     }
   return s;
 }
@@ -204,7 +204,7 @@ __device__ __forceinline__ void stats_stage(const tile_ctx &c, const reducer &re
       vec v[kBatch];
       load_stage<kBatch>(c, j0, v);
       const float mn = fmaxf(ml, max_of(v, tune::neg_inf()) * kLog2e);
-      s = sum_exp(v, mn, s * tune::fast_exp2(ml - mn));  // 2^-inf = 0 on the first batch
+      s = sum_exp(v, mn, s * tune::exp2_approx(ml - mn));  // 2^-inf = 0 on the first batch
       ml = mn;
     }
     red.online(ml, s);
@@ -234,8 +234,8 @@ template <int N> __device__ __forceinline__ void store_stage(const tile_ctx &c, 
     vec o;
 #pragma unroll
     for (int w = 0; w < vec::kN; ++w)
-      o.w[w] = tune::pack_bf16x2(tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml)) * inv_s,
-                                 tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml)) * inv_s);
+      o.w[w] = tune::pack_bf16x2(tune::exp2_approx(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml)) * inv_s,
+                                 tune::exp2_approx(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml)) * inv_s);
     tune::store_words<1, VEC_BYTES>(c.y + (long long)(j0 + j) * kThreads * kVecElems, o);
   }
 }
@@ -274,15 +274,15 @@ __device__ __forceinline__ void exp_once_stage(const tile_ctx &c, const reducer 
   for (int j = 0; j < N; ++j)
 #pragma unroll
     for (int w = 0; w < vec::kN; ++w) {
-      e[j][2 * w] = tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
-      e[j][2 * w + 1] = tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
+      e[j][2 * w] = tune::exp2_approx(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
+      e[j][2 * w + 1] = tune::exp2_approx(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
       s += e[j][2 * w] + e[j][2 * w + 1];
     }
   float f;
   if constexpr (ONLINE) {
     float m = ml;
     red.online(m, s);                        // the row's (max, sum)
-    f = tune::fast_exp2(ml - m) * (1.f / s);  // thread max -> row max, then 1 / sum
+    f = tune::exp2_approx(ml - m) * (1.f / s);  // thread max -> row max, then 1 / sum
   } else {
     f = 1.f / red.sum(s);
   }

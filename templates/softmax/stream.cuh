@@ -29,8 +29,10 @@
 // Requirements (static_assert; the recipe's applies() skips the rest): COLS a multiple of 8,
 // (COLS / 8) a multiple of the threads per row, at most 8 vectors (64 fp32 exponentials) per thread,
 // MODE 0 and 2: SROWS a multiple of the warps.
+#include "common/cp_async.cuh"
 #include "common/mbarrier.cuh"
 #include "common/reduce.cuh"
+#include "common/tma_store.cuh"
 #include "common/vec.cuh"
 
 #if !defined(COLS) || !defined(BLOCK) || !defined(MODE) || !defined(SROWS) || !defined(STAGES) || !defined(STORE)
@@ -66,14 +68,10 @@ static_assert(SROWS >= 1 && STAGES >= 1 && STAGES <= 16, "SROWS >= 1, STAGES 1..
 static_assert(STORE == 0 || (STORE == 1 && STAGES >= 2), "STORE 1 needs STAGES >= 2");
 static_assert(BPS >= 1 && BLOCK * BPS <= 2048, "BLOCK * BPS over 2048 threads per SM");
 
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 // bytes of x at src -> shared memory at dst, completing `bytes` of transaction on bar (which this
 // thread has armed with expect_tx). dst, src and bytes multiples of 16.
 __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigned bytes, unsigned bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+  tune::mbar_arrive_expect_tx(bar, bytes);
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
@@ -82,13 +80,8 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigne
 __device__ __forceinline__ void bulk_store(void *dst, unsigned src, unsigned bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
                : "memory");
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  tune::bulk_commit_group();
 }
-// Until at most N of this thread's bulk groups still read shared memory.
-template <int N> __device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // Softmax of one row held in shared memory at `row` (a warp's or the block's threads, index t),
 // y row at `yrow`. Every thread of the row's group calls it (block mode: the whole block).
@@ -109,14 +102,14 @@ __device__ __forceinline__ void row_softmax(bf16 *row, bf16 *__restrict__ yrow, 
   for (int j = 0; j < kIters; ++j)
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      e[j][2 * w] = tune::fast_exp2(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
-      e[j][2 * w + 1] = tune::fast_exp2(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
+      e[j][2 * w] = tune::exp2_approx(fmaf(tune::bf16_lo(v[j].w[w]), kLog2e, -ml));
+      e[j][2 * w + 1] = tune::exp2_approx(fmaf(tune::bf16_hi(v[j].w[w]), kLog2e, -ml));
       s += e[j][2 * w] + e[j][2 * w + 1];
     }
   float m = ml;
   if constexpr (MODE == 1) tune::block_reduce_online<kWarps>(m, s, red);
   else tune::warp_reduce_online(m, s);
-  const float f = tune::fast_exp2(ml - m) * (1.f / s);  // thread max -> row max, then 1 / sum
+  const float f = tune::exp2_approx(ml - m) * (1.f / s);  // thread max -> row max, then 1 / sum
 #pragma unroll
   for (int j = 0; j < kIters; ++j) {
     vec o;
@@ -154,7 +147,7 @@ softmax_stream(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
   const stream_ctx st{(long long)blockIdx.x * ss::kUnits + unit, (long long)gridDim.x * ss::kUnits,
                       MODE == 2 ? tid % 32 : tid};
   unsigned char *ring = ring_all + unit * STAGES * ss::kStageBytes;  // this stream's STAGES stages
-  const unsigned ring_s = ss::smem_addr(ring), full_s = ss::smem_addr(full_all + unit * STAGES);
+  const unsigned ring_s = tune::smem_u32(ring), full_s = tune::smem_u32(full_all + unit * STAGES);
   const long long groups = (rows + ss::kGroupRows - 1) / ss::kGroupRows;
   const int n = st.id < groups ? (int)((groups - 1 - st.id) / st.count + 1) : 0;  // this stream's groups
 
@@ -202,11 +195,11 @@ softmax_stream(const bf16 *__restrict__ x, bf16 *__restrict__ y, int rows) {
         ss::bulk_store(y + r0 * COLS, ring_s + s * ss::kStageBytes, (unsigned)nr * ss::kRowBytes);
         // the previous group's store has read its stage: refill that stage (one group later than
         // STORE 0 would, so that this group's store need not be waited for)
-        ss::bulk_wait_read<1>();
+        tune::bulk_wait_group_read<1>();
         if (i >= 1 && i - 1 + STAGES < n) issue(i - 1 + STAGES);
       }
     }
   }
   if constexpr (STORE == 1)
-    if (st.t == 0) ss::bulk_wait_all();  // the stores read shared memory until they complete
+    if (st.t == 0) tune::bulk_wait_group<0>();  // the stores read shared memory until they complete
 }
