@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# device_gpu_tests.sh OUTDIR: the gpu-labelled tests of tests/CMakeLists.txt, run from a carried
+# build (build/tune, build/tests/tunert_*_gpu) where ctest's absolute paths do not hold.
+# Prints one line per test (passed, FAILED, skipped) and writes each log to OUTDIR.
+set -u
+out=${1:?usage: device_gpu_tests.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export TUNE=$PWD/build/tune SRC=$PWD
+export TUNERT_TMAP_GPU=$PWD/build/tests/tunert_tmap_gpu TUNERT_CLUSTER_GPU=$PWD/build/tests/tunert_cluster_gpu
+fails=0
+for t in copy_gpu faults tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu; do
+  dir=$(mktemp -d)
+  (cd "$dir" && env -u OUT timeout 600 bash "$SRC/tests/gpu/${t}_test.sh") > "$out/gpu-$t.log" 2>&1
+  rc=$?
+  case $rc in 0) s=passed ;; 77) s=skipped ;; *) s="FAILED (exit $rc)"; fails=$((fails + 1)) ;; esac
+  echo "gpu test $t: $s"
+done
+exit $fails
