@@ -6,7 +6,8 @@
 #   them against the peers in interleaved rounds, both timing modes. Writes OUTDIR/SET.md (the
 #   tables), OUTDIR/SET.log and OUTDIR/gpu.txt; the scratch databases go to OUTDIR/SET-dbs.tgz.
 # SET: smoke (copy, one round), gemm, attention, memory.
-# env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300)
+# env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300),
+#   EXTRA (more tune compare options, e.g. --no-peers)
 set -u
 out=${1:?usage: device_compare.sh OUTDIR SET}
 set_name=${2:?usage: device_compare.sh OUTDIR SET}
@@ -37,7 +38,7 @@ compare() {
   for p in "$@"; do args+=(--problem "$p"); done
   echo "== $(date -u +%H:%M:%S) tune compare $recipe (candidates from $rec)" | tee -a "$out/$set_name.log"
   timeout -s INT "$limit" build/tune compare "$recipe" --db "$db" --rounds "$rounds" --top-k "$topk" \
-    -o "$out/$set_name.md" "${args[@]}" >> "$out/$set_name.log" 2>&1
+    -o "$out/$set_name.md" ${EXTRA:-} "${args[@]}" >> "$out/$set_name.log" 2>&1
   echo "   exit $?" | tee -a "$out/$set_name.log"
 }
 
