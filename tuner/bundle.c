@@ -1,6 +1,7 @@
 /* bundle.c: `tune bundle`: best verified variants -> one bundle file for libtunert. */
 #define _GNU_SOURCE
 #include "bundle.h"
+#include "commands.h"
 #include "code_proposal.h"
 
 #include <jansson.h>
@@ -1067,7 +1068,7 @@ static const char *usage_bundle =
     "  --jobs N               compile threads (default: cores)\n"
     "  --quiet                no per-problem summary\n";
 
-int tune_bundle_main(int argc, char **argv) {
+int tune_cmd_bundle(int argc, char **argv) {
   tune_bundle_opts o;
   memset(&o, 0, sizeof o);
   o.db_path = "tune.db";
