@@ -1,7 +1,8 @@
-/* db_bundle.h: writing a bundle file (the export format libtunert reads).
+/* db_bundle.h: writing a bundle file (the export format libtunert reads), and
+ * reading, as typed rows, the results a bundle is made of.
  *
  * Owns: the bundle's SQL (schema from runtime/tunert_format.h, inserts). The
- * caller (tuner/bundle.c) decides what goes in; this module only stores it.
+ * caller (tuner/bundle_*.c) decides what goes in; this module only stores it.
  * The file is written as PATH.tmp in one transaction and renamed to PATH on
  * commit, so a reader never sees half a bundle and a failed `tune bundle`
  * leaves no file. Strings are copied by SQLite; nothing is retained. */
@@ -11,7 +12,57 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "db.h"
 #include "../tuner/tune_err.h"
+
+/* ---- the results a bundle takes (db_bundle_rows.c) ---------------------------------------- */
+
+/* One (recipe, problem, device)'s best verified result (db_query_best). Strings are never NULL
+ * ("" when unknown) and live as long as the db_bundle_bests that holds the row. */
+typedef struct db_bundle_best {
+  int db_index;                 /* the caller's number for the database it came from */
+  const char *recipe, *problem, *problem_hash, *device, *arch;
+  const char *source_hash;      /* of the recipe source it was measured with */
+  const char *config_hash, *created_at;
+  json_t *params;               /* the config, {name: value} (borrowed) */
+  double median_ns, min_ns, stddev_ns; /* [ns]; NAN unknown */
+  int samples;
+  int64_t result_id;
+} db_bundle_best;
+
+typedef struct db_bundle_bests {
+  db_bundle_best *a;            /* [n], in the order of the calls, each database's by name */
+  int n, cap;
+  json_t *rows;                 /* owns the strings of a[] */
+} db_bundle_bests;
+
+/* Append db's best rows, tagged db_index. Zero-initialize the set first; on failure it holds
+ * what was appended before. */
+int db_bundle_bests_add(db_bundle_bests *set, db_conn *db, int db_index, tune_err *err);
+void db_bundle_bests_free(db_bundle_bests *set);
+
+/* What a bundle records of one result besides its time (db_query_show). Strings are never NULL
+ * and live until db_bundle_result_free. */
+typedef struct db_bundle_result {
+  const char *recipe_path;      /* the recipe file as recorded */
+  const char *binary_key;       /* compile key of the measured binary, "" unknown */
+  const char *origin;           /* the config's: "", "llm:ID", "llm-code:ID" */
+  const char *backend;          /* the run's, "" unknown */
+  char seed[32];                /* the run's input seed, "" unknown */
+  double err_rel_l2;            /* NAN unknown */
+  db_device device;             /* the GPU it was measured on */
+  int has_proposal;             /* origin names a proposal the database holds: */
+  const char *proposal_kind, *proposal_region, *proposal_code;
+  json_t *obj;                  /* owns the strings */
+} db_bundle_result;
+
+/* Read result_id of db into *out (TUNE_ENOTFOUND: no such result). */
+int db_bundle_result_get(db_conn *db, int64_t result_id, db_bundle_result *out, tune_err *err);
+void db_bundle_result_free(db_bundle_result *r);
+
+/* ---- writing a bundle (db_bundle.c) ------------------------------------------------------- */
 
 typedef struct db_bundle_writer db_bundle_writer;
 

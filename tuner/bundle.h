@@ -10,7 +10,8 @@
  * written bundle with libtunert and selecting every tuned problem.
  * Must not: write SQL (db/ does), or trust a measurement of other code: a
  * result measured with another recipe source is only taken when its compile
- * key equals the bundle's binary, or with --allow-source-change (recorded). */
+ * key equals the bundle's binary, or with --allow-source-change (recorded).
+ * The stages live in bundle_*.c (bundle_int.h); the command line in bundle_cmd.c. */
 #ifndef TUNE_BUNDLE_H
 #define TUNE_BUNDLE_H
 
@@ -39,8 +40,5 @@ typedef struct tune_bundle_opts {
 /* Make the bundle. TUNE_OK when written and verified; the file is never left
  * half written. */
 int tune_bundle_run(const tune_bundle_opts *o, tune_err *err);
-
-/* `tune bundle ARGS...`: parses the command line; returns the exit code. */
-int tune_bundle_main(int argc, char **argv);
 
 #endif

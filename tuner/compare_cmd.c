@@ -1,12 +1,12 @@
 /* compare_cmd.c: the command line of `tune compare` (compare.h). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "argv.h"
 #include "compare.h"
 
 static const char usage_compare[] =
@@ -35,56 +35,41 @@ static const char usage_compare[] =
     "  --report ID|last print the table of comparison ID, or the latest of each recipe, from\n"
     "                   the database (no GPU needed)\n";
 
-static int parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "tune compare: %s %s: want an integer in %ld..%ld\n", opt, s, lo, hi);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 /* The options into o; 2: a usage error (printed), 1: --help printed, 0: go on. */
 static int parse(int argc, char **argv, tune_compare_opts *o, char *cmd, size_t cmd_n) {
   size_t used = (size_t)snprintf(cmd, cmd_n, "tune compare");
   for (int i = 0; i < argc; ++i)
     if (used < cmd_n) used += (size_t)snprintf(cmd + used, cmd_n - used, " %s", argv[i]);
-  for (int i = 0; i < argc; ++i) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long n;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage_compare, stdout); return 1; }
-    if (!strcmp(a, "--no-peers")) { o->peer_cmd = ""; continue; }
-    if (a[0] != '-') {
-      if (o->recipe_path) { fprintf(stderr, "tune compare: one recipe at a time (%s and %s)\n", o->recipe_path, a); return 2; }
-      o->recipe_path = a;
-      continue;
-    }
-    if (!v) { fprintf(stderr, "tune compare: %s needs a value\n%s", a, usage_compare); return 2; }
-    ++i;
-    if (!strcmp(a, "--db")) o->db_path = v;
-    else if (!strcmp(a, "--device")) o->device = v;
-    else if (!strcmp(a, "--peers")) o->peer_cmd = v;
-    else if (!strcmp(a, "-o")) o->out_path = v;
-    else if (!strcmp(a, "--top-k")) { if (parse_int(a, v, 1, 8, &n)) return 2; o->top_k = (int)n; }
-    else if (!strcmp(a, "--rounds")) { if (parse_int(a, v, 1, 64, &n)) return 2; o->rounds = (int)n; }
-    else if (!strcmp(a, "--seed")) { if (parse_int(a, v, 0, LONG_MAX, &n)) return 2; o->seed = (uint64_t)n; }
-    else if (!strcmp(a, "--problem")) {
-      if (o->n_problems >= TUNE_MAX_PROBLEM_FILTERS) { fprintf(stderr, "tune compare: too many --problem\n"); return 2; }
-      o->problems[o->n_problems++] = v;
-    } else if (!strcmp(a, "--timing")) {
+  tune_argv ap;
+  const char *v = NULL;
+  tune_argv_init(&ap, "tune compare", argc, argv);
+  while (tune_argv_next(&ap)) {
+    if (tune_argv_flag(&ap, "--help") || tune_argv_flag(&ap, "-h")) { fputs(usage_compare, stdout); return 1; }
+    else if (tune_argv_flag(&ap, "--no-peers")) o->peer_cmd = "";
+    else if (tune_argv_str(&ap, "--db", &o->db_path) || tune_argv_str(&ap, "--device", &o->device) ||
+             tune_argv_str(&ap, "--peers", &o->peer_cmd) || tune_argv_str(&ap, "-o", &o->out_path)) {}
+    else if (tune_argv_int(&ap, "--top-k", &o->top_k)) { if (o->top_k < 1 || o->top_k > 8) tune_argv_bad(&ap, "want 1..8"); }
+    else if (tune_argv_int(&ap, "--rounds", &o->rounds)) { if (o->rounds < 1 || o->rounds > 64) tune_argv_bad(&ap, "want 1..64"); }
+    else if (tune_argv_u64(&ap, "--seed", &o->seed)) {}
+    else if (tune_argv_str(&ap, "--problem", &v)) {
+      if (o->n_problems >= TUNE_MAX_PROBLEM_FILTERS) tune_argv_bad(&ap, "too many --problem");
+      else o->problems[o->n_problems++] = v;
+    } else if (tune_argv_str(&ap, "--timing", &v)) {
       if (!strcmp(v, "burst")) o->burst = 1;
       else if (!strcmp(v, "sustained")) o->sustained = 1;
       else if (!strcmp(v, "both")) o->burst = o->sustained = 1;
-      else { fprintf(stderr, "tune compare: --timing %s: want burst, sustained or both\n", v); return 2; }
-    } else if (!strcmp(a, "--report")) {
+      else tune_argv_bad(&ap, "want burst, sustained or both");
+    } else if (tune_argv_str(&ap, "--report", &v)) {
+      int id = 0;
       if (!strcmp(v, "last")) o->report_id = -1;
-      else if (parse_int(a, v, 1, LONG_MAX, &n)) return 2;
-      else o->report_id = n;
-    } else { fprintf(stderr, "tune compare: unknown option %s\n%s", a, usage_compare); return 2; }
+      else if (tune_parse_int(v, &id) || id < 1) tune_argv_bad(&ap, "want a comparison id or last");
+      else o->report_id = id;
+    } else if (tune_argv_positional(&ap, &v)) {
+      if (o->recipe_path) tune_argv_error(&ap, "one recipe at a time (%s and %s)", o->recipe_path, v);
+      o->recipe_path = v;
+    } else tune_argv_unknown(&ap);
   }
+  if (ap.failed) { fprintf(stderr, "%s\n", ap.msg); return 2; }
   if (!o->recipe_path && !o->report_id) { fprintf(stderr, "%s", usage_compare); return 2; }
   if (!o->burst && !o->sustained) o->burst = o->sustained = 1;
   return 0;

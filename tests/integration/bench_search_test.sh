@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# bench-search replays a recorded space for each strategy and prints P scores;
-# db export writes Kernel Tuner's cache format.
+# tune-bench-search (tools/bench_search/) replays a recorded space for each strategy and prints P
+# scores; tune db export writes Kernel Tuner's cache format; `tune bench-search` points at the tool.
 . "$(dirname "$0")/lib.sh"
-"$TUNE" bench-search "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
+BENCH_SEARCH="${BENCH_SEARCH:?set BENCH_SEARCH to the tune-bench-search binary}"
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
   --strategies random,bayes,bayes:cold --problem 64MiB >bench.txt 2>&1
 check "bench-search exits 0" test $? -eq 0
 check "bench-search prints the bayes row" contains bench.txt "bayes"
 check "bench-search prints the goal line" contains bench.txt "goal at 10% of the evaluations"
-"$TUNE" bench-search "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
   --strategies nosuch >bad.txt 2>&1
 check "unknown strategy fails" test $? -ne 0
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --repeats abc >badrep.txt 2>&1
+check "a non-integer --repeats exits 2" test $? -eq 2
+check "and names the option and its value" contains badrep.txt "tune-bench-search: --repeats abc: not an integer"
+"$TUNE" bench-search "$SRC/recipes/copy.lua" >moved.txt 2>&1
+check "tune bench-search is no verb of tune any more (rc 2)" test $? -eq 2
+check "it names the tool that replaced it" contains moved.txt "build/tools/tune-bench-search"
 "$TUNE" db export --db "$SRC/data/recorded/copy.db" --format kernel_tuner --recipe copy --problem 64MiB -o kt.json >exp.txt 2>&1
 check "db export exits 0" test $? -eq 0
 n=$(python3 -c "import json; d=json.load(open('kt.json')); print(len(d['cache']))")
@@ -17,7 +24,7 @@ check "the export holds every recorded config of the problem ($n)" test "$n" = "
 # Configs the recipe rejects for a problem (applies) are not part of its space: not in the
 # benchmark's space, not in the export, and no budget is spent on them by tune run.
 PS="$SRC/data/recorded/attention.prefill_sm90.db"
-"$TUNE" bench-search "$SRC/recipes/attention.lua" --device "replay:$PS" --repeats 2 --strategies random \
+"$BENCH_SEARCH" "$SRC/recipes/attention.lua" --device "replay:$PS" --repeats 2 --strategies random \
   --problem b4h32s4096d128 >ps.txt 2>&1
 check "bench-search on prefill_sm90 exits 0" test $? -eq 0
 n_app=$(python3 - "$PS" <<'PY'
@@ -44,7 +51,7 @@ check "the second problem starts warm" test "$(grep -c '^warm start: 1 config' w
   --problem m8192n8192k8192_col --budget 8 --no-warm-start >cold.txt 2>&1
 check "--no-warm-start: no warm start" test "$(grep -c '^warm start' cold.txt)" = 0
 check "bench-search's default rows include bayes:cold" contains bench.txt "bayes:cold"
-"$TUNE" bench-search "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 2 \
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 2 \
   --strategies bayes:warm >badsfx.txt 2>&1
 check "an unknown strategy suffix fails" test $? -eq 2
 # Kernel Tuner's simulation on that cache, only the goal's budget (where kernel_tuner is installed)

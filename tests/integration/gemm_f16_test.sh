@@ -8,6 +8,7 @@
 # winners. (That the fp16 GEMVs compute with fp16 inputs is checked on the GPU, where every variant is
 # verified against reference_f16.cuh: data/recorded/gemm.f16.db, 1309 of 1309.)
 . "$(dirname "$0")/lib.sh"
+BENCH_SEARCH="${BENCH_SEARCH:?set BENCH_SEARCH to the tune-bench-search binary}"
 BUILD="${BUILD:?set BUILD to the build tree}"
 R="$SRC/recipes/gemm/f16.lua"
 P=m128n8192k8192_row
@@ -73,13 +74,13 @@ if [ -f "$SRC/data/recorded/gemm.f16.db" ] && [ -f "$H100" ]; then
   # optimum with the bf16 database (the two recordings share the winner of this shape), not without
   first() { python3 -c 'import json,sys
 print(min(p["strategies"]["bayes"]["evals"][0]["perf_median"] for p in json.load(open(sys.argv[1]))))' "$1"; }
-  "$TUNE" bench-search "$R" --warm-db "$H100" --problem m128n14336k4096_col --repeats 3 --strategies bayes \
+  "$BENCH_SEARCH" "$R" --warm-db "$H100" --problem m128n14336k4096_col --repeats 3 --strategies bayes \
     --jobs 1 --json > bw.json 2> bw.err
   check "bench-search --warm-db exits 0" test $? -eq 0
   check "with the bf16 database: the optimum at 1 evaluation" test "$(first bw.json)" = "1.0"
-  "$TUNE" bench-search "$R" --problem m128n14336k4096_col --repeats 3 --strategies bayes --jobs 1 --json > bc.json 2> bc.err
+  "$BENCH_SEARCH" "$R" --problem m128n14336k4096_col --repeats 3 --strategies bayes --jobs 1 --json > bc.json 2> bc.err
   check "without it: not" test "$(first bc.json)" != "1.0"
-  "$TUNE" bench-search "$R" --warm-db nowhere.db --repeats 1 > bn.txt 2>&1
+  "$BENCH_SEARCH" "$R" --warm-db nowhere.db --repeats 1 > bn.txt 2>&1
   check "--warm-db of a missing file fails" test $? -ne 0
   check "and says why" contains bn.txt "no such database"
 fi

@@ -3,8 +3,9 @@
 # results are stored ok with samples 3 and their mark, contenders fully timed (both passes'
 # time charged), the best equal to the run without halving, recorded measure time saved;
 # tune db best ranks quick-only results last and says so; the recipe field and the flags;
-# tune bench-search --halving. Without --halving nothing changes (no mark, no extra line).
+# tune-bench-search --halving. Without --halving nothing changes (no mark, no extra line).
 . "$(dirname "$0")/lib.sh"
+BENCH_SEARCH="${BENCH_SEARCH:?set BENCH_SEARCH to the tune-bench-search binary}"
 REC="$SRC/data/recorded/copy.db"
 run() { "$TUNE" run "$SRC/recipes/copy.lua" --device "replay:$REC" --strategy exhaustive --quiet "$@"; }
 run --db plain.db >plain.txt 2>&1
@@ -114,9 +115,9 @@ check "bayes with halving kept some quick timings" contains sh.txt "kept a quick
 "$TUNE" db best --db sb.db | sed 's/  *[0-9]*  *[-0-9]*  *[A-Z_]*=.*//' >sb_best.txt
 "$TUNE" db best --db sh.db | sed 's/  *[0-9]*  *[-0-9]*  *[A-Z_]*=.*//' >sh_best.txt
 check "bayes: the same best medians" cmp -s sb_best.txt sh_best.txt
-# tune bench-search --halving: the extra row and the time spent; nothing of it without the flag
-"$TUNE" bench-search "$SRC/recipes/copy.lua" --repeats 5 --jobs 2 >bs.txt 2>&1
-"$TUNE" bench-search "$SRC/recipes/copy.lua" --repeats 5 --jobs 2 --halving >bh.txt 2>&1
+# tune-bench-search --halving: the extra row and the time spent; nothing of it without the flag
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --repeats 5 --jobs 2 >bs.txt 2>&1
+"$BENCH_SEARCH" "$SRC/recipes/copy.lua" --repeats 5 --jobs 2 --halving >bh.txt 2>&1
 check "bench-search without --halving shows none" lacks bs.txt "halving"
 check "bench-search --halving adds the bayes+halving row" contains bh.txt "^bayes+halving "
 check "bench-search --halving reports the time spent" contains bh.txt "halving (bayes, margin 10 %)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kernel_tuner_sim.py: Kernel Tuner's strategies in its simulation mode on
 the recorded spaces that `tune db export --format kernel_tuner` writes, scored
-exactly as `tune bench-search` scores tune's strategies.
+exactly as `tune-bench-search` scores tune's strategies.
 
 For each cache file, strategy and seed 1..N:
   - evaluation budgets (1, 2, 5, 10, 20, 50 % of the configs in the cache,
@@ -14,7 +14,7 @@ For each cache file, strategy and seed 1..N:
     cumulative recorded time is within it. Kernel Tuner's simulated clock
     also counts its own wall time; the script patches
     TuningBudget.get_time_spent to count only the recorded times, as
-    tune bench-search does.
+    tune-bench-search does.
   - the search space is exactly the configs in the cache (failed ones
     included: they cost an evaluation and find nothing), passed as a
     restriction; random and numpy.random are seeded with the seed before
@@ -22,7 +22,7 @@ For each cache file, strategy and seed 1..N:
     itself to get it) so that runs repeat.
 P = (baseline - found) / (baseline - optimum); baseline: random search's
 expected best, exact for evaluation budgets and, for time budgets, read from
-`tune bench-search --json` output (--baseline-json) so that both sides use
+`tune-bench-search --json` output (--baseline-json) so that both sides use
 the same numbers (else estimated here from 20000 random orders).
 found: best time within the budget, or the space's worst time when nothing
 was found. Cells: median [q1, q3] over the seeds (linear interpolation).
@@ -246,7 +246,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=100)
     ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES))
     ap.add_argument("--baseline-json", action="append", default=[],
-                    help="tune bench-search --json output (same baselines); repeatable")
+                    help="tune-bench-search --json output (same baselines); repeatable")
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--eval-budgets", default=",".join(f"{100 * f:g}" for f in FRACS),

@@ -7,13 +7,14 @@
 # For each data/recorded/<stem>.db whose recipe recipes/<stem>.lua exists (or, for a
 # sub-recipe's own recording such as attention.prefill_sm90.db, recipes/<family>.lua with
 # <family> the stem up to its first dot):
-#   1. tune bench-search recipes/<stem>.lua --device replay:... --json (and the text table);
+#   1. tune-bench-search recipes/<stem>.lua --device replay:... --json (and the text table);
 #   2. tune db export --format kernel_tuner, one cache per recipe and problem;
 # then tools/bench/kernel_tuner_sim.py runs Kernel Tuner's strategies in simulation mode on
 # those caches with the same budgets, seeds and baselines (skipped, and said so in the page,
 # when kernel_tuner cannot be imported: pip install kernel_tuner).
 #
-# Environment: TUNE (the binary, default build/tune), REPEATS (seeds, default 100),
+# Environment: TUNE (the binary, default build/tune), BENCH_SEARCH (default
+# build/tools/tune-bench-search), REPEATS (seeds, default 100),
 # KT_REPEATS (Kernel Tuner's seeds, default REPEATS), KT_STRATEGIES (comma list, default:
 # all of kernel_tuner_sim.py's but basinhopping and minimize, whose simulated runs revisit
 # cached configs thousands of times and take minutes per seed), KT_EVAL_BUDGETS (Kernel
@@ -35,6 +36,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TUNE=${TUNE:-$ROOT/build/tune}
+BENCH_SEARCH=${BENCH_SEARCH:-$ROOT/build/tools/tune-bench-search}
 REPEATS=${REPEATS:-100}
 KT_REPEATS=${KT_REPEATS:-$REPEATS}
 KT_EVAL_BUDGETS=${KT_EVAL_BUDGETS:-1,2,5,10,20,50}
@@ -43,7 +45,9 @@ KT_STRATEGIES=${KT_STRATEGIES:-random_sample,genetic_algorithm,simulated_anneali
 JOBS=${JOBS:-$(nproc)}
 OUT=${1:-$ROOT/build/search-bench}
 mkdir -p "$OUT/tune" "$OUT/caches"
-[ -x "$TUNE" ] || { echo "search_report: $TUNE not built (cmake --build build)" >&2; exit 1; }
+for b in "$TUNE" "$BENCH_SEARCH"; do
+  [ -x "$b" ] || { echo "search_report: $b not built (cmake --build build)" >&2; exit 1; }
+done
 
 RECIPES=$ROOT/recipes
 if [ -n "${RECIPE_REV:-}" ]; then
@@ -74,8 +78,8 @@ t_tune=$SECONDS
 for stem in "${stems[@]}"; do
   db="$ROOT/data/recorded/$stem.db"
   if [ "${TUNE_REUSE:-0}" = 1 ] && [ -f "$OUT/tune/$stem.json" ]; then continue; fi
-  echo "== tune bench-search $stem ($REPEATS seeds)" >&2
-  "$TUNE" bench-search "$(recipe_of "$stem")" --device "replay:$db" --repeats "$REPEATS" \
+  echo "== tune-bench-search $stem ($REPEATS seeds)" >&2
+  "$BENCH_SEARCH" "$(recipe_of "$stem")" --device "replay:$db" --repeats "$REPEATS" \
     --jobs "$JOBS" --json > "$OUT/tune/$stem.json"
   # one Kernel Tuner cache per (recipe, problem) that was benchmarked
   python3 - "$OUT/tune/$stem.json" > "$OUT/tune/$stem.pairs" <<'EOF'
@@ -246,7 +250,7 @@ for nm in names:
 L.append("")
 rt = []
 if t_tune >= 0:
-    rt.append(f"tune bench-search {t_tune} s for {len(names)} strategies x {repeats} seeds on every space ({jobs} threads)")
+    rt.append(f"tune-bench-search {t_tune} s for {len(names)} strategies x {repeats} seeds on every space ({jobs} threads)")
 if kt_runtime_note:
     rt.append("Kernel Tuner " + kt_runtime_note)
 elif kt_runtime is not None:

@@ -1,0 +1,134 @@
+/* bundle_int.h: the stages of `tune bundle` (bundle.h) and the state they share.
+ *
+ *   collect  (bundle_collect.c)  the best verified result per family and tuned problem of the
+ *                                databases, for one device; each entry evaluated by its recipe and
+ *                                grouped into variants (config + defines);
+ *   compile  (bundle_compile.c)  a cubin per arch and PTX per variant, on the compile pool;
+ *   express  (bundle_expr.c)     the family's dims and params, and each entry's launch geometry,
+ *                                shapes, values, requirements and defines as expressions libtunert
+ *                                evaluates (runtime/tunert_expr.h), checked against Lua's values;
+ *   write    (bundle_write.c)    the bundle file through db/db_bundle.h;
+ *   verify   (bundle_verify.c)   the written file opened by libtunert, every tuned problem selected.
+ * bundle.c runs them in that order. Memory: bstate owns everything below it; bundle_state_free
+ * releases it. */
+#ifndef TUNE_BUNDLE_INT_H
+#define TUNE_BUNDLE_INT_H
+
+#include <limits.h>
+
+#include "bundle.h"
+#include "compile.h"
+#include "db.h"
+#include "db_bundle.h"
+#include "recipe.h"
+#include "recipe_expr.h"
+#include "tunert_expr.h"
+#include "tunert_format.h"
+
+#define BUNDLE_MAX_ENTRIES 4096
+#define BUNDLE_MAX_SETS 16
+#define BUNDLE_MAX_FAMILIES 64
+
+typedef struct bvariant {
+  int family;                  /* index into families */
+  int vi[64];                  /* value index per param */
+  char config_hash[17];
+  char params_json[2048];
+  tune_variant var;            /* defines and kernel names (of its first entry) */
+  char defines_text[4096];
+  int64_t id;                  /* in the bundle */
+  int job0;                    /* first compile job (cubins, then PTX) */
+  char lowered[TUNE_MAX_LAUNCHES][512];
+  char *source_text;           /* a code proposal's variant: the template with the proposed region
+                                  (malloc'd); NULL: the template itself */
+} bvariant;
+
+typedef struct bentry {
+  int family, variant;
+  const tune_problem *p;
+  const db_bundle_best *best;  /* the best result (borrowed from bstate.bests) */
+  db_bundle_result result;     /* what the bundle records of it (owned) */
+  tune_variant var;
+  tune_problem_setup setup;
+  tune_variant_exprs ex;
+  int portable;
+  char exact_why[600];
+  char dims_text[1024];        /* literals, family dim order */
+  char define_values[1024];
+  int mismatch_source;         /* measured with another recipe source */
+  int same_binary;
+  tune_tmap_texts *tm;         /* per arg (malloc'd when the recipe has tensor maps), else NULL */
+} bentry;
+
+typedef struct bfamily {
+  tune_recipe *r;
+  char name[128];
+  char dims[1024];             /* "B:int,causal:bool" */
+  int n_dims;
+  char dim_names[TUNERT_MAX_DIMS][64];
+  int dim_bool[TUNERT_MAX_DIMS];
+  int dim_enum[TUNERT_MAX_DIMS];            /* string dims: passed as the index of the value */
+  int n_enum[TUNERT_MAX_DIMS];
+  char enum_vals[TUNERT_MAX_DIMS][16][64];  /* the values, sorted */
+  char params[2048];
+  const char *names[TUNERT_MAX_DIMS + 64]; /* expression env names */
+  int n_names;
+  char measured_arch[16];
+  char recipe_file[PATH_MAX];  /* as recorded in the results database */
+  int64_t id;
+} bfamily;
+
+typedef struct bstate {
+  const tune_bundle_opts *o;
+  int n_dbs;
+  const char *db_paths[TUNE_BUNDLE_MAX_DBS];
+  db_conn *dbs[TUNE_BUNDLE_MAX_DBS];
+  char db_list[2048];          /* "a.db, b.db": for messages and the bundle's meta */
+  db_bundle_bests bests;       /* every database's best rows */
+  int n_sets;
+  tune_recipes *sets[BUNDLE_MAX_SETS];
+  char set_paths[BUNDLE_MAX_SETS][PATH_MAX];
+  int n_families;
+  bfamily fam[BUNDLE_MAX_FAMILIES];
+  int n_variants;
+  bvariant *var;               /* [BUNDLE_MAX_ENTRIES] */
+  int n_entries;
+  bentry *ent;                 /* [BUNDLE_MAX_ENTRIES] */
+  int n_archs;
+  char archs[TUNE_BUNDLE_MAX_ARCHS][16];
+  char device_name[128];
+  db_device device;            /* the GPU of the first entry: the bundle's meta */
+  char templates[BUNDLE_MAX_FAMILIES][PATH_MAX + 16]; /* include root per family (the jobs point here) */
+  char ptx_archs[TUNE_BUNDLE_MAX_ARCHS][24];
+  tune_compile_job *jobs;      /* [n_jobs]: per variant, a cubin per arch, then PTX per arch */
+  int n_jobs;
+} bstate;
+
+/* collect: the entries (and their families) from the databases; then per entry, the recipe's
+ * evaluation and its variant. */
+int bundle_collect(bstate *s, tune_err *err);
+int bundle_evaluate(bstate *s, tune_err *err);
+/* One entry: its recipe's launches, setup and expression texts for config vi. */
+int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err);
+/* The variant of be: one of the same family, config and defines, else a new one (vi: its config). */
+int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
+
+/* compile: s->jobs, every binary of every variant; s->var[].lowered from the first. */
+int bundle_compile(bstate *s, tune_err *err);
+
+/* express: family dims and params from the recipe's problems; an entry's expressions checked
+ * with the runtime evaluator against Lua's values, portability decided (a mismatch is an error). */
+int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err);
+int bundle_check_entry(bstate *s, bentry *be, tune_err *err);
+/* The expression environment of problem p and config vi: dims (family order), then params. */
+int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
+                    char *why, size_t n);
+
+/* write: the bundle file s->o->out, replaced atomically; verify: open it with libtunert and
+ * select every entry's problem, checking variant, launches and tensor maps. */
+int bundle_write(bstate *s, tune_err *err);
+int bundle_verify(bstate *s, tune_err *err);
+
+void bundle_state_free(bstate *s);
+
+#endif
