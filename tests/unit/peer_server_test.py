@@ -347,6 +347,12 @@ class CuptiLibTest(unittest.TestCase):
         msg = ctypes.create_string_buffer(2048)
         self.assertNotEqual(lib.tune_cupti_py_open(msg, len(msg)), 0)
         self.assertTrue(msg.value, "no reason given")
+        libs = ctypes.create_string_buffer(1024)
+        lib.tune_cupti_py_library(libs, len(libs))
+        if msg.value.startswith(b"libcupti cannot be opened"):
+            self.assertEqual(libs.value, b"")
+        else:  # loaded, then refused by the missing driver: the file is named
+            self.assertIn(b"libcupti", libs.value)
         s, sp, n = ctypes.c_double(1), ctypes.c_double(1), ctypes.c_int(1)
         names = ctypes.create_string_buffer(8)
         rc = lib.tune_cupti_py_collect(ctypes.byref(s), ctypes.byref(sp), ctypes.byref(n), names, len(names), msg, len(msg))

@@ -437,8 +437,10 @@ class CudaDevice:
         self._cu("cuDeviceGetAttribute", ctypes.byref(v), 38, dev)  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
         self.l2_bytes = v.value
         self.flush_bytes = 2 * (v.value if v.value > 0 else NO_L2_BYTES)  # the worker's flush size
-        path = ctypes.create_string_buffer(1024)
+        path = ctypes.create_string_buffer(2048)
         self.lib.tune_cupti_py_library(path, len(path))
+        if b";" in path.value:
+            log(f"more than one libcupti loaded ({path.value.decode()}): tune's timer uses the one it opened first, torch's serves its profiler")
         self.info = {"device": torch.cuda.get_device_name(), "uuid": "GPU-%s-%s-%s-%s-%s" % (
             b[0:4].hex(), b[4:6].hex(), b[6:8].hex(), b[8:10].hex(), b[10:16].hex()),
             "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),

@@ -65,20 +65,23 @@ void tune_nvml_py_reason_names(unsigned long long reasons, char *buf, int n) {
   tune_clocks_reason_names((uint64_t)reasons, buf, n);
 }
 
-static int find_cupti(struct dl_phdr_info *info, size_t size, void *data) {
+typedef struct found_libs { char *buf; int n, used; } found_libs;
+
+static int note_cupti(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  const char **found = data;
-  if (info->dlpi_name && strstr(info->dlpi_name, "libcupti")) {
-    *found = info->dlpi_name;
-    return 1;
-  }
+  found_libs *f = data;
+  if (!info->dlpi_name || !strstr(info->dlpi_name, "libcupti") || f->used >= f->n - 1) return 0;
+  int w = snprintf(f->buf + f->used, (size_t)(f->n - f->used), "%s%s", f->used ? ";" : "", info->dlpi_name);
+  f->used = w < 0 ? f->n - 1 : f->used + w > f->n - 1 ? f->n - 1 : f->used + w;
   return 0;
 }
 
-/* The file of the libcupti this process has loaded ("" when none): a peer's
- * result says which CUPTI timed it. */
+/* The files of every libcupti this process has loaded, ';'-separated ("" when none):
+ * a peer's result says which CUPTI timed it, and a second copy (torch's own, for
+ * its profiler) is seen. */
 void tune_cupti_py_library(char *path, int n) {
-  const char *found = NULL;
-  dl_iterate_phdr(find_cupti, &found);
-  if (n > 0) snprintf(path, (size_t)n, "%s", found ? found : "");
+  if (n <= 0) return;
+  path[0] = 0;
+  found_libs f = {path, n, 0};
+  dl_iterate_phdr(note_cupti, &f);
 }
