@@ -368,7 +368,12 @@ def serve(backend, inp, out):
         except ValueError as e:
             req, reply = None, {"ok": False, "error": f"bad JSON: {e}"}
         else:
-            reply = handle(backend, req)
+            try:
+                reply = handle(backend, req)
+            except Exception as e:  # a bug here must not end the session: say it, go on
+                import traceback
+                traceback.print_exc(file=sys.stderr)
+                reply = {"ok": False, "error": f"peer_server: internal error: {type(e).__name__}: {e}"}
         out.write(json.dumps(reply) + "\n")
         out.flush()
         if isinstance(req, dict) and req.get("op") == "quit":
@@ -676,7 +681,7 @@ class TorchBackend:
                 return dict(r, library=op.library(), timer="cupti")
         except torch.cuda.OutOfMemoryError as e:
             raise PeerError(f"out of memory ({n_sets} set(s) of {peer.set_bytes} bytes): {_first_line(e)}")
-        except (RuntimeError, TypeError, ValueError) as e:
+        except (RuntimeError, TypeError, ValueError, AttributeError, ImportError) as e:  # e.g. an older torch
             raise PeerError(f"{type(e).__name__}: {_first_line(e)}")
         finally:
             del op
