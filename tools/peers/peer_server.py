@@ -1,0 +1,740 @@
+#!/usr/bin/env python3
+"""peer_server.py: the vendor peers of tune's recipes, timed like tune's variants (docs/peers.md).
+
+A persistent process speaking JSON lines: one request per line on stdin, one reply per line on
+stdout, logs on stderr only.
+  {"op":"hello"}  -> {"ok":true,"device":..,"uuid":..,"torch":..,"cuda":..,"cudnn":..,"timer":"cupti"}
+  {"op":"measure","recipe":R,"problem":P,"dims":{..},"timing":"burst"|"sustained","seed":N}
+                  -> {"ok":true,"problem":P,"results":[..],"skipped":[{"peer":..,"reason":..}]}
+  {"op":"quit"}   -> {"ok":true}, then exit
+Peers: cuBLAS (torch.matmul), cuDNN and FlashAttention (SDPA), eager PyTorch for the memory-bound
+families. They are timed by tune's own CUPTI timer (tuner/cupti_timer.c, through
+libtune_cupti_py.so) with the burst protocol of tuner/worker.c (do_measure) or the sustained one
+below; never by CUDA events: without CUPTI the server refuses to time.
+
+torch is imported only once the device is opened (CUPTI must be enabled before torch creates its
+context), so this module imports, and its protocol logic runs, without torch or a GPU.
+
+usage: peer_server.py [--lib PATH/libtune_cupti_py.so]
+"""
+import ctypes
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+# ---- the burst protocol: tuner/worker.c do_measure and tuner/protocol.h ----
+BURST_WARMUP_MAX_CALLS = 50    # warm-up: up to 50 calls, at least 3, stop after 20 ms
+BURST_WARMUP_MIN_CALLS = 3
+BURST_WARMUP_MS = 20.0
+BURST_MIN_SAMPLES = 10         # TUNE_MEASURE_MIN_SAMPLES
+BURST_MAX_SAMPLES = 200        # TUNE_MEASURE_MAX_SAMPLES
+NVML_EVERY = 8                 # the worker samples the clocks before every 8th sample
+# ---- the sustained protocol (the worker's sustained mode uses the same constants) ----
+SUSTAINED_WARMUP_MS = 200.0    # back-to-back calls before the first sample, clocks settle
+SUSTAINED_SAMPLE_MS = 20.0     # a sample lasts about this long
+SUSTAINED_MAX_CALLS = 10000    # calls per sample at most
+SUSTAINED_MIN_SAMPLES = 5
+SUSTAINED_MAX_SAMPLES = 50
+SUSTAINED_MAX_SETS_BYTES = 4 << 30  # the rotating input/output sets take at most this together
+# ---- both ----
+MAX_MS = 2000.0                # TUNE_MEASURE_MAX_MS: sampling stops after this long ...
+CI_TARGET = 0.01               # ... or once the 95 % interval of the median is within 1 %
+NO_L2_BYTES = 64 << 20         # the worker's L2 size when the device reports none
+POISON_BYTE = 0xff             # NaN in f32, bf16 and f16: outputs are poisoned before each burst sample
+RMSNORM_EPS = 1e-6             # recipes/rmsnorm.lua
+
+TIMINGS = ("burst", "sustained")
+
+
+class PeerError(Exception):
+    """A peer that cannot be timed on this problem: it goes to "skipped" with this text."""
+
+
+class DeviceError(Exception):
+    """The device cannot be opened for timing (no driver, no CUPTI): nothing is timed."""
+
+
+def log(*a):
+    print("peer_server:", *a, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- statistics (worker.c)
+
+def median_rel_ci(samples):
+    """Width of the 95 % interval of the median from order statistics, relative to the median:
+    worker.c's rule, including its median s[n/2] (the upper middle for even n)."""
+    s = sorted(samples)
+    n = len(s)
+    h = 0.98 * math.sqrt(n)
+    lo = max(0, int(math.floor(n / 2.0 - h)))
+    hi = min(n - 1, int(math.ceil(n / 2.0 + h)))
+    med = s[n // 2]
+    return (s[hi] - s[lo]) / med if med > 0 else 1.0
+
+
+def sampling_done(samples, min_samples, max_samples, elapsed_ms):
+    """(stop, rel_ci) after a sample: the worker's loop condition. rel_ci is None before the
+    minimum count (the worker then keeps its initial 1)."""
+    n = len(samples)
+    if n < min_samples:
+        return n >= max_samples, None
+    rel_ci = median_rel_ci(samples)
+    return rel_ci < CI_TARGET or elapsed_ms > MAX_MS or n >= max_samples, rel_ci
+
+
+def summarize(samples):
+    """median (mean of the middle two for even n, as the worker reports it), min, max [ns]."""
+    s = sorted(samples)
+    n = len(s)
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    return {"median_ns": med, "min_ns": s[0], "max_ns": s[-1], "samples": n}
+
+
+class Clocks:
+    """NVML samples folded as tune_clocks_fold does: the lowest SM and memory clocks, every
+    reason, the highest power."""
+
+    def __init__(self):
+        self.sm_mhz, self.mem_mhz, self.reasons, self.power_w = -1, -1, 0, 0
+
+    def fold(self, sample):
+        sm, mem, reasons, power = sample
+        if sm >= 0 and (self.sm_mhz < 0 or sm < self.sm_mhz):
+            self.sm_mhz = sm
+        if mem >= 0 and (self.mem_mhz < 0 or mem < self.mem_mhz):
+            self.mem_mhz = mem
+        self.reasons |= reasons
+        self.power_w = max(self.power_w, power)
+
+    def as_dict(self):
+        return {"sm_mhz": self.sm_mhz, "mem_mhz": self.mem_mhz, "power_w": self.power_w,
+                "clock_reasons": self.reasons}
+
+
+def rotation_sets(set_bytes, l2_bytes):
+    """Input/output sets the sustained mode cycles through: together more than twice the L2, so
+    no call finds its inputs there; at least 2; at most what fits SUSTAINED_MAX_SETS_BYTES (1 when
+    one set is already larger than that)."""
+    l2 = l2_bytes if l2_bytes > 0 else NO_L2_BYTES
+    r = max(2, int(math.ceil(2.0 * l2 / set_bytes)) + 1)
+    return max(1, min(r, SUSTAINED_MAX_SETS_BYTES // set_bytes))
+
+
+def calls_per_sample(per_call_ns):
+    """N back-to-back calls per sustained sample: about SUSTAINED_SAMPLE_MS of work (rounded
+    down), 1..SUSTAINED_MAX_CALLS."""
+    if not per_call_ns > 0:
+        return SUSTAINED_MAX_CALLS
+    return max(1, min(SUSTAINED_MAX_CALLS, int(SUSTAINED_SAMPLE_MS * 1e6 / per_call_ns)))
+
+
+class Names:
+    """Distinct kernel names in first-seen order (the timer reports ';'-separated lists)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def add(self, names):
+        for n in names.split(";") if names else ():
+            if n not in self.seen:
+                self.seen.append(n)
+
+    def text(self):
+        return ";".join(self.seen)
+
+
+# ---------------------------------------------------------------- the two protocols
+# dev: collect() -> (sum_ns, span_ns, n_kernels, names); clocks() -> (sm, mem, reasons, power_w);
+#      flush_l2(value); memset(ptr, value, nbytes); synchronize(); l2_bytes.
+# op:  call(i) runs the op on set i (no synchronization); outputs(i) -> [(ptr, nbytes)] of the
+#      out= tensors of set i; n_sets.
+
+def measure_burst(dev, op, now=time.monotonic):
+    """worker.c do_measure step 2: warm up, then per sample poison the outputs, flush L2 (a 2x L2
+    memset, value = sample index), one call, synchronize, sample = sum of its kernels' durations."""
+    w0 = now()
+    i = 0
+    while i < BURST_WARMUP_MAX_CALLS and (i < BURST_WARMUP_MIN_CALLS or (now() - w0) * 1e3 < BURST_WARMUP_MS):
+        op.call(0)
+        dev.synchronize()
+        i += 1
+    dev.collect()  # drop the warm-up's records (and the setup's)
+    clk, names, samples, rel_ci = Clocks(), Names(), [], 1.0
+    clk.fold(dev.clocks())
+    t0 = now()
+    kernels_per_call = 0
+    while len(samples) < BURST_MAX_SAMPLES:
+        if len(samples) % NVML_EVERY == NVML_EVERY - 1:
+            clk.fold(dev.clocks())  # between samples, off the timed path
+        for ptr, nbytes in op.outputs(0):
+            dev.memset(ptr, POISON_BYTE, nbytes)
+        dev.flush_l2(len(samples) & 0xff)
+        op.call(0)
+        dev.synchronize()
+        sum_ns, _span, nk, kn = dev.collect()
+        if nk == 0:
+            raise PeerError("no kernel ran during a measured call")
+        samples.append(sum_ns)
+        names.add(kn)
+        kernels_per_call = max(kernels_per_call, nk)
+        stop, ci = sampling_done(samples, BURST_MIN_SAMPLES, BURST_MAX_SAMPLES, (now() - t0) * 1e3)
+        rel_ci = rel_ci if ci is None else ci
+        if stop:
+            break
+    clk.fold(dev.clocks())
+    return dict(summarize(samples), rel_ci=rel_ci, kernels=names.text(), kernels_per_call=kernels_per_call,
+                timing="burst", **clk.as_dict())
+
+
+def measure_sustained(dev, op, now=time.monotonic):
+    """Back-to-back calls cycling op's sets: a warm-up of at least SUSTAINED_WARMUP_MS (host time,
+    no synchronization; every set at least once), then samples of N calls each, sample = (end of
+    the last kernel - start of the first) / N from the CUPTI records: launch gaps and every extra
+    kernel count. Clocks are sampled while each sample's calls run."""
+    k = 0
+    w0 = now()
+    while k < op.n_sets or (now() - w0) * 1e3 < SUSTAINED_WARMUP_MS:
+        op.call(k % op.n_sets)
+        k += 1
+    clk, names, samples, rel_ci = Clocks(), Names(), [], 1.0
+    clk.fold(dev.clocks())
+    dev.synchronize()
+    _sum, span_ns, nk, _names = dev.collect()
+    if nk < k:
+        raise PeerError(f"{nk} kernel(s) ran for {k} calls in the warm-up: a call launched no kernel")
+    n = calls_per_sample(span_ns / k)
+    t0 = now()
+    while len(samples) < SUSTAINED_MAX_SAMPLES:
+        for _ in range(n):
+            op.call(k % op.n_sets)
+            k += 1
+        clk.fold(dev.clocks())  # the GPU is still busy with this sample
+        dev.synchronize()
+        _sum, span_ns, nk, kn = dev.collect()
+        if nk < n:
+            raise PeerError(f"{nk} kernel(s) ran for {n} calls: a call launched no kernel")
+        samples.append(span_ns / n)
+        names.add(kn)
+        stop, ci = sampling_done(samples, SUSTAINED_MIN_SAMPLES, SUSTAINED_MAX_SAMPLES, (now() - t0) * 1e3)
+        rel_ci = rel_ci if ci is None else ci
+        if stop:
+            break
+    return dict(summarize(samples), rel_ci=rel_ci, kernels=names.text(), kernels_per_call=nk / n,
+                calls_per_sample=n, sets=op.n_sets, timing="sustained", **clk.as_dict())
+
+
+# ---------------------------------------------------------------- which peers, on what
+
+class Peer:
+    """One peer of one problem: its name, the family's op, the dims it needs, and the bytes of
+    one input/output set (sustained mode rotates sets)."""
+
+    def __init__(self, name, family, dims, set_bytes, **opts):
+        self.name, self.family, self.dims, self.set_bytes, self.opts = name, family, dims, set_bytes, opts
+
+    def __repr__(self):
+        return f"Peer({self.name}, {self.family})"
+
+
+FAMILY_DIMS = {
+    "gemm": ("M", "N", "K", "b_layout"),
+    "prefill": ("B", "HQ", "HKV", "S", "D", "causal"),
+    "decode": ("B", "HQ", "HKV", "L", "D"),
+    "copy": ("N",),
+    "elementwise": ("rows", "cols"),
+    "softmax": ("rows", "cols"),
+    "rmsnorm": ("T", "H"),
+    "transpose": ("R", "C"),
+}
+
+
+def family_of(recipe):
+    """(family, options) of a recipe name, or (None, {}) when no peer stands for it."""
+    if recipe == "gemm" or recipe.startswith("gemm."):
+        return "gemm", {"dtype": "f16" if recipe.startswith("gemm.f16") else "bf16"}
+    if recipe.startswith("attention.prefill"):
+        return "prefill", {}
+    if recipe == "attention.decode":
+        return "decode", {}
+    if recipe in ("copy", "elementwise"):
+        return recipe, {}
+    if recipe == "softmax" or recipe.startswith("softmax."):
+        return "softmax", {}
+    if recipe in ("rmsnorm", "rmsnorm.add"):
+        return "rmsnorm", {"residual": recipe == "rmsnorm.add"}
+    if recipe in ("transpose.f32", "transpose.bf16"):
+        return "transpose", {"dtype": recipe.split(".")[1]}
+    return None, {}
+
+
+def _set_bytes(family, d, opts):
+    """Bytes of every input and output of one call, each counted once."""
+    if family == "gemm":
+        return 2 * (d["M"] * d["K"] + d["K"] * d["N"] + d["M"] * d["N"])
+    if family == "prefill":
+        return 2 * d["B"] * d["S"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"])
+    if family == "decode":
+        return 2 * d["B"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"] * d["L"])
+    if family == "copy":
+        return 2 * 4 * d["N"]
+    if family == "elementwise":
+        return 2 * (2 * d["rows"] * d["cols"] + 2 * d["cols"])
+    if family == "softmax":
+        return 2 * 2 * d["rows"] * d["cols"]
+    if family == "rmsnorm":
+        return 2 * ((4 if opts["residual"] else 2) * d["T"] * d["H"] + d["H"])
+    if family == "transpose":
+        return 2 * d["R"] * d["C"] * (4 if opts["dtype"] == "f32" else 2)
+    raise AssertionError(family)
+
+
+def peers_for(recipe, dims):
+    """The peers of a problem of this recipe ([] when there is none). PeerError when the dims
+    lack what the family needs."""
+    family, opts = family_of(recipe)
+    if family is None:
+        return []
+    missing = [k for k in FAMILY_DIMS[family] if k not in dims]
+    if missing:
+        raise PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    if family == "rmsnorm" and "residual" in dims:
+        opts["residual"] = bool(dims["residual"])
+    nbytes = _set_bytes(family, dims, opts)
+    if family in ("prefill", "decode"):
+        return [Peer("cudnn-sdpa", family, dims, nbytes, backend="cudnn", **opts),
+                Peer("flash-sdpa", family, dims, nbytes, backend="flash", **opts)]
+    return [Peer("cublas" if family == "gemm" else "torch", family, dims, nbytes, **opts)]
+
+
+# ---------------------------------------------------------------- the JSON protocol
+
+def handle(backend, req):
+    """One request -> one reply (a dict). backend: hello() -> dict, measure(peer, timing, seed) ->
+    result dict; either raises DeviceError when nothing can be timed."""
+    op = req.get("op") if isinstance(req, dict) else None
+    try:
+        if op == "hello":
+            return dict({"ok": True}, **backend.hello())
+        if op == "measure":
+            return handle_measure(backend, req)
+        if op == "quit":
+            return {"ok": True}
+    except DeviceError as e:
+        return {"ok": False, "error": str(e)}
+    return {"ok": False, "error": f"unknown op {op!r} (hello, measure, quit)"}
+
+
+def handle_measure(backend, req):
+    recipe, problem, dims = req.get("recipe"), req.get("problem"), req.get("dims")
+    timing, seed = req.get("timing", "burst"), req.get("seed", 0)
+    if not isinstance(recipe, str) or not isinstance(problem, str) or not isinstance(dims, dict):
+        return {"ok": False, "error": "measure needs recipe and problem (strings) and dims (an object)"}
+    if timing not in TIMINGS:
+        return {"ok": False, "error": f"timing {timing!r}: burst or sustained"}
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return {"ok": False, "error": "seed must be an integer"}
+    try:
+        peers = peers_for(recipe, dims)
+    except PeerError as e:
+        return {"ok": False, "error": str(e)}
+    reply = {"ok": True, "problem": problem, "results": [], "skipped": []}
+    if not peers:
+        reply["skipped"].append({"peer": "*", "reason": f"no peer for recipe {recipe}"})
+        return reply
+    for p in peers:
+        try:
+            r = backend.measure(p, timing, seed)
+        except PeerError as e:
+            reply["skipped"].append({"peer": p.name, "reason": str(e)})
+            log(f"{recipe}/{problem} {p.name} {timing}: skipped: {e}")
+            continue
+        reply["results"].append(dict({"peer": p.name}, **r))
+        log(f"{recipe}/{problem} {p.name} {timing}: median {r['median_ns']:.0f} ns over {r['samples']} samples")
+    return reply
+
+
+def serve(backend, inp, out):
+    """Answer requests from inp on out until quit or end of input."""
+    for line in inp:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            req, reply = None, {"ok": False, "error": f"bad JSON: {e}"}
+        else:
+            try:
+                reply = handle(backend, req)
+            except Exception as e:  # a bug here must not end the session: say it, go on
+                import traceback
+                traceback.print_exc(file=sys.stderr)
+                reply = {"ok": False, "error": f"peer_server: internal error: {type(e).__name__}: {e}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+        if isinstance(req, dict) and req.get("op") == "quit":
+            return
+
+
+# ---------------------------------------------------------------- the device: libcuda + tune's timer
+
+class CudaDevice:
+    """libcuda through ctypes and tune's CUPTI timer through libtune_cupti_py.so. open() enables
+    CUPTI after cuInit and before torch creates its context, then lets torch create it."""
+
+    def __init__(self, lib_path):
+        self.lib_path = lib_path
+        self.cu = self.lib = self.torch = None
+        self.error = None  # a failed open is final: the reason is repeated to every request
+        self.info = {}
+
+    def _cu(self, name, *args):
+        rc = getattr(self.cu, name)(*args)
+        if rc != 0:
+            s = ctypes.c_char_p()
+            self.cu.cuGetErrorName(rc, ctypes.byref(s))
+            raise DeviceError(f"{name}: {s.value.decode() if s.value else rc}")
+
+    def open(self):
+        if self.error:
+            raise DeviceError(self.error)
+        if self.torch is None:
+            try:
+                self._open()
+            except DeviceError as e:
+                self.error = str(e)
+                raise
+
+    def _open(self):
+        try:
+            self.cu = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise DeviceError(f"no CUDA driver (libcuda.so.1: {e})")
+        self._cu("cuInit", 0)
+        try:
+            self.lib = ctypes.CDLL(self.lib_path)
+        except OSError as e:
+            raise DeviceError(f"{e}: build it with `cmake --build build --target tune_cupti_py` or pass --lib")
+        msg = ctypes.create_string_buffer(2048)
+        if self.lib.tune_cupti_py_open(msg, len(msg)) != 0:
+            raise DeviceError(f"CUPTI cannot be opened ({msg.value.decode(errors='replace')}): peers are timed "
+                              "by CUPTI only, like tune's variants")
+        import torch  # only now: CUPTI records every kernel of the context torch is about to create
+        torch.empty(1, device="cuda")  # creates the primary context, current on this thread
+        self.torch = torch
+        self._describe()
+        self.flush_buf = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
+        uuid = self.info["uuid"].encode()
+        self.nvml = self.lib.tune_nvml_py_open(uuid) == 0
+        if not self.nvml:
+            log("NVML unavailable: clocks -1, power 0")
+
+    def _describe(self):
+        torch, dev, v = self.torch, ctypes.c_int(), ctypes.c_int()
+        self._cu("cuCtxGetDevice", ctypes.byref(dev))
+        u = (ctypes.c_ubyte * 16)()
+        self._cu("cuDeviceGetUuid_v2" if hasattr(self.cu, "cuDeviceGetUuid_v2") else "cuDeviceGetUuid", u, dev)
+        b = bytes(u)
+        self._cu("cuDeviceGetAttribute", ctypes.byref(v), 38, dev)  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+        self.l2_bytes = v.value
+        self.flush_bytes = 2 * (v.value if v.value > 0 else NO_L2_BYTES)  # the worker's flush size
+        path = ctypes.create_string_buffer(2048)
+        self.lib.tune_cupti_py_library(path, len(path))
+        if b";" in path.value:
+            log(f"more than one libcupti loaded ({path.value.decode()}): tune's timer uses the one it opened first, torch's serves its profiler")
+        self.info = {"device": torch.cuda.get_device_name(), "uuid": "GPU-%s-%s-%s-%s-%s" % (
+            b[0:4].hex(), b[4:6].hex(), b[6:8].hex(), b[8:10].hex(), b[10:16].hex()),
+            "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "timer": "cupti", "cupti": path.value.decode(), "l2_bytes": self.l2_bytes}
+
+    # -- the dev interface of measure_burst / measure_sustained
+    def collect(self):
+        s, sp, n = ctypes.c_double(), ctypes.c_double(), ctypes.c_int()
+        names, msg = ctypes.create_string_buffer(4096), ctypes.create_string_buffer(2048)
+        if self.lib.tune_cupti_py_collect(ctypes.byref(s), ctypes.byref(sp), ctypes.byref(n), names, len(names),
+                                          msg, len(msg)) != 0:
+            raise DeviceError(f"CUPTI: {msg.value.decode(errors='replace')}")
+        return s.value, sp.value, n.value, names.value.decode(errors="replace")
+
+    def clocks(self):
+        sm, mem, pw, r = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.c_ulonglong()
+        self.lib.tune_nvml_py_sample(ctypes.byref(sm), ctypes.byref(mem), ctypes.byref(r), ctypes.byref(pw))
+        return sm.value, mem.value, r.value, pw.value
+
+    def memset(self, ptr, value, nbytes):
+        stream = ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+        self._cu("cuMemsetD8Async", ctypes.c_uint64(ptr), ctypes.c_ubyte(value), ctypes.c_size_t(nbytes), stream)
+
+    def flush_l2(self, value):
+        self.memset(self.flush_buf.data_ptr(), value, self.flush_bytes)
+
+    def synchronize(self):
+        self._cu("cuCtxSynchronize")  # every stream, as the worker
+
+
+# ---------------------------------------------------------------- the peers' torch code
+
+class TorchOp:
+    """n_sets input/output sets and the call on one of them. fn(set) runs the op; outs(set) are its
+    out= tensors (poisoned before burst samples); results(set, value) the outputs to check."""
+
+    def __init__(self, sets, fn, outs, results, shapes, library, context=None):
+        self.sets, self.fn, self.outs, self.results = sets, fn, outs, results
+        self.shapes, self.library = shapes, library
+        self.context = context or contextlib.nullcontext
+        self.n_sets = len(sets)
+
+    def call(self, i):
+        return self.fn(self.sets[i % self.n_sets])
+
+    def outputs(self, i):
+        return [(t.data_ptr(), t.numel() * t.element_size()) for t in self.outs(self.sets[i % self.n_sets])]
+
+
+def _gen(torch, seed):
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    return g
+
+
+def _normal(torch, g, shape, dtype, std=1.0):
+    return torch.empty(shape, dtype=dtype, device="cuda").normal_(0.0, std, generator=g)
+
+
+def _uniform(torch, g, shape, dtype, lo, hi):
+    return torch.empty(shape, dtype=dtype, device="cuda").uniform_(lo, hi, generator=g)
+
+
+def _loaded_version(prefix, getter):
+    """"a.b.c" of a library the process has loaded (found in /proc/self/maps), from its
+    xxxGetProperty(MAJOR, MINOR, PATCH); None when not found."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {ln.split()[-1] for ln in f if ln.rstrip().split("/")[-1].startswith(prefix)}
+        for p in sorted(paths):
+            fn = getattr(ctypes.CDLL(p), getter)
+            parts = []
+            for prop in range(3):
+                v = ctypes.c_int()
+                if fn(prop, ctypes.byref(v)) != 0:
+                    break
+                parts.append(str(v.value))
+            if len(parts) == 3:
+                return ".".join(parts)
+    except (OSError, AttributeError):
+        pass
+    return None
+
+
+def build_gemm(torch, peer, n_sets, seed):
+    d, f16 = peer.dims, peer.opts["dtype"] == "f16"
+    dt = torch.float16 if f16 else torch.bfloat16
+    M, N, K, col = d["M"], d["N"], d["K"], d["b_layout"] == "col"
+    sets = []
+    for i in range(n_sets):
+        g = _gen(torch, seed + i)
+        b = _normal(torch, g, (N, K) if col else (K, N), dt)
+        sets.append({"a": _normal(torch, g, (M, K), dt), "b": b.t() if col else b,
+                     "c": torch.empty(M, N, dtype=dt, device="cuda")})
+    red = (torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction if f16
+           else torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)
+
+    def library():
+        blas = _loaded_version("libcublas.so", "cublasGetProperty")
+        return (f"torch {torch.__version__}, cuBLAS {blas or '?'} (CUDA {torch.version.cuda}) via "
+                f"torch.matmul(a, {'b.t()' if col else 'b'}, out=c), {'fp16 in and out (tune: bf16 out, same bytes)' if f16 else 'bf16'}, "
+                f"reduced-precision reduction {'allowed' if red else 'off'} (torch's setting)")
+    return TorchOp(sets, lambda s: torch.matmul(s["a"], s["b"], out=s["c"]), lambda s: [s["c"]],
+                   lambda s, r: [r], [(M, N)], library)
+
+
+def build_attention(torch, peer, n_sets, seed):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    d, decode = peer.dims, peer.family == "decode"
+    B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
+    SQ, SK = (1, d["L"]) if decode else (d["S"], d["S"])
+    causal = bool(d.get("causal", False)) and not decode
+    gqa = HQ != HKV
+    sets = []
+    for i in range(n_sets):
+        g = _gen(torch, seed + i)
+        sets.append({"q": _normal(torch, g, (B, HQ, SQ, D), torch.bfloat16),
+                     "k": _normal(torch, g, (B, HKV, SK, D), torch.bfloat16),
+                     "v": _normal(torch, g, (B, HKV, SK, D), torch.bfloat16)})
+    kw = {"is_causal": causal}
+    if gqa:
+        kw["enable_gqa"] = True
+    be = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[peer.opts["backend"]]
+
+    def library():
+        which = (f"cuDNN {torch.backends.cudnn.version()} (CUDNN_ATTENTION)" if peer.opts["backend"] == "cudnn"
+                 else "FlashAttention-2 built into torch (FLASH_ATTENTION)")
+        where = (f"one query token against a contiguous KV cache [B,HKV,L,D] (SDPA has no paged cache; "
+                 f"tune's problem has page {d.get('page', '?')})" if decode else "[B,H,S,D]")
+        return f"torch {torch.__version__}, {which} via scaled_dot_product_attention, bf16, {where}"
+    return TorchOp(sets, lambda s: F.scaled_dot_product_attention(s["q"], s["k"], s["v"], **kw),
+                   lambda s: [], lambda s, r: [r], [(B, HQ, SQ, D)], library, lambda: sdpa_kernel([be]))
+
+
+def build_memory(torch, peer, n_sets, seed):
+    """copy, elementwise, softmax, rmsnorm(.add), transpose: eager torch on the recipes' inputs."""
+    import torch.nn.functional as F
+    d, fam = peer.dims, peer.family
+    sets = [_memory_set(torch, fam, d, peer.opts, _gen(torch, seed + i)) for i in range(n_sets)]
+    if fam == "copy":
+        fn, expr, shapes = (lambda s: s["y"].copy_(s["x"])), "y.copy_(x), f32", [(d["N"],)]
+    elif fam == "elementwise":
+        def fn(s):
+            torch.addcmul(s["bias"], s["x"], s["scale"], out=s["y"])
+            return F.silu(s["y"], inplace=True)
+        expr, shapes = "torch.addcmul(bias, x, scale, out=y); F.silu(y, inplace=True), bf16", [(d["rows"], d["cols"])]
+    elif fam == "softmax":
+        fn, expr, shapes = _softmax_fn(torch, sets[0]), None, [(d["rows"], d["cols"])]
+    elif fam == "transpose":
+        fn, shapes = (lambda s: s["y"].copy_(s["x"].t())), [(d["C"], d["R"])]
+        expr = f"y.copy_(x.t()) (as x.t().contiguous()), {peer.opts['dtype']}"
+    elif peer.opts["residual"]:
+        def fn(s):
+            torch.add(s["x"], s["r"], out=s["h"])
+            return F.rms_norm(s["h"], (d["H"],), s["w"], RMSNORM_EPS)
+        expr, shapes = "torch.add(x, r, out=h); y = F.rms_norm(h, (H,), w, 1e-6), bf16", [(d["T"], d["H"])] * 2
+    else:
+        fn, shapes = (lambda s: F.rms_norm(s["x"], (d["H"],), s["w"], RMSNORM_EPS)), [(d["T"], d["H"])]
+        expr = "y = F.rms_norm(x, (H,), w, 1e-6), bf16"
+    if fam == "rmsnorm" and not hasattr(F, "rms_norm"):
+        raise PeerError(f"torch {torch.__version__} has no F.rms_norm")
+    outs = (lambda s: [s[k] for k in ("y", "h") if k in s])
+    results = (lambda s, r: [r, s["h"]]) if fam == "rmsnorm" and peer.opts["residual"] else (lambda s, r: [r])
+    library = (lambda: f"torch {torch.__version__} eager: {expr or fn.expr}")
+    return TorchOp(sets, fn, outs, results, shapes, library)
+
+
+def _memory_set(torch, fam, d, opts, g):
+    bf = torch.bfloat16
+    if fam == "copy":
+        return {"x": _uniform(torch, g, (d["N"],), torch.float32, -1, 1),
+                "y": torch.empty(d["N"], dtype=torch.float32, device="cuda")}
+    if fam == "elementwise":
+        R, C = d["rows"], d["cols"]
+        return {"x": _normal(torch, g, (R, C), bf), "scale": _uniform(torch, g, (C,), bf, 0.5, 1.5),
+                "bias": _uniform(torch, g, (C,), bf, -1, 1), "y": torch.empty(R, C, dtype=bf, device="cuda")}
+    if fam == "softmax":
+        R, C = d["rows"], d["cols"]
+        return {"x": _normal(torch, g, (R, C), bf, 3.0), "y": torch.empty(R, C, dtype=bf, device="cuda")}
+    if fam == "transpose":
+        dt = torch.float32 if opts["dtype"] == "f32" else bf
+        return {"x": _normal(torch, g, (d["R"], d["C"]), dt), "y": torch.empty(d["C"], d["R"], dtype=dt, device="cuda")}
+    T, H = d["T"], d["H"]
+    s = {"x": _normal(torch, g, (T, H), bf), "w": _uniform(torch, g, (H,), bf, 0.5, 1.5)}
+    if opts["residual"]:
+        s["r"] = _normal(torch, g, (T, H), bf)
+        s["h"] = torch.empty(T, H, dtype=bf, device="cuda")
+    return s
+
+
+def _softmax_fn(torch, s0):
+    """torch.softmax into y where this torch has the out= overload, else into a new tensor."""
+    try:
+        torch.softmax(s0["x"], -1, out=s0["y"])
+
+        def fn(s):
+            return torch.softmax(s["x"], -1, out=s["y"])
+        fn.expr = "torch.softmax(x, -1, out=y), bf16 in and out (fp32 math inside)"
+    except (TypeError, RuntimeError):
+        def fn(s):
+            return torch.softmax(s["x"], -1)
+        fn.expr = "y = torch.softmax(x, -1), bf16 in and out (fp32 math inside; this torch has no out=)"
+    return fn
+
+
+BUILDERS = {"gemm": build_gemm, "prefill": build_attention, "decode": build_attention,
+            "copy": build_memory, "elementwise": build_memory, "softmax": build_memory,
+            "rmsnorm": build_memory, "transpose": build_memory}
+
+
+class TorchBackend:
+    """The peers on the GPU: builds each op with torch, checks its output once, times it."""
+
+    def __init__(self, dev):
+        self.dev = dev
+
+    def hello(self):
+        self.dev.open()
+        return dict(self.dev.info)
+
+    def measure(self, peer, timing, seed):
+        self.dev.open()
+        torch = self.dev.torch
+        n_sets = 1 if timing == "burst" else rotation_sets(peer.set_bytes, self.dev.l2_bytes)
+        op = None
+        try:
+            with torch.inference_mode():
+                op = BUILDERS[peer.family](torch, peer, n_sets, seed)
+                with op.context():
+                    self._check(torch, op)
+                    r = (measure_burst if timing == "burst" else measure_sustained)(self.dev, op)
+                return dict(r, library=op.library(), timer="cupti")
+        except torch.cuda.OutOfMemoryError as e:
+            raise PeerError(f"out of memory ({n_sets} set(s) of {peer.set_bytes} bytes): {_first_line(e)}")
+        except (RuntimeError, TypeError, ValueError, AttributeError, ImportError) as e:  # e.g. an older torch
+            raise PeerError(f"{type(e).__name__}: {_first_line(e)}")
+        finally:
+            del op
+            self._drain()
+
+    def _check(self, torch, op):
+        """One call, with the reasons a backend gives when it refuses: the output has the
+        problem's shape and no NaN (cheap; the values are not verified)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                r = op.call(0)
+            except RuntimeError as e:
+                why = "; ".join(_first_line(w.message) for w in caught)
+                raise PeerError(f"{_first_line(e)}{' (' + why + ')' if why else ''}")
+        for t, shape in zip(op.results(op.sets[0], r), op.shapes):
+            if tuple(t.shape) != tuple(shape):
+                raise PeerError(f"output shape {tuple(t.shape)}, expected {tuple(shape)}")
+            if bool(torch.isnan(t).any()):
+                raise PeerError("output has NaN")
+
+    def _drain(self):
+        """After a peer: its work done, its records dropped, its memory back to the driver."""
+        try:
+            self.dev.synchronize()
+            self.dev.collect()
+            self.dev.torch.cuda.empty_cache()
+        except DeviceError as e:
+            log(f"after a peer: {e}")
+
+
+def _first_line(e):
+    s = str(e).strip()
+    return (s.splitlines()[0] if s else type(e).__name__)[:400]
+
+
+def default_lib():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.environ.get("TUNE_CUPTI_PY") or os.path.join(here, "..", "..", "build", "libtune_cupti_py.so")
+
+
+def main(argv):
+    lib = default_lib()
+    if argv[:1] == ["--lib"] and len(argv) == 2:
+        lib = argv[1]
+    elif argv:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    # replies go to the real stdout only; anything a library prints goes to stderr
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(TorchBackend(CudaDevice(lib)), sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
