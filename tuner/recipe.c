@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "file_util.h"
+#include "project_root.h"
 #include "search.h"
 #include "source_hash.h"
 #include "tunert_cluster.h"
@@ -696,21 +697,21 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
 }
 
 int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
+  return tune_recipes_load_root(path, NULL, out, err);
+}
+
+int tune_recipes_load_root(const char *path, const char *root, tune_recipes **out, tune_err *err) {
   *out = NULL;
   tune_recipes *set = calloc(1, sizeof *set);
   loader_state *ls = calloc(1, sizeof *ls);
   if (!set || !ls) { free(set); free(ls); return tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); }
   ls->hash = XXH64_createState();
   XXH64_reset(ls->hash, 0);
-  /* root: parent of the recipes/ folder that holds the file (or of the file's folder) */
   char abs[PATH_MAX];
   if (!realpath(path, abs)) { tune_fail(err, TUNE_EINVAL, "%s: no such recipe file", path); goto fail_early; }
-  char *slash = strrchr(abs, '/');
-  *slash = 0;
-  char *rec = strstr(abs, "/recipes");
-  if (rec) *rec = 0;
-  else if ((slash = strrchr(abs, '/'))) *slash = 0;
-  snprintf(ls->root, sizeof ls->root, "%s", abs[0] ? abs : "/");
+  const char *how = NULL;
+  if (tune_project_root(path, root, ls->root, sizeof ls->root, &how, err)) goto fail_early;
+  set->root_how = how;
   lua_State *L = sandbox_new(ls);
   if (!L) { tune_fail(err, TUNE_ENOMEM, "lua: cannot create a state"); goto fail_early; }
   set->L = L;
@@ -729,7 +730,7 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
   if (set->n == 0) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path); goto fail; }
   set->r = calloc((size_t)set->n, sizeof *set->r);
   XXH64_hash_t texts = XXH64_digest(ls->hash);
-  const char *file = sdup(path), *root = sdup(ls->root);
+  const char *file = sdup(path), *root_dir = sdup(ls->root);
   for (int i = 0; i < set->n; ++i) {
     if (single) lua_pushvalue(L, top);
     else lua_rawgeti(L, top, i + 1);
@@ -743,7 +744,7 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
       if (lua_gettable(L, -2) == LUA_TNUMBER) own = (XXH64_hash_t)lua_tointeger(L, -1);
       lua_pop(L, 2);
     }
-    if (parse_recipe(L, set, &set->r[i], file, root, own, err)) goto fail;
+    if (parse_recipe(L, set, &set->r[i], file, root_dir, own, err)) goto fail;
     lua_pop(L, 1);
     for (int j = 0; j < i; ++j)
       if (!strcmp(set->r[j].name, set->r[i].name)) { tune_fail(err, TUNE_ERECIPE, "%s: two recipes are named %s", path, set->r[i].name); goto fail; }
@@ -759,6 +760,11 @@ fail_early:
   free(ls);
   free(set);
   return err->code;
+}
+
+void tune_recipes_root_line(const tune_recipes *set, char *buf, size_t n) {
+  const char *root = set && set->n > 0 && set->r[0].root ? set->r[0].root : "?";
+  snprintf(buf, n, "root %s (%s)", root, set && set->root_how ? set->root_how : "unknown");
 }
 
 void tune_recipes_free(tune_recipes *set) {
