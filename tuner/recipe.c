@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "file_util.h"
+#include "lua_limits.h"
 #include "project_root.h"
 #include "search.h"
 #include "source_hash.h"
@@ -105,7 +106,7 @@ static int sandbox_require(lua_State *L) {
     ls->depth--;
     return luaL_error(L, "require '%s': %s", name, lua_tostring(L, -1));
   }
-  int rc = lua_pcall(L, 0, 1, 0);
+  int rc = tune_lua_pcall(L, 0, 1, 0);
   ls->depth--;
   if (rc != LUA_OK) return lua_error(L);
   XXH64_hash_t h = XXH64_digest(mh);
@@ -125,8 +126,8 @@ static int sandbox_require(lua_State *L) {
   return 1;
 }
 
-static lua_State *sandbox_new(loader_state *ls) {
-  lua_State *L = luaL_newstate();
+static lua_State *sandbox_new(loader_state *ls, const tune_lua_limits *lim) {
+  lua_State *L = tune_lua_newstate(lim);
   if (!L) return NULL;
   static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},     {LUA_STRLIBNAME, luaopen_string},
                                   {LUA_MATHLIBNAME, luaopen_math}, {LUA_TABLIBNAME, luaopen_table},
@@ -281,7 +282,7 @@ static int pcall1(lua_State *L, int nargs) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, msgh);
   lua_insert(L, base);
-  int rc = lua_pcall(L, nargs, 1, base);
+  int rc = tune_lua_pcall(L, nargs, 1, base);
   lua_remove(L, base);
   return rc;
 }
@@ -712,7 +713,9 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   const char *how = NULL;
   if (tune_project_root(path, root, ls->root, sizeof ls->root, &how, err)) goto fail_early;
   set->root_how = how;
-  lua_State *L = sandbox_new(ls);
+  tune_lua_limits lim;
+  if (tune_lua_limits_init(&lim, err)) goto fail_early;
+  lua_State *L = sandbox_new(ls, &lim);
   if (!L) { tune_fail(err, TUNE_ENOMEM, "lua: cannot create a state"); goto fail_early; }
   set->L = L;
   lua_pushlightuserdata(L, ls);
@@ -721,6 +724,7 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   snprintf(chunk, sizeof chunk, "@%s", path);
   set->file_text = tune_read_file(path, NULL);
   if (load_text_file(L, path, chunk) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  tune_lua_evaluating(L, "while loading the recipe file");
   if (pcall1(L, 0) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
   if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
   int top = lua_gettop(L);
@@ -779,7 +783,7 @@ void tune_recipes_free(tune_recipes *set) {
         if (ls->mod[i]) XXH64_freeState(ls->mod[i]);
       free(ls);
     }
-    lua_close(L);
+    tune_lua_close(L);
   }
   for (int i = 0; set->r && i < set->n; ++i) {
     tune_recipe *r = &set->r[i];
@@ -816,6 +820,9 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   lua_pushvalue(L, -1);
   if (lua_getinfo(L, ">S", &ar) && ar.source[0] == '=') is_expr = 1;
   push_config(L, r, vi, n_bound, NULL);
+  char what[48];
+  snprintf(what, sizeof what, "while evaluating constraint %d", ci + 1);
+  tune_lua_evaluating(L, what);
   int rc;
   if (is_expr) {
     lua_setupvalue(L, -2, 1);
@@ -832,6 +839,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
     tune_fail(err, TUNE_ERECIPE, "%s: constraint %d returned %s, want a boolean", where, ci + 1, luaL_typename(L, -2));
     ans = SEARCH_ERROR;
   } else ans = lua_toboolean(L, -1) ? SEARCH_PASS : SEARCH_FAIL;
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return ans;
 }
@@ -1129,12 +1137,15 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   push_device(L, d);
   int dev = lua_gettop(L);
   int rc = TUNE_OK;
+  char what[160];
+  snprintf(what, sizeof what, "while evaluating a config for problem %.100s", p->name);
+  tune_lua_evaluating(L, what);
   /* applies(c, p) */
   if (push_field(L, r, "applies") == LUA_TFUNCTION) {
     lua_pushvalue(L, cfg); lua_pushvalue(L, prob);
     int base = lua_gettop(L) - 3;
     lua_pushcfunction(L, msgh); lua_insert(L, base + 1);
-    if (lua_pcall(L, 2, 2, base + 1) != LUA_OK) { rc = lua_fail(L, err, "applies", r); goto done; }
+    if (tune_lua_pcall(L, 2, 2, base + 1) != LUA_OK) { rc = lua_fail(L, err, "applies", r); goto done; }
     if (!lua_toboolean(L, -2)) {
       out->skip = 1;
       snprintf(out->skip_reason, sizeof out->skip_reason, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "applies() returned false");
@@ -1234,6 +1245,7 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   for (int i = 0; i < r->n_args; ++i)
     if (r->args[i].is_tmap && (rc = eval_tmap(L, r, at, i, cfg, prob, dev, p, &out->tmap[i], err))) goto done;
 done:
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return rc;
 }
@@ -1248,6 +1260,9 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
   push_device(L, d);
   int dev = lua_gettop(L);
   int rc = TUNE_OK;
+  char what[160];
+  snprintf(what, sizeof what, "while evaluating problem %.100s", p->name);
+  tune_lua_evaluating(L, what);
   out->n_args = r->n_args;
   push_field(L, r, "args");
   int at = lua_gettop(L);
@@ -1330,6 +1345,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     }
   }
 done:
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return rc;
 }
