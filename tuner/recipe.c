@@ -13,6 +13,7 @@
 #include "file_util.h"
 #include "lua_limits.h"
 #include "project_root.h"
+#include "recipe_schema.h"
 #include "search.h"
 #include "source_hash.h"
 #include "tunert_cluster.h"
@@ -496,6 +497,8 @@ static int parse_tmap_fields(lua_State *L, tune_recipe *r, tune_arg_def *a, int 
     for (int k = 0; !ok && keys[k]; ++k) ok = lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), keys[k]);
     if (!ok) {
       const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "(non-name key)";
+      const char *near = tune_nearest_name(key, keys, (int)(sizeof keys / sizeof keys[0]) - 1);
+      if (near) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown tensormap field '%s' (did you mean %s?)", r->file, a->name, key, near);
       return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown tensormap field '%s' (tensor, box, dims, strides, swizzle, element_strides, l2_promotion, oob)", r->file, a->name, key);
     }
     lua_pop(L, 1);
@@ -633,6 +636,13 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   r->set = set;
   r->file = file;
   r->root = root;
+  /* every field known and of its type before any is read: a misspelt one must not silently drop out */
+  char where[PATH_MAX + 160];
+  if (set->n == 1) snprintf(where, sizeof where, "%s", file);
+  else if (lua_getfield(L, t, "name") == LUA_TSTRING) snprintf(where, sizeof where, "%s: recipe '%.120s'", file, lua_tostring(L, -1));
+  else snprintf(where, sizeof where, "%s: recipe %d of the list", file, (int)(r - set->r) + 1);
+  lua_settop(L, t);
+  if (tune_recipe_schema_check(L, t, where, err)) return err->code;
   if (lua_getfield(L, t, "name") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe needs name = \"...\"", file);
   r->name = sdup(lua_tostring(L, -1));
   lua_pop(L, 1);
@@ -731,7 +741,11 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   int single = lua_getfield(L, top, "name") != LUA_TNIL;
   lua_pop(L, 1);
   set->n = single ? 1 : (int)lua_rawlen(L, top);
-  if (set->n == 0) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path); goto fail; }
+  if (set->n == 0) {
+    if (tune_recipe_schema_check(L, top, path, err)) goto fail; /* e.g. a misspelt name = */
+    tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path);
+    goto fail;
+  }
   set->r = calloc((size_t)set->n, sizeof *set->r);
   XXH64_hash_t texts = XXH64_digest(ls->hash);
   const char *file = sdup(path), *root_dir = sdup(ls->root);

@@ -2,9 +2,11 @@
  *
  * Owns: the embedded, sandboxed Lua state (no os, io, debug, package,
  * load/dofile/loadfile; require resolves only inside recipes/), validation of
- * the recipe table with file:line errors, and every call into recipe
- * functions. Lua is single-threaded: all evaluation happens on the main
- * thread; the compile pool only sees the plain C results.
+ * the recipe table with file:line errors (its fields and types first, against
+ * recipe_schema.h), and every call into recipe functions, each under the
+ * instruction budget and memory cap of lua_limits.h. Lua is single-threaded:
+ * all evaluation happens on the main thread; the compile pool only sees the
+ * plain C results.
  * Memory: tune_recipes_load returns a set owned by the caller
  * (tune_recipes_free); strings inside are owned by the set. */
 #ifndef TUNE_RECIPE_H
