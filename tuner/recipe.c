@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "file_util.h"
@@ -339,6 +340,14 @@ static int eval_top(lua_State *L, int cfg, int prob, int dev, int problem_first)
 }
 
 /* ---- loading ---------------------------------------------------------------- */
+
+/* A Lua error message as a recipe error that names the file: Lua's own position already does,
+ * unless the message came from error(msg, 0), a non-string error or a module's chunk. */
+static int recipe_lua_fail(tune_err *err, const char *file, const char *msg) {
+  if (!msg) msg = "(error object is not a string)";
+  if (!strncmp(msg, file, strlen(file))) return tune_fail(err, TUNE_ERECIPE, "%s", msg);
+  return tune_fail(err, TUNE_ERECIPE, "%s: %s", file, msg);
+}
 
 #define RFAIL(...) do { tune_fail(err, TUNE_ERECIPE, __VA_ARGS__); goto fail; } while (0)
 
@@ -691,6 +700,12 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   if (lua_getfield(L, -1, "source") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': reference needs source", file, r->name);
   resolve_path(root, lua_tostring(L, -1), &r->ref_source);
   lua_pop(L, 2);
+  /* both sources exist under the root: a wrong root or a misspelt path says which recipe and root */
+  const char *srcs[2] = {r->template_path, r->ref_source}, *field[2] = {"template", "reference.source"};
+  for (int i = 0; i < 2; ++i)
+    if (!srcs[i] || access(srcs[i], R_OK))
+      return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s %s: no such file (project root %s, %s)", file, r->name, field[i],
+                       srcs[i] ? srcs[i] : "?", root, set->root_how ? set->root_how : "");
   /* source hash: every recipe text loaded + template tree + reference tree */
   XXH64_state_t *h = XXH64_createState();
   XXH64_reset(h, 0);
@@ -733,9 +748,9 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   char chunk[PATH_MAX + 2];
   snprintf(chunk, sizeof chunk, "@%s", path);
   set->file_text = tune_read_file(path, NULL);
-  if (load_text_file(L, path, chunk) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  if (load_text_file(L, path, chunk) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
   tune_lua_evaluating(L, "while loading the recipe file");
-  if (pcall1(L, 0) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  if (pcall1(L, 0) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
   if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
   int top = lua_gettop(L);
   int single = lua_getfield(L, top, "name") != LUA_TNIL;
@@ -845,7 +860,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   int ans;
   if (rc != LUA_OK) {
     if (lua_touserdata(L, -1) == &unbound_sentinel) ans = SEARCH_UNDECIDED;
-    else { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); ans = SEARCH_ERROR; }
+    else { recipe_lua_fail(err, r->file, lua_tostring(L, -1)); ans = SEARCH_ERROR; }
   } else if (lua_type(L, -1) != LUA_TBOOLEAN) {
     char where[PATH_MAX + 32];
     lua_rawgeti(L, top + 1, ci + 1);
