@@ -220,7 +220,7 @@ static int unknown_field(walk *w, const field *fields, const char *key, const ch
 }
 
 /* One entry of a record (key at -2, value at -1). */
-static int check_record_entry(walk *w, int t, const node *nd, char *path, size_t cap) {
+static int check_record_entry(walk *w, const node *nd, char *path, size_t cap) {
   lua_State *L = w->L;
   int npos = 0;
   while (nd->pos && nd->pos[npos].name) ++npos;
@@ -247,7 +247,6 @@ static int check_record_entry(walk *w, int t, const node *nd, char *path, size_t
     rc = check_value(w, &any, path, cap);
   } else rc = unknown_field(w, nd->fields, key, path);
   path[old] = 0;
-  (void)t;
   return rc;
 }
 
@@ -309,7 +308,7 @@ static int check_table(walk *w, int t, const node *nd, char *path, size_t cap) {
   case N_RECORD:
     lua_pushnil(L);
     while (!rc && lua_next(L, t)) {
-      rc = check_record_entry(w, t, nd, path, cap);
+      rc = check_record_entry(w, nd, path, cap);
       lua_pop(L, 1);
     }
     if (rc) lua_pop(L, 1);
