@@ -8,9 +8,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "file_util.h"
+#include "lua_limits.h"
+#include "project_root.h"
+#include "recipe_schema.h"
 #include "search.h"
 #include "source_hash.h"
 #include "tunert_cluster.h"
@@ -104,7 +108,7 @@ static int sandbox_require(lua_State *L) {
     ls->depth--;
     return luaL_error(L, "require '%s': %s", name, lua_tostring(L, -1));
   }
-  int rc = lua_pcall(L, 0, 1, 0);
+  int rc = tune_lua_pcall(L, 0, 1, 0);
   ls->depth--;
   if (rc != LUA_OK) return lua_error(L);
   XXH64_hash_t h = XXH64_digest(mh);
@@ -124,8 +128,8 @@ static int sandbox_require(lua_State *L) {
   return 1;
 }
 
-static lua_State *sandbox_new(loader_state *ls) {
-  lua_State *L = luaL_newstate();
+static lua_State *sandbox_new(loader_state *ls, const tune_lua_limits *lim) {
+  lua_State *L = tune_lua_newstate(lim);
   if (!L) return NULL;
   static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},     {LUA_STRLIBNAME, luaopen_string},
                                   {LUA_MATHLIBNAME, luaopen_math}, {LUA_TABLIBNAME, luaopen_table},
@@ -280,7 +284,7 @@ static int pcall1(lua_State *L, int nargs) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, msgh);
   lua_insert(L, base);
-  int rc = lua_pcall(L, nargs, 1, base);
+  int rc = tune_lua_pcall(L, nargs, 1, base);
   lua_remove(L, base);
   return rc;
 }
@@ -336,6 +340,14 @@ static int eval_top(lua_State *L, int cfg, int prob, int dev, int problem_first)
 }
 
 /* ---- loading ---------------------------------------------------------------- */
+
+/* A Lua error message as a recipe error that names the file: Lua's own position already does,
+ * unless the message came from error(msg, 0), a non-string error or a module's chunk. */
+static int recipe_lua_fail(tune_err *err, const char *file, const char *msg) {
+  if (!msg) msg = "(error object is not a string)";
+  if (!strncmp(msg, file, strlen(file))) return tune_fail(err, TUNE_ERECIPE, "%s", msg);
+  return tune_fail(err, TUNE_ERECIPE, "%s: %s", file, msg);
+}
 
 #define RFAIL(...) do { tune_fail(err, TUNE_ERECIPE, __VA_ARGS__); goto fail; } while (0)
 
@@ -494,6 +506,8 @@ static int parse_tmap_fields(lua_State *L, tune_recipe *r, tune_arg_def *a, int 
     for (int k = 0; !ok && keys[k]; ++k) ok = lua_type(L, -2) == LUA_TSTRING && !strcmp(lua_tostring(L, -2), keys[k]);
     if (!ok) {
       const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "(non-name key)";
+      const char *near = tune_nearest_name(key, keys, (int)(sizeof keys / sizeof keys[0]) - 1);
+      if (near) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown tensormap field '%s' (did you mean %s?)", r->file, a->name, key, near);
       return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown tensormap field '%s' (tensor, box, dims, strides, swizzle, element_strides, l2_promotion, oob)", r->file, a->name, key);
     }
     lua_pop(L, 1);
@@ -631,6 +645,13 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   r->set = set;
   r->file = file;
   r->root = root;
+  /* every field known and of its type before any is read: a misspelt one must not silently drop out */
+  char where[PATH_MAX + 160];
+  if (set->n == 1) snprintf(where, sizeof where, "%s", file);
+  else if (lua_getfield(L, t, "name") == LUA_TSTRING) snprintf(where, sizeof where, "%s: recipe '%.120s'", file, lua_tostring(L, -1));
+  else snprintf(where, sizeof where, "%s: recipe %d of the list", file, (int)(r - set->r) + 1);
+  lua_settop(L, t);
+  if (tune_recipe_schema_check(L, t, where, err)) return err->code;
   if (lua_getfield(L, t, "name") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe needs name = \"...\"", file);
   r->name = sdup(lua_tostring(L, -1));
   lua_pop(L, 1);
@@ -679,6 +700,12 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   if (lua_getfield(L, -1, "source") != LUA_TSTRING) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': reference needs source", file, r->name);
   resolve_path(root, lua_tostring(L, -1), &r->ref_source);
   lua_pop(L, 2);
+  /* both sources exist under the root: a wrong root or a misspelt path says which recipe and root */
+  const char *srcs[2] = {r->template_path, r->ref_source}, *field[2] = {"template", "reference.source"};
+  for (int i = 0; i < 2; ++i)
+    if (!srcs[i] || access(srcs[i], R_OK))
+      return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': %s %s: no such file (project root %s, %s)", file, r->name, field[i],
+                       srcs[i] ? srcs[i] : "?", root, set->root_how ? set->root_how : "");
   /* source hash: every recipe text loaded + template tree + reference tree */
   XXH64_state_t *h = XXH64_createState();
   XXH64_reset(h, 0);
@@ -696,22 +723,24 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
 }
 
 int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
+  return tune_recipes_load_root(path, NULL, out, err);
+}
+
+int tune_recipes_load_root(const char *path, const char *root, tune_recipes **out, tune_err *err) {
   *out = NULL;
   tune_recipes *set = calloc(1, sizeof *set);
   loader_state *ls = calloc(1, sizeof *ls);
   if (!set || !ls) { free(set); free(ls); return tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); }
   ls->hash = XXH64_createState();
   XXH64_reset(ls->hash, 0);
-  /* root: parent of the recipes/ folder that holds the file (or of the file's folder) */
   char abs[PATH_MAX];
   if (!realpath(path, abs)) { tune_fail(err, TUNE_EINVAL, "%s: no such recipe file", path); goto fail_early; }
-  char *slash = strrchr(abs, '/');
-  *slash = 0;
-  char *rec = strstr(abs, "/recipes");
-  if (rec) *rec = 0;
-  else if ((slash = strrchr(abs, '/'))) *slash = 0;
-  snprintf(ls->root, sizeof ls->root, "%s", abs[0] ? abs : "/");
-  lua_State *L = sandbox_new(ls);
+  const char *how = NULL;
+  if (tune_project_root(path, root, ls->root, sizeof ls->root, &how, err)) goto fail_early;
+  set->root_how = how;
+  tune_lua_limits lim;
+  if (tune_lua_limits_init(&lim, err)) goto fail_early;
+  lua_State *L = sandbox_new(ls, &lim);
   if (!L) { tune_fail(err, TUNE_ENOMEM, "lua: cannot create a state"); goto fail_early; }
   set->L = L;
   lua_pushlightuserdata(L, ls);
@@ -719,17 +748,22 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
   char chunk[PATH_MAX + 2];
   snprintf(chunk, sizeof chunk, "@%s", path);
   set->file_text = tune_read_file(path, NULL);
-  if (load_text_file(L, path, chunk) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
-  if (pcall1(L, 0) != LUA_OK) { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); goto fail; }
+  if (load_text_file(L, path, chunk) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
+  tune_lua_evaluating(L, "while loading the recipe file");
+  if (pcall1(L, 0) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
   if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
   int top = lua_gettop(L);
   int single = lua_getfield(L, top, "name") != LUA_TNIL;
   lua_pop(L, 1);
   set->n = single ? 1 : (int)lua_rawlen(L, top);
-  if (set->n == 0) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path); goto fail; }
+  if (set->n == 0) {
+    if (tune_recipe_schema_check(L, top, path, err)) goto fail; /* e.g. a misspelt name = */
+    tune_fail(err, TUNE_ERECIPE, "%s: the recipe returned neither a recipe (with name) nor a list of recipes", path);
+    goto fail;
+  }
   set->r = calloc((size_t)set->n, sizeof *set->r);
   XXH64_hash_t texts = XXH64_digest(ls->hash);
-  const char *file = sdup(path), *root = sdup(ls->root);
+  const char *file = sdup(path), *root_dir = sdup(ls->root);
   for (int i = 0; i < set->n; ++i) {
     if (single) lua_pushvalue(L, top);
     else lua_rawgeti(L, top, i + 1);
@@ -743,7 +777,7 @@ int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
       if (lua_gettable(L, -2) == LUA_TNUMBER) own = (XXH64_hash_t)lua_tointeger(L, -1);
       lua_pop(L, 2);
     }
-    if (parse_recipe(L, set, &set->r[i], file, root, own, err)) goto fail;
+    if (parse_recipe(L, set, &set->r[i], file, root_dir, own, err)) goto fail;
     lua_pop(L, 1);
     for (int j = 0; j < i; ++j)
       if (!strcmp(set->r[j].name, set->r[i].name)) { tune_fail(err, TUNE_ERECIPE, "%s: two recipes are named %s", path, set->r[i].name); goto fail; }
@@ -761,6 +795,11 @@ fail_early:
   return err->code;
 }
 
+void tune_recipes_root_line(const tune_recipes *set, char *buf, size_t n) {
+  const char *root = set && set->n > 0 && set->r[0].root ? set->r[0].root : "?";
+  snprintf(buf, n, "root %s (%s)", root, set && set->root_how ? set->root_how : "unknown");
+}
+
 void tune_recipes_free(tune_recipes *set) {
   if (!set) return;
   if (set->L) {
@@ -773,7 +812,7 @@ void tune_recipes_free(tune_recipes *set) {
         if (ls->mod[i]) XXH64_freeState(ls->mod[i]);
       free(ls);
     }
-    lua_close(L);
+    tune_lua_close(L);
   }
   for (int i = 0; set->r && i < set->n; ++i) {
     tune_recipe *r = &set->r[i];
@@ -810,6 +849,9 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   lua_pushvalue(L, -1);
   if (lua_getinfo(L, ">S", &ar) && ar.source[0] == '=') is_expr = 1;
   push_config(L, r, vi, n_bound, NULL);
+  char what[48];
+  snprintf(what, sizeof what, "while evaluating constraint %d", ci + 1);
+  tune_lua_evaluating(L, what);
   int rc;
   if (is_expr) {
     lua_setupvalue(L, -2, 1);
@@ -818,7 +860,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   int ans;
   if (rc != LUA_OK) {
     if (lua_touserdata(L, -1) == &unbound_sentinel) ans = SEARCH_UNDECIDED;
-    else { tune_fail(err, TUNE_ERECIPE, "%s", lua_tostring(L, -1)); ans = SEARCH_ERROR; }
+    else { recipe_lua_fail(err, r->file, lua_tostring(L, -1)); ans = SEARCH_ERROR; }
   } else if (lua_type(L, -1) != LUA_TBOOLEAN) {
     char where[PATH_MAX + 32];
     lua_rawgeti(L, top + 1, ci + 1);
@@ -826,6 +868,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
     tune_fail(err, TUNE_ERECIPE, "%s: constraint %d returned %s, want a boolean", where, ci + 1, luaL_typename(L, -2));
     ans = SEARCH_ERROR;
   } else ans = lua_toboolean(L, -1) ? SEARCH_PASS : SEARCH_FAIL;
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return ans;
 }
@@ -1123,12 +1166,15 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   push_device(L, d);
   int dev = lua_gettop(L);
   int rc = TUNE_OK;
+  char what[160];
+  snprintf(what, sizeof what, "while evaluating a config for problem %.100s", p->name);
+  tune_lua_evaluating(L, what);
   /* applies(c, p) */
   if (push_field(L, r, "applies") == LUA_TFUNCTION) {
     lua_pushvalue(L, cfg); lua_pushvalue(L, prob);
     int base = lua_gettop(L) - 3;
     lua_pushcfunction(L, msgh); lua_insert(L, base + 1);
-    if (lua_pcall(L, 2, 2, base + 1) != LUA_OK) { rc = lua_fail(L, err, "applies", r); goto done; }
+    if (tune_lua_pcall(L, 2, 2, base + 1) != LUA_OK) { rc = lua_fail(L, err, "applies", r); goto done; }
     if (!lua_toboolean(L, -2)) {
       out->skip = 1;
       snprintf(out->skip_reason, sizeof out->skip_reason, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "applies() returned false");
@@ -1228,6 +1274,7 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   for (int i = 0; i < r->n_args; ++i)
     if (r->args[i].is_tmap && (rc = eval_tmap(L, r, at, i, cfg, prob, dev, p, &out->tmap[i], err))) goto done;
 done:
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return rc;
 }
@@ -1242,6 +1289,9 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
   push_device(L, d);
   int dev = lua_gettop(L);
   int rc = TUNE_OK;
+  char what[160];
+  snprintf(what, sizeof what, "while evaluating problem %.100s", p->name);
+  tune_lua_evaluating(L, what);
   out->n_args = r->n_args;
   push_field(L, r, "args");
   int at = lua_gettop(L);
@@ -1324,6 +1374,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     }
   }
 done:
+  tune_lua_evaluating(L, NULL);
   lua_settop(L, top);
   return rc;
 }

@@ -2,9 +2,11 @@
  *
  * Owns: the embedded, sandboxed Lua state (no os, io, debug, package,
  * load/dofile/loadfile; require resolves only inside recipes/), validation of
- * the recipe table with file:line errors, and every call into recipe
- * functions. Lua is single-threaded: all evaluation happens on the main
- * thread; the compile pool only sees the plain C results.
+ * the recipe table with file:line errors (its fields and types first, against
+ * recipe_schema.h), and every call into recipe functions, each under the
+ * instruction budget and memory cap of lua_limits.h. Lua is single-threaded:
+ * all evaluation happens on the main thread; the compile pool only sees the
+ * plain C results.
  * Memory: tune_recipes_load returns a set owned by the caller
  * (tune_recipes_free); strings inside are owned by the set. */
 #ifndef TUNE_RECIPE_H
@@ -99,6 +101,7 @@ typedef struct tune_recipe {
 
 typedef struct tune_recipes {
   void *L;                    /* lua_State */
+  const char *root_how;       /* static text: which rule chose the root (project_root.h) */
   char *file_text;            /* text of the top recipe file */
   int n;
   tune_recipe *r;
@@ -148,8 +151,14 @@ typedef struct tune_problem_setup {
   double flops, bytes;            /* per launch of the variant */
 } tune_problem_setup;
 
-/* Load a recipe file (a table, or a list of tables). Errors carry file:line. */
+/* Load a recipe file (a table, or a list of tables). Errors carry file:line.
+ * The project root (templates/, recipes/ for require, data/) is chosen by
+ * tune_project_root (project_root.h): root when not NULL (tune run --root),
+ * else TUNE_ROOT, else the nearest marked ancestor of the file. */
 int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err);
+int tune_recipes_load_root(const char *path, const char *root, tune_recipes **out, tune_err *err);
+/* "root DIR (RULE)" for a run header: the root of a loaded set and the rule that chose it. */
+void tune_recipes_root_line(const tune_recipes *set, char *buf, size_t n);
 void tune_recipes_free(tune_recipes *set);
 
 /* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */

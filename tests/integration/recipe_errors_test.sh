@@ -28,6 +28,12 @@ base 's/, output = true/, scratch = true/' noout
 expect_error noout "no arg has output = true"
 base 's/{ "src", tensor = "f32", shape = { "N" }, init = { "uniform", -1, 1 } },/{ "src", tensor = "f32", shape = { "N" } },/' zeros
 expect_error zeros "needs init (never zeros)"
+base 's/^return {/error("boom", 0)\nreturn {/' errzero
+expect_error errzero "recipes/errzero.lua: boom"
+base 's/^return {/error({})\nreturn {/' errtable
+expect_error errtable "recipes/errtable.lua: (error object is not a string)"
+base 's|template = "templates/copy/copy.cuh"|template = "templates/copy/cpy.cuh"|' notemplate
+expect_error notemplate "recipes/notemplate.lua: recipe 'copy': template .*templates/copy/cpy.cuh: no such file (project root .*, recipes/ beside templates/)"
 "$TUNE" run recipes/missing.lua --compile-only >missing.txt 2>&1
 check "missing file fails" test $? -ne 0
 check "missing file message" contains missing.txt "no such recipe file"
