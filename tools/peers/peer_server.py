@@ -374,9 +374,13 @@ def serve(backend, inp, out):
                 import traceback
                 traceback.print_exc(file=sys.stderr)
                 reply = {"ok": False, "error": f"peer_server: internal error: {type(e).__name__}: {e}"}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
-        if isinstance(req, dict) and req.get("op") == "quit":
+        quit_req = isinstance(req, dict) and req.get("op") == "quit"
+        try:
+            out.write(json.dumps(reply) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the client left (after a quit, it need not read the reply)
+            return
+        if quit_req:
             return
 
 
@@ -415,6 +419,7 @@ class CudaDevice:
         except OSError as e:
             raise DeviceError(f"no CUDA driver (libcuda.so.1: {e})")
         self._cu("cuInit", 0)
+        _preload_torch_cupti()
         try:
             self.lib = ctypes.CDLL(self.lib_path)
         except OSError as e:
@@ -716,6 +721,24 @@ class TorchBackend:
 def _first_line(e):
     s = str(e).strip()
     return (s.splitlines()[0] if s else type(e).__name__)[:400]
+
+
+def _preload_torch_cupti():
+    """Load the libcupti that torch's wheel brings before tune's timer opens "libcupti.so.13":
+    the loader then hands the timer that same library (same soname), so the process has one
+    CUPTI. With two copies loaded (the toolkit's and the wheel's) the timer's copy saw almost
+    none of torch's kernels."""
+    import glob
+    for d in sys.path:
+        for pat in ("nvidia/cu*/lib/libcupti.so*", "nvidia/cuda_cupti/lib/libcupti.so*"):
+            for path in sorted(glob.glob(os.path.join(d or ".", pat))):
+                try:
+                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                    log(f"CUPTI: {path} (torch's), loaded before tune's timer opens it")
+                    return path
+                except OSError:
+                    continue
+    return None
 
 
 def default_lib():
