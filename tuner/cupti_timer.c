@@ -22,6 +22,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static double acc_ns;   /* sum of kernel durations since the last collect */
 static int acc_n;       /* kernels since the last collect */
 static int dropped;     /* records CUPTI reported lost */
+static int count_copies; /* tune_cupti_count_copies: device-to-device copies count as kernels */
 static uint64_t acc_first, acc_last; /* earliest start, latest end since the last collect [ns], 0 none */
 static char acc_names[TUNE_CUPTI_NAMES_MAX]; /* distinct kernel names since the last collect, ';'-separated */
 
@@ -47,6 +48,16 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   CUpti_Activity *rec = NULL;
   pthread_mutex_lock(&lock);
   while (api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY && count_copies) {
+      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+      if (m->copyKind != CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) continue;
+      acc_ns += (double)(m->end - m->start);
+      ++acc_n;
+      if (!acc_first || m->start < acc_first) acc_first = m->start;
+      if (m->end > acc_last) acc_last = m->end;
+      note_name("memcpy DtoD");
+      continue;
+    }
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
       if (k->name && !strncmp(k->name, "tune_", 5)) continue; /* tune's own: L2 flush, checksums */
@@ -93,6 +104,13 @@ int tune_cupti_open(tune_err *err) {
 }
 
 int tune_cupti_available(void) { return opened; }
+
+int tune_cupti_count_copies(tune_err *err) {
+  if (!opened) return tune_fail(err, TUNE_ECUPTI, "CUPTI is not open");
+  CUPTI_TRY(err, api.enable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  count_copies = 1;
+  return TUNE_OK;
+}
 
 int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err) {
   tune_cupti_span sp;

@@ -34,5 +34,10 @@ int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err);
  * many as fit in names[names_n]; names may be NULL with names_n 0). */
 int tune_cupti_collect_span(tune_cupti_span *out, char *names, size_t names_n, tune_err *err);
 int tune_cupti_available(void);
+/* From now on, device-to-device copies (cudaMemcpyAsync) count like kernels, named
+ * "memcpy DtoD": a peer whose op is a copy (torch's copy_) is timed by what it runs. The
+ * worker leaves this off (its own verification copies are not a variant's work); memsets
+ * (the L2 flush) never count. */
+int tune_cupti_count_copies(tune_err *err);
 
 #endif
