@@ -86,7 +86,7 @@ tune_pass tune_first_pass(double halving);
 int tune_pass_samples(tune_pass pass);
 /* In the full pass a variant timed in the quick pass keeps that result unless chosen. */
 int tune_pass_keeps_quick(tune_pass pass, int has_quick, int full);
-/* Between the passes: full[i] = 1 for the variants of a batch of n to time fully: those whose
+/* Between the passes: full[i] = 1 for the variants of a batch of n (<= TUNE_BATCH) to time fully: those whose
  * quick result (has_quick[i], quick[i]) is ok and within margin of the best (best_ns and the
  * batch's quick times: tune_halving_batch), and every suspicious quick result (a too-fast quick
  * time: the full timing judges it). */
