@@ -4,7 +4,7 @@
  * the full timing. The others keep their quick time as their result: they
  * cannot be the best, and a strategy needs only their rank.
  *
- * `tune run --halving` (or a recipe's `halving = F`) uses it (session.c);
+ * `tune run --halving` (or a recipe's `halving = F`) uses it (problem_run.c);
  * the backend supplies the quick timing (tune_measure_req.samples). */
 #ifndef TUNE_HALVING_H
 #define TUNE_HALVING_H

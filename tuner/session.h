@@ -1,7 +1,9 @@
-/* session.h: one `tune run`: the loop that asks the strategy for batches,
- * compiles them on the pool, measures them on the backend and stores each
- * result in its own transaction, so a killed run loses at most the variant in
- * flight and a second run resumes where it stopped. */
+/* session.h: one `tune run`: for each recipe of a file, a device and backend,
+ * a run row, and each problem through the pipeline of problem_run.h, which
+ * asks its sources for batches, compiles them on the pool, measures them on
+ * the backend and stores each result in its own transaction, so a killed run
+ * loses at most the variant in flight and a second run resumes where it
+ * stopped. */
 #ifndef TUNE_SESSION_H
 #define TUNE_SESSION_H
 
@@ -42,6 +44,9 @@ typedef struct tune_run_opts {
   const char *proposer_env[16]; /* environment variables passed to it by name */
   int proposer_timeout_ms;     /* per request, 0 = 60 s */
 } tune_run_opts;
+
+/* Does a config (its JSON, as the database stores it) pass the --only filters? */
+int tune_run_opts_select_config(const tune_run_opts *o, const char *params_json);
 
 /* Run the recipe file's recipes. Returns TUNE_OK when the run completed (even
  * if variants failed: those are results). */

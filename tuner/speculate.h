@@ -8,7 +8,7 @@
  * of a bayes run unoverlapped; the guesses are the one-step ones. A guess changes
  * nothing the strategy sees: a binary is matched by its compile key (the content hash of everything
  * that goes into it), and a guess never taken is stored in the compile cache like any compile.
- * Not owned: proposing (search/), the batch's own compiles (session.c, compile.h). */
+ * Not owned: proposing (search/), the batch's own compiles (problem_run.c, compile.h). */
 #ifndef TUNE_SPECULATE_H
 #define TUNE_SPECULATE_H
 
