@@ -421,7 +421,7 @@ static int backend_measure(tune_problem_run *x, const candidate *c, const tune_c
   const tune_recipe_run *rr = x->rr;
   tune_measure_req req = {.recipe = rr->r, .problem = x->p, .setup = &x->setup, .variant = &c->v,
                           .bin = j ? &j->bin : NULL, .lowered = j ? (const char(*)[512])j->lowered : NULL,
-                          .config_hash = c->hash, .samples = samples};
+                          .config_hash = c->hash, .samples = samples, .sustained = rr->o->sustained};
   double t_m = tune_now_s();
   int mrc = rr->be->measure(rr->be, &req, res, err);
   rr->st->t_measure += tune_now_s() - t_m;

@@ -65,6 +65,12 @@ static const char *usage_run =
     "  --jobs N             compile threads (default: number of cores)\n"
     "  --compile-only       compile every variant and store its resource usage; no GPU\n"
     "  --arch ARCH          target for --compile-only (default sm_90a)\n"
+    "  --timing MODE        burst (default): one launch per sample after an L2 flush, each\n"
+    "                       at the clock it finds; sustained: back-to-back launches over\n"
+    "                       rotating buffers at the power-limited clock, as inference runs\n"
+    "                       (docs/measurement.md); recorded with every result\n"
+    "  --root DIR           the project root holding templates/ (default: TUNE_ROOT, else the\n"
+    "                       nearest folder above the recipe with .tune-root)\n"
     "  --seed N             seed of the random inputs and of the strategy (default: new\n"
     "                       each run, recorded in the database)\n"
     "  --timeout MS         watchdog per variant (default: 30 s + 400x the reference time)\n"
@@ -92,8 +98,13 @@ static int run_option(tune_argv *ap, tune_run_opts *o) {
   int has_v;
   if (tune_argv_str(ap, "--db", &o->db_path) || tune_argv_str(ap, "--device", &o->device) ||
       tune_argv_str(ap, "--strategy", &o->strategy) || tune_argv_str(ap, "--arch", &o->arch) ||
-      tune_argv_str(ap, "--proposer", &o->proposer))
+      tune_argv_str(ap, "--proposer", &o->proposer) || tune_argv_str(ap, "--root", &o->root))
     return 1;
+  if (tune_argv_str(ap, "--timing", &v)) {
+    if (!strcmp(v, "sustained")) o->sustained = 1;
+    else if (strcmp(v, "burst")) tune_argv_bad(ap, "want burst or sustained");
+    return 1;
+  }
   if (tune_argv_double(ap, "--min-occupancy", &o->min_occupancy)) {
     if (!(o->min_occupancy >= 0 && o->min_occupancy < 1)) tune_argv_bad(ap, "want a fraction in [0, 1)");
     o->min_occupancy_given = 1;

@@ -291,7 +291,7 @@ static int open_replay(session *s, tune_recipe *r, db_device *dev, int *skip, tu
   *dev = s->be->device;
   printf("replaying %s from %s:\n  measurements made on %s (%s, %d SMs, driver %s); %s\n", r->name, path, dev->name,
          dev->arch, dev->sm_count, dev->driver, s->be->provenance[0] ? s->be->provenance : "");
-  if (s->be->recorded_hash[0] && strcmp(s->be->recorded_hash, r->source_hash))
+  if (s->be->recorded_hash[0] && tune_backend_replay_current(s->be, r) == TUNE_REPLAY_OTHER_SOURCE)
     printf("  note: recorded with another version of this recipe or its template (source %s, now %s):\n"
            "  the answers are those measurements, not of the current source\n", s->be->recorded_hash, r->source_hash);
   return TUNE_OK;
@@ -329,7 +329,12 @@ int tune_session_run(const tune_run_opts *o, tune_err *err) {
   session s;
   memset(&s, 0, sizeof s);
   s.o = o;
-  if (tune_recipes_load(o->recipe_path, &s.set, err)) return err->code;
+  if (tune_recipes_load_root(o->recipe_path, o->root, &s.set, err)) return err->code;
+  {
+    char line[PATH_MAX + 64];
+    tune_recipes_root_line(s.set, line, sizeof line);
+    printf("%s\n", line);
+  }
   int rc = db_open(o->db_path ? o->db_path : "tune.db", 0, &s.db, err);
   if (!rc) rc = choose_device(&s, err);
   s.seed = o->seed_given ? o->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();

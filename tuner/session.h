@@ -38,6 +38,8 @@ typedef struct tune_run_opts {
   int timeout_ms;              /* watchdog override, 0 = derived */
   const char *exe;             /* this binary, for `tune worker` */
   int quiet;
+  const char *root;            /* --root: the project root (else TUNE_ROOT, else found: project_root.h) */
+  int sustained;               /* --timing sustained: every variant timed back to back (docs/measurement.md) */
   /* --strategy llm (docs/llm-hook.md) */
   const char *proposer;        /* the proposer command, run as sh -c */
   int n_proposer_env;
