@@ -5,7 +5,8 @@
 #   scratch database; tune compare compiles them from the current source, verifies and re-times
 #   them against the peers in interleaved rounds, both timing modes. Writes OUTDIR/SET.md (the
 #   tables), OUTDIR/SET.log and OUTDIR/gpu.txt; the scratch databases go to OUTDIR/SET-dbs.tgz.
-# SET: smoke (copy, one round), gemm, attention, memory.
+# SET: smoke (copy, one round), gemm, attention, memory, rank (top 6 on four problems, then
+#   tools/bench/ncu_check.py against Nsight Compute).
 # env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300),
 #   EXTRA (more tune compare options, e.g. --no-peers)
 set -u
@@ -58,6 +59,13 @@ memory)
   compare recipes/rmsnorm.lua data/recorded/rmsnorm.db t16384h4096 t16384h4096add
   compare recipes/elementwise.lua data/recorded/elementwise.db
   compare recipes/transpose.lua data/recorded/transpose.db ;;
+rank)  # more variants per problem: do burst and sustained order them alike? then ncu's view
+  topk=${TOPK:-6}
+  compare recipes/gemm.lua data/recorded/gemm.db m4096n4096k4096_col m8192n8192k8192_col
+  compare recipes/attention/prefill_sm90.lua data/recorded/attention.prefill_sm90.db b4h32s4096d128c
+  compare recipes/softmax.lua data/recorded/softmax.db r16384c1024
+  command -v ncu >/dev/null && python3 tools/bench/ncu_check.py "$scratch" "$out/ncu" > "$out/ncu.txt" 2>&1
+  cat "$out/ncu.txt" 2>/dev/null ;;
 *) echo "unknown set $set_name" >&2; exit 2 ;;
 esac
 tar czf "$out/$set_name-dbs.tgz" -C "$scratch" . 2>/dev/null
