@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "compare_report.h"
@@ -317,10 +318,13 @@ static int compare_problem(cmp_ctx *c, tune_problem *p, tune_err *err) {
   for (int i = 0; i < n_top; ++i) cv[i].top = top[i];
   if ((rc = prepare_variants(c, p, cv, n_top, err))) goto done;
   if (n_top && (rc = set_problem(c, p, &setup, err))) goto done;
-  for (int round = 1; round <= c->o->rounds; ++round) {
-    for (int mode = 0; mode < 2; ++mode) {
-      int sustained = mode == 1;
-      if ((sustained && !c->o->sustained) || (!sustained && !c->o->burst)) continue;
+  /* burst rounds first, then sustained ones: a burst sample right after a sustained phase would
+     start at the power-limited clock that phase left, on whichever side came first */
+  for (int mode = 0; mode < 2; ++mode) {
+    int sustained = mode == 1;
+    if ((sustained && !c->o->sustained) || (!sustained && !c->o->burst)) continue;
+    if (!sustained && c->o->sustained) nanosleep(&(struct timespec){1, 0}, NULL); /* the last problem's sustained phase */
+    for (int round = 1; round <= c->o->rounds; ++round) {
       for (int side = 0; side < 2; ++side) {
         int peer_turn = (side + round + 1) % 2; /* round 1: tune first; round 2: peers first */
         if (peer_turn && c->peer) rc = time_peers(c, p, problem_id, round, sustained, err);

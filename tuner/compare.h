@@ -3,7 +3,8 @@
  * For each problem of a recipe, the top-k verified variants the database holds for this GPU
  * are re-timed by the worker, and the peers (cuBLAS, cuDNN, PyTorch) by the peer server
  * (peer_client.h) with the same CUPTI timer and protocol, interleaved round by round (the side
- * that goes first alternates), in each timing mode. Every round's timing is a measurement; a
+ * that goes first alternates); all burst rounds of a problem, after a second of rest, then all
+ * its sustained rounds. Every round's timing is a measurement; a
  * peer's median over the rounds is also stored as its result (origin peer:<name>). The table
  * (compare_report.h) is printed at the end, and `--report` prints it again from the database
  * without a GPU. docs/measurement.md states the protocol. */

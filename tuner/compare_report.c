@@ -101,15 +101,12 @@ static const side *best_of(const side *arr, int n, int rounds) {
   return best;
 }
 
+/* A candidate's name within its group: the peer's name, or tune's config id (configs differ
+ * only far into their parameter text). */
 static void row_label(const json_t *row, int peer, char *buf, size_t n) {
   const json_t *params = json_object_get(row, "params");
-  if (peer) {
-    snprintf(buf, n, "%s", json_string_value(json_object_get(params, "peer")) ?: "peer");
-    return;
-  }
-  char *txt = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
-  snprintf(buf, n, "%s", txt ? txt : "?");
-  free(txt);
+  if (peer) snprintf(buf, n, "%s", json_string_value(json_object_get(params, "peer")) ?: "peer");
+  else snprintf(buf, n, "config %lld", (long long)json_integer_value(json_object_get(row, "config_id")));
 }
 
 static int print_group(FILE *f, const group *g) {
@@ -212,6 +209,10 @@ int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
   group *g = calloc(1, sizeof *g);
   int n_rows = 0;
   if (!g) return 0;
+  if (!json_array_size(rows)) { /* a recipe of the file with none of the problems asked for */
+    free(g);
+    return 0;
+  }
   print_header(f, info);
   size_t i = 0, n = json_array_size(rows);
   while (i < n) {
