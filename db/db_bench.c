@@ -1,5 +1,5 @@
 /* db_bench.c: every recorded result of one problem, one row per config, for
- * the search benchmark (tune bench-search) and the exports (db_export.c). */
+ * the search benchmark (tune-bench-search) and the exports (db_export.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 -- elementwise.lua: fused y = silu(x * scale + bias), templates/elementwise/elementwise.cuh.
 -- x, y [rows, cols] bf16; scale, bias [cols] bf16 (per-channel, as an MLP epilogue); fp32 math.
 -- Memory-bound: the figure of merit is GB/s of x read + y written, against the copy recipe's
--- 4.16 TB/s (H200, 256 MiB). Every knob of the template is a parameter here.
+-- bandwidth on the same device. Every knob of the template is a parameter here.
 
 -- Threads resident per SM on sm_90 (the grid of a persistent variant fills them once).
 local THREADS_PER_SM = 2048

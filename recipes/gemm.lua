@@ -15,10 +15,9 @@
 -- and tmC, which USE_TMA without split-K stores c through (the epilogue's 64 x 64 boxes).
 -- Tile shapes are whitelisted per path below; `applies` keeps large problems on a measured short list
 -- (TMA producers first; cp.async, wgmma without producer and mma.sync for comparison) and decode
--- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized for one exhaustive run of
--- every problem in about 7 minutes on an H200 (tools/bench/device_gemm_run.sh); `gemm_space
--- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem: 38 per large problem
--- (24 with TMA), 8..78 per decode problem, 10..46 split-K, 72 gemv_rows (M = 1 row-major), 2212 in all.
+-- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized so that one exhaustive run
+-- of every problem takes minutes on one GPU (tools/bench/device_gemm_run.sh); `gemm_space
+-- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem.
 
 local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
 
@@ -174,10 +173,10 @@ local constraints = {
 
 local function is_large(p) return p.M >= 256 end
 
--- Large problems (M >= 256): 38 configs each, so that the six of them take about 4 minutes (about
--- 1 s per variant at 8192^3: verification compares 64 M outputs). The TMA producer is the fast one
--- (~+30 % over cp.async in a standalone harness, docs/tensormap-args.md): 24 configs of it; the
--- others keep a few each for comparison (all in grouped tile order, their best before).
+-- Large problems (M >= 256): a short list, because a variant costs about a second at 8192^3
+-- (verification compares 64 M outputs). Most of it is the TMA producer, the fastest path
+-- (docs/tensormap-args.md); the other paths keep a few configs each for comparison, in the grouped
+-- tile order where they do best.
 local function large_short_list(c)
   if c.BLOCK_M < 128 and c.WS ~= 2 then return false, "large problem: tiles of >= 128 rows only (ping-pong: 64)" end
   if c.PATH == 1 and c.USE_TMA == 1 then

@@ -3,7 +3,7 @@
 --   "rmsnorm"      y = x * rsqrt(mean(x^2) + eps) * w
 --   "rmsnorm.add"  h = x + r (written back: the residual stream), y = rmsnorm(h) * w
 -- (two recipes because the argument lists differ). Memory-bound: the figure of merit is GB/s of
--- the tensors read and written once, against the copy recipe's 4.16 TB/s (H200). The hidden size
+-- the tensors read and written once, against the copy recipe's bandwidth on the same device. The hidden size
 -- is a compile-time constant (HIDDEN), so a thread's slice of a row can stay in registers.
 
 local EPS = 1e-6

@@ -4,12 +4,12 @@
 --   "softmax.split"  a row split across SPLITS blocks: a stats kernel writes each slice's
 --                    (max, sum) to a scratch buffer, a write kernel merges them and writes y
 -- Memory-bound: the figure of merit is GB/s of x read + y written once, against the copy recipe's
--- 4.16 TB/s (H200). The row length is a compile-time constant (COLS), so a thread's slice of a row
--- has a fixed size and can stay in registers (CACHE_ROW).
--- EXP_ONCE and PERSIST (2026-11-22 recording: 91 % of copy on r16384c1024, 88 % on r1024c32768)
--- add cached forms that compute each exponential once (two ex2 per element cost ~16 us of SFU
--- time per 32 Mi elements on the H200 at 16 ex2 per clock per SM and 1.98 GHz) and persistent
--- grids that prefetch the next row; every config of the earlier space compiles to the same code.
+-- bandwidth on the same device. The row length is a compile-time constant (COLS), so a thread's
+-- slice of a row has a fixed size and can stay in registers (CACHE_ROW).
+-- EXP_ONCE adds cached forms that compute each exponential once (at 16 ex2 per clock per SM, two
+-- ex2 per element cost ~16 us of SFU time per 32 Mi elements on a 132-SM part at 1.98 GHz, a
+-- visible share of a bandwidth-bound row); PERSIST adds persistent grids that prefetch the next
+-- row. With both at 0 a config compiles to the plain cached or streaming kernel.
 
 local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
 
@@ -49,9 +49,9 @@ local PROBLEMS = {
   { name = "r1024c32768",  rows = 1024,  cols = 32768 },
   { name = "r256c131072",  rows = 256,   cols = 131072 },   -- vocabulary-sized logits, 256 sequences
   { name = "r64c131072",   rows = 64,    cols = 131072 },   -- 64 sequences: fewer rows than SMs
-  -- four times the rows of the first and third (added 2026-11-22 13:00): at 64-128 MiB of traffic the
-  -- best softmax kernels take a fixed ~2-3 us more than their traffic at the bandwidth they reach on
-  -- 4-8x the rows (the cost does not grow with the rows: docs/benchmarks.md, "Where the time goes")
+  -- four times the rows of the first and third: the smaller problems carry a fixed cost of a few
+  -- microseconds beside their traffic that does not grow with the rows; these show the bandwidth
+  -- once it is amortised (docs/benchmarks.md, "Where the time goes")
   { name = "r65536c1024",  rows = 65536, cols = 1024 },     -- e.g. 64k query rows over 1k keys
   { name = "r4096c32768",  rows = 4096,  cols = 32768 },    -- logits of 4096 tokens over a 32k vocabulary
 }

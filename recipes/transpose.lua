@@ -2,7 +2,7 @@
 -- Two recipes (the argument dtype is fixed per recipe): "transpose.f32" and "transpose.bf16", the
 -- same template and the same parameters; the element size reaches the template as ELEM_BYTES.
 -- Memory-bound: the figure of merit is GB/s of in read + out written, against the copy recipe's
--- 4.16 TB/s (H200). A transpose moves bits: the comparison is exact.
+-- bandwidth on the same device. A transpose moves bits: the comparison is exact.
 
 local function recipe(dtype, elem_bytes, problems)
   return {

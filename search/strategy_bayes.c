@@ -34,9 +34,8 @@
  * tune run's warm start evaluates the nearest earlier problems' bests) the
  * design has no centre: all n_init points are such farthest draws, away from
  * the warm-start points, which already exploit what is known; a centre often
- * lies in their region and adds little (the recorded spaces: 87 of 140 at
- * 98 % of the optimum within 10 % of the evaluations instead of 68,
- * docs/search.md). Then one point per batch, two local steps for one global step:
+ * lies in their region and adds little (docs/search.md, "bayes").
+ * Then one point per batch, two local steps for one global step:
  *  - local: the largest expected improvement among the unseen points one or
  *    two unit steps (one value index in one or two parameters) away from the
  *    best point (when all those are seen, a global step instead);

@@ -41,7 +41,7 @@ int tune_compile_key(tune_compile_job *job, tune_err *err);
  * itself failed; each job's bin.ok says whether NVRTC accepted it. */
 int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err);
 /* The same pool in the background, so that the caller can measure the jobs
- * compiled first while later ones compile (session.c): tune_compile_start
+ * compiled first while later ones compile (problem_run.c): tune_compile_start
  * starts n_threads threads on jobs[0..n) (taken in order) and returns;
  * tune_compile_wait blocks until jobs[i] is done and returns its pool error
  * (TUNE_OK for a compiled job or a compile error, which is the variant's

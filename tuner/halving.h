@@ -38,7 +38,7 @@ void tune_halving_note(char *buf, size_t n, int samples, double margin, const ch
 int tune_halving_is_quick(const char *error_text);
 
 /* [ms] what a quick measure of `quick` samples costs, modelled from a recorded
- * full one of `samples` samples (replay, bench-search): the recorded
+ * full one of `samples` samples (replay, tune-bench-search): the recorded
  * verify-and-time time measure_ms scaled by min(1, quick / samples).
  * Verification and warm-up are part of measure_ms and are scaled with it: an
  * estimate, not a measurement (it flatters halving). */

@@ -4,7 +4,7 @@
  * before anything is compiled (recipes.md). Such a config is not part of that
  * problem's space, as a restriction is not in Kernel Tuner's: strategies walk
  * only the configs that apply, so none spends an evaluation (`--budget`,
- * bench-search's budgets) on a config known to be meaningless for the problem.
+ * tune-bench-search's budgets) on a config known to be meaningless for the problem.
  * Configs pruned after compiling (prune.h) are different: they cost a compile
  * and stay in the space. */
 #ifndef TUNE_PROBLEM_SPACE_H

@@ -9,8 +9,10 @@
 
 #include "tune_err.h"
 
-/* `bayes` meets 98 % of the optimum within 10 % of the evaluations on most
- * recorded spaces (docs/search-bench.md); exhaustive stays available. */
+/* `bayes` is the strategy that most often reaches 98 % of the optimum within
+ * 10 % of the evaluations on the recorded spaces (docs/search.md, "Choosing a
+ * strategy"; tools/bench/search_report.sh regenerates the figures); exhaustive
+ * stays available. */
 #define TUNE_DEFAULT_STRATEGY "bayes"
 
 typedef struct tune_search_config {

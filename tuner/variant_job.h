@@ -1,5 +1,5 @@
 /* variant_job.h: the compile job of a recipe variant (template, include root, arch, the variant's
- * defines and kernel names), as session.c builds it for a proposal and speculate.c for a guess.
+ * defines and kernel names), as problem_run.c builds it for a proposal and speculate.c for a guess.
  * The job points into *v: keep v alive while the job compiles. */
 #ifndef TUNE_VARIANT_JOB_H
 #define TUNE_VARIANT_JOB_H

@@ -1,8 +1,8 @@
 /* warm_start.h: a new problem starts from the configs that were best on the
  * recipe's other problems.
  *
- * Shapes of one kernel family often share their winner (the GEMM recording:
- * one 128x256 TMA config wins four of the eight large shapes). So before its
+ * Shapes of one kernel family often share their winner (one GEMM tile config
+ * is often best on several large shapes). So before its
  * strategy proposes anything, `tune run` evaluates, for the problem at hand,
  * the configs that the database holds as best for other problems of the same
  * recipe on the same GPU, those of the most similar problems first (a decode
@@ -10,7 +10,7 @@
  * evaluations (they count against --budget) and the strategy observes them as
  * its own. Another recipe with the same parameters counts too: fp16 GEMM
  * tuned after bf16 GEMM on the same GPU starts from bf16's winner for the
- * same shape (distance 0). `tune bench-search` simulates the warm start: the
+ * same shape (distance 0). `tune-bench-search` simulates the warm start: the
  * problems in the recipe's order, each started from the bests the same
  * strategy and seed found on the earlier ones (and, with --warm-db FILE, from
  * FILE's bests as tune run takes them from its database). --no-warm-start
@@ -32,9 +32,8 @@
 /* What a best measured on another GPU of the same architecture adds to its
  * problem distance: the same shape measured there comes after the same
  * shape measured here, before any other shape (distances are >= 1 apart
- * between different shapes). The H200's GEMM winners reach >= 98 % of the
- * H100's optimum on 56 of 59 recorded spaces, more than the nearest other
- * shape's winner on the H100 itself (docs/search.md). */
+ * between different shapes): GPUs of one architecture tend to share winners
+ * per shape more than two shapes on one GPU do (docs/search.md, "Warm start"). */
 #define TUNE_WARM_OTHER_GPU 0.5
 
 /* How many warm-start configs a problem gets: a quarter of an evaluation
@@ -67,7 +66,7 @@ int tune_warm_shares_point(const search_space *space, const uint64_t *pts, size_
 /* Add space's points to the ascending union *pts (*n of them; replaced by a
  * new array; free() it); -1 on no memory (then *pts is unchanged). */
 int tune_warm_union_add(uint64_t **pts, size_t *n, const search_space *space);
-/* One problem in the recipe's order, as tune run and tune bench-search both
+/* One problem in the recipe's order, as tune run and tune-bench-search both
  * walk them: *project = 1 when `space` opens a new regime (the union *before
  * of the earlier problems' spaces is not empty and shares no config with it),
  * then space joins *before (tune_warm_union_add). -1 on no memory. */

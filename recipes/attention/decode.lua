@@ -44,10 +44,10 @@ return {
     { "KV_RING",   { 0, 2, 3, 4 } },
     -- Fixed knobs, listed so that they are explicit defines; widen to measure them:
     { "KV_HINT",     { 1 } },  -- 1: ld.global.nc.L1::no_allocate; 0 plain, 2 adds .L2::256B
-                               -- (0 and 2 were 1-3% slower on H200 in the check harness)
+                               -- (fixed: neither alternative was faster in the check harness)
     { "BLOCK_ORDER", { 1 } },  -- 1: blocks of one head adjacent in launch order, 0: of one split
-                               -- (up to ~7% either way on H200 by config, best-of within 2%;
-                               -- {1, 0} makes 352 configs instead of 192)
+                               -- (fixed: it moves single configs either way but not the best one,
+                               -- and {1, 0} nearly doubles the space)
   },
 
   constraints = {
@@ -60,9 +60,8 @@ return {
     end,
     -- The ring: 16-byte cp.async only, no register double buffer; 32..128 bytes per thread per tile
     -- (one tile in registers at a time), 128..768 bytes in flight per thread, at most 128 KiB of ring
-    -- per block, GQA packed (the unpacked blocks read each tile GQA_RATIO times). On the H200
-    -- (2026-11-22, tools/check/run_decode_check.sh) a 128 KiB ring of 8 warps, one block per SM, read
-    -- 4177 GB/s where the best register path read 3969.
+    -- per block, GQA packed (the unpacked blocks read each tile GQA_RATIO times). A deep ring with
+    -- one block per SM can read faster than the register path (tools/check/run_decode_check.sh).
     function(c)
       if c.KV_RING == 0 then return true end
       local b = kv_bytes_per_thread(c)

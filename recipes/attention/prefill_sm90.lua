@@ -39,21 +39,18 @@ return {
     { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
     { "SCHED",     { 0, 1, 2 } },       -- causal order: 0 natural, 1 longest first per head, 2 grouped heads, longest first
     -- 1: P V as D / 64 wgmma of n = 64 (no leading-byte offset): a fallback the template keeps in case
-    -- the MN-major V descriptor were wrong; on the H200 (2026-11-22) PV_SPLIT=0 verified everywhere
+    -- the MN-major V descriptor is wrong; out of the space because PV_SPLIT=0 verifies on every problem
     { "PV_SPLIT",  { 0 } },
     { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
     { "USE_TMA",   { 0, 1 } },          -- 1: TMA producer (one thread; setmaxnreg 24 / 240 at 2 consumers, 40 / 232 persistent)
     -- 1: one wave of blocks (the SM count), each looping over tiles in SCHED order; the K/V ring runs
     -- on across tiles, so the next tile's loads overlap this one's last P V and epilogue
-    -- 1: persistent blocks walking tiles (template code kept): on the H200 (2026-11-22) it computed
-    -- wrong outputs once a block looped over more than one tile (B2 HQ8 S2000: rel_l2 0.27-0.42),
-    -- so it stays out of the space until its barrier protocol is fixed
+    -- 1 stays out of the space (the template code is kept): its outputs are wrong once a block loops
+    -- over more than one tile, until its barrier protocol is fixed
     { "PERSISTENT", { 0 } },
-    -- 2 (CONSUMERS 1): two blocks per SM (__launch_bounds__, setmaxnreg 24 / 232), so one block's
-    -- prologue and epilogue overlap the other's matmuls; on the H200 (2026-11-22, check harness) 402
-    -- TFLOP/s at B16 H16 S1024 D64 where the best one-block variant (3 consumers) reached 371
-    -- 3 | 4: at D=64 (B16 H16 S1024, H200 harness, 2026-11-22 07:13) three blocks per SM reached 420-422
-    -- TFLOP/s where two reached 404
+    -- 2 | 3 | 4 (CONSUMERS 1): several blocks per SM (__launch_bounds__, setmaxnreg 24 / 232 at 2), so
+    -- one block's prologue and epilogue overlap another's matmuls; at small D this can beat one block
+    -- with more consumer warpgroups, which is why both shapes are in the space
     { "MIN_BLOCKS", { 1, 2, 3, 4 } },
     -- 1: the producer is one warp, not a warpgroup, without setmaxnreg (block = 128 * CONSUMERS + 32):
     -- each thread keeps the launch bound's registers (127 at 3 blocks per SM, 92 at 4)
@@ -66,14 +63,14 @@ return {
     function(c) return c.CONSUMERS < 3 or c.BLOCK_N <= 128 end,
     -- the turn-taking schedule interleaves the overlapped batches of two or more warpgroups
     "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
-    -- the TMA producer only where the cp.async one won (2026-11-22 recording: every best variant has
-    -- OVERLAP = 1 and 2 or 3 consumers): 60 more configs, 186 in all (1.48x)
+    -- the TMA producer only where the cp.async one's best variants lie (OVERLAP = 1 with 2 or 3
+    -- consumers) and with several blocks per SM, which need it, rather than doubling the space
     "USE_TMA == 0 or MIN_BLOCKS >= 2 or (OVERLAP == 1 and CONSUMERS >= 2)",
     -- several blocks per SM: one consumer warpgroup and the TMA producer, with the register budgets that
-    -- compile without spills or serialized wgmma (ptxas, sm_90a, D=64, 2026-11-22): 2 blocks: BLOCK_N up
+    -- compile without spills or serialized wgmma (ptxas, sm_90a, D=64): 2 blocks: BLOCK_N up
     -- to 192 overlapped (setmaxnreg 232), lean up to 128; 3 blocks: 64 | 96 overlapped (entry 80,
     -- consumer 136; 128 does not compile), lean 64 overlapped or 96 | 128 not (127 registers); 4 blocks:
-    -- 64 not overlapped. One block per SM keeps its earlier tiles (no 96 or 192, no lean producer).
+    -- 64 not overlapped. One block per SM takes the other tiles (no 96 or 192, no lean producer).
     function(c)
       if c.MIN_BLOCKS == 1 then return c.LEAN_PRODUCER == 0 and c.BLOCK_N ~= 96 and c.BLOCK_N ~= 192 end
       if c.CONSUMERS ~= 1 or c.USE_TMA ~= 1 then return false end

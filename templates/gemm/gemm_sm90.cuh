@@ -238,8 +238,8 @@ __device__ __forceinline__ void quad_transpose(unsigned (&w)[4], int q) {
 // epilogue: a consumer thread stores its fragments (common/wgmma.cuh layout) to global memory:
 // bf16 to c, four chunks of 8 columns at a time, each quad's words transposed so that a lane stores
 // one chunk's 16 bytes (a warp's store covers 8 rows x 64 contiguous bytes, whole 32-byte sectors;
-// storing the fragments' 4-byte pairs directly, 8 rows x 16 bytes per store, cost 26 of 193 us at
-// 4096^3 on the H200: tools/check/gemm_tma_check, 2026-11-22); fp32 pairs to ws[split] when SPLIT_K > 1.
+// storing the fragments' 4-byte pairs directly, 8 rows x 16 bytes per store, half-fills sectors and
+// costs a visible share of a large GEMM: tools/check/gemm_tma_check); fp32 pairs to ws[split] when SPLIT_K > 1.
 // The tile row of consumer thread ctid's accumulators acc[mt][4 j + 2 h + {0, 1}] (columns 8 j + 2 (lane % 4)
 // + {0, 1}): common/wgmma.cuh's fragment layout.
 __device__ __forceinline__ int frag_row(int ctid, int mt, int h) {
@@ -292,7 +292,7 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned
 // warpgroup goes on; a box is rewritten only after the store issued two boxes earlier has read it
 // (bulk_wait_group_read<1>). `box` counts the warpgroup's boxes across tiles (it picks the buffer).
 // Rows past M are clipped by TMA. The stores run while the next tile's mainloop does: the consumers
-// no longer wait for 64 KiB of global stores per tile (26 of 193 us at 4096^3 with direct stores).
+// do not wait for 64 KiB of global stores per tile, which direct stores make them do.
 __device__ __forceinline__ void epilogue_tma(const float (&acc)[kMT][kAcc], int m0, int n0, const tune::tensormap *tmC,
                                              unsigned staging, int &box, int ctid) {
   const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;

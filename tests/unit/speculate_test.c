@@ -20,7 +20,7 @@
 #include "speculate.h"
 #include "variant_job.h"
 
-/* The job of config vi, key computed (what session.c builds for a proposal). */
+/* The job of config vi, key computed (what problem_run.c builds for a proposal). */
 static int job_for(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
                    const char *templates, tune_variant *v, tune_compile_job *j, tune_err *err) {
   if (tune_recipe_eval_variant(r, vi, p, d, v, err)) return err->code;
@@ -90,7 +90,7 @@ int main(void) {
   CHECK(db_binary_get(db, jl.bin.key, &cached, &err) == TUNE_ENOTFOUND); /* taken: the caller stores it */
   tune_err_clear(&err);
 
-  /* with the taken one stored as session.c does, nothing is left to guess around the middle */
+  /* with the taken one stored as problem_run.c does, nothing is left to guess around the middle */
   CHECK(db_binary_put(db, &jl.bin, &err) == TUNE_OK);
   stored = 0;
   CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);

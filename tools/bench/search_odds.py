@@ -5,7 +5,7 @@ within 10 % of the evaluations), from the recordings alone.
 usage: search_odds.py [DB ...]   (default: data/recorded/*.db)
 
 Per space (recipe, problem: the configs a recording evaluated, i.e. not `skipped`): its size n, the
-evaluations at 10 % (n / 10 rounded half up, at least 1, as tune bench-search counts them), how many
+evaluations at 10 % (n / 10 rounded half up, at least 1, as tune-bench-search counts them), how many
 configs run within 98 % of the optimum (g), and the probability that random search without
 replacement finds one of them within that budget, 1 - C(n - g, e) / C(n, e). Where that is below
 one half, a strategy that knows nothing of the space before it starts (Kernel Tuner's, tune's cold

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # search_report.sh: benchmark tune's search strategies and Kernel Tuner's on every
-# recorded space in data/recorded/, and write docs/search-bench.md.
+# recorded space in data/recorded/, and write the per-space page build/search-bench.md (a build
+# output, not committed; PAGE names another file).
 #
 #   tools/bench/search_report.sh [OUT_DIR]
 #
@@ -22,8 +23,7 @@
 # Kernel Tuner run per seed, e.g. KT_EVAL_BUDGETS=10 runs only the goal's budget), KT_TIME
 # (1: also run the time budgets, default; 0: not), JOBS (default: cores),
 # ONLY (space-separated stems to restrict to, e.g. "copy attention"), SKIP (stems to leave out,
-# default none; before problem spaces left out the configs `applies` rejects, gemm's 56 problems
-# were 466 configs each and took hours, now 8 to 82), KT_REUSE=1 (keep
+# default none), KT_REUSE=1 (keep
 # OUT_DIR/kt.json from an earlier run instead of running Kernel Tuner again; tools/bench/kt_merge.py
 # merges a run on some spaces into it), TUNE_REUSE=1
 # (keep OUT_DIR/tune/*.json and the caches: only write the page), PAGE_NOTE (a sentence added to
@@ -33,6 +33,7 @@
 # parameters the recording does not hold is not in its space), KT_RUN_TIMEOUT (seconds, default
 # 60: a Kernel Tuner run past it counts as failed; see kernel_tuner_sim.py).
 # Everything intermediate goes to OUT_DIR (default build/search-bench).
+# PAGE (default build/search-bench.md): where the page is written.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TUNE=${TUNE:-$ROOT/build/tune}
@@ -44,6 +45,7 @@ KT_TIME=${KT_TIME:-1}
 KT_STRATEGIES=${KT_STRATEGIES:-random_sample,genetic_algorithm,simulated_annealing,bayes_opt,pso,diff_evo,firefly_algorithm,dual_annealing,greedy_ils,greedy_mls,ordered_greedy_mls,mls,hybrid_vndx,adaptive_tabu_greywolf}
 JOBS=${JOBS:-$(nproc)}
 OUT=${1:-$ROOT/build/search-bench}
+PAGE=${PAGE:-$ROOT/build/search-bench.md}
 mkdir -p "$OUT/tune" "$OUT/caches"
 for b in "$TUNE" "$BENCH_SEARCH"; do
   [ -x "$b" ] || { echo "search_report: $b not built (cmake --build build)" >&2; exit 1; }
@@ -119,7 +121,7 @@ tune_commit=$(git -C "$ROOT" log -1 --format=%h -- search/ 2>/dev/null || echo u
 git -C "$ROOT" diff --quiet HEAD -- search/ 2>/dev/null || tune_commit="$tune_commit + uncommitted changes"
 PROVENANCE="Recordings: data/recorded/*.db as of commit $rec_commit; the strategies: search/ as of commit $tune_commit; recipes from ${RECIPE_REV:-the working tree}."
 export PROVENANCE
-python3 - "$OUT" "$REPEATS" "$KT_REPEATS" "$kt_status" "$ROOT/docs/search-bench.md" "$t_tune" "$JOBS" "${stems[@]}" <<'EOF'
+python3 - "$OUT" "$REPEATS" "$KT_REPEATS" "$kt_status" "$PAGE" "$t_tune" "$JOBS" "${stems[@]}" <<'EOF'
 import datetime, json, os, sys
 out, repeats, kt_repeats, kt_status, page, t_tune, jobs = sys.argv[1:8]
 stems = sys.argv[8:]
@@ -160,7 +162,7 @@ GOAL = 3  # the 10 % budget
 L = []
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 L.append("# Search strategies on recorded spaces\n")
-L.append(f"Written by `tools/bench/search_report.sh` on {now}. Method: [search.md](search.md). "
+L.append(f"Written by `tools/bench/search_report.sh` on {now}. Method: docs/search.md, \"Benchmarking the search\". "
          f"tune: {repeats} seeds per strategy; Kernel Tuner: "
          + (f"{kt_version} in simulation mode, {kt_repeats} seeds per strategy"
             + (f" (budgets not run, to fit the CPU time: {', '.join(kt_not_run)}; those cells read \"not run\")"
@@ -258,7 +260,7 @@ elif kt_runtime is not None:
 if rt:
     L.append("Runtime of this benchmark on a 2-core machine shared with other jobs: " + "; ".join(rt) + ".\n")
 L.append("## Notes\n")
-L.append("- The recordings are described in `data/recorded/README.md` (every one with a memset L2 flush). "
+L.append("- The recordings are described in `data/README.md` (every one with a memset L2 flush). "
          "A sub-recipe's own recording "
          "is benchmarked with its family's recipe when that recipe requires it (`attention.prefill_sm90.db`: "
          "recipes/attention.lua), else with the sub-recipe's own file (`softmax.stream.db`: "
@@ -278,30 +280,25 @@ L.append("- On spaces under 150 configs the 1 % budget is a single evaluation; t
          "3 up to 199: docs/search.md); warm-start configs come before it.")
 L.append("- `bayes`'s centre point (docs/search.md) is the same few configs on every seed (ties between middle "
          "values are drawn with the seed: 2 to 24 candidates on these spaces). Where the optimum is among them or "
-         "next to them, every seed finds it: on the transpose spaces one of the two centre candidates is the "
-         "optimum (f32) or within 2 % of it (bf16) on the 2026-11-22 recordings, which is most of the gain over "
-         "the random first point there. On the 2026-11-22 05:16 recordings, same seeds and Kernel Tuner cells, "
-         "`bayes` with a random first point (before commit de9febb) met 98 % on 32 of 38 spaces (not the same "
-         "32), was ahead of every Kernel Tuner strategy on 22 and of every one but diff_evo on 26, with a mean "
-         "share of seeds reaching 98 % of 0.67.")
+         "next to them, every seed finds it, so on such spaces its score says more about the recipe's value "
+         "order than about the model.")
 n_to = sum(ks.get("n_failed", 0) for p in kt.values() for ks in p["strategies"].values()
            if any("no result within" in e for e in ks.get("errors", [])))
 L.append("- Kernel Tuner runs have a wall-clock limit (KT_RUN_TIMEOUT, kernel_tuner_sim.py --run-timeout): "
          "on the attention.prefill_sm90 spaces (10 or more parameters, most configs skipped) its `greedy_ils` "
-         "can loop without end (it finds no unvisited config while its neighbour caches grow by GBs: a pool "
-         "of such workers stalled an earlier run of this benchmark; on the 05:16 recording 4 to 6 of 100 "
-         "seeds per space did, stopped at 10 s); such a run counts as failed for that seed and budget, the "
+         "can loop without end (it finds no unvisited config while its neighbour caches grow by GBs, which "
+         "can stall a pool of such workers); such a run counts as failed for that seed and budget, the "
          "row's note says on how many seeds, and its cells are medians over the other seeds. In this run: "
          + (f"{n_to} run(s) stopped at the limit." if n_to else "none reached the limit.")
-         + " The `greedy_ils` rows of elementwise that read \"TypeError\" are a different failure of "
-         "Kernel Tuner 1.5.0, raised at once, as in earlier runs.")
+         + " `greedy_ils` rows that read \"TypeError\" are a different failure of Kernel Tuner 1.5.0, "
+         "raised at once.")
 L.append("- Kernel Tuner's `diff_evo`, at budgets below its population (16 x the tunable parameters: 64 or more "
          "here, more than any 10 % budget), evaluates one random point and then nearly a fixed prefix of Kernel Tuner's "
          "own enumeration order of the space, the same for every seed (its Latin-hypercube population is "
          "deduplicated through a set of indexes, which iterates in index order; on attention.decode / "
-         "b32hq32hkv8l4096d128c its evaluations after the first were a subsequence of `Searchspace.list` for "
-         "seeds 1, 2 and 3, on the 192-config recording (also under three hash seeds) and on the 270-config one "
-         "of 05:16). Its median over seeds is therefore one fixed order's luck, not a spread of independent "
+         "b32hq32hkv8l4096d128c its evaluations after the first are a subsequence of `Searchspace.list` for "
+         "seeds 1, 2 and 3, also under several hash seeds). Its median over seeds is therefore one fixed "
+         "order's luck, not a spread of independent "
          "runs: where that order reaches a near-optimal config early it scores the same high P on nearly every "
          "seed. It is counted, and also shown apart.")
 if os.environ.get("PAGE_NOTE"):  # what this run did that the script cannot know (e.g. a recipe version)

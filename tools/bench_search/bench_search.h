@@ -44,7 +44,7 @@
 #include "tune_err.h"
 
 #define N_BUDGETS 6
-#define BATCH 32              /* as tune run (session.c) asks */
+#define BATCH 32              /* as tune run asks (TUNE_BATCH, problem_run.h) */
 #define BASELINE_RUNS 20000   /* random orders averaged for the time baseline */
 #define GOAL_BUDGET 3         /* index of the 10 % budget */
 #define MAX_STRATEGIES 16

@@ -23,7 +23,7 @@ static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
 
 /* One strategy, one seed: the best found within each budget into fe (evaluations)
  * and ft (time), the time spent by each evaluation budget into sp. halving > 0:
- * as tune run --halving drives it (session.c): per batch, every point costs a
+ * as tune run --halving drives it (problem_run.c): per batch, every point costs a
  * quick measure; the decision (halving.h) on the batch's quick times (replay:
  * the recorded ones) against the best fully timed so far; a contender then
  * costs its full measure too, and only contenders count as found. Batches end
