@@ -391,7 +391,8 @@ int tune_compare_run(const tune_compare_opts *o, tune_err *err) {
   tune_peer_client *peer = NULL;
   const json_t *hello = NULL;
   int rc = TUNE_OK;
-  if (db_open(o->db_path ? o->db_path : "tune.db", 0, &db, err)) return err->code;
+  /* a report only reads: a committed database (data/compare/) stays as it is */
+  if (db_open(o->db_path ? o->db_path : "tune.db", o->report_id != 0, &db, err)) return err->code;
   if (o->report_id) { /* > 0: that comparison; < 0: the latest of every recipe */
     int64_t ids[64];
     int n = 1;

@@ -136,10 +136,9 @@ static void print_header(FILE *f, const json_t *info) {
   fprintf(f, "- command: `%s`\n", json_string_value(json_object_get(info, "command")) ?: "?");
   const json_t *peer = json_object_get(info, "peer_info");
   if (json_is_object(peer))
-    fprintf(f, "- peers: torch %s, CUDA %s, cuDNN %s; timer %s\n", json_string_value(json_object_get(peer, "torch")) ?: "?",
+    fprintf(f, "- peers: torch %s, CUDA %s, cuDNN %lld; timer %s\n", json_string_value(json_object_get(peer, "torch")) ?: "?",
             json_string_value(json_object_get(peer, "cuda")) ?: "?",
-            json_is_string(json_object_get(peer, "cudnn")) ? json_string_value(json_object_get(peer, "cudnn"))
-                                                           : "?",
+            (long long)json_integer_value(json_object_get(peer, "cudnn")),
             json_string_value(json_object_get(peer, "timer")) ?: "?");
   fprintf(f, "- ratio = peer time / tune time (above 1: tune faster), median and min-max over interleaved rounds; "
              "clocks: lowest SM MHz seen, power: highest W seen (tune / peer)\n\n");
