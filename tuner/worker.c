@@ -19,39 +19,10 @@
 #include "tunert_cluster.h"
 #include "tunert_launch_config.h"
 #include "tunert_pack.h"
+#include "worker_int.h"
 
-typedef struct wstate {
-  CUdevice dev;
-  CUcontext ctx;
-  CUevent e0, e1;
-  int l2_bytes;
-  CUdeviceptr flush;         /* 2 x L2, written between timed repeats */
-  size_t flush_bytes;
-  /* the current problem */
-  int n_args;
-  tune_arg_def def[TUNE_MAX_ARGS];
-  int64_t numel[TUNE_MAX_ARGS];
-  double scalar_f[TUNE_MAX_ARGS];
-  long long scalar_i[TUNE_MAX_ARGS];
-  CUdeviceptr ptr[TUNE_MAX_ARGS];
-  size_t bytes[TUNE_MAX_ARGS];
-  double *ref[TUNE_MAX_ARGS];     /* reference outputs */
-  uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
-  CUmodule sum_mod;               /* tune's own checksum kernel */
-  CUfunction sum_fn;
-  CUdeviceptr sum_out;            /* 8 bytes */
-  void *host;                     /* staging buffer */
-  size_t host_n;
-  double tol_rel, tol_abs;
-  uint64_t seed;                  /* of the current problem's inputs */
-  CUdeviceptr guard_base[TUNE_MAX_ARGS]; /* allocation of a guarded tensor (ptr - GUARD_BYTES), 0 none */
-  CUfunction zero_fn;             /* scratch_zero, in sum_mod */
-  int nvml;                       /* NVML opened: clocks sampled during timing */
-  CUstream side;                  /* second stream for launch steps with stream = "side" */
-  CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
-} wstate;
 
-static double now_ms(void) {
+double tune_wk_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
@@ -187,7 +158,6 @@ fail:
   return err->code;
 }
 
-typedef struct launch { CUfunction fn; unsigned grid[3], block[3], shared, cluster[3]; int side; } launch;
 
 /* The driver's launch description of l (with its cluster attribute at *at when it has one). */
 static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAttribute *at) {
@@ -241,7 +211,7 @@ static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches,
 
 static CUresult zero_scratch(wstate *w, char *why, size_t why_n);
 
-static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
+CUresult tune_wk_run_launches(wstate *w, launch *l, int n, char *why, size_t why_n) {
   /* kernelParams form: the driver copies each arg by the kernel's own parameter table, so a
      64-byte-aligned __grid_constant__ tensor map lands where the kernel expects it whatever the
      padding (a packed buffer with CU_LAUNCH_PARAM_BUFFER_SIZE was refused with "too many
@@ -275,7 +245,7 @@ static CUresult run_launches(wstate *w, launch *l, int n, char *why, size_t why_
   return CUDA_SUCCESS;
 }
 
-static json_t *crash_reply(CUresult r, const char *where) {
+json_t *tune_wk_crash_reply(CUresult r, const char *where) {
   char buf[512];
   snprintf(buf, sizeof buf, "%s: %s", where, tune_cuda_error_name(r));
   return json_pack("{s:s,s:s,s:b}", "status", "crash", "error", buf, "fatal", 1);
@@ -288,7 +258,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* The relative width of the median's 95 % interval from order statistics over s[n]
  * (left unsorted); 1 when it cannot be had. */
-static double median_rel_ci(const double *samples, int n) {
+double tune_wk_median_rel_ci(const double *samples, int n) {
   double *s = malloc((size_t)n * sizeof *s);
   if (!s) return 1;
   memcpy(s, samples, (size_t)n * sizeof *s);
@@ -395,7 +365,7 @@ static int read_arg_extras(wstate *w, int i, json_t *a, tune_err *err) {
 
 /* Build every tensormap arg of a variant (tmaps[i]: dims, strides, box) on the current buffers;
  * the scratch buffers have their final size by now. -1 with the reason: the variant's launch_error. */
-static int build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n) {
+int tune_wk_build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n) {
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].is_tmap) continue;
     const tune_tmap_def *d = &w->def[i].tmap;
@@ -498,9 +468,9 @@ static json_t *relaunch_check(wstate *w, launch *l, int n, const uint64_t *out_h
   char wrong[1024] = "", why[1024] = "";
   *failed = 1;
   if (poison_outputs(w, err)) return NULL;
-  CUresult r = run_launches(w, l, n, why, sizeof why);
+  CUresult r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { *failed = 0; return crash_reply(r, why[0] ? why : "in the launch after timing"); }
+  if (r != CUDA_SUCCESS) { *failed = 0; return tune_wk_crash_reply(r, why[0] ? why : "in the launch after timing"); }
   if (tune_cupti_available()) { double d; int k; if (tune_cupti_collect(&d, &k, err)) return NULL; }
   for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
     if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
@@ -521,149 +491,6 @@ static json_t *relaunch_check(wstate *w, launch *l, int n, const uint64_t *out_h
   return wrong[0] ? json_pack("{s:s,s:s}", "status", "wrong", "error", wrong) : NULL;
 fail:
   return NULL;
-}
-
-/* ---- sustained timing (protocol.h) ---- */
-
-#define ROT_MAX_SETS 64
-
-/* Rotating copies of a variant's tensors (set 0 is the problem's own buffers): the kernels of
- * a sustained sample read and write different memory launch after launch, as a model's layers
- * do, so L2 cannot serve one launch from the last. Tensor maps are encoded per set. */
-typedef struct rotation {
-  int n;                                            /* sets, >= 1 */
-  CUdeviceptr ptr[ROT_MAX_SETS][TUNE_MAX_ARGS];     /* sets 1..n-1 owned; 0 for scalars, scratch */
-  CUtensorMap tmap[ROT_MAX_SETS][TUNE_MAX_ARGS];
-  CUdeviceptr own_ptr[TUNE_MAX_ARGS];               /* the problem's buffers, restored after */
-  CUtensorMap own_tmap[TUNE_MAX_ARGS];
-} rotation;
-
-static int rotated(const wstate *w, int i) { return w->def[i].is_tensor && !w->def[i].scratch && w->ptr[i]; }
-
-static void rotation_free(wstate *w, rotation *rot) {
-  for (int s = 1; s < rot->n; ++s)
-    for (int i = 0; i < w->n_args; ++i)
-      if (rotated(w, i) && rot->ptr[s][i]) tune_cu.cuMemFree(rot->ptr[s][i]);
-  memcpy(w->ptr, rot->own_ptr, sizeof rot->own_ptr);
-  memcpy(w->tmap, rot->own_tmap, sizeof rot->own_tmap);
-  free(rot);
-}
-
-/* Make the sets: enough that together they exceed 2x L2, within TUNE_SUSTAINED_MAX_SET_BYTES and
- * the memory that can be had (an allocation refused ends the list). why: a launch_error. */
-static int rotation_new(wstate *w, json_t *tmaps, rotation **out, char *why, size_t why_n, tune_err *err) {
-  rotation *rot = calloc(1, sizeof *rot);
-  if (!rot) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
-  memcpy(rot->own_ptr, w->ptr, sizeof rot->own_ptr);
-  memcpy(rot->own_tmap, w->tmap, sizeof rot->own_tmap);
-  size_t set_bytes = 0;
-  for (int i = 0; i < w->n_args; ++i) if (rotated(w, i)) set_bytes += w->bytes[i];
-  size_t want = set_bytes ? (2 * (size_t)w->l2_bytes + set_bytes - 1) / set_bytes + 1 : 1;
-  if (want < 2) want = 2;
-  if (set_bytes && want * set_bytes > TUNE_SUSTAINED_MAX_SET_BYTES) want = TUNE_SUSTAINED_MAX_SET_BYTES / set_bytes;
-  if (want > ROT_MAX_SETS) want = ROT_MAX_SETS;
-  if (want < 1) want = 1;
-  memcpy(rot->ptr[0], w->ptr, sizeof rot->ptr[0]);
-  memcpy(rot->tmap[0], w->tmap, sizeof rot->tmap[0]);
-  rot->n = 1;
-  for (size_t s = 1; s < want; ++s) {
-    int ok = 1;
-    for (int i = 0; i < w->n_args && ok; ++i) {
-      rot->ptr[s][i] = rot->own_ptr[i];
-      if (!rotated(w, i)) continue;
-      rot->ptr[s][i] = 0;
-      if (tune_cu.cuMemAlloc(&rot->ptr[s][i], w->bytes[i]) != CUDA_SUCCESS) { rot->ptr[s][i] = 0; ok = 0; break; }
-      if (!w->def[i].output) CU_TRY(err, cuMemcpyDtoD(rot->ptr[s][i], rot->own_ptr[i], w->bytes[i]));
-    }
-    rot->n = (int)s + 1; /* counted before the check: rotation_free releases a partial set */
-    if (!ok) { rot->n = (int)s; for (int i = 0; i < w->n_args; ++i) if (rotated(w, i) && rot->ptr[s][i]) tune_cu.cuMemFree(rot->ptr[s][i]); break; }
-    memcpy(w->ptr, rot->ptr[s], sizeof w->ptr);
-    int bad = build_tmaps(w, tmaps, why, why_n);
-    memcpy(rot->tmap[s], w->tmap, sizeof rot->tmap[s]);
-    memcpy(w->ptr, rot->own_ptr, sizeof w->ptr);
-    memcpy(w->tmap, rot->own_tmap, sizeof w->tmap);
-    if (bad) { rotation_free(w, rot); return -1; }
-  }
-  *out = rot;
-  return TUNE_OK;
-fail:
-  rotation_free(w, rot);
-  return err->code;
-}
-
-/* count launches of the variant back to back, cycling the sets from *next; no synchronization. */
-static CUresult launch_rotating(wstate *w, rotation *rot, launch *l, int n, long count, int *next, char *why, size_t why_n) {
-  CUresult r = CUDA_SUCCESS;
-  for (long k = 0; k < count && r == CUDA_SUCCESS; ++k) {
-    memcpy(w->ptr, rot->ptr[*next], sizeof w->ptr);
-    memcpy(w->tmap, rot->tmap[*next], sizeof w->tmap);
-    *next = (*next + 1) % rot->n;
-    r = run_launches(w, l, n, why, why_n);
-  }
-  memcpy(w->ptr, rot->own_ptr, sizeof w->ptr);
-  memcpy(w->tmap, rot->own_tmap, sizeof w->tmap);
-  return r;
-}
-
-/* The sustained samples [ns per launch] into samples[max] and event_samples; *ns their count,
- * *rel_ci the median's 95 % interval. Returns a reply (crash, launch_error) when the variant
- * failed, NULL with *failed = 0 when timed, NULL with *failed = 1 when the worker failed. */
-static json_t *sustained_samples(wstate *w, json_t *tmaps, launch *l, int n, double *samples, double *event_samples,
-                                 int *ns, double *rel_ci, tune_clocks *clk, tune_err *err, int *failed) {
-  char why[1024] = "";
-  rotation *rot = NULL;
-  json_t *reply = NULL;
-  tune_cupti_span sp;
-  int next = 0;
-  *failed = 1;
-  *ns = 0;
-  int rc = rotation_new(w, tmaps, &rot, why, sizeof why, err);
-  if (rc > 0) return NULL;
-  if (rc < 0) { *failed = 0; return json_pack("{s:s,s:s}", "status", "launch_error", "error", why); }
-  /* one launch for its time, then the warm-up at that pace, then the launches per sample */
-  CUresult r = launch_rotating(w, rot, l, n, 1, &next, why, sizeof why);
-  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { reply = crash_reply(r, why[0] ? why : "sustained: first launch"); goto done; }
-  if (tune_cupti_collect_span(&sp, NULL, 0, err)) goto fail;
-  double per = sp.span_ns > 0 ? sp.span_ns : 1e3;
-  long warm = (long)(TUNE_SUSTAINED_WARMUP_MS * 1e6 / per) + 1;
-  if (warm > 100 * TUNE_SUSTAINED_MAX_LAUNCHES) warm = 100 * TUNE_SUSTAINED_MAX_LAUNCHES;
-  r = launch_rotating(w, rot, l, n, warm, &next, why, sizeof why);
-  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { reply = crash_reply(r, why[0] ? why : "sustained: warm-up"); goto done; }
-  if (tune_cupti_collect_span(&sp, NULL, 0, err)) goto fail;
-  if (sp.span_ns > 0) per = sp.span_ns / (double)warm;
-  long per_sample = (long)(TUNE_SUSTAINED_SAMPLE_MS * 1e6 / per);
-  if (per_sample < 1) per_sample = 1;
-  if (per_sample > TUNE_SUSTAINED_MAX_LAUNCHES) per_sample = TUNE_SUSTAINED_MAX_LAUNCHES;
-  double t0 = now_ms();
-  while (*ns < TUNE_SUSTAINED_MAX_SAMPLES) {
-    CU_TRY(err, cuEventRecord(w->e0, 0));
-    r = launch_rotating(w, rot, l, n, per_sample, &next, why, sizeof why);
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
-    CU_TRY(err, cuEventRecord(w->e1, 0));
-    tune_clocks_fold(clk, tune_nvml_sample()); /* while the queue runs: the clock under load */
-    r = tune_cu.cuCtxSynchronize();
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during sustained timing"); goto done; }
-    float ms;
-    CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
-    if (tune_cupti_collect_span(&sp, NULL, 0, err)) goto fail;
-    if (sp.n_kernels < per_sample) {
-      reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", "sustained: fewer kernels ran than were launched");
-      goto done;
-    }
-    event_samples[*ns] = ms * 1e6 / (double)per_sample;
-    samples[(*ns)++] = sp.span_ns / (double)per_sample;
-    if (*ns >= TUNE_SUSTAINED_MIN_SAMPLES) {
-      *rel_ci = median_rel_ci(samples, *ns);
-      if (*rel_ci < 0.01 || now_ms() - t0 > TUNE_SUSTAINED_MAX_MS) break;
-    }
-  }
-done:
-  *failed = 0;
-fail:
-  if (rot) rotation_free(w, rot);
-  return reply;
 }
 
 /* Set up a problem: buffers, inputs, reference outputs. Reply {ok, ref_ms}. */
@@ -716,7 +543,7 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
   (void)cubin_n;
   if (poison_outputs(w, err)) goto fail;
   CU_TRY(err, cuEventRecord(w->e0, 0));
-  r = run_launches(w, l, n, why, sizeof why);
+  r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
   CU_TRY(err, cuEventRecord(w->e1, 0));
   CU_TRY(err, cuCtxSynchronize());
@@ -757,7 +584,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   char why[1024] = "";
   json_t *reply = NULL;
   double *samples = NULL, *event_samples = NULL;
-  double t_start = now_ms();
+  double t_start = tune_wk_now_ms();
   /* scratch buffers grow to the variant's need */
   json_t *scratch = json_object_get(msg, "scratch");
   for (int i = 0; i < w->n_args; ++i) {
@@ -774,19 +601,19 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     }
     w->numel[i] = need;
   }
-  if (build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+  if (tune_wk_build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 1. verify */
   if (poison_outputs(w, err)) goto fail;
-  r = run_launches(w, l, n, why, sizeof why);
+  r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r != CUDA_SUCCESS) {
-    reply = is_sticky(r) ? crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+    reply = is_sticky(r) ? tune_wk_crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
     if (is_sticky(r)) goto done;
     goto done_restore; /* an earlier step may have run */
   }
   r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { reply = crash_reply(r, "after the verified run"); goto done; }
+  if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, "after the verified run"); goto done; }
   if (tune_cupti_available()) {
     double ns;
     int nk;
@@ -857,24 +684,24 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   if (sustained) {
     int failed = 0;
     if (!use_cupti) { reply = json_pack("{s:s,s:s}", "status", "skipped", "error", "sustained timing needs CUPTI"); goto done_restore; }
-    reply = sustained_samples(w, json_object_get(msg, "tmaps"), l, n, samples, event_samples, &ns, &rel_ci, &clk, err, &failed);
+    reply = tune_wk_sustained_samples(w, json_object_get(msg, "tmaps"), l, n, samples, event_samples, &ns, &rel_ci, &clk, err, &failed);
     if (failed) goto fail;
     if (reply) goto done_restore;
     goto timed;
   }
-  double w0 = now_ms();
-  for (int i = 0; i < 50 && (i < 3 || now_ms() - w0 < 20); ++i) {
-    r = run_launches(w, l, n, why, sizeof why);
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
+  double w0 = tune_wk_now_ms();
+  for (int i = 0; i < 50 && (i < 3 || tune_wk_now_ms() - w0 < 20); ++i) {
+    r = tune_wk_run_launches(w, l, n, why, sizeof why);
+    if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, why); goto done; }
     r = tune_cu.cuCtxSynchronize();
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during warm-up"); goto done; }
+    if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, "during warm-up"); goto done; }
   }
   if (use_cupti) { /* drop the warm-up's records */
     double d;
     int k;
     if (tune_cupti_collect(&d, &k, err)) goto fail;
   }
-  double t0 = now_ms();
+  double t0 = tune_wk_now_ms();
   while (ns < max_samples) {
     if (ns % 8 == 7) tune_clocks_fold(&clk, tune_nvml_sample()); /* between samples, off the timed path */
     /* poisoned again before every timed launch, outside the timed span (the flush below evicts the
@@ -887,11 +714,11 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
        report 2-5% above the device's copy bandwidth (docs/measurement.md). */
     CU_TRY(err, cuMemsetD8Async(w->flush, (unsigned char)ns, w->flush_bytes, 0));
     CU_TRY(err, cuEventRecord(w->e0, 0));
-    r = run_launches(w, l, n, why, sizeof why);
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, why); goto done; }
+    r = tune_wk_run_launches(w, l, n, why, sizeof why);
+    if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, why); goto done; }
     CU_TRY(err, cuEventRecord(w->e1, 0));
     r = tune_cu.cuCtxSynchronize(); /* every stream: side-stream work must end before the next flush */
-    if (r != CUDA_SUCCESS) { reply = crash_reply(r, "during timing"); goto done; }
+    if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, "during timing"); goto done; }
     float ms;
     CU_TRY(err, cuEventElapsedTime(&ms, w->e0, w->e1));
     event_samples[ns] = ms * 1e6;
@@ -907,8 +734,8 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       samples[ns++] = kns;
     } else samples[ns++] = ms * 1e6;
     if (ns >= min_samples) {
-      rel_ci = median_rel_ci(samples, ns);
-      if (rel_ci < 0.01 || now_ms() - t0 > max_ms) break;
+      rel_ci = tune_wk_median_rel_ci(samples, ns);
+      if (rel_ci < 0.01 || tune_wk_now_ms() - t0 > max_ms) break;
     }
   }
 timed:
@@ -951,7 +778,7 @@ done:
   if (mod) tune_cu.cuModuleUnload(mod);
   free(samples);
   free(event_samples);
-  if (reply) json_object_set_new(reply, "measure_ms", json_real(now_ms() - t_start));
+  if (reply) json_object_set_new(reply, "measure_ms", json_real(tune_wk_now_ms() - t_start));
   return reply;
 fail:
   if (mod) tune_cu.cuModuleUnload(mod);
