@@ -179,3 +179,46 @@ int tune_code_set_finish(tune_code_set *s, db_conn *db, int quiet, tune_err *err
   }
   return TUNE_OK;
 }
+
+/* The first line of ptx[n] that starts (after blanks) with prefix, or NULL. */
+static const char *line_starting(const char *ptx, size_t n, const char *prefix) {
+  size_t len = strlen(prefix);
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && (ptx[j] == ' ' || ptx[j] == '\t')) ++j;
+    if (n - j >= len && !memcmp(ptx + j, prefix, len)) return ptx + j;
+    while (i < n && ptx[i] != '\n') ++i;
+    ++i;
+  }
+  return NULL;
+}
+
+static const char *find_in(const char *ptx, size_t n, const char *needle) {
+  size_t len = strlen(needle);
+  for (size_t i = 0; i + len <= n; ++i)
+    if (!memcmp(ptx + i, needle, len)) return ptx + i;
+  return NULL;
+}
+
+int tune_code_ptx_refused(const char *ptx, size_t ptx_n, char *why, size_t why_n) {
+  if (!ptx) return 0;
+  /* a module-scope variable is declared at the start of a line, outside any function body;
+     shared memory (.shared) and constants (.const) are per launch or read-only */
+  const char *g = line_starting(ptx, ptx_n, ".global ");
+  if (!g) g = line_starting(ptx, ptx_n, ".visible .global ");
+  if (!g) g = line_starting(ptx, ptx_n, ".weak .global ");
+  if (g) {
+    snprintf(why, why_n, "refused: the code declares a module-scope .global variable (state that outlives a launch): %.80s",
+             g);
+    why[strcspn(why, "\n")] = 0;
+    return 1;
+  }
+  static const char *const timers[] = {"%globaltimer", "%clock64", "%clock"};
+  for (unsigned i = 0; i < sizeof timers / sizeof timers[0]; ++i)
+    if (find_in(ptx, ptx_n, timers[i])) {
+      snprintf(why, why_n, "refused: the code reads %s (a timer lets a kernel tell timed launches from the verified one)",
+               timers[i]);
+      return 1;
+    }
+  return 0;
+}

@@ -37,6 +37,12 @@ int tune_code_splice_file(const char *path, const char *region, const char *code
 /* Config hash of a code variant: xxh64 over the base config's hash, region and code. */
 void tune_code_config_hash(const char *base_hash, const char *region, const char *code, char out[17]);
 
+/* A code proposal's compiled PTX is refused when it could tell the timed launches from the
+ * verified one or remember across launches: a module-scope .global variable (state that outlives
+ * a launch), or a read of %globaltimer, %clock or %clock64. Returns 1 with the reason in why when
+ * refused, 0 when not (ptx NULL: 0). Proposals are adversarial by assumption (docs/llm-hook.md). */
+int tune_code_ptx_refused(const char *ptx, size_t ptx_n, char *why, size_t why_n);
+
 typedef struct tune_code_variant {
   int64_t proposal_id;
   char region[64];

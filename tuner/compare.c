@@ -174,6 +174,10 @@ static int time_tune(cmp_ctx *c, tune_problem *p, int64_t problem_id, const tune
                         .result_id = cv[i].top.result_id, .round = round};
     snprintf(m.timing, sizeof m.timing, "%s", sustained ? "sustained" : "burst");
     measurement_from_result(&m, &res);
+    if (m.status == DB_OK && strcmp(m.timer, "cupti")) { /* only CUPTI-timed results are compared */
+      m.status = DB_SKIPPED;
+      snprintf(m.error_text, sizeof m.error_text, "not timed by CUPTI (timer '%s')", m.timer);
+    }
     if (db_measurement_put(c->db, &m, err)) return err->code;
     printf("  round %d %-9s tune %-10s %s %s\n", round, m.timing, db_status_name(res.status), cv[i].top.params_json,
            res.status == DB_OK ? "" : res.error_text);
