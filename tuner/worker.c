@@ -164,6 +164,15 @@ static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAt
   return tunert_launch_config(l->grid, l->block, l->shared, stream, l->cluster, at);
 }
 
+/* NaN (0xff bytes: NaN in f32, bf16 and f16) in every scratch buffer that is not zeroed per launch. */
+static int poison_scratch(wstate *w, tune_err *err) {
+  for (int i = 0; i < w->n_args; ++i)
+    if (w->def[i].scratch && !w->def[i].zero && w->ptr[i] && w->bytes[i]) CU_TRY(err, cuMemsetD8(w->ptr[i], 0xff, w->bytes[i]));
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
 /* Load the module and its kernels; a refusal is the variant's launch_error. */
 static CUresult load_kernels(CUmodule *mod, const void *cubin, json_t *launches, launch *l, int *n, char *why, size_t why_n) {
   CUresult r = tune_cu.cuModuleLoadData(mod, cubin);
@@ -604,8 +613,9 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   if (tune_wk_build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
-  /* 1. verify */
-  if (poison_outputs(w, err)) goto fail;
+  /* 1. verify: outputs and scratch poisoned (a scratch the recipe declares zero = true is zeroed
+     by each launch instead), so a variant that reads scratch it never wrote fails here */
+  if (poison_outputs(w, err) || poison_scratch(w, err)) goto fail;
   r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r != CUDA_SUCCESS) {
     reply = is_sticky(r) ? tune_wk_crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
