@@ -459,7 +459,7 @@ static int measure_binary(tune_problem_run *x, const candidate *c, int samples, 
     res->status = DB_COMPILE_ERROR;
     snprintf(res->error_text, sizeof res->error_text, "%s", b->log ? b->log : "compile error");
   } else if (c->prop.code >= 0 && tune_code_ptx_refused(b->ptx, b->ptx_size, res->error_text, sizeof res->error_text)) {
-    res->status = DB_SKIPPED; /* never sent to the GPU */
+    res->status = DB_WRONG; /* never sent to the GPU, never a best, and its proposal is rejected */
   } else if (pruned(x, c, b, res)) {
     res->status = DB_SKIPPED; /* never sent to the GPU */
     rr->st->pruned++;

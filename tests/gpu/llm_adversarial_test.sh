@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 RECIPE="$SRC/tests/fixtures/recipes/llm_region.lua"
 python3 "$SRC/tests/fixtures/llm/adversarial.py" adv.json
-"$TUNE" run "$RECIPE" --device cuda:0 --db a.db --strategy llm --budget 12 --timeout 4000 --seed 3 \
+"$TUNE" run "$RECIPE" --device cuda:0 --db a.db --strategy llm --budget 14 --timeout 4000 --seed 3 \
   --proposer "python3 $SRC/tools/llm/scripted_proposer.py --script $PWD/adv.json --state $PWD/adv.state" >run.txt 2>&1
 rc=$?
 if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
@@ -36,7 +36,8 @@ expect() { # expect CASE PROBLEM STATUS REASON-SUBSTRING
 for p in r2048c2048 r1999c1001; do
   expect good "$p" ok ""
   expect stale_nothing "$p" wrong "NaN/Inf elements"
-  expect stale_first_launch "$p" wrong "does not compute its output on every launch"
+  expect stale_first_launch "$p" wrong "refused: the code declares a module-scope .global variable"
+  expect timer_probe "$p" wrong "refused: the code reads %clock64"
   expect zero_input "$p" wrong "input x was modified"
   expect side_stream "$p" compile_error "device-side kernel launch"
   expect oob_near "$p" wrong "out-of-bounds write: 512 byte(s) after the end of output y"
@@ -50,7 +51,7 @@ check "good: verified (err 0) and timed on both problems" \
   test "$(sql a.db "select count(*) from results r join configs c on c.id=r.config_id join proposals pr on c.origin='llm-code:'||pr.id
     where pr.rationale='good' and r.status='ok' and r.err_rel_l2=0 and r.median_ns>0 and r.samples>=10")" -eq 2
 check "good: its proposal is accepted" test "$(verdict good)" = accepted
-for c in stale_nothing stale_first_launch zero_input side_stream skip_partial oob_near oob_far trap spin; do
+for c in stale_nothing stale_first_launch timer_probe zero_input side_stream skip_partial oob_near oob_far trap spin; do
   check "$c: its proposal is rejected" test "$(verdict "$c")" = rejected
 done
 check "skip_partial: the verdict names the problem it fails on" \
