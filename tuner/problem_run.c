@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code_proposal.h"
 #include "compile.h"
+#include "compile_ptx.h"
 #include "halving.h"
 #include "proposer.h"
 #include "prune.h"
@@ -430,6 +432,20 @@ static int backend_measure(tune_problem_run *x, const candidate *c, const tune_c
   return TUNE_OK;
 }
 
+/* A code proposal's variant compiled once more to PTX and checked statically (code_proposal.h):
+ * 1 with the reason in why when refused; 0 when not, or with err set when the compile pool failed. */
+static int code_refused(const tune_compile_job *j, char *why, size_t why_n, tune_err *err) {
+  tune_compile_job pj = *j;
+  char arch[32];
+  memset(&pj.bin, 0, sizeof pj.bin);
+  tune_compute_arch(j->arch, arch, sizeof arch);
+  pj.arch = arch;
+  if (tune_compile_ptx_batch(&pj, 1, 1, err)) return 1;
+  int refused = pj.bin.ok && tune_code_ptx_refused(pj.bin.ptx, pj.bin.ptx_size, why, why_n);
+  db_binary_release(&pj.bin);
+  return refused;
+}
+
 /* Pruned after compiling (prune.h): cannot launch, or under the recipe's min_occupancy. */
 static int pruned(const tune_problem_run *x, const candidate *c, const db_binary *b, db_result *res) {
   const tune_launch *l = &c->v.launch[0];
@@ -458,7 +474,8 @@ static int measure_binary(tune_problem_run *x, const candidate *c, int samples, 
   if (!b->ok) {
     res->status = DB_COMPILE_ERROR;
     snprintf(res->error_text, sizeof res->error_text, "%s", b->log ? b->log : "compile error");
-  } else if (c->prop.code >= 0 && tune_code_ptx_refused(b->ptx, b->ptx_size, res->error_text, sizeof res->error_text)) {
+  } else if (c->prop.code >= 0 && code_refused(j, res->error_text, sizeof res->error_text, err)) {
+    if (err->code) return err->code;
     res->status = DB_WRONG; /* never sent to the GPU, never a best, and its proposal is rejected */
   } else if (pruned(x, c, b, res)) {
     res->status = DB_SKIPPED; /* never sent to the GPU */

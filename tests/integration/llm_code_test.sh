@@ -4,7 +4,8 @@
 # its own variant (own source, compile key, binary, config with origin llm-code:N) and is compiled
 # for every problem of the recipe, also those --problem left out; code that does not compile ends
 # compile_error and its proposal is rejected with the log; code outside the region, host code and
-# inline-asm traps are refused before compiling; the run goes on throughout.
+# inline-asm traps are refused before compiling, code whose PTX reads a timer or keeps module-scope
+# state is refused after it (wrong, rejected); the run goes on throughout.
 . "$(dirname "$0")/lib.sh"
 RECIPE="$SRC/tests/fixtures/recipes/llm_region.lua"
 SCRIPTED="python3 $SRC/tools/llm/scripted_proposer.py"
@@ -30,12 +31,14 @@ props = [
     code("  __host__ int f();\n" + good, "host code"),
     code(good + "  asm volatile(\"trap;\");\n", "inline asm trap"),
     code(good, "bad values", {"TILE_C": 96, "TILE_R": 4}),
+    code("  long long t0 = clock64();\n" + good + "  if (clock64() < t0) y[0] = 0.f;\n", "timer probe"),
+    code("  static unsigned char seen[64];\n  if (!seen[threadIdx.x & 63]) seen[threadIdx.x & 63] = 1;\n  else return;\n" + good, "module state"),
     {"kind": "params", "values": {"TILE_C": 64, "TILE_R": 1}, "rationale": "plain config"},
 ]
 json.dump([{"response": {"version": 1, "proposals": props}}], open("code.json", "w"))
 PY
 mkdir logs
-"$TUNE" run "$RECIPE" --compile-only --db c.db --problem r2048c2048 --budget 6 --strategy llm \
+"$TUNE" run "$RECIPE" --compile-only --db c.db --problem r2048c2048 --budget 8 --strategy llm \
   --proposer "$SCRIPTED --script $PWD/code.json --state $PWD/code.state --log-dir $PWD/logs" >run.txt 2>&1
 rc=$?
 check "the run exits 0 ($rc)" test $rc -eq 0
@@ -48,10 +51,14 @@ code_results() { # problem=status of a proposal's variant, in result order
   q "select group_concat(x) from (select p.name||'='||r.status x from results r join configs c on c.id=r.config_id
      join problems p on p.id=r.problem_id join proposals pr on c.origin='llm-code:'||pr.id where pr.rationale='$1' order by r.id)"
 }
+check "a code that reads %clock64 is refused from its PTX: wrong, rejected" \
+  test "$(code_results 'timer probe')" = "r2048c2048=wrong,r1999c1001=wrong"
+check "... with the reason" contains run.txt "rejected: failed on 2 of 2 problem(s): wrong on r2048c2048: refused: the code reads %clock64"
+check "a code with module-scope state is refused from its PTX" contains run.txt "refused: the code declares a module-scope .global variable"
 check "good edit: compiled on both problems, also the one --problem left out" \
   test "$(code_results 'good: __ldg loads')" = "r2048c2048=skipped,r1999c1001=skipped"
 check "good edit: accepted with its verdict" test "$(prop 'good: __ldg loads')" = "accepted|compiled for 2 problem(s) (compile-only: not run)"
-check "good edit: the run says it verifies other problems" contains run.txt "verifying 2 code proposal(s) made for other problems"
+check "good edit: the run says it verifies other problems" contains run.txt "verifying 4 code proposal(s) made for other problems"
 check "good edit: its base config is the proposed values" \
   test "$(q "select c.params_json from configs c join proposals p on c.origin='llm-code:'||p.id where p.rationale='good: __ldg loads'")" = '{"TILE_C":128,"TILE_R":4}'
 k_code=$(q "select r.binary_key from results r join configs c on c.id=r.config_id where c.origin like 'llm-code:%' and r.status='skipped' limit 1")
@@ -66,10 +73,10 @@ check "outside the region: refused" test "$(prop 'escapes the region')" = "rejec
 check "host code: refused" test "$(prop 'host code')" = "rejected|host-only construct in code: __host__"
 check "asm trap: refused" test "$(prop 'inline asm trap')" = "rejected|code contains asm with trap"
 check "bad base values: refused" test "$(prop 'bad values')" = "rejected|TILE_C=96 is not one of the recipe's values"
-check "refused code never reaches the compiler" test "$(q "select count(*) from configs c join proposals p on c.origin='llm-code:'||p.id where p.status='rejected' and p.rationale<>'compile error'")" -eq 0
+check "refused code never reaches the compiler" test "$(q "select count(*) from configs c join proposals p on c.origin='llm-code:'||p.id where p.status='rejected' and p.rationale not in ('compile error', 'timer probe', 'module state')")" -eq 0
 check "the params proposal in the same answer is compiled" test "$(q "select count(*) from results r join configs c on c.id=r.config_id where c.origin like 'llm:%' and r.status='skipped'")" -eq 1
-check "the run went on: the budget of 6 is spent on r2048c2048" \
-  test "$(q "select count(*) from results r join problems p on p.id=r.problem_id where p.name='r2048c2048'")" -eq 6
+check "the run went on: the budget of 8 is spent on r2048c2048" \
+  test "$(q "select count(*) from results r join problems p on p.id=r.problem_id where p.name='r2048c2048'")" -eq 8
 check "the repeated answer is skipped, not compiled again" contains run.txt "(code) skipped: already proposed"
 check "progress lines name the code variant" contains run.txt "llm-code:"
 rid=$(q "select r.id from results r join configs c on c.id=r.config_id join proposals p on c.origin='llm-code:'||p.id where p.rationale='good: __ldg loads' limit 1")
@@ -82,7 +89,7 @@ assert p["kind"]=="code" and p["region"]=="tile_body" and "__ldg(s + c)" in p["c
 "$TUNE" run "$RECIPE" --compile-only --db c.db --problem r2048c2048 --budget 2 --strategy llm \
   --proposer "$SCRIPTED --script $PWD/code.json --state $PWD/code2.state" >again.txt 2>&1
 check "second run exits 0" test $? -eq 0
-check "second run: one config row per code variant" test "$(q "select count(*) from configs where origin like 'llm-code:%'")" -eq 2
+check "second run: one config row per code variant" test "$(q "select count(*) from configs where origin like 'llm-code:%'")" -eq 4
 check "second run: the code variants come from the compile cache" contains again.txt "from the compile cache"
 
 # tune db best (and so tune bundle) never ranks a code variant that failed on any problem.
