@@ -124,9 +124,13 @@ int db_rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err);
 #define DB_UNLOCK(db) sqlite3_mutex_leave(sqlite3_db_mutex((db)->h))
 
 /* Schema (db_schema.c). Check the file's schema version against this build
- * and, unless readonly, migrate it to DB_SCHEMA_VERSION. A readonly file that
- * is not exactly at DB_SCHEMA_VERSION is refused with both versions named. */
+ * and, unless readonly, apply the migrations it lacks. A file newer than this
+ * build, or (for writing) one that records a migration this build does not
+ * know, is refused with the reason; a readonly file older than
+ * DB_SCHEMA_READ_MIN too. */
 int db_schema_prepare(db_conn *db, tune_err *err);
+/* The i-th migration's name in the order they apply; NULL past the last. */
+const char *db_schema_migration_name(int i);
 
 /* The application_id stamped into every tune database ("tune"). */
 #define DB_APPLICATION_ID 0x74756e65

@@ -1,19 +1,103 @@
-/* db_schema.c: the schema of a tune database as versioned migrations.
+/* db_schema.c: the schema of a tune database as named migrations.
  *
- * migrations[i] takes a database from user_version i to i + 1. Each script
- * runs in its own BEGIN IMMEDIATE transaction together with the bump of
- * PRAGMA user_version, so a database is always at a whole version.
+ * A migration is a name and a script. The names sort in the order the scripts
+ * apply ("NNNN-what"); the table schema_migrations records which ones a file
+ * has, and PRAGMA user_version is kept equal to how many, so a tune that knew
+ * fewer refuses the file as newer. Each script runs in its own BEGIN IMMEDIATE
+ * transaction together with its ledger row and the user_version update, so a
+ * database is always at a whole set of migrations.
+ *
+ * Two branches that each add a migration give them distinct names; merged,
+ * both apply to a file that lacks either, whatever their numbers. A file that
+ * records a name this build does not know was written by another build and is
+ * not written to (its schema is not the one this build's SQL expects).
+ *
+ * Files made before names were recorded have no schema_migrations table: at
+ * user_version v (at most DB_SCHEMA_NUMBERED) they have the first v migrations,
+ * which are recorded with applied_at NULL when the ledger is made.
  *
  * Policy: a shipped script is never edited. To change the schema, append a
- * script and bump DB_SCHEMA_VERSION in db.h (docs/database.md says more). */
+ * migration with the next free number and a name saying what it does, and bump
+ * DB_SCHEMA_VERSION in db.h (docs/database.md says more). */
 #include <stdio.h>
 
 #include "db_int.h"
 
 #define NOW "(" DB_NOW ")"
 
-static const char *const migrations[] = {
-    /* 0 -> 1: the initial schema. */
+/* The migrations before the ledger existed, which numbered them 1..4. */
+#define DB_SCHEMA_NUMBERED 4
+
+typedef struct db_migration {
+  const char *name; /* its identity in schema_migrations; the array is sorted by it */
+  const char *sql;  /* the script, run once */
+} db_migration;
+
+/* One row per result with the names of what it belongs to. */
+#define V_RESULTS_SQL                                                                       \
+  "CREATE VIEW v_results AS\n"                                                              \
+  "SELECT r.id AS result_id, r.run_id, rc.name AS recipe, rc.source_hash AS recipe_source,\n" \
+  "  p.name AS problem, p.hash AS problem_hash, p.dims_json AS problem_dims,\n"              \
+  "  d.name AS device, d.kind AS device_kind, d.arch,\n"                                    \
+  "  c.hash AS config_hash, c.params_json AS params, c.origin,\n"                           \
+  "  r.status, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples, r.rel_ci,\n"         \
+  "  r.timing, r.timer, r.event_median_ns, r.sm_mhz, r.mem_mhz, r.power_w, r.clock_reasons,\n" \
+  "  r.registers, r.shared_bytes, r.spill_stores, r.spill_loads,\n"                          \
+  "  r.err_rel_l2, r.err_max_abs, r.binary_key, r.error_text, r.created_at,\n"               \
+  "  r.recipe_id, r.problem_id, r.device_id, r.config_id\n"                                  \
+  "FROM results r\n"                                                                        \
+  "JOIN recipes rc ON rc.id = r.recipe_id\n"                                                \
+  "JOIN problems p ON p.id = r.problem_id\n"                                                \
+  "JOIN devices d ON d.id = r.device_id\n"                                                  \
+  "JOIN configs c ON c.id = r.config_id;\n"
+
+/* The fastest verified variant per (recipe source, problem, GPU): not a peer, not a code
+ * proposal's variant that failed anywhere on the recipe, a halving quick-only timing last. */
+#define V_BEST_SQL                                                                          \
+  "CREATE VIEW v_best AS\n"                                                                 \
+  "WITH candidates AS (\n"                                                                  \
+  "  SELECT v.*, coalesce(v.error_text, '') LIKE 'halving: quick timing only%' AS quick_only\n" \
+  "  FROM v_results v\n"                                                                    \
+  "  WHERE v.status = 'ok' AND v.device_kind = 'gpu' AND v.origin NOT LIKE 'peer:%'\n"       \
+  "    AND NOT (v.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f\n"           \
+  "      WHERE f.config_id = v.config_id AND f.recipe_id = v.recipe_id\n"                   \
+  "        AND f.device_id = v.device_id\n"                                                 \
+  "        AND f.status NOT IN ('ok', 'skipped', 'not_recorded')))),\n"                     \
+  "ranked AS (\n"                                                                           \
+  "  SELECT *, row_number() OVER (PARTITION BY recipe_id, problem_id, device_id\n"           \
+  "                               ORDER BY quick_only, median_ns, result_id) AS rank_\n"    \
+  "  FROM candidates)\n"                                                                    \
+  "SELECT result_id, recipe, recipe_source, problem, problem_hash, device, arch,\n"         \
+  "  config_hash, params, origin, median_ns, min_ns, max_ns, samples, rel_ci, timing, timer,\n" \
+  "  sm_mhz, registers, shared_bytes, quick_only, created_at,\n"                            \
+  "  recipe_id, problem_id, device_id, config_id\n"                                         \
+  "FROM ranked WHERE rank_ = 1;\n"
+
+/* Per recipe, problem and GPU: tune's best burst median (any recipe source) beside the best
+ * peer's median in each timing mode; ratio = peer / tune, above 1 when tune is faster. */
+#define V_VS_PEER_SQL                                                                       \
+  "CREATE VIEW v_vs_peer AS\n"                                                              \
+  "WITH tune AS (\n"                                                                        \
+  "  SELECT recipe, problem, device, problem_id, device_id, min(median_ns) AS tune_ns\n"     \
+  "  FROM v_best WHERE timing = 'burst' AND NOT quick_only\n"                               \
+  "  GROUP BY recipe, problem_id, device_id),\n"                                            \
+  "peer AS (\n"                                                                             \
+  "  SELECT recipe, problem_id, device_id, timing, origin, median_ns,\n"                    \
+  "    row_number() OVER (PARTITION BY recipe, problem_id, device_id, timing\n"             \
+  "                       ORDER BY median_ns, result_id) AS rank_\n"                        \
+  "  FROM v_results\n"                                                                      \
+  "  WHERE status = 'ok' AND device_kind = 'gpu' AND origin LIKE 'peer:%')\n"               \
+  "SELECT t.recipe, t.problem, t.device, k.timing AS peer_timing,\n"                        \
+  "  substr(k.origin, 6) AS peer, t.tune_ns AS tune_burst_ns, k.median_ns AS peer_ns,\n"    \
+  "  k.median_ns / t.tune_ns AS ratio, t.problem_id, t.device_id\n"                         \
+  "FROM tune t JOIN peer k ON k.recipe = t.recipe AND k.problem_id = t.problem_id\n"        \
+  "  AND k.device_id = t.device_id AND k.rank_ = 1;\n"
+
+#define VIEWS_SQL V_RESULTS_SQL V_BEST_SQL V_VS_PEER_SQL
+
+static const db_migration migrations[] = {
+    /* the initial schema */
+    {"0001-initial",
     "PRAGMA application_id = 1953853029;\n" /* DB_APPLICATION_ID, "tune" */
     "CREATE TABLE devices (\n"
     "  id INTEGER PRIMARY KEY,\n"
@@ -137,9 +221,10 @@ static const char *const migrations[] = {
     "  unit TEXT NOT NULL DEFAULT '',\n"
     "  measured_at TEXT NOT NULL DEFAULT " NOW "\n"
     ");\n"
-    "CREATE INDEX peaks_device ON peaks (device_id, kind, id);\n",
-    /* 1 -> 2: proposals of an external LLM proposer (issue 9, docs/llm-hook.md).
+    "CREATE INDEX peaks_device ON peaks (device_id, kind, id);\n"},
+    /* proposals of an external LLM proposer (issue 9, docs/llm-hook.md).
        A config it proposed has configs.origin = 'llm:<proposals.id>'. */
+    {"0002-proposals",
     "CREATE TABLE proposals (\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  run_id INTEGER REFERENCES runs(id),\n"
@@ -156,19 +241,21 @@ static const char *const migrations[] = {
     "  reason TEXT NOT NULL DEFAULT '',\n"
     "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
     ");\n"
-    "CREATE INDEX proposals_run ON proposals (run_id, id);\n",
-    /* 2 -> 3: the lowest SM and memory clocks NVML reported while a result was timed, and
+    "CREATE INDEX proposals_run ON proposals (run_id, id);\n"},
+    /* the lowest SM and memory clocks NVML reported while a result was timed, and
        the clock event (throttle) reasons seen (issue 3); -1 / 0 when NVML was unavailable. */
+    {"0003-clocks",
     "ALTER TABLE results ADD COLUMN sm_mhz INTEGER NOT NULL DEFAULT -1;\n"
     "ALTER TABLE results ADD COLUMN mem_mhz INTEGER NOT NULL DEFAULT -1;\n"
-    "ALTER TABLE results ADD COLUMN clock_reasons INTEGER NOT NULL DEFAULT 0;\n",
-    /* 3 -> 4: even-handed measurement (docs/measurement.md). Per result: the timing mode
+    "ALTER TABLE results ADD COLUMN clock_reasons INTEGER NOT NULL DEFAULT 0;\n"},
+    /* even-handed measurement (docs/measurement.md). Per result: the timing mode
        (burst: one launch per sample after an L2 flush; sustained: back-to-back launches over
        rotating buffers), the timer (cupti, events), the event-timed median beside the CUPTI one,
        the median's relative 95 % interval and the highest board power. Peers (cuBLAS, cuDNN,
        PyTorch) are configs with origin 'peer:<name>' and results like any other. A comparison
        (tune compare) re-times tune's best variants and the peers in interleaved rounds; each
        round's timing is a measurement. */
+    {"0004-even-handed-measurement",
     "ALTER TABLE results ADD COLUMN timing TEXT NOT NULL DEFAULT 'burst'\n"
     "  CHECK (timing IN ('burst', 'sustained'));\n"
     "ALTER TABLE results ADD COLUMN timer TEXT NOT NULL DEFAULT '';\n"
@@ -215,23 +302,42 @@ static const char *const migrations[] = {
     "  error_text TEXT,\n"
     "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
     ");\n"
-    "CREATE INDEX measurements_comparison ON measurements (comparison_id, problem_id, timing, side);\n",
+    "CREATE INDEX measurements_comparison ON measurements (comparison_id, problem_id, timing, side);\n"},
+    /* views for reading a database with sqlite3 (docs/database.md). tune itself never reads
+       them: recorded files of older schemas, opened read-only, lack them. v_best must rank
+       as db_query_best does (db/db_query.c); db_test checks that they agree. */
+    {"0005-views", VIEWS_SQL},
 };
 
-_Static_assert(sizeof migrations / sizeof migrations[0] == DB_SCHEMA_VERSION,
-               "one migration script per schema version: append a script when bumping "
-               "DB_SCHEMA_VERSION");
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 
-/* Reads a one-integer PRAGMA. */
-static int pragma_int(db_conn *db, const char *sql, int *out, tune_err *err) {
+_Static_assert(sizeof migrations / sizeof migrations[0] == DB_SCHEMA_VERSION,
+               "DB_SCHEMA_VERSION is the number of migrations: bump it when appending one");
+
+const char *db_schema_migration_name(int i) {
+  return i >= 0 && i < N_MIGRATIONS ? migrations[i].name : NULL;
+}
+
+/* Reads a one-integer query (a PRAGMA or a count), binding text to ?1 when given. */
+static int query_int(db_conn *db, const char *sql, const char *text, int *out, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
+  if (text) SQL_TRY(db, err, sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC));
   SQL_STEP(db, err, st, step);
   *out = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
 fail:
   sqlite3_finalize(st);
   return rc;
+}
+
+static int pragma_int(db_conn *db, const char *sql, int *out, tune_err *err) {
+  return query_int(db, sql, NULL, out, err);
+}
+
+static int has_ledger(db_conn *db, int *out, tune_err *err) {
+  return query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
+                       " AND name = 'schema_migrations'", NULL, out, err);
 }
 
 /* Fails unless this looks like a tune database or an empty file. */
@@ -254,19 +360,57 @@ static int check_identity(db_conn *db, int version, tune_err *err) {
   return TUNE_OK;
 }
 
-/* Applies migrations[from] in one transaction, re-reading the version under
- * the write lock so that two processes opening a fresh file do not both
- * migrate it. */
-static int migrate_one(db_conn *db, int from, tune_err *err) {
-  int rc = TUNE_OK, now = 0;
-  char bump[64];
+static int ledger_insert(db_conn *db, const char *name, int numbered, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      numbered ? "INSERT INTO schema_migrations (name, applied_at) VALUES (?1, NULL)"
+               : "INSERT INTO schema_migrations (name, applied_at) VALUES (?1, " DB_NOW ")",
+      -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Inside a write transaction: makes schema_migrations when the file has none,
+ * recording the numbered migrations its user_version says it has. */
+static int ledger_ensure(db_conn *db, tune_err *err) {
+  int rc = TUNE_OK, exists = 0, version = 0;
+  if ((rc = has_ledger(db, &exists, err)) || exists) return rc;
+  if ((rc = pragma_int(db, "PRAGMA user_version", &version, err))) return rc;
+  if (version > DB_SCHEMA_NUMBERED)
+    return tune_fail(err, TUNE_EINVAL,
+                     "db: %s: schema version %d but no schema_migrations table: not a file "
+                     "tune wrote", db->path, version);
+  SQL_EXEC(db, err, "CREATE TABLE schema_migrations (\n"
+                    "  name TEXT PRIMARY KEY,\n"
+                    "  applied_at TEXT\n" /* NULL: applied by a tune that numbered migrations */
+                    ")");
+  for (int i = 0; i < version; i++)
+    if ((rc = ledger_insert(db, migrations[i].name, 1, err))) return rc;
+fail:
+  return rc;
+}
+
+/* Applies migrations[i] in one transaction unless the file has it, checking
+ * under the write lock so that two processes opening a fresh file do not both
+ * apply it. user_version becomes the number of migrations recorded. */
+static int migrate_one(db_conn *db, int i, tune_err *err) {
+  int rc = TUNE_OK, applied = 0, count = 0;
+  char sync[64];
   SQL_EXEC(db, err, "BEGIN IMMEDIATE");
-  if ((rc = pragma_int(db, "PRAGMA user_version", &now, err))) goto fail;
-  if (now == from) {
-    const char *script = migrations[from];
-    SQL_EXEC(db, err, script);
-    snprintf(bump, sizeof bump, "PRAGMA user_version = %d", from + 1);
-    SQL_EXEC(db, err, bump);
+  if ((rc = ledger_ensure(db, err))) goto fail;
+  if ((rc = query_int(db, "SELECT count(*) FROM schema_migrations WHERE name = ?1",
+                      migrations[i].name, &applied, err)))
+    goto fail;
+  if (!applied) {
+    SQL_EXEC(db, err, migrations[i].sql);
+    if ((rc = ledger_insert(db, migrations[i].name, 0, err))) goto fail;
+    if ((rc = pragma_int(db, "SELECT count(*) FROM schema_migrations", &count, err))) goto fail;
+    snprintf(sync, sizeof sync, "PRAGMA user_version = %d", count);
+    SQL_EXEC(db, err, sync);
   }
   SQL_EXEC(db, err, "COMMIT");
 fail:
@@ -274,9 +418,59 @@ fail:
   if (rc && err) {
     /* Say which migration failed, after the SQLite detail. */
     size_t n = strlen(err->msg);
-    snprintf(err->msg + n, sizeof err->msg - n, " (migrating schema %d -> %d)", from, from + 1);
+    snprintf(err->msg + n, sizeof err->msg - n, " (applying schema migration %s)",
+             migrations[i].name);
   }
   return rc;
+}
+
+static int is_known(const char *name) {
+  for (int i = 0; i < N_MIGRATIONS; i++)
+    if (!strcmp(migrations[i].name, name)) return 1;
+  return 0;
+}
+
+/* Fails naming the migrations the file records that this build lacks. */
+static int check_known(db_conn *db, tune_err *err) {
+  int rc = TUNE_OK, step = 0, n_unknown = 0;
+  char names[512] = "";
+  size_t len = 0;
+  sqlite3_stmt *st = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, "SELECT name FROM schema_migrations ORDER BY name",
+                                      -1, &st, NULL));
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step == SQLITE_DONE) break;
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (!name || is_known(name)) continue;
+    n_unknown++;
+    if (len < sizeof names)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", name);
+  }
+  if (n_unknown)
+    rc = tune_fail(err, TUNE_EINVAL,
+                   "db: %s: has schema migration%s this build does not know (%s): it was "
+                   "written by another tune build; not writing to it (use a build that has "
+                   "%s)",
+                   db->path, n_unknown > 1 ? "s" : "", names, n_unknown > 1 ? "them" : "it");
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Applies every migration the file lacks, in name order. */
+static int migrate_all(db_conn *db, int version, tune_err *err) {
+  int rc = TUNE_OK, ledger = 0, applied = 0;
+  if ((rc = has_ledger(db, &ledger, err))) return rc;
+  if (ledger && (rc = check_known(db, err))) return rc;
+  for (int i = 0; i < N_MIGRATIONS; i++) {
+    if (!ledger) applied = i < version; /* numbered: the first user_version of them */
+    else if ((rc = query_int(db, "SELECT count(*) FROM schema_migrations WHERE name = ?1",
+                             migrations[i].name, &applied, err)))
+      return rc;
+    if (!applied && (rc = migrate_one(db, i, err))) return rc;
+  }
+  return TUNE_OK;
 }
 
 int db_schema_prepare(db_conn *db, tune_err *err) {
@@ -299,15 +493,11 @@ int db_schema_prepare(db_conn *db, tune_err *err) {
                        "db: %s: schema version %d is older than this build's %d and the file "
                        "is open read-only; open it read-write once to migrate it",
                        db->path, version, DB_SCHEMA_VERSION);
-    /* DB_SCHEMA_READ_MIN <= version < DB_SCHEMA_VERSION: the later migrations
-       only add tables, which readers of an older file do not need */
+    /* DB_SCHEMA_READ_MIN <= version: the later migrations only add tables,
+       columns and views, which tune's readers do without */
     return TUNE_OK;
   }
-  while (version < DB_SCHEMA_VERSION) {
-    if ((rc = migrate_one(db, version, err))) return rc;
-    if ((rc = pragma_int(db, "PRAGMA user_version", &version, err))) return rc;
-  }
-  return TUNE_OK;
+  return migrate_all(db, version, err);
 }
 
 int db_schema_version(db_conn *db, int *version, tune_err *err) {
