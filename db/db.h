@@ -200,8 +200,36 @@ int db_peak_put(db_conn *db, int64_t device_id, const char *kind, double value,
 int db_peak_get(db_conn *db, int64_t device_id, const char *kind, double *value,
                 tune_err *err);
 
+/* Which results a query takes: a NULL field matches anything, a value matches
+ * exactly, and a value ending in '*' matches every value that starts with the
+ * rest ("peer:*"). Strings are borrowed. Values are bound, never pasted into
+ * SQL. On files older than schema 4 every result's timing is "burst". */
+typedef struct db_filter {
+  const char *recipe;  /* recipe name */
+  const char *problem; /* problem name */
+  const char *device;  /* device name, e.g. "NVIDIA H100 80GB HBM3" */
+  const char *status;  /* result status (db_status_name) */
+  const char *origin;  /* config origin: the strategy's name, "llm:<id>", "peer:<name>", ... */
+  const char *timing;  /* "burst" or "sustained" */
+} db_filter;
+
+/* The keys of db_filter_set, as an error message lists them. */
+#define DB_FILTER_KEYS "recipe, problem, device, status, origin, timing"
+
+/* Set the field named key to value (borrowed). TUNE_EINVAL naming the valid
+ * keys for an unknown key, and for a key set twice, an unknown status or an
+ * unknown timing mode; f is unchanged then. */
+int db_filter_set(db_filter *f, const char *key, const char *value, tune_err *err);
+
 /* Queries for the CLI; *rows is a new JSON array of objects owned by the
- * caller (json_decref). recipe/problem may be NULL for all. */
+ * caller (json_decref). f may be NULL for all.
+ * best: per (recipe source, problem, GPU) the fastest verified result among
+ * those f selects (a status other than ok selects none: TUNE_EINVAL).
+ * list: results fastest first; limit 0 = all. */
+int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err *err);
+int db_query_list_where(db_conn *db, const db_filter *f, int limit, json_t **rows,
+                        tune_err *err);
+/* The same with recipe/problem/status given alone (NULL for all). */
 int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t **rows,
                   tune_err *err);
 int db_query_list(db_conn *db, const char *recipe, const char *problem, const char *status,
@@ -210,6 +238,19 @@ int db_query_show(db_conn *db, int64_t result_id, json_t **obj, tune_err *err);
 /* Provenance of recorded GPU data for a recipe: devices with first/last
  * result time and counts. */
 int db_query_provenance(db_conn *db, const char *recipe, json_t **rows, tune_err *err);
+
+/* ---- CSV of query rows (db_csv.c) ------------------------------------------ */
+
+/* flat: a new object of obj's scalars keyed by their path ("params.BLOCK"): nested
+ * objects are walked, arrays stay whole. NULL when out of memory. */
+json_t *db_json_flatten(json_t *obj);
+
+/* Write rows (an array of objects, as the queries return) to out as CSV per
+ * RFC 4180: a header of the flattened keys in first-seen order, one record per
+ * row, CRLF line ends; a field with a comma, quote, CR or LF is quoted with its
+ * quotes doubled. Strings as is, numbers in full precision, true/false, null
+ * and absent keys empty, arrays as JSON text. TUNE_EIO on a write error. */
+int db_rows_write_csv(json_t *rows, FILE *out, tune_err *err);
 
 /* ---- search benchmark and exports (db_bench.c, db_export.c) ---------------- */
 

@@ -1,5 +1,6 @@
 /* db_query.c: the read-only queries behind `tune db` (best, list, show,
- * provenance), each returning new jansson values owned by the caller.
+ * provenance) and their filters, each returning new jansson values owned by
+ * the caller.
  *
  * Rows become JSON objects column by column (row_object): INTEGER -> integer,
  * REAL -> real (non-finite -> null), TEXT -> string, NULL -> null. Two naming
@@ -111,6 +112,76 @@ static int bind_opt(sqlite3_stmt *st, int i, const char *s) {
   return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 }
 
+/* ---- filters ----------------------------------------------------------- */
+
+int db_filter_set(db_filter *f, const char *key, const char *value, tune_err *err) {
+  static const char *const keys[] = {"recipe", "problem", "device", "status", "origin", "timing"};
+  const char **fields[] = {&f->recipe, &f->problem, &f->device, &f->status, &f->origin,
+                           &f->timing};
+  if (!f || !key || !value) return tune_fail(err, TUNE_EINVAL, "db_filter_set: NULL argument");
+  size_t n = strlen(value);
+  int prefix = n > 0 && value[n - 1] == '*';
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    if (strcmp(key, keys[i])) continue;
+    if (*fields[i])
+      return tune_fail(err, TUNE_EINVAL, "db: filter %s given twice (%s, %s)", key, *fields[i],
+                       value);
+    if (!prefix && fields[i] == &f->status && db_status_parse(value) < 0)
+      return tune_fail(err, TUNE_EINVAL,
+                       "db: unknown status '%s' (ok, wrong, compile_error, launch_error, crash, "
+                       "timeout, skipped, not_recorded, suspicious)",
+                       value);
+    if (!prefix && fields[i] == &f->timing && strcmp(value, "burst") && strcmp(value, "sustained"))
+      return tune_fail(err, TUNE_EINVAL, "db: unknown timing '%s' (burst, sustained)", value);
+    *fields[i] = value;
+    return TUNE_OK;
+  }
+  return tune_fail(err, TUNE_EINVAL, "db: unknown filter key '%s' (%s)", key, DB_FILTER_KEYS);
+}
+
+/* The WHERE terms of a db_filter: each key takes parameters ?(2k+1), its exact
+ * value, and ?(2k+2), its prefix; bind_filter binds them. TIMING is the
+ * timing column's expression (files before schema 4 have none). */
+#define FILTER_TERM(col, e, p)                                                         \
+  " AND (?" e " IS NULL OR " col " = ?" e ")"                                          \
+  " AND (?" p " IS NULL OR substr(" col ", 1, length(?" p ")) = ?" p ")"
+#define FILTER_SQL(TIMING)                                                             \
+  FILTER_TERM("rc.name", "1", "2") FILTER_TERM("p.name", "3", "4")                     \
+  FILTER_TERM("d.name", "5", "6") FILTER_TERM("r.status", "7", "8")                    \
+  FILTER_TERM("c.origin", "9", "10") FILTER_TERM(TIMING, "11", "12")
+#define FILTER_PARAMS 12
+
+static int bind_filter(db_conn *db, sqlite3_stmt *st, const db_filter *f, tune_err *err) {
+  int rc = TUNE_OK;
+  db_filter none;
+  memset(&none, 0, sizeof none);
+  if (!f) f = &none;
+  const char *values[] = {f->recipe, f->problem, f->device, f->status, f->origin, f->timing};
+  for (int k = 0; k < FILTER_PARAMS / 2; k++) {
+    const char *v = values[k];
+    int n = v ? (int)strlen(v) : 0, prefix = n > 0 && v[n - 1] == '*';
+    SQL_TRY(db, err, prefix ? sqlite3_bind_null(st, 2 * k + 1) : bind_opt(st, 2 * k + 1, v));
+    SQL_TRY(db, err, prefix ? sqlite3_bind_text(st, 2 * k + 2, v, n - 1, SQLITE_STATIC)
+                            : sqlite3_bind_null(st, 2 * k + 2));
+  }
+fail:
+  return rc;
+}
+
+/* *out = 1 when the results table has column name (files of older schemas lack some). */
+static int has_result_column(db_conn *db, const char *name, int *out, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT count(*) FROM pragma_table_info('results') WHERE name = ?1", -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  *out = step == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* ---- best -------------------------------------------------------------- */
 
 /* {status: count} of every result of (recipe_id, problem_id, device_id). */
@@ -138,58 +209,64 @@ fail:
   return rc;
 }
 
-int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t **rows,
-                  tune_err *err) {
-  int rc = TUNE_OK, step = 0;
+/* Ranks the ok results of each (recipe source, problem, GPU) by median; the
+ * v_best view (db_schema.c) ranks the same way. */
+#define BEST_SQL(TIMING)                                                                       \
+  "WITH ranked AS ("                                                                           \
+  "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"     \
+  /* a quick-only timing of successive halving (tuner/halving.h: its error_text starts with    \
+     "halving: quick timing only") ranks after every fully timed result */                     \
+  "                                  ORDER BY coalesce(r.error_text, '') LIKE 'halving: quick timing only%',"\
+  "                                           r.median_ns, r.id) AS rk"                        \
+  "  FROM results r"                                                                           \
+  "  JOIN recipes rc ON rc.id = r.recipe_id"                                                   \
+  "  JOIN problems p ON p.id = r.problem_id"                                                   \
+  "  JOIN devices d ON d.id = r.device_id"                                                     \
+  "  JOIN configs c ON c.id = r.config_id"                                                     \
+  "  WHERE r.status = 'ok' AND d.kind = 'gpu'" FILTER_SQL(TIMING)                              \
+  /* a peer's timing (tune compare) is not a variant: it has no binary to ship */              \
+  "    AND c.origin NOT LIKE 'peer:%'"                                                         \
+  /* a code proposal's variant that failed on any problem of the recipe                        \
+     (same source, same device) is not a candidate anywhere */                                 \
+  "    AND NOT (c.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f"                \
+  "      WHERE f.config_id = r.config_id AND f.recipe_id = r.recipe_id AND f.device_id = r.device_id"\
+  "        AND f.status NOT IN ('ok', 'skipped', 'not_recorded'))))"                           \
+  " SELECT rc.name AS recipe, rc.source_hash, p.name AS problem, p.hash AS problem_hash,"      \
+  "  p.dims_json AS problem_dims_json, d.name AS device, d.arch, c.hash AS config_hash,"       \
+  "  c.params_json, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples,"                 \
+  "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"                            \
+  "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin,"                       \
+  "  coalesce(r.error_text, '') LIKE 'halving: quick timing only%' AS quick_only,"             \
+  "  " TIMING " AS timing"                                                                     \
+  " FROM ranked k JOIN results r ON r.id = k.id"                                               \
+  " JOIN recipes rc ON rc.id = r.recipe_id"                                                    \
+  " JOIN problems p ON p.id = r.problem_id"                                                    \
+  " JOIN devices d ON d.id = r.device_id"                                                      \
+  " JOIN configs c ON c.id = r.config_id"                                                      \
+  " WHERE k.rk = 1"                                                                            \
+  " ORDER BY rc.name, p.name, d.name, r.recipe_id, r.problem_id, r.device_id"
+
+int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err *err) {
+  int rc = TUNE_OK, step = 0, has_timing = 0;
   sqlite3_stmt *st = NULL, *counts = NULL;
   json_t *arr = NULL;
   if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_best: NULL argument");
   *rows = NULL;
+  if (f && f->status && strcmp(f->status, "ok"))
+    return tune_fail(err, TUNE_EINVAL,
+                     "db: best ranks verified (ok) results only: status=%s selects none",
+                     f->status);
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
-  /* Rank the ok results of each (recipe source, problem, GPU) by median. */
   DB_LOCK(db);
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "WITH ranked AS ("
-      "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"
-      /* a quick-only timing of successive halving (tuner/halving.h: its error_text starts with
-         "halving: quick timing only") ranks after every fully timed result */
-      "                                  ORDER BY coalesce(r.error_text, '') LIKE 'halving: quick timing only%',"
-      "                                           r.median_ns, r.id) AS rk"
-      "  FROM results r"
-      "  JOIN recipes rc ON rc.id = r.recipe_id"
-      "  JOIN problems p ON p.id = r.problem_id"
-      "  JOIN devices d ON d.id = r.device_id"
-      "  JOIN configs c ON c.id = r.config_id"
-      "  WHERE r.status = 'ok' AND d.kind = 'gpu'"
-      "    AND (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2)"
-      /* a peer's timing (tune compare) is not a variant: it has no binary to ship */
-      "    AND c.origin NOT LIKE 'peer:%'"
-      /* a code proposal's variant that failed on any problem of the recipe
-         (same source, same device) is not a candidate anywhere */
-      "    AND NOT (c.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f"
-      "      WHERE f.config_id = r.config_id AND f.recipe_id = r.recipe_id AND f.device_id = r.device_id"
-      "        AND f.status NOT IN ('ok', 'skipped', 'not_recorded'))))"
-      " SELECT rc.name AS recipe, rc.source_hash, p.name AS problem, p.hash AS problem_hash,"
-      "  p.dims_json AS problem_dims_json, d.name AS device, d.arch, c.hash AS config_hash,"
-      "  c.params_json, r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples,"
-      "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"
-      "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin,"
-      "  coalesce(r.error_text, '') LIKE 'halving: quick timing only%' AS quick_only"
-      " FROM ranked k JOIN results r ON r.id = k.id"
-      " JOIN recipes rc ON rc.id = r.recipe_id"
-      " JOIN problems p ON p.id = r.problem_id"
-      " JOIN devices d ON d.id = r.device_id"
-      " JOIN configs c ON c.id = r.config_id"
-      " WHERE k.rk = 1"
-      " ORDER BY rc.name, p.name, d.name, r.recipe_id, r.problem_id, r.device_id",
-      -1, &st, NULL));
+  if ((rc = has_result_column(db, "timing", &has_timing, err))) goto fail;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, has_timing ? BEST_SQL("r.timing") : BEST_SQL("'burst'"),
+                                      -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
       "SELECT status, count(*) FROM results"
       " WHERE recipe_id = ?1 AND problem_id = ?2 AND device_id = ?3"
       " GROUP BY status ORDER BY status",
       -1, &counts, NULL));
-  SQL_TRY(db, err, bind_opt(st, 1, recipe));
-  SQL_TRY(db, err, bind_opt(st, 2, problem));
+  if ((rc = bind_filter(db, st, f, err))) goto fail;
   for (;;) {
     SQL_STEP(db, err, st, step);
     if (step == SQLITE_DONE) break;
@@ -216,42 +293,44 @@ fail:
   return rc;
 }
 
+int db_query_best(db_conn *db, const char *recipe, const char *problem, json_t **rows,
+                  tune_err *err) {
+  db_filter f = {.recipe = recipe, .problem = problem};
+  return db_query_best_where(db, &f, rows, err);
+}
+
 /* ---- list -------------------------------------------------------------- */
 
-int db_query_list(db_conn *db, const char *recipe, const char *problem, const char *status,
-                  int limit, json_t **rows, tune_err *err) {
-  int rc = TUNE_OK;
+#define LIST_SQL(TIMING)                                                                       \
+  "SELECT r.id, rc.name AS recipe, p.name AS problem, d.name AS device, c.params_json,"        \
+  "  c.origin, r.status, r.median_ns, " TIMING " AS timing, r.registers, r.shared_bytes,"      \
+  "  r.spill_stores, r.spill_loads,"                                                           \
+  "  NULLIF(substr(r.error_text, 1, instr(r.error_text || char(10), char(10)) - 1), '')"       \
+  "    AS error_text,"                                                                         \
+  "  r.created_at"                                                                             \
+  " FROM results r"                                                                            \
+  " JOIN recipes rc ON rc.id = r.recipe_id"                                                    \
+  " JOIN problems p ON p.id = r.problem_id"                                                    \
+  " JOIN devices d ON d.id = r.device_id"                                                      \
+  " JOIN configs c ON c.id = r.config_id"                                                      \
+  " WHERE 1" FILTER_SQL(TIMING)                                                                \
+  " ORDER BY rc.name, p.name, r.status <> 'ok', r.status, r.median_ns, r.id"                   \
+  " LIMIT ?13"
+
+int db_query_list_where(db_conn *db, const db_filter *f, int limit, json_t **rows,
+                        tune_err *err) {
+  int rc = TUNE_OK, has_timing = 0;
   sqlite3_stmt *st = NULL;
   json_t *arr = NULL;
   if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_list: NULL argument");
   *rows = NULL;
-  if (status && db_status_parse(status) < 0)
-    return tune_fail(err, TUNE_EINVAL,
-                     "db: unknown status '%s' (ok, wrong, compile_error, launch_error, crash, "
-                     "timeout, skipped, not_recorded, suspicious)",
-                     status);
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
   DB_LOCK(db);
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "SELECT r.id, rc.name AS recipe, p.name AS problem, d.name AS device, c.params_json,"
-      "  r.status, r.median_ns, r.registers, r.shared_bytes, r.spill_stores, r.spill_loads,"
-      "  NULLIF(substr(r.error_text, 1, instr(r.error_text || char(10), char(10)) - 1), '')"
-      "    AS error_text,"
-      "  r.created_at"
-      " FROM results r"
-      " JOIN recipes rc ON rc.id = r.recipe_id"
-      " JOIN problems p ON p.id = r.problem_id"
-      " JOIN devices d ON d.id = r.device_id"
-      " JOIN configs c ON c.id = r.config_id"
-      " WHERE (?1 IS NULL OR rc.name = ?1) AND (?2 IS NULL OR p.name = ?2)"
-      "   AND (?3 IS NULL OR r.status = ?3)"
-      " ORDER BY rc.name, p.name, r.status <> 'ok', r.status, r.median_ns, r.id"
-      " LIMIT ?4",
-      -1, &st, NULL));
-  SQL_TRY(db, err, bind_opt(st, 1, recipe));
-  SQL_TRY(db, err, bind_opt(st, 2, problem));
-  SQL_TRY(db, err, bind_opt(st, 3, status));
-  SQL_TRY(db, err, sqlite3_bind_int(st, 4, limit > 0 ? limit : -1));
+  if ((rc = has_result_column(db, "timing", &has_timing, err))) goto fail;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, has_timing ? LIST_SQL("r.timing") : LIST_SQL("'burst'"),
+                                      -1, &st, NULL));
+  if ((rc = bind_filter(db, st, f, err))) goto fail;
+  SQL_TRY(db, err, sqlite3_bind_int(st, FILTER_PARAMS + 1, limit > 0 ? limit : -1));
   if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
   *rows = arr;
   arr = NULL;
@@ -260,6 +339,14 @@ fail:
   json_decref(arr);
   DB_UNLOCK(db);
   return rc;
+}
+
+int db_query_list(db_conn *db, const char *recipe, const char *problem, const char *status,
+                  int limit, json_t **rows, tune_err *err) {
+  db_filter f = {.recipe = recipe, .problem = problem};
+  if (rows) *rows = NULL;
+  int rc = status ? db_filter_set(&f, "status", status, err) : TUNE_OK;
+  return rc ? rc : db_query_list_where(db, &f, limit, rows, err);
 }
 
 /* ---- show -------------------------------------------------------------- */
