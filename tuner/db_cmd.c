@@ -13,24 +13,33 @@
 static const char *usage_db =
     "usage: tune db <best|list|show|export> [options]\n"
     "\n"
-    "  best [--recipe R] [--problem P]       fastest verified variant per recipe,\n"
+    "  best [--where K=V ...]                fastest verified variant per recipe,\n"
     "                                        problem and device\n"
-    "  list [--recipe R] [--problem P] [--status S] [--limit N]\n"
-    "                                        results, fastest first\n"
+    "  list [--where K=V ...] [--limit N]    results, fastest first\n"
     "  show ID                               one result with its config, device,\n"
     "                                        run and compile log\n"
+    "  show --where K=V ... [--limit N]      every result the filters select, so\n"
     "  export --format kernel_tuner|t4 --recipe R --problem P [-o FILE]\n"
     "                                        one problem's results in Kernel Tuner's\n"
     "                                        cache format or the T4 results schema\n"
     "options:\n"
-    "  --db FILE    database (default tune.db)\n"
-    "  --json       print JSON instead of a table\n";
+    "  --db FILE         database (default tune.db)\n"
+    "  --where KEY=VALUE only results whose KEY is VALUE (repeatable; keys: " DB_FILTER_KEYS ");\n"
+    "                    a VALUE ending in * matches by prefix (origin=peer:*)\n"
+    "  --recipe R, --problem P, --status S   the same as --where recipe=R, ...\n"
+    "  --format table|json|csv   output (default table; show: json); csv per RFC 4180\n"
+    "  --json            the same as --format json\n";
+
+enum db_out { DB_OUT_DEFAULT, DB_OUT_TABLE, DB_OUT_JSON, DB_OUT_CSV };
 
 typedef struct db_cmd_opts {
   const char *db_path, *recipe, *problem, *status, *verb;
-  const char *format, *out_path; /* export */
+  const char *format, *out_path; /* export: its format; other verbs: table, json, csv */
   int json, limit;
   long long id;                  /* show: the result, -1 none given */
+  db_filter where;               /* --where, then --recipe/--problem/--status (not export) */
+  int n_where;                   /* how many --where were given */
+  enum db_out out;               /* best, list, show */
 } db_cmd_opts;
 
 static void fmt_time(double ns, char *b, size_t n) {
@@ -97,6 +106,47 @@ static void print_list(json_t *rows) {
   }
 }
 
+/* One --where KEY=VALUE into o->where. */
+static void add_where(tune_argv *ap, db_cmd_opts *o, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  char key[32];
+  tune_err err;
+  tune_err_clear(&err);
+  if (!eq || eq == kv) { tune_argv_bad(ap, "want KEY=VALUE (keys: " DB_FILTER_KEYS ")"); return; }
+  snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+  if (db_filter_set(&o->where, (size_t)(eq - kv) < sizeof key ? key : kv, eq + 1, &err))
+    tune_argv_error(ap, "--where %s: %s", kv, err.msg);
+  o->n_where++;
+}
+
+/* --recipe/--problem/--status into o->where, and --format/--json into o->out; 0 when they fit,
+ * else 2 (the message printed). */
+static int settle_opts(db_cmd_opts *o) {
+  tune_err err;
+  tune_err_clear(&err);
+  if (!strcmp(o->verb, "export")) {
+    if (o->n_where) { fprintf(stderr, "tune db export: takes --recipe R --problem P, not --where\n"); return 2; }
+    return 0;
+  }
+  const char *keys[] = {"recipe", "problem", "status"}, *values[] = {o->recipe, o->problem, o->status};
+  for (int i = 0; i < 3; i++)
+    if (values[i] && db_filter_set(&o->where, keys[i], values[i], &err)) {
+      fprintf(stderr, "tune db: --%s %s: %s\n", keys[i], values[i], err.msg);
+      return 2;
+    }
+  const char *f = o->format;
+  if (f && !strcmp(f, "table")) o->out = DB_OUT_TABLE;
+  else if (f && !strcmp(f, "json")) o->out = DB_OUT_JSON;
+  else if (f && !strcmp(f, "csv")) o->out = DB_OUT_CSV;
+  else if (f) { fprintf(stderr, "tune db %s: --format %s: want table, json or csv\n", o->verb, f); return 2; }
+  if (o->json && o->out != DB_OUT_DEFAULT && o->out != DB_OUT_JSON) {
+    fprintf(stderr, "tune db %s: --json and --format %s disagree\n", o->verb, f);
+    return 2;
+  }
+  if (o->json) o->out = DB_OUT_JSON;
+  return 0;
+}
+
 /* The options into o; 0 when they parse, else 2 (the message printed), or -1 for --help (printed). */
 static int parse_db_opts(int argc, char **argv, db_cmd_opts *o) {
   tune_argv ap;
@@ -109,7 +159,8 @@ static int parse_db_opts(int argc, char **argv, db_cmd_opts *o) {
         tune_argv_str(&ap, "--format", &o->format) || tune_argv_str(&ap, "-o", &o->out_path) ||
         tune_argv_str(&ap, "--output", &o->out_path))
       continue;
-    if (tune_argv_int(&ap, "--limit", &o->limit)) { if (o->limit < 0) tune_argv_bad(&ap, "want a count (0: all)"); }
+    if (tune_argv_str(&ap, "--where", &pos)) add_where(&ap, o, pos);
+    else if (tune_argv_int(&ap, "--limit", &o->limit)) { if (o->limit < 0) tune_argv_bad(&ap, "want a count (0: all)"); }
     else if (tune_argv_flag(&ap, "--json")) o->json = 1;
     else if (!tune_argv_positional(&ap, &pos)) tune_argv_unknown(&ap);
     else if (!o->verb) o->verb = pos;
@@ -124,31 +175,90 @@ static int parse_db_opts(int argc, char **argv, db_cmd_opts *o) {
   return 0;
 }
 
+/* A result as "key  value" lines, nested fields by their path (params.BLOCK). */
+static void print_flat(json_t *obj) {
+  json_t *flat = db_json_flatten(obj);
+  const char *k;
+  json_t *v;
+  json_object_foreach(flat, k, v) {
+    char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    printf("%-28s %s\n", k, t ? t : json_is_string(v) ? json_string_value(v) : "?");
+    free(t);
+  }
+  json_decref(flat);
+}
+
+/* rows in the chosen format; table with the verb's own printer. Returns 1 on a write error. */
+static int print_rows(json_t *rows, enum db_out out, void (*table)(json_t *, const db_cmd_opts *),
+                      const db_cmd_opts *o, tune_err *err) {
+  if (out == DB_OUT_CSV) return db_rows_write_csv(rows, stdout, err) ? 1 : 0;
+  if (out == DB_OUT_JSON) print_json(rows);
+  else table(rows, o);
+  return 0;
+}
+
+static void table_best(json_t *rows, const db_cmd_opts *o) { print_best(rows, o->where.recipe); }
+static void table_list(json_t *rows, const db_cmd_opts *o) { (void)o; print_list(rows); }
+static void table_show(json_t *rows, const db_cmd_opts *o) {
+  (void)o;
+  size_t i;
+  json_t *r;
+  json_array_foreach(rows, i, r) {
+    if (i) puts("");
+    print_flat(r);
+  }
+}
+
+/* show: one result by id, or every result the filters select (an array). */
+static int run_show(db_conn *db, const db_cmd_opts *o, tune_err *err) {
+  json_t *rows = NULL, *obj = NULL, *ids = NULL;
+  int rc = 1;
+  if ((o->id < 0) == (o->n_where == 0 && !o->recipe && !o->problem && !o->status)) {
+    fprintf(stderr, "tune db show: %s\n", o->id < 0 ? "which result? (an id from tune db list, or --where filters)"
+                                                      : "an id or --where filters, not both");
+    return 2;
+  }
+  if (o->id >= 0) {
+    if (db_query_show(db, o->id, &obj, err)) goto out;
+    if (!(rows = json_array()) || json_array_append(rows, obj)) goto out;
+  } else {
+    size_t i;
+    json_t *r;
+    if (db_query_list_where(db, &o->where, o->limit, &ids, err) || !(rows = json_array())) goto out;
+    json_array_foreach(ids, i, r) {
+      json_t *one = NULL;
+      if (db_query_show(db, json_integer_value(json_object_get(r, "id")), &one, err)) goto out;
+      if (json_array_append_new(rows, one)) goto out;
+    }
+  }
+  if (o->out == DB_OUT_DEFAULT || o->out == DB_OUT_JSON) print_json(obj ? obj : rows);
+  else if (print_rows(rows, o->out, table_show, o, err)) goto out;
+  rc = 0;
+out:
+  json_decref(rows);
+  json_decref(obj);
+  json_decref(ids);
+  return rc;
+}
+
 /* The verb on an open database; returns the exit status (1: err says why). */
 static int run_db_verb(db_conn *db, const db_cmd_opts *o, tune_err *err) {
   json_t *rows = NULL;
   int rc = 1;
   if (!strcmp(o->verb, "best")) {
-    if (db_query_best(db, o->recipe, o->problem, &rows, err)) goto out;
-    if (o->json) print_json(rows);
-    else print_best(rows, o->recipe);
+    if (db_query_best_where(db, &o->where, &rows, err)) goto out;
+    rc = print_rows(rows, o->out, table_best, o, err);
   } else if (!strcmp(o->verb, "list")) {
-    if (db_query_list(db, o->recipe, o->problem, o->status, o->limit, &rows, err)) goto out;
-    if (o->json) print_json(rows);
-    else print_list(rows);
+    if (db_query_list_where(db, &o->where, o->limit, &rows, err)) goto out;
+    rc = print_rows(rows, o->out, table_list, o, err);
   } else if (!strcmp(o->verb, "show")) {
-    if (o->id < 0) { fprintf(stderr, "tune db show: which result? (an id from tune db list)\n"); rc = 2; goto out; }
-    if (db_query_show(db, o->id, &rows, err)) goto out;
-    print_json(rows);
+    rc = run_show(db, o, err);
   } else if (!strcmp(o->verb, "export")) {
     rc = tune_cmd_db_export(db, o->format, o->recipe, o->problem, o->out_path);
-    goto out;
   } else {
     fprintf(stderr, "tune db: unknown verb %s (best, list, show, export)\n", o->verb);
     rc = 2;
-    goto out;
   }
-  rc = 0;
 out:
   json_decref(rows);
   return rc;
@@ -159,7 +269,7 @@ int tune_cmd_db(int argc, char **argv) {
   int prc = parse_db_opts(argc, argv, &o);
   if (prc) return prc < 0 ? 0 : prc;
   if (!o.verb) { fputs(usage_db, stderr); return 2; }
-  if (o.status && db_status_parse(o.status) < 0) { fprintf(stderr, "tune db: unknown status %s\n", o.status); return 2; }
+  if ((prc = settle_opts(&o))) return prc;
   if (access(o.db_path, R_OK)) { fprintf(stderr, "tune db: %s: no such database (tune run creates it; --db FILE names another)\n", o.db_path); return 1; }
   tune_err err;
   tune_err_clear(&err);
