@@ -374,16 +374,22 @@ fail:
   return rc;
 }
 
+/* A file without schema_migrations was made by a tune that numbered its
+ * migrations, so its user_version is one of those numbers. */
+static int check_numbered(db_conn *db, int version, tune_err *err) {
+  if (version <= DB_SCHEMA_NUMBERED) return TUNE_OK;
+  return tune_fail(err, TUNE_EINVAL,
+                   "db: %s: schema version %d but no schema_migrations table: not a file tune "
+                   "wrote", db->path, version);
+}
+
 /* Inside a write transaction: makes schema_migrations when the file has none,
  * recording the numbered migrations its user_version says it has. */
 static int ledger_ensure(db_conn *db, tune_err *err) {
   int rc = TUNE_OK, exists = 0, version = 0;
   if ((rc = has_ledger(db, &exists, err)) || exists) return rc;
   if ((rc = pragma_int(db, "PRAGMA user_version", &version, err))) return rc;
-  if (version > DB_SCHEMA_NUMBERED)
-    return tune_fail(err, TUNE_EINVAL,
-                     "db: %s: schema version %d but no schema_migrations table: not a file "
-                     "tune wrote", db->path, version);
+  if ((rc = check_numbered(db, version, err))) return rc;
   SQL_EXEC(db, err, "CREATE TABLE schema_migrations (\n"
                     "  name TEXT PRIMARY KEY,\n"
                     "  applied_at TEXT\n" /* NULL: applied by a tune that numbered migrations */
@@ -462,7 +468,7 @@ fail:
 static int migrate_all(db_conn *db, int version, tune_err *err) {
   int rc = TUNE_OK, ledger = 0, applied = 0;
   if ((rc = has_ledger(db, &ledger, err))) return rc;
-  if (ledger && (rc = check_known(db, err))) return rc;
+  if ((rc = ledger ? check_known(db, err) : check_numbered(db, version, err))) return rc;
   for (int i = 0; i < N_MIGRATIONS; i++) {
     if (!ledger) applied = i < version; /* numbered: the first user_version of them */
     else if ((rc = query_int(db, "SELECT count(*) FROM schema_migrations WHERE name = ?1",

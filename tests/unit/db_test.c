@@ -1,6 +1,6 @@
-/* db_test.c: unit tests of db/ (schema, upserts, results, replay lookup,
- * compile cache, CLI queries, failure paths). Runs in a fresh temporary
- * directory; prints "N passed, M failed" and exits nonzero on any failure. */
+/* db_test.c: unit tests of db/ (schema and its named migrations, upserts,
+ * results, replay lookup, compile cache, CLI queries with filters, CSV, views,
+ * failure paths). Runs in a fresh temporary directory; prints "N passed, M failed" and exits nonzero on any failure. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -848,6 +848,247 @@ static void test_threads(fixture *fx) {
   CHECK(raw_int(fx->path, "SELECT count(*) FROM binaries WHERE key LIKE 't%'") == N * 100);
 }
 
+/* ---- filters, CSV, named migrations, views ------------------------------ */
+
+static void test_filter_set(void) {
+  db_filter f;
+  memset(&f, 0, sizeof f);
+  OK(db_filter_set(&f, "recipe", "copy", &E));
+  OK(db_filter_set(&f, "origin", "peer:*", &E));
+  OK(db_filter_set(&f, "status", "compile*", &E)); /* a prefix is not checked as a status */
+  OK(db_filter_set(&f, "timing", "sustained", &E));
+  CHECK(f.recipe && !strcmp(f.recipe, "copy") && f.origin && !strcmp(f.origin, "peer:*"));
+  FAILS(TUNE_EINVAL, db_filter_set(&f, "colour", "red", &E));
+  CHECK(strstr(E.msg, "colour") && strstr(E.msg, DB_FILTER_KEYS));
+  FAILS(TUNE_EINVAL, db_filter_set(&f, "recipe", "gemm", &E)); /* given twice */
+  CHECK(strstr(E.msg, "twice") && !strcmp(f.recipe, "copy"));
+  FAILS(TUNE_EINVAL, db_filter_set(&f, "device", NULL, &E));
+  memset(&f, 0, sizeof f);
+  FAILS(TUNE_EINVAL, db_filter_set(&f, "status", "fast", &E));
+  FAILS(TUNE_EINVAL, db_filter_set(&f, "timing", "slow", &E));
+  CHECK(!f.status && !f.timing);
+}
+
+/* The ids of rows, in order, as "1,2,3". */
+static void ids_of(json_t *rows, const char *key, char *buf, size_t n) {
+  size_t i, len = 0;
+  json_t *r;
+  buf[0] = 0;
+  json_array_foreach(rows, i, r)
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%lld", i ? "," : "",
+                            (long long)json_integer_value(json_object_get(r, key)));
+}
+
+/* Runs after test_queries: small has ok results of c1 (exhaustive) and c2 (random), c3
+ * (llm:test) has wrong, suspicious and compile_error ones; large has c2 ok. */
+static void test_filtered_queries(fixture *fx) {
+  json_t *rows = NULL, *all = NULL;
+  char got[256], want[256];
+  db_filter f;
+  memset(&f, 0, sizeof f);
+  OK(db_query_list_where(fx->db, &f, 0, &all, &E));
+  CHECK(json_array_size(all) > 5);
+  OK(db_query_list_where(fx->db, NULL, 0, &rows, &E)); /* NULL: the same */
+  CHECK(json_equal(rows, all));
+  json_decref(rows);
+  /* each key filters; the rows are those of the unfiltered list that match */
+  static const struct { const char *key, *value, *col; } cases[] = {
+      {"status", "wrong", "status"}, {"origin", "llm:test", "origin"},
+      {"origin", "llm:*", "origin"}, {"problem", "large", "problem"},
+      {"device", "NVIDIA H200", "device"}, {"timing", "burst", "timing"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    memset(&f, 0, sizeof f);
+    OK(db_filter_set(&f, cases[c].key, cases[c].value, &E));
+    OK(db_query_list_where(fx->db, &f, 0, &rows, &E));
+    size_t i, len = 0, n_want = 0;
+    json_t *r;
+    want[0] = 0;
+    size_t plen = strlen(cases[c].value) - (cases[c].value[strlen(cases[c].value) - 1] == '*');
+    json_array_foreach(all, i, r) {
+      const char *v = json_string_value(json_object_get(r, cases[c].col));
+      if (!v || strncmp(v, cases[c].value, plen) || (plen == strlen(cases[c].value) && v[plen]))
+        continue;
+      len += (size_t)snprintf(want + len, sizeof want - len, "%s%lld", n_want++ ? "," : "",
+                              (long long)json_integer_value(json_object_get(r, "id")));
+    }
+    ids_of(rows, "id", got, sizeof got);
+    CHECK(n_want > 0 && !strcmp(got, want));
+    if (strcmp(got, want)) fprintf(stderr, "  %s=%s: got %s, want %s\n", cases[c].key, cases[c].value, got, want);
+    json_decref(rows);
+  }
+  /* a prefix is not a pattern: '%' and '_' match only themselves */
+  memset(&f, 0, sizeof f);
+  OK(db_filter_set(&f, "origin", "%*", &E));
+  OK(db_query_list_where(fx->db, &f, 0, &rows, &E));
+  CHECK(json_array_size(rows) == 0);
+  json_decref(rows);
+  /* combined filters AND together; an unmatched value gives no rows */
+  memset(&f, 0, sizeof f);
+  OK(db_filter_set(&f, "status", "ok", &E));
+  OK(db_filter_set(&f, "origin", "random", &E));
+  OK(db_query_list_where(fx->db, &f, 0, &rows, &E));
+  CHECK(json_array_size(rows) == 2); /* c2 on small (150) and on large (1000) */
+  json_decref(rows);
+  OK(db_filter_set(&f, "timing", "sustained", &E));
+  OK(db_query_list_where(fx->db, &f, 0, &rows, &E));
+  CHECK(json_array_size(rows) == 0);
+  json_decref(rows);
+  /* best among what the filters select: exhaustive's best on small is c1's 180 */
+  memset(&f, 0, sizeof f);
+  OK(db_filter_set(&f, "origin", "exhaustive", &E));
+  OK(db_filter_set(&f, "problem", "small", &E));
+  OK(db_query_best_where(fx->db, &f, &rows, &E));
+  CHECK(json_array_size(rows) == 1);
+  CHECK(json_number_value(json_object_get(json_array_get(rows, 0), "median_ns")) == 180);
+  json_decref(rows);
+  memset(&f, 0, sizeof f);
+  OK(db_filter_set(&f, "status", "wrong", &E));
+  FAILS(TUNE_EINVAL, db_query_best_where(fx->db, &f, &rows, &E));
+  CHECK(rows == NULL);
+  json_decref(all);
+}
+
+static void test_csv(void) {
+  json_error_t jerr;
+  json_t *rows = json_loads(
+      "[{\"id\": 1, \"name\": \"plain\", \"params\": {\"BLOCK\": 128, \"fast\": true},"
+      "  \"t\": 1.5, \"none\": null, \"list\": [1, 2]},"
+      " {\"id\": 2, \"name\": \"a, b\", \"params\": {\"BLOCK\": 64}, \"t\": 0.1,"
+      "  \"quote\": \"say \\\"hi\\\"\", \"log\": \"line 1\\nline 2\"}]",
+      0, &jerr);
+  CHECK(rows != NULL);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  OK(db_rows_write_csv(rows, f, &E));
+  fclose(f);
+  const char *want =
+      "id,name,params.BLOCK,params.fast,t,none,list,quote,log\r\n"
+      "1,plain,128,true,1.5,,\"[1,2]\",,\r\n"
+      "2,\"a, b\",64,,0.1,,,\"say \"\"hi\"\"\",\"line 1\nline 2\"\r\n";
+  CHECK(buf && !strcmp(buf, want));
+  if (buf && strcmp(buf, want)) fprintf(stderr, "  csv:\n%s\n  want:\n%s\n", buf, want);
+  free(buf);
+  /* no rows: an empty header line */
+  json_t *empty = json_array();
+  buf = NULL;
+  f = open_memstream(&buf, &n);
+  OK(db_rows_write_csv(empty, f, &E));
+  fclose(f);
+  CHECK(buf && !strcmp(buf, "\r\n"));
+  free(buf);
+  json_decref(empty);
+  json_decref(rows);
+}
+
+static int raw_has(const char *path, const char *name) {
+  char sql[160];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM schema_migrations WHERE name = '%s'", name);
+  return raw_int(path, sql) == 1;
+}
+
+static void test_named_migrations(void) {
+  /* names in the order they apply, one per schema version */
+  int n = 0;
+  while (db_schema_migration_name(n)) {
+    if (n) CHECK(strcmp(db_schema_migration_name(n - 1), db_schema_migration_name(n)) < 0);
+    n++;
+  }
+  CHECK(n == DB_SCHEMA_VERSION);
+  CHECK(db_schema_migration_name(-1) == NULL);
+
+  /* a new file records every migration, with a time */
+  char path[512];
+  path_in(path, sizeof path, "named.db");
+  db_conn *db = NULL;
+  OK(db_open(path, 0, &db, &E));
+  db_close(db);
+  CHECK(raw_int(path, "SELECT count(*) FROM schema_migrations WHERE applied_at IS NOT NULL") ==
+        DB_SCHEMA_VERSION);
+  CHECK(raw_int(path, "PRAGMA user_version") == DB_SCHEMA_VERSION);
+  CHECK(raw_has(path, "0001-initial") && raw_has(path, "0005-views"));
+
+  /* a file of numbered migrations (schema 4, before the ledger and the views): on a write
+     the first four are recorded without a time and the missing one applied */
+  CHECK(raw_exec(path, "DROP VIEW v_vs_peer; DROP VIEW v_best; DROP VIEW v_results;"
+                       " DROP TABLE schema_migrations; PRAGMA user_version = 4") == SQLITE_OK);
+  db = NULL;
+  OK(db_open(path, 1, &db, &E)); /* read-only: as it is */
+  db_close(db);
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'schema_migrations'") == 0);
+  db = NULL;
+  OK(db_open(path, 0, &db, &E));
+  db_close(db);
+  CHECK(raw_int(path, "SELECT count(*) FROM schema_migrations WHERE applied_at IS NULL") == 4);
+  CHECK(raw_int(path, "SELECT count(*) FROM schema_migrations WHERE name = '0005-views'"
+                      " AND applied_at IS NOT NULL") == 1);
+  CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'view'") == 3);
+  CHECK(raw_int(path, "PRAGMA user_version") == DB_SCHEMA_VERSION);
+
+  /* a migration another branch added, sorting before one this file lacks: applied by name */
+  CHECK(raw_exec(path, "DROP VIEW v_vs_peer; DROP VIEW v_best; DROP VIEW v_results;"
+                       " DELETE FROM schema_migrations WHERE name = '0005-views';"
+                       " PRAGMA user_version = 4") == SQLITE_OK);
+  db = NULL;
+  OK(db_open(path, 0, &db, &E));
+  db_close(db);
+  CHECK(raw_has(path, "0005-views") && raw_int(path, "PRAGMA user_version") == DB_SCHEMA_VERSION);
+
+  /* a file with a migration this build does not know: refused for writing, named; readable */
+  CHECK(raw_exec(path, "INSERT INTO schema_migrations VALUES ('0005-other-branch', 'x');"
+                       " DELETE FROM schema_migrations WHERE name = '0004-even-handed-measurement';")
+        == SQLITE_OK);
+  db = (db_conn *)1;
+  FAILS(TUNE_EINVAL, db_open(path, 0, &db, &E));
+  CHECK(db == NULL && strstr(E.msg, "0005-other-branch") && strstr(E.msg, "does not know") &&
+        strstr(E.msg, "named.db"));
+  CHECK(!raw_has(path, "0004-even-handed-measurement")); /* nothing applied */
+  db = NULL;
+  OK(db_open(path, 1, &db, &E));
+  db_close(db);
+
+  /* a schema version past the numbered ones without a ledger is no file tune wrote */
+  CHECK(raw_exec(path, "DROP TABLE schema_migrations; PRAGMA user_version = 5") == SQLITE_OK);
+  FAILS(TUNE_EINVAL, db_open(path, 0, &db, &E));
+  CHECK(strstr(E.msg, "schema_migrations") != NULL);
+  remove_db(path);
+}
+
+/* The views agree with the queries tune runs (after test_queries, with a peer added). */
+static void test_views(fixture *fx) {
+  int64_t peer = 0;
+  OK(db_config_put(fx->db, "copy", "peer01", "{\"peer\": \"cublas\"}", "peer:cublas", &peer, &E));
+  db_result r = mk_result(fx->run, fx->recipe, fx->gpu, peer, fx->small, DB_OK, 120);
+  OK(db_result_put(fx->db, &r, &E)); /* faster than every variant, yet no best */
+  r = mk_result(fx->run, fx->recipe, fx->gpu, peer, fx->small, DB_OK, 90);
+  strcpy(r.timing, "sustained");
+  OK(db_result_put(fx->db, &r, &E));
+  json_t *best = NULL;
+  OK(db_query_best(fx->db, NULL, NULL, &best, &E));
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_best") == (long long)json_array_size(best));
+  size_t i;
+  json_t *row;
+  json_array_foreach(best, i, row) {
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM v_best WHERE result_id = %lld AND median_ns = %.17g",
+             (long long)json_integer_value(json_object_get(row, "result_id")),
+             json_number_value(json_object_get(row, "median_ns")));
+    CHECK(raw_int(fx->path, sql) == 1);
+  }
+  json_decref(best);
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_results") ==
+        raw_int(fx->path, "SELECT count(*) FROM results"));
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_results WHERE params IS NULL OR recipe IS NULL") == 0);
+  /* beside the peer: tune's best burst on small is 150 (c2); the peer 120 burst, 90 sustained */
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_vs_peer WHERE problem = 'small'") == 2);
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_vs_peer WHERE problem = 'small' AND peer = 'cublas'"
+                          " AND peer_timing = 'burst' AND tune_burst_ns = 150 AND peer_ns = 120"
+                          " AND abs(ratio - 0.8) < 1e-12") == 1);
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM v_vs_peer WHERE peer_timing = 'sustained'"
+                          " AND peer_ns = 90") == 1);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "%s/db_test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) {
@@ -858,6 +1099,9 @@ int main(void) {
   test_create_reopen();
   test_open_failures();
   test_readonly_folder();
+  test_filter_set();
+  test_csv();
+  test_named_migrations();
 
   fixture fx;
   memset(&fx, 0, sizeof fx);
@@ -871,6 +1115,8 @@ int main(void) {
     test_binaries(&fx);
     test_peaks(&fx);
     test_queries(&fx);
+    test_filtered_queries(&fx);
+    test_views(&fx);
     test_faults(&fx);
     test_threads(&fx);
     db_close(fx.db);
