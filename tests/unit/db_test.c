@@ -1,6 +1,7 @@
 /* db_test.c: unit tests of db/ (schema and its named migrations, upserts,
  * results, replay lookup, compile cache, CLI queries with filters, CSV, views,
- * failure paths). Runs in a fresh temporary directory; prints "N passed, M failed" and exits nonzero on any failure. */
+ * failure paths). Runs in a fresh temporary directory; prints "N passed, M
+ * failed" and exits nonzero on any failure. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
