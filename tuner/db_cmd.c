@@ -114,7 +114,7 @@ static void add_where(tune_argv *ap, db_cmd_opts *o, const char *kv) {
   tune_err_clear(&err);
   if (!eq || eq == kv) { tune_argv_bad(ap, "want KEY=VALUE (keys: " DB_FILTER_KEYS ")"); return; }
   snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-  if (db_filter_set(&o->where, (size_t)(eq - kv) < sizeof key ? key : kv, eq + 1, &err))
+  if (db_filter_set(&o->where, key, eq + 1, &err)) /* a key too long for key[] is unknown anyway */
     tune_argv_error(ap, "--where %s: %s", kv, err.msg);
   o->n_where++;
 }
