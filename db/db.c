@@ -45,9 +45,9 @@ int db_sql_fail(db_conn *db, tune_err *err, int sql_rc, const char *call, sqlite
   db->fault_now = 0;
   const char *sql = st ? sqlite3_sql(st) : NULL;
   if (sql)
-    return tune_fail(err, code, "db: %s:%d: %s [%.160s]: %s (%d)", base, line, call, sql, what,
+    return tune_fail(err, code, "db %s: %s (%s:%d: %s [%.160s]) (%d)", db->path, what, base, line, call, sql,
                      sql_rc);
-  return tune_fail(err, code, "db: %s:%d: %s: %s (%d)", base, line, call, what, sql_rc);
+  return tune_fail(err, code, "db %s: %s (%s:%d: %s) (%d)", db->path, what, base, line, call, sql_rc);
 }
 
 int db_stmt(db_conn *db, int id, const char *sql, sqlite3_stmt **out, tune_err *err) {

@@ -92,14 +92,25 @@ static void add_value(tune_argv *ap, const char *v, const char **list, int *n, i
   else list[(*n)++] = v;
 }
 
+/* sm_NN or sm_NNa (two or three digits): what NVRTC's --gpu-architecture takes for a cubin. */
+static int arch_valid(const char *a) {
+  if (strncmp(a, "sm_", 3)) return 0;
+  size_t d = strspn(a + 3, "0123456789");
+  return (d == 2 || d == 3) && (!a[3 + d] || (a[3 + d] == 'a' && !a[4 + d]));
+}
+
 /* One option of tune run into o; 0 when the argument is none of them. */
 static int run_option(tune_argv *ap, tune_run_opts *o) {
   const char *v = NULL, *h;
   int has_v;
   if (tune_argv_str(ap, "--db", &o->db_path) || tune_argv_str(ap, "--device", &o->device) ||
-      tune_argv_str(ap, "--strategy", &o->strategy) || tune_argv_str(ap, "--arch", &o->arch) ||
+      tune_argv_str(ap, "--strategy", &o->strategy) ||
       tune_argv_str(ap, "--proposer", &o->proposer) || tune_argv_str(ap, "--root", &o->root))
     return 1;
+  if (tune_argv_str(ap, "--arch", &o->arch)) {
+    if (o->arch && !arch_valid(o->arch)) tune_argv_bad(ap, "want sm_NN or sm_NNa (e.g. sm_90a, sm_80)");
+    return 1;
+  }
   if (tune_argv_str(ap, "--timing", &v)) {
     if (!strcmp(v, "sustained")) o->sustained = 1;
     else if (strcmp(v, "burst")) tune_argv_bad(ap, "want burst or sustained");
@@ -169,9 +180,10 @@ int tune_cmd_run(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   tune_err err;
   tune_err_clear(&err);
-  if (tune_session_run(&o, &err)) {
+  int usage_error = 0;
+  if (tune_session_run(&o, &usage_error, &err)) {
     fprintf(stderr, "tune run: %s\n", err.msg);
-    return err.code == TUNE_ENOGPU ? 3 : 1;
+    return usage_error ? 2 : err.code == TUNE_ENOGPU ? 3 : 1;
   }
   return tune_interrupted ? 128 + tune_interrupted : 0;
 }
