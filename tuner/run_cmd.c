@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "argv.h"
@@ -76,13 +77,26 @@ static const char *usage_run =
     "  --timeout MS         watchdog per variant (default: 30 s + 400x the reference time)\n"
     "  --quiet              only summaries, no line per variant\n";
 
+/* A stop signal this soon after the first is the same stop: `timeout -s INT` signals the child and
+   then its whole group, and a terminal may repeat a key; only a later one means "quit now". */
+#define STOP_REPEAT_S 2
+
+static struct timespec first_stop; /* when the first stop signal came (CLOCK_MONOTONIC) */
+
 /* Ctrl-C, or SIGTERM (what `timeout` and service managers send): stop after the variant in flight,
-   mark the run interrupted and exit 128 + the signal; a second stop signal leaves at once. */
+   print the summary, mark the run interrupted and exit 128 + the signal; a stop signal
+   STOP_REPEAT_S or more after the first leaves at once. Only async-signal-safe calls here. */
 static void on_stop_signal(int sig) {
-  if (tune_interrupted) _exit(128 + sig);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (tune_interrupted) {
+    if (now.tv_sec - first_stop.tv_sec - (now.tv_nsec < first_stop.tv_nsec) >= STOP_REPEAT_S) _exit(128 + sig);
+    return;
+  }
+  first_stop = now;
   tune_interrupted = sig;
-  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again to quit now)\n";
-  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again to quit now)\n";
+  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again after 2 s to quit now)\n";
+  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again after 2 s to quit now)\n";
   if (sig == SIGTERM ? write(2, m_term, sizeof m_term - 1) : write(2, m_int, sizeof m_int - 1)) {}
 }
 

@@ -290,6 +290,14 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   return TUNE_OK;
 }
 
+/* A stop signal fails the recipe code running when it comes (lua_limits.h): a failure once
+ * tune_interrupted is set is that stop, so the run ends as interrupted, with its summary. */
+static int stopped(tune_err *err) {
+  printf("stopped: %s\n", err->msg);
+  tune_err_clear(err);
+  return TUNE_OK;
+}
+
 /* One recipe on the device dev: its problems, its code proposals' verdicts, the last compiles
  * ahead of the strategy, the run row closed, and the summary. */
 static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err *err) {
@@ -304,7 +312,8 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
                         .peaks = &peaks, .st = &st, .codes = &codes};
   if (recipe_begin(s, &rr, &sc, &peaks, &space, err)) {
     search_space_free(space);
-    return err->code;
+    if (rr.run_id) db_run_end(s->db, rr.run_id, tune_interrupted ? "interrupted" : "failed", &(tune_err){0});
+    return tune_interrupted ? stopped(err) : err->code;
   }
   rr.deadline = o->budget_s > 0 ? tune_now_s() + o->budget_s : 0;
   double t_recipe = tune_now_s();
@@ -317,6 +326,7 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
     return err->code;
   }
   rc = run_problems(&rr, space, &selected, err);
+  if (rc && tune_interrupted) rc = stopped(err);
   if (!rc && codes.n) rc = tune_code_set_finish(&codes, s->db, o->quiet, err);
   tune_code_set_free(&codes);
   double t_s = tune_now_s(); /* the last guesses: finished and cached (or dropped after a failure) */
