@@ -21,6 +21,7 @@
 #include "progress.h"
 #include "recipe.h"
 #include "recipe_schema.h"
+#include "run_lock.h"
 #include "search.h"
 #include "search_config.h"
 #include "speculate.h"
@@ -240,6 +241,8 @@ typedef struct session {
   const tune_run_opts *o;
   tune_recipes *set;
   db_conn *db;
+  const char *db_path;
+  int run_lock_fd;                 /* the lock of the recipe's run row (run_lock.h), -1: none */
   tune_backend *be;                /* NULL: compile-only, or a recipe that is not replayed */
   const char *device;              /* --device, or "cuda:0" where a driver loads */
   int replay_default;              /* no GPU and no --device: the recipe file's recording */
@@ -283,6 +286,7 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   run.seed = s->seed;
   snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
   if (db_run_begin(s->db, &run, &rr->run_id, err)) return err->code;
+  tune_run_lock_take(s->db_path, rr->run_id, &s->run_lock_fd);
   if (tune_peaks_ensure(s->db, rr->device_id, rr->dev, s->be, peaks, err)) return err->code;
   if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak)
     printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)\n", peaks->copy_GBps,
@@ -313,6 +317,8 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
   if (recipe_begin(s, &rr, &sc, &peaks, &space, err)) {
     search_space_free(space);
     if (rr.run_id) db_run_end(s->db, rr.run_id, tune_interrupted ? "interrupted" : "failed", &(tune_err){0});
+    tune_run_lock_release(s->db_path, rr.run_id, s->run_lock_fd);
+    s->run_lock_fd = -1;
     return tune_interrupted ? stopped(err) : err->code;
   }
   rr.deadline = o->budget_s > 0 ? tune_now_s() + o->budget_s : 0;
@@ -334,6 +340,8 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
   st.t_compile += tune_now_s() - t_s;
   tune_spec_free(rr.spec);
   db_run_end(s->db, rr.run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
+  tune_run_lock_release(s->db_path, rr.run_id, s->run_lock_fd);
+  s->run_lock_fd = -1;
   search_space_free(space);
   if (rc) return rc;
   if (!selected) printf("%s: no problem matches --problem\n", r->name);
@@ -447,7 +455,12 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
     tune_recipes_root_line(s.set, line, sizeof line);
     printf("%s\n", line);
   }
-  int rc = db_open(o->db_path ? o->db_path : "tune.db", 0, &s.db, err);
+  s.db_path = o->db_path ? o->db_path : "tune.db";
+  s.run_lock_fd = -1;
+  int rc = db_open(s.db_path, 0, &s.db, err), n_reaped = 0;
+  if (!rc) rc = tune_run_lock_reap(s.db, s.db_path, &n_reaped, err);
+  if (n_reaped) printf("%s: %d run%s left running by a process that is gone: marked interrupted\n", s.db_path, n_reaped,
+                       n_reaped == 1 ? "" : "s");
   if (!rc) rc = choose_device(&s, err);
   s.seed = o->seed_given ? o->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
   for (int ri = 0; !rc && ri < s.set->n && !tune_interrupted; ++ri) {
