@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Concurrent `tune bundle -o same`: each writer has a temporary of its own and renames it into
+# Files tune writes are replaced atomically. Concurrent `tune bundle -o same`: each writer has a temporary of its own and renames it into
 # place, so every writer that can succeed does, the output is always a whole bundle once one has
 # succeeded, a failing writer removes nothing of another's, and no temporary is left behind.
 . "$(dirname "$0")/lib.sh"
@@ -35,4 +35,14 @@ check "a missing database is named" contains nodb.txt "nowhere.db"
 "$TUNE" bundle --recipe copy --db "$REC" --arch sm_90a --allow-source-change -o nodir/x.bundle >nodir.txt 2>&1
 check "an unwritable bundle fails" test $? -eq 1
 check "the error names the bundle" contains nodir.txt "nodir/x.bundle"
+# tune db export -o: a failed export keeps the earlier file; a good one replaces it whole
+echo earlier > x.json
+"$TUNE" db export --db "$REC" --format t4 --recipe copy --problem nope -o x.json >ex.txt 2>&1
+check "a failed export fails" test $? -eq 1
+check "a failed export keeps the earlier file" test "$(cat x.json)" = earlier
+"$TUNE" db export --db "$REC" --format t4 --recipe copy --problem 64MiB -o x.json >ex.txt 2>&1
+check "an export succeeds" test $? -eq 0
+check "it replaced the file" contains x.json '"problem": "64MiB"'
+check "with the mode of a plain file" test -r x.json -a "$(stat -c %a x.json)" = "$(umask -S >/dev/null; printf '%o' $((0666 & ~0$(umask))))"
+check "no export temporary is left" test -z "$(ls -a | grep '\.tmp')"
 finish
