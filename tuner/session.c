@@ -79,6 +79,13 @@ static void name_list(const char *const *names, int n, char *out, size_t len) {
   }
 }
 
+/* Append name to names[*n] (at most max) unless it is there: a file's recipes share names. */
+static void add_name(const char **names, int *n, int max, const char *name) {
+  for (int i = 0; i < *n; ++i)
+    if (!strcmp(names[i], name)) return;
+  if (*n < max) names[(*n)++] = name;
+}
+
 /* "; did you mean X?" when X is near word among names, else "". */
 static void did_you_mean(const char *word, const char *const *names, int n, char *out, size_t len) {
   const char *near = tune_nearest_name(word, names, n);
@@ -93,7 +100,7 @@ static int check_problem_filter(const tune_recipes *set, const char *f, const ch
     for (int pi = 0; pi < set->r[ri].n_problems; ++pi) {
       const tune_problem *p = &set->r[ri].problems[pi];
       if (by_dims ? json_matches(p->dims_json, f) : !strcmp(f, p->name)) return TUNE_OK;
-      if (n < 256) names[n++] = p->name;
+      add_name(names, &n, 256, p->name);
     }
   char list[1024], hint[128] = "";
   name_list(names, n, list, sizeof list);
@@ -126,7 +133,7 @@ static int check_only_pair(const tune_recipes *set, const char *filter, const ch
           value_json(&pa->values[j], v, sizeof v);
           if (!strcmp(v, eq + 1)) return TUNE_OK;
         }
-      } else if (n < (int)(sizeof names / sizeof names[0])) names[n++] = pa->name;
+      } else add_name(names, &n, (int)(sizeof names / sizeof names[0]), pa->name);
     }
   char list[1024], hint[128] = "";
   if (!param) {
