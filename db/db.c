@@ -45,9 +45,9 @@ int db_sql_fail(db_conn *db, tune_err *err, int sql_rc, const char *call, sqlite
   db->fault_now = 0;
   const char *sql = st ? sqlite3_sql(st) : NULL;
   if (sql)
-    return tune_fail(err, code, "db: %s:%d: %s [%.160s]: %s (%d)", base, line, call, sql, what,
+    return tune_fail(err, code, "db %s: %s (%s:%d: %s [%.160s]) (%d)", db->path, what, base, line, call, sql,
                      sql_rc);
-  return tune_fail(err, code, "db: %s:%d: %s: %s (%d)", base, line, call, what, sql_rc);
+  return tune_fail(err, code, "db %s: %s (%s:%d: %s) (%d)", db->path, what, base, line, call, sql_rc);
 }
 
 int db_stmt(db_conn *db, int id, const char *sql, sqlite3_stmt **out, tune_err *err) {
@@ -372,6 +372,53 @@ int db_run_end(db_conn *db, int64_t run_id, const char *status, tune_err *err) {
     rc = tune_fail(err, TUNE_ENOTFOUND, "db_run_end: no run %lld", (long long)run_id);
 fail:
   db_stmt_done(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+int db_runs_running(db_conn *db, db_running_run **out, int *n, tune_err *err) {
+  int rc = TUNE_OK, step = 0, cap = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !out || !n) return tune_fail(err, TUNE_EINVAL, "db_runs_running: NULL argument");
+  *out = NULL;
+  *n = 0;
+  DB_LOCK(db);
+  /* the latest sign of life of a run: its start or its newest result */
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+          "SELECT r.id, (julianday('now') - julianday(max(r.started_at,"
+          " coalesce((SELECT max(x.created_at) FROM results x WHERE x.run_id = r.id), '')))) * 86400.0"
+          " FROM runs r WHERE r.status = 'running' ORDER BY r.id", -1, &st, NULL));
+  for (;;) {
+    SQL_STEP(db, err, st, step);
+    if (step != SQLITE_ROW) break;
+    if (*n == cap) {
+      db_running_run *grown = realloc(*out, (size_t)(cap = cap ? 2 * cap : 8) * sizeof **out);
+      if (!grown) { rc = tune_fail(err, TUNE_ENOMEM, "db %s: out of memory", db->path); goto fail; }
+      *out = grown;
+    }
+    (*out)[*n].id = sqlite3_column_int64(st, 0);
+    (*out)[(*n)++].idle_s = sqlite3_column_double(st, 1);
+  }
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  if (rc) { free(*out); *out = NULL; *n = 0; }
+  return rc;
+}
+
+int db_run_mark_interrupted(db_conn *db, int64_t run_id, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db) return tune_fail(err, TUNE_EINVAL, "db_run_mark_interrupted: NULL argument");
+  DB_LOCK(db);
+  /* only a run still running: one that ended meanwhile keeps its own status */
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+          "UPDATE runs SET status = 'interrupted', ended_at = coalesce((SELECT max(x.created_at) FROM results x"
+          " WHERE x.run_id = runs.id), started_at) WHERE id = ?1 AND status = 'running'", -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, run_id));
+  SQL_STEP(db, err, st, step);
+fail:
+  sqlite3_finalize(st);
   DB_UNLOCK(db);
   return rc;
 }

@@ -140,6 +140,20 @@ int db_run_begin(db_conn *db, const db_run *r, int64_t *id, tune_err *err);
 /* status: "done", "interrupted", "failed" */
 int db_run_end(db_conn *db, int64_t run_id, const char *status, tune_err *err);
 
+/* A run whose row says `running`, and how long it has shown no sign of life. */
+typedef struct db_running_run {
+  int64_t id;
+  double idle_s;  /* [s] since its start or its newest result, whichever is later */
+} db_running_run;
+
+/* The runs whose status is `running`: *out (malloc'd, the caller frees; NULL when *n is 0).
+ * Whether such a run's process is alive is not the database's to know (the caller checks). */
+int db_runs_running(db_conn *db, db_running_run **out, int *n, tune_err *err);
+
+/* Mark a run `interrupted` (ended at its newest result, else its start) if it is still
+ * `running`; a run that ended meanwhile is left as it is. */
+int db_run_mark_interrupted(db_conn *db, int64_t run_id, tune_err *err);
+
 /* One transaction. r->id is set. */
 int db_result_put(db_conn *db, db_result *r, tune_err *err);
 /* Latest result for (recipe source, device, config, problem) that is a final

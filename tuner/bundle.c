@@ -105,8 +105,7 @@ static int run_stages(bstate *s, tune_err *err) {
   if (bundle_compile(s, err) || check_sources(s, err)) return err->code;
   for (int i = 0; i < s->n_entries; ++i)
     if (bundle_check_entry(s, &s->ent[i], err)) return err->code;
-  if (bundle_write(s, err)) return err->code;
-  if (bundle_verify(s, err)) { unlink(o->out); return err->code; }
+  if (bundle_write(s, err)) return err->code; /* and verified before it is renamed into place */
   return TUNE_OK;
 }
 

@@ -87,7 +87,7 @@ int tune_cmd_bundle(int argc, char **argv) {
   tune_err err;
   tune_err_clear(&err);
   if (tune_bundle_run(&o, &err)) {
-    fprintf(stderr, "tune bundle: %s\n", err.msg);
+    fprintf(stderr, "tune bundle: %s: not written: %s\n", o.out, err.msg);
     return 1;
   }
   return 0;

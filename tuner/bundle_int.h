@@ -7,7 +7,8 @@
  *   express  (bundle_expr.c)     the family's dims and params, and each entry's launch geometry,
  *                                shapes, values, requirements and defines as expressions libtunert
  *                                evaluates (runtime/tunert_expr.h), checked against Lua's values;
- *   write    (bundle_write.c)    the bundle file through db/db_bundle.h;
+ *   write    (bundle_write.c)    the bundle file through db/db_bundle.h, verified before it is renamed
+ *                                into place;
  *   verify   (bundle_verify.c)   the written file opened by libtunert, every tuned problem selected.
  * bundle.c runs them in that order. Memory: bstate owns everything below it; bundle_state_free
  * releases it. */
@@ -80,6 +81,7 @@ typedef struct bfamily {
 
 typedef struct bstate {
   const tune_bundle_opts *o;
+  const char *verify_path;     /* the file bundle_verify opens: bundle_write's temporary, else o->out */
   int n_dbs;
   const char *db_paths[TUNE_BUNDLE_MAX_DBS];
   db_conn *dbs[TUNE_BUNDLE_MAX_DBS];
@@ -124,8 +126,10 @@ int bundle_check_entry(bstate *s, bentry *be, tune_err *err);
 int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
                     char *why, size_t n);
 
-/* write: the bundle file s->o->out, replaced atomically; verify: open it with libtunert and
- * select every entry's problem, checking variant, launches and tensor maps. */
+/* write: the bundle into a temporary of its own beside s->o->out (OUT.tmp.XXXXXX), verified
+ * there (bundle_verify), then renamed over s->o->out; a failure removes only that temporary, so
+ * another writer's finished bundle at the same path is never lost. verify: open the file with
+ * libtunert and select every entry's problem, checking variant, launches and tensor maps. */
 int bundle_write(bstate *s, tune_err *err);
 int bundle_verify(bstate *s, tune_err *err);
 

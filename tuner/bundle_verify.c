@@ -19,7 +19,7 @@ int bundle_verify(bstate *s, tune_err *err) {
   opt.flags = TUNERT_OPEN_NO_DEVICE;
   tunert_ctx *ctx = NULL;
   tunert_err te;
-  if (tunert_open(s->o->out, &opt, &ctx, &te)) return tune_fail(err, TUNE_EINTERNAL, "the bundle does not open: %s", te.msg);
+  if (tunert_open(s->verify_path ? s->verify_path : s->o->out, &opt, &ctx, &te)) return tune_fail(err, TUNE_EINTERNAL, "the bundle does not open: %s", te.msg);
   int rc = TUNE_OK;
   for (int i = 0; i < s->n_entries && !rc; ++i) {
     bentry *be = &s->ent[i];

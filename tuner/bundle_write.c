@@ -1,9 +1,14 @@
 /* bundle_write.c: the bundle file: meta (tool, compiler, device, archs, source databases),
  * families with their args, variants with their binaries, and per tuned problem its entry (launch
  * geometry, argument shapes and values, tensor maps, provenance), all through db/db_bundle.h in
- * one transaction: a failure leaves no file. */
+ * one transaction, into a temporary of this process's own that is verified and then renamed over
+ * the output: a failure leaves no file and removes nothing another writer made. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bundle_int.h"
 #include "compile_ptx.h"
@@ -143,12 +148,32 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
   return TUNE_OK;
 }
 
-int bundle_write(bstate *s, tune_err *err) {
+/* The bundle's tables into the file at path (db_bundle_create: through path.tmp, renamed on commit). */
+static int write_tables(bstate *s, const char *path, tune_err *err) {
   db_bundle_writer *w = NULL;
-  if (db_bundle_create(s->o->out, &w, err)) return err->code;
+  if (db_bundle_create(path, &w, err)) return err->code;
   if (write_meta(s, w, err) || write_families(s, w, err) || write_variants(s, w, err) || write_entries(s, w, err)) {
     db_bundle_abort(w);
     return err->code;
   }
   return db_bundle_commit(w, err);
+}
+
+int bundle_write(bstate *s, tune_err *err) {
+  const char *out = s->o->out;
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out) >= (int)sizeof tmp)
+    return tune_fail(err, TUNE_EINVAL, "bundle %s: path too long", out);
+  /* mkstemp reserves a name no other writer has: concurrent bundles to one path never share a
+     temporary, and each removes only its own */
+  int fd = mkstemp(tmp);
+  if (fd < 0) return tune_fail(err, TUNE_EIO, "bundle %s: cannot create a temporary beside it: %s", out, strerror(errno));
+  close(fd);
+  s->verify_path = tmp;
+  int rc = write_tables(s, tmp, err);
+  if (!rc) rc = bundle_verify(s, err);
+  s->verify_path = NULL;
+  if (!rc && rename(tmp, out)) rc = tune_fail(err, TUNE_EIO, "bundle %s: cannot rename %s over it: %s", out, tmp, strerror(errno));
+  if (rc) unlink(tmp);
+  return rc;
 }

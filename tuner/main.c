@@ -10,13 +10,23 @@
 #include "version.h"
 #include "worker.h"
 
+static const char *usage_worker =
+    "usage: tune worker [--device N]\n"
+    "\n"
+    "The GPU worker process: tune run starts one per GPU and speaks its protocol\n"
+    "(tuner/protocol.h) on the worker's stdin and stdout; not for direct use.\n"
+    "\n"
+    "  --device N   the CUDA device ordinal to measure on (default 0)\n";
+
 /* `tune worker --device N`: started by tune run (backend_cuda.c), speaks the protocol on stdout. */
 static int cmd_worker(int argc, char **argv) {
   int dev = 0;
   tune_argv ap;
   tune_argv_init(&ap, "tune worker", argc, argv);
-  while (tune_argv_next(&ap))
+  while (tune_argv_next(&ap)) {
+    if (tune_argv_flag(&ap, "--help") || tune_argv_flag(&ap, "-h")) { fputs(usage_worker, stdout); return 0; }
     if (!tune_argv_int(&ap, "--device", &dev)) tune_argv_unknown(&ap);
+  }
   if (ap.failed) { fprintf(stderr, "%s\n", ap.msg); return 2; }
   /* the tuner decides when the worker stops: a signal to the whole process group (Ctrl-C, a
      group SIGTERM) must not kill it mid-measurement, which would record a false crash */
@@ -28,6 +38,10 @@ static int cmd_worker(int argc, char **argv) {
 }
 
 static int cmd_version(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "--help") && strcmp(argv[0], "-h")) {
+    fprintf(stderr, "tune version: unexpected argument %s (it takes none)\n", argv[0]);
+    return 2;
+  }
   puts("tune " TUNE_VERSION);
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "argv.h"
@@ -76,13 +77,26 @@ static const char *usage_run =
     "  --timeout MS         watchdog per variant (default: 30 s + 400x the reference time)\n"
     "  --quiet              only summaries, no line per variant\n";
 
+/* A stop signal this soon after the first is the same stop: `timeout -s INT` signals the child and
+   then its whole group, and a terminal may repeat a key; only a later one means "quit now". */
+#define STOP_REPEAT_S 2
+
+static struct timespec first_stop; /* when the first stop signal came (CLOCK_MONOTONIC) */
+
 /* Ctrl-C, or SIGTERM (what `timeout` and service managers send): stop after the variant in flight,
-   mark the run interrupted and exit 128 + the signal; a second stop signal leaves at once. */
+   print the summary, mark the run interrupted and exit 128 + the signal; a stop signal
+   STOP_REPEAT_S or more after the first leaves at once. Only async-signal-safe calls here. */
 static void on_stop_signal(int sig) {
-  if (tune_interrupted) _exit(128 + sig);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (tune_interrupted) {
+    if (now.tv_sec - first_stop.tv_sec - (now.tv_nsec < first_stop.tv_nsec) >= STOP_REPEAT_S) _exit(128 + sig);
+    return;
+  }
+  first_stop = now;
   tune_interrupted = sig;
-  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again to quit now)\n";
-  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again to quit now)\n";
+  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again after 2 s to quit now)\n";
+  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again after 2 s to quit now)\n";
   if (sig == SIGTERM ? write(2, m_term, sizeof m_term - 1) : write(2, m_int, sizeof m_int - 1)) {}
 }
 
@@ -92,14 +106,25 @@ static void add_value(tune_argv *ap, const char *v, const char **list, int *n, i
   else list[(*n)++] = v;
 }
 
+/* sm_NN or sm_NNa (two or three digits): what NVRTC's --gpu-architecture takes for a cubin. */
+static int arch_valid(const char *a) {
+  if (strncmp(a, "sm_", 3)) return 0;
+  size_t d = strspn(a + 3, "0123456789");
+  return (d == 2 || d == 3) && (!a[3 + d] || (a[3 + d] == 'a' && !a[4 + d]));
+}
+
 /* One option of tune run into o; 0 when the argument is none of them. */
 static int run_option(tune_argv *ap, tune_run_opts *o) {
   const char *v = NULL, *h;
   int has_v;
   if (tune_argv_str(ap, "--db", &o->db_path) || tune_argv_str(ap, "--device", &o->device) ||
-      tune_argv_str(ap, "--strategy", &o->strategy) || tune_argv_str(ap, "--arch", &o->arch) ||
+      tune_argv_str(ap, "--strategy", &o->strategy) ||
       tune_argv_str(ap, "--proposer", &o->proposer) || tune_argv_str(ap, "--root", &o->root))
     return 1;
+  if (tune_argv_str(ap, "--arch", &o->arch)) {
+    if (o->arch && !arch_valid(o->arch)) tune_argv_bad(ap, "want sm_NN or sm_NNa (e.g. sm_90a, sm_80)");
+    return 1;
+  }
   if (tune_argv_str(ap, "--timing", &v)) {
     if (!strcmp(v, "sustained")) o->sustained = 1;
     else if (strcmp(v, "burst")) tune_argv_bad(ap, "want burst or sustained");
@@ -169,9 +194,10 @@ int tune_cmd_run(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   tune_err err;
   tune_err_clear(&err);
-  if (tune_session_run(&o, &err)) {
+  int usage_error = 0;
+  if (tune_session_run(&o, &usage_error, &err)) {
     fprintf(stderr, "tune run: %s\n", err.msg);
-    return err.code == TUNE_ENOGPU ? 3 : 1;
+    return usage_error ? 2 : err.code == TUNE_ENOGPU ? 3 : 1;
   }
   return tune_interrupted ? 128 + tune_interrupted : 0;
 }

@@ -20,6 +20,8 @@
 #include "problem_space.h"
 #include "progress.h"
 #include "recipe.h"
+#include "recipe_schema.h"
+#include "run_lock.h"
 #include "search.h"
 #include "search_config.h"
 #include "speculate.h"
@@ -62,6 +64,105 @@ static int problem_selected(const tune_run_opts *o, const tune_problem *p) {
     if (json_matches(p->dims_json, f)) return 1;
   }
   return 0;
+}
+
+/* ---- the filters against the recipe file ---------------------------------- */
+
+/* names[0..n) as "a, b, c" into out (cut short with "..." when it does not fit). */
+static void name_list(const char *const *names, int n, char *out, size_t len) {
+  size_t used = 0;
+  out[0] = 0;
+  for (int i = 0; i < n && used < len; ++i) {
+    int w = snprintf(out + used, len - used, "%s%s", i ? ", " : "", names[i]);
+    if (w < 0 || (size_t)w >= len - used) { snprintf(out + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "..."); return; }
+    used += (size_t)w;
+  }
+}
+
+/* Append name to names[*n] (at most max) unless it is there: a file's recipes share names. */
+static void add_name(const char **names, int *n, int max, const char *name) {
+  for (int i = 0; i < *n; ++i)
+    if (!strcmp(names[i], name)) return;
+  if (*n < max) names[(*n)++] = name;
+}
+
+/* "; did you mean X?" when X is near word among names, else "". */
+static void did_you_mean(const char *word, const char *const *names, int n, char *out, size_t len) {
+  const char *near = tune_nearest_name(word, names, n);
+  snprintf(out, len, "%s%s%s", near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+}
+
+/* --problem F names a problem of some recipe of the file, or matches its dims. */
+static int check_problem_filter(const tune_recipes *set, const char *f, const char *file, tune_err *err) {
+  const char *names[256];
+  int n = 0, by_dims = strchr(f, '=') != NULL;
+  for (int ri = 0; ri < set->n; ++ri)
+    for (int pi = 0; pi < set->r[ri].n_problems; ++pi) {
+      const tune_problem *p = &set->r[ri].problems[pi];
+      if (by_dims ? json_matches(p->dims_json, f) : !strcmp(f, p->name)) return TUNE_OK;
+      add_name(names, &n, 256, p->name);
+    }
+  char list[1024], hint[128] = "";
+  name_list(names, n, list, sizeof list);
+  if (!by_dims) did_you_mean(f, names, n, hint, sizeof hint);
+  return tune_fail(err, TUNE_EINVAL, "--problem %s: no problem of %s %s (its problems: %s)%s", f, file,
+                   by_dims ? "has those dims" : "has that name", list, hint);
+}
+
+/* A parameter value as configs' JSON writes it: 128, true, "row". */
+static void value_json(const tune_value *v, char *out, size_t n) {
+  if (v->kind == 'b') snprintf(out, n, "%s", v->i ? "true" : "false");
+  else if (v->kind == 's') snprintf(out, n, "\"%s\"", v->s);
+  else snprintf(out, n, "%lld", v->i);
+}
+
+/* One K=V of an --only filter: K a parameter of some recipe of the file, V one of its values there. */
+static int check_only_pair(const tune_recipes *set, const char *filter, const char *kv, tune_err *err) {
+  const char *eq = strchr(kv, '=');
+  if (!eq || eq == kv) return tune_fail(err, TUNE_EINVAL, "--only %s: want PARAM=VALUE[,PARAM=VALUE...]", filter);
+  const char *names[SEARCH_MAX_PARAMS * 4];
+  const tune_param *param = NULL;
+  int n = 0;
+  for (int ri = 0; ri < set->n; ++ri)
+    for (int k = 0; k < set->r[ri].n_params; ++k) {
+      const tune_param *pa = &set->r[ri].params[k];
+      if (strlen(pa->name) == (size_t)(eq - kv) && !strncmp(pa->name, kv, (size_t)(eq - kv))) {
+        param = pa;
+        for (int j = 0; j < pa->n_values; ++j) {
+          char v[256];
+          value_json(&pa->values[j], v, sizeof v);
+          if (!strcmp(v, eq + 1)) return TUNE_OK;
+        }
+      } else add_name(names, &n, (int)(sizeof names / sizeof names[0]), pa->name);
+    }
+  char list[1024], hint[128] = "";
+  if (!param) {
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    name_list(names, n, list, sizeof list);
+    did_you_mean(key, names, n, hint, sizeof hint);
+    return tune_fail(err, TUNE_EINVAL, "--only %s: no parameter %s (parameters: %s)%s", filter, key, list, hint);
+  }
+  char vals[64][64];
+  const char *vp[64];
+  int nv = param->n_values < 64 ? param->n_values : 64;
+  for (int j = 0; j < nv; ++j) value_json(&param->values[j], vals[j], sizeof vals[j]), vp[j] = vals[j];
+  name_list(vp, nv, list, sizeof list);
+  return tune_fail(err, TUNE_EINVAL, "--only %s: %s has no value %s (its values: %s)", filter, param->name, eq + 1, list);
+}
+
+int tune_run_opts_check(const tune_run_opts *o, const tune_recipes *set, tune_err *err) {
+  for (int i = 0; i < o->n_problems; ++i)
+    if (check_problem_filter(set, o->problems[i], o->recipe_path, err)) return err->code;
+  for (int i = 0; i < o->n_only; ++i) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", o->only[i]);
+    int pairs = 0;
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save), ++pairs)
+      if (check_only_pair(set, o->only[i], kv, err)) return err->code;
+    if (!pairs) return tune_fail(err, TUNE_EINVAL, "--only %s: want PARAM=VALUE[,PARAM=VALUE...]", o->only[i]);
+  }
+  return TUNE_OK;
 }
 
 void tune_default_replay_path(const tune_recipes *set, const char *recipe_path, char *out, size_t n) {
@@ -147,6 +248,8 @@ typedef struct session {
   const tune_run_opts *o;
   tune_recipes *set;
   db_conn *db;
+  const char *db_path;
+  int run_lock_fd;                 /* the lock of the recipe's run row (run_lock.h), -1: none */
   tune_backend *be;                /* NULL: compile-only, or a recipe that is not replayed */
   const char *device;              /* --device, or "cuda:0" where a driver loads */
   int replay_default;              /* no GPU and no --device: the recipe file's recording */
@@ -171,6 +274,9 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   if (search_space_enumerate(&def, space, err)) return err->code;
   printf("%s: %zu of %llu configs satisfy the constraints (%.3f s)\n", r->name, (*space)->n_points,
          (unsigned long long)(*space)->n_total, tune_now_s() - t0);
+  if (!(*space)->n_points)
+    return tune_fail(err, TUNE_EINVAL, "%s: recipe %s: its constraints reject every one of its %llu configs: nothing to tune",
+                     r->file, r->name, (unsigned long long)(*space)->n_total);
   db_run run;
   memset(&run, 0, sizeof run);
   run.recipe_id = rr->recipe_id;
@@ -187,10 +293,19 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   run.seed = s->seed;
   snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
   if (db_run_begin(s->db, &run, &rr->run_id, err)) return err->code;
+  tune_run_lock_take(s->db_path, rr->run_id, &s->run_lock_fd);
   if (tune_peaks_ensure(s->db, rr->device_id, rr->dev, s->be, peaks, err)) return err->code;
   if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak)
     printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)\n", peaks->copy_GBps,
            peaks->tensor_TFLOPs, peaks->tensor_measured ? "measured" : "computed bound");
+  return TUNE_OK;
+}
+
+/* A stop signal fails the recipe code running when it comes (lua_limits.h): a failure once
+ * tune_interrupted is set is that stop, so the run ends as interrupted, with its summary. */
+static int stopped(tune_err *err) {
+  printf("stopped: %s\n", err->msg);
+  tune_err_clear(err);
   return TUNE_OK;
 }
 
@@ -208,7 +323,10 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
                         .peaks = &peaks, .st = &st, .codes = &codes};
   if (recipe_begin(s, &rr, &sc, &peaks, &space, err)) {
     search_space_free(space);
-    return err->code;
+    if (rr.run_id) db_run_end(s->db, rr.run_id, tune_interrupted ? "interrupted" : "failed", &(tune_err){0});
+    tune_run_lock_release(s->db_path, rr.run_id, s->run_lock_fd);
+    s->run_lock_fd = -1;
+    return tune_interrupted ? stopped(err) : err->code;
   }
   rr.deadline = o->budget_s > 0 ? tune_now_s() + o->budget_s : 0;
   double t_recipe = tune_now_s();
@@ -221,6 +339,7 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
     return err->code;
   }
   rc = run_problems(&rr, space, &selected, err);
+  if (rc && tune_interrupted) rc = stopped(err);
   if (!rc && codes.n) rc = tune_code_set_finish(&codes, s->db, o->quiet, err);
   tune_code_set_free(&codes);
   double t_s = tune_now_s(); /* the last guesses: finished and cached (or dropped after a failure) */
@@ -228,6 +347,8 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
   st.t_compile += tune_now_s() - t_s;
   tune_spec_free(rr.spec);
   db_run_end(s->db, rr.run_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", &(tune_err){0});
+  tune_run_lock_release(s->db_path, rr.run_id, s->run_lock_fd);
+  s->run_lock_fd = -1;
   search_space_free(space);
   if (rc) return rc;
   if (!selected) printf("%s: no problem matches --problem\n", r->name);
@@ -325,17 +446,28 @@ static int recipe_device(session *s, tune_recipe *r, db_device *dev, int *skip, 
   return TUNE_OK;
 }
 
-int tune_session_run(const tune_run_opts *o, tune_err *err) {
+int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
   session s;
   memset(&s, 0, sizeof s);
   s.o = o;
+  *usage_error = 0;
   if (tune_recipes_load_root(o->recipe_path, o->root, &s.set, err)) return err->code;
+  if (tune_run_opts_check(o, s.set, err)) {
+    *usage_error = 1;
+    tune_recipes_free(s.set);
+    return err->code;
+  }
   {
     char line[PATH_MAX + 64];
     tune_recipes_root_line(s.set, line, sizeof line);
     printf("%s\n", line);
   }
-  int rc = db_open(o->db_path ? o->db_path : "tune.db", 0, &s.db, err);
+  s.db_path = o->db_path ? o->db_path : "tune.db";
+  s.run_lock_fd = -1;
+  int rc = db_open(s.db_path, 0, &s.db, err), n_reaped = 0;
+  if (!rc) rc = tune_run_lock_reap(s.db, s.db_path, &n_reaped, err);
+  if (n_reaped) printf("%s: %d run%s left running by a process that is gone: marked interrupted\n", s.db_path, n_reaped,
+                       n_reaped == 1 ? "" : "s");
   if (!rc) rc = choose_device(&s, err);
   s.seed = o->seed_given ? o->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
   for (int ri = 0; !rc && ri < s.set->n && !tune_interrupted; ++ri) {

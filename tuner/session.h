@@ -50,15 +50,21 @@ typedef struct tune_run_opts {
 /* Does a config (its JSON, as the database stores it) pass the --only filters? */
 int tune_run_opts_select_config(const tune_run_opts *o, const char *params_json);
 
+/* Check the --problem and --only filters against the recipe file's recipes: each --problem must
+ * name a problem of one of them (or match its dims), each K=V of --only a parameter and one of its
+ * values. TUNE_EINVAL otherwise, naming the option and listing the valid names. */
+struct tune_recipes;
+int tune_run_opts_check(const tune_run_opts *o, const struct tune_recipes *set, tune_err *err);
+
 /* Run the recipe file's recipes. Returns TUNE_OK when the run completed (even
- * if variants failed: those are results). */
-int tune_session_run(const tune_run_opts *o, tune_err *err);
+ * if variants failed: those are results). *usage_error = 1 when it failed
+ * because an option does not fit the recipe (tune_run_opts_check). */
+int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err);
 
 /* The recorded database a recipe file replays by default:
  * <root>/data/recorded/<recipe file stem>.db, written into out[n]; for a
  * file recipes/<family>/<sub>.lua, <family>.<sub>.db where that exists
  * (a sub-recipe file recorded on its own, e.g. gemm.f16.db). */
-struct tune_recipes;
 void tune_default_replay_path(const struct tune_recipes *set, const char *recipe_path, char *out, size_t n);
 
 /* Set by SIGINT: the session stops after the variant in flight. */
