@@ -293,6 +293,47 @@ int db_recipe_put(db_conn *db, const char *name, const char *source_hash, const 
       vals, 4, "recipe", name, source_hash, id, err);
 }
 
+int db_recipe_set_code_hash(db_conn *db, int64_t id, const char *code_hash, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !code_hash) return tune_fail(err, TUNE_EINVAL, "db_recipe_set_code_hash: NULL argument");
+  if (!*code_hash) return TUNE_OK;
+  DB_LOCK(db);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, "UPDATE recipes SET code_hash = ?2 WHERE id = ?1 AND code_hash = ''",
+                                      -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, id));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 2, code_hash, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
+int db_recipe_code_hash(db_conn *db, const char *name, const char *source_hash, char code_hash[17], tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  code_hash[0] = 0;
+  DB_LOCK(db);
+  /* recorded files of older schemas have no such column: then nothing was recorded */
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, "SELECT 1 FROM pragma_table_info('recipes') WHERE name = 'code_hash'",
+                                      -1, &st, NULL));
+  SQL_STEP(db, err, st, step);
+  sqlite3_finalize(st);
+  st = NULL;
+  if (step != SQLITE_ROW) goto fail;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, "SELECT code_hash FROM recipes WHERE name = ?1 AND source_hash = ?2",
+                                      -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 2, source_hash, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  if (step == SQLITE_ROW) col_copy(st, 0, code_hash, 17);
+fail:
+  sqlite3_finalize(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
 int db_problem_put(db_conn *db, const char *recipe_name, const char *name, const char *hash,
                    const char *dims_json, int64_t *id, tune_err *err) {
   if (!db || !id) return tune_fail(err, TUNE_EINVAL, "db_problem_put: NULL argument");

@@ -24,7 +24,7 @@
 /* The number of schema migrations this build knows (db_schema.c), and so the
  * PRAGMA user_version of a file it made: a tune that knows fewer refuses the
  * file as newer. */
-#define DB_SCHEMA_VERSION 5
+#define DB_SCHEMA_VERSION 6
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables, columns or views. */
 #define DB_SCHEMA_READ_MIN 1
@@ -131,6 +131,11 @@ int db_schema_version(db_conn *db, int *version, tune_err *err);
 int db_device_put(db_conn *db, const db_device *d, int64_t *id, tune_err *err);
 int db_recipe_put(db_conn *db, const char *name, const char *source_hash, const char *path,
                   const char *source, int64_t *id, tune_err *err);
+/* Record the normalised source hash of recipe row id (kept once set); "" is ignored. */
+int db_recipe_set_code_hash(db_conn *db, int64_t id, const char *code_hash, tune_err *err);
+/* The code hash recorded for recipe (name, source_hash), "" where none was (or the file's schema
+ * predates it) into code_hash[17]. */
+int db_recipe_code_hash(db_conn *db, const char *name, const char *source_hash, char code_hash[17], tune_err *err);
 int db_problem_put(db_conn *db, const char *recipe_name, const char *name, const char *hash,
                    const char *dims_json, int64_t *id, tune_err *err);
 int db_config_put(db_conn *db, const char *recipe_name, const char *hash,

@@ -307,6 +307,10 @@ static const db_migration migrations[] = {
        them: recorded files of older schemas, opened read-only, lack them. v_best must rank
        as db_query_best does (db/db_query.c); db_test checks that they agree. */
     {"0005-views", VIEWS_SQL},
+    /* the normalised hash of a recipe's source (tuner/source_hash.h: comments and blanks out,
+       includes followed by content): what the compiler sees, so a recording stays current for
+       replay when only comments or file locations change; '' where unknown */
+    {"0006-recipe-code-hash", "ALTER TABLE recipes ADD COLUMN code_hash TEXT NOT NULL DEFAULT '';\n"},
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

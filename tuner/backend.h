@@ -37,6 +37,7 @@ struct tune_backend {
   int needs_binaries;      /* 1: variants must be compiled before measure() */
   char provenance[512];    /* replay: where and when the data was recorded */
   char recorded_hash[17];  /* replay: source hash of the recipe the data was measured with */
+  char recorded_code_hash[17]; /* replay: its normalised hash (source_hash.h), "" where not recorded */
   /* Prepare a problem (buffers, inputs, reference). ref_bin: the compiled
    * reference (cuda only). */
   int (*set_problem)(tune_backend *b, const tune_recipe *r, const tune_problem *p,

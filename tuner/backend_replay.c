@@ -81,6 +81,10 @@ int tune_backend_replay_open(const char *path, const char *recipe_name, tune_bac
     replay_close(b);
     return err->code;
   }
+  if (db_recipe_code_hash(ri->db, recipe_name, b->recorded_hash, b->recorded_code_hash, err)) {
+    replay_close(b);
+    return err->code;
+  }
   /* provenance: how many results, recorded when, by which tool version */
   json_t *rows = NULL;
   tune_err e;
@@ -107,5 +111,7 @@ tune_replay_source tune_backend_replay_current(const tune_backend *b, const tune
   tune_err_clear(&e);
   if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, norm, &e))
     return TUNE_REPLAY_OTHER_SOURCE; /* no normalised hash: only the raw one can say "current" */
+  /* a recording made since the code hash is stored says it; an older one stored only the raw */
+  if (b->recorded_code_hash[0] && !strcmp(b->recorded_code_hash, norm)) return TUNE_REPLAY_SAME_NORMALISED;
   return strcmp(b->recorded_hash, norm) ? TUNE_REPLAY_OTHER_SOURCE : TUNE_REPLAY_SAME_NORMALISED;
 }

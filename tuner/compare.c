@@ -371,7 +371,7 @@ static int compare_recipe(cmp_ctx *c, const char *file_text, tune_err *err) {
   tune_recipe *r = c->r;
   int rc = TUNE_OK;
   char *peer_info = c->hello ? json_dumps(c->hello, JSON_COMPACT) : NULL;
-  if (db_recipe_put(c->db, r->name, r->source_hash, r->file, file_text, &c->recipe_id, err)) return err->code;
+  if (tune_recipe_put(c->db, r, file_text, &c->recipe_id, err)) return err->code;
   char timings[32];
   snprintf(timings, sizeof timings, "%s%s%s", c->o->burst ? "burst" : "", c->o->burst && c->o->sustained ? "," : "",
            c->o->sustained ? "sustained" : "");

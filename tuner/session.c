@@ -21,6 +21,7 @@
 #include "progress.h"
 #include "recipe.h"
 #include "recipe_schema.h"
+#include "source_hash.h"
 #include "run_lock.h"
 #include "search.h"
 #include "search_config.h"
@@ -264,7 +265,7 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   const tune_run_opts *o = s->o;
   tune_recipe *r = rr->r;
   if (db_device_put(s->db, rr->dev, &rr->device_id, err)) return err->code;
-  if (db_recipe_put(s->db, r->name, r->source_hash, r->file, s->set->file_text, &rr->recipe_id, err)) return err->code;
+  if (tune_recipe_put(s->db, r, s->set->file_text, &rr->recipe_id, err)) return err->code;
   /* the space, pruned by the recipe's constraints as parameters are bound */
   int nv[SEARCH_MAX_PARAMS];
   for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
@@ -481,4 +482,14 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
   db_close(s.db);
   tune_recipes_free(s.set);
   return rc ? err->code : TUNE_OK;
+}
+
+int tune_recipe_put(db_conn *db, const tune_recipe *r, const char *file_text, int64_t *id, tune_err *err) {
+  if (db_recipe_put(db, r->name, r->source_hash, r->file, file_text, id, err)) return err->code;
+  char code[17];
+  tune_err e;
+  tune_err_clear(&e);
+  /* a recipe whose requires are computed at run time has no normalised hash: only the raw one */
+  if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, code, &e)) return TUNE_OK;
+  return db_recipe_set_code_hash(db, *id, code, err);
 }

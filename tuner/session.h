@@ -67,6 +67,12 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err);
  * (a sub-recipe file recorded on its own, e.g. gemm.f16.db). */
 void tune_default_replay_path(const struct tune_recipes *set, const char *recipe_path, char *out, size_t n);
 
+/* The recipe's row in db (name, raw source hash, file, text), with its normalised code hash
+ * (source_hash.h) so that a replay of what is measured under it survives comment edits. */
+struct db_conn;
+struct tune_recipe;
+int tune_recipe_put(struct db_conn *db, const struct tune_recipe *r, const char *file_text, int64_t *id, tune_err *err);
+
 /* Set by SIGINT: the session stops after the variant in flight. */
 extern volatile int tune_interrupted;
 
