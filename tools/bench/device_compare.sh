@@ -5,7 +5,8 @@
 #   scratch database; tune compare compiles them from the current source, verifies and re-times
 #   them against the peers in interleaved rounds, both timing modes. Writes OUTDIR/SET.md (the
 #   tables), OUTDIR/SET.log and OUTDIR/gpu.txt; the scratch databases go to OUTDIR/SET-dbs.tgz.
-# SET: smoke (copy, one round), gemm, attention, memory, rank (top 6 on four problems, then
+# SET: smoke (copy, one round), check (split-K, split-KV, softmax.split: one round), gemm,
+#   attention, memory, rank (top 6 on four problems, then
 #   tools/bench/ncu_check.py against Nsight Compute).
 # env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300),
 #   EXTRA (more tune compare options, e.g. --no-peers)
@@ -59,6 +60,10 @@ memory)
   compare recipes/rmsnorm.lua data/recorded/rmsnorm.db t16384h4096 t16384h4096add
   compare recipes/elementwise.lua data/recorded/elementwise.db
   compare recipes/transpose.lua data/recorded/transpose.db ;;
+check)  # one round of the paths a change can break: split-K and split-KV scratch, memcpy peers
+  rounds=1 compare recipes/gemm.lua data/recorded/gemm.db m64n4096k14336_col
+  rounds=1 compare recipes/attention/decode.lua data/recorded/attention.db b8hq32hkv8l32768d128p64
+  rounds=1 compare recipes/softmax.lua data/recorded/softmax.db r1024c32768 ;;
 rank)  # more variants per problem: do burst and sustained order them alike? then ncu's view
   topk=${TOPK:-6}
   compare recipes/gemm.lua data/recorded/gemm.db m4096n4096k4096_col m8192n8192k8192_col
