@@ -38,8 +38,9 @@ tune_ratio tune_ratio_of(const double *peer_ns, const double *tune_ns, int n) {
 
 const char *tune_ratio_verdict(const tune_ratio *r) {
   if (!r->n) return "-";
-  if (r->lo > 1.0) return "faster";
-  if (r->hi < 1.0) return "slower";
+  /* judged at the printed precision: a range shown as 1.000-... is not above 1 */
+  if (r->lo >= 1.0005) return "faster";
+  if (r->hi < 0.9995) return "slower";
   return "parity";
 }
 

@@ -19,7 +19,8 @@ typedef struct tune_ratio {
 
 /* The ratio of paired round times peer_ns[i] / tune_ns[i] (entries <= 0 are left out). */
 tune_ratio tune_ratio_of(const double *peer_ns, const double *tune_ns, int n);
-/* "faster", "slower" or "parity" ("-" without rounds). */
+/* "faster" (the whole range above 1 at the printed three decimals), "slower" (below), or
+ * "parity" ("-" without rounds). */
 const char *tune_ratio_verdict(const tune_ratio *r);
 
 /* Spearman's rank correlation of x[n] and y[n] (ties get their mean rank); NAN for n < 3. */
