@@ -762,8 +762,12 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
     goto fail;
   }
   set->r = calloc((size_t)set->n, sizeof *set->r);
+  if (!set->r) { tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); goto fail; }
   XXH64_hash_t texts = XXH64_digest(ls->hash);
   const char *file = sdup(path), *root_dir = sdup(ls->root);
+  /* the first recipe owns the shared strings (tune_recipes_free), also when the list fails before it is parsed */
+  set->r[0].file = file;
+  set->r[0].root = root_dir;
   for (int i = 0; i < set->n; ++i) {
     if (single) lua_pushvalue(L, top);
     else lua_rawgeti(L, top, i + 1);
