@@ -28,7 +28,7 @@ for h in "${harnesses[@]}"; do
   # libFuzzer adds what it finds to its first corpus folder: a scratch copy, so the committed
   # corpus changes only by hand
   work=build-fuzz/fuzz-corpus/$h
-  rm -rf "$work" && mkdir -p "$work" "$art/$h"
+  rm -rf "$work" "$art/$h" && mkdir -p "$work" "$art/$h"
   cp tests/fuzz/corpus/"$h"/* "$work"/
   log=build-fuzz/fuzz-$h.log
   rc=0
