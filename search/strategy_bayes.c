@@ -289,6 +289,7 @@ static void select_training(bayes_state *st) {
   if (!r) { /* all (or, with no memory, the latest) */
     int first = n > st->tcap ? n - st->tcap : 0;
     st->n_train = n - first;
+    if (st->n_train <= 0) return; /* no observations yet: the buffers may not exist (memcpy of NULL is UB) */
     memcpy(st->Xt, st->X + (size_t)first * (size_t)d, (size_t)st->n_train * (size_t)d * sizeof(double));
     memcpy(st->yt, st->y + first, (size_t)st->n_train * sizeof(double));
     return;

@@ -537,10 +537,9 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
   *n_out = 0;
   *n_code = 0;
   int rc = TUNE_OK;
-  char req_hash[17] = "", resp_hash[17] = "", why[1024] = "";
+  char req_hash[17] = "", why[1024] = "";
   char *resp = NULL;
   size_t resp_n = 0;
-  json_t *root = NULL;
   char *req = build_request(l, max);
   int n = ++l->n_requests;
   if (!req) return tune_fail(err, TUNE_ENOMEM, "llm: out of memory building the request");
@@ -549,8 +548,23 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
   if (tune_proposer_exchange(l->c.opts, req, req_n, &resp, &resp_n, why, sizeof why)) {
     printf("llm: request %d: proposer %s\n", n, why);
     rc = record(l, req_hash, "", "response", "", NULL, NULL, "", "rejected", why, NULL, err);
-    goto done;
+    fflush(stdout);
+  } else {
+    rc = tune_llm_take_response(l, n, req_hash, resp, resp_n, out, origins, max, n_out, n_code, err);
   }
+  free(resp);
+  free(req);
+  return rc;
+}
+
+int tune_llm_take_response(tune_llm *l, int n, const char *req_hash, const char *resp, size_t resp_n,
+                           uint64_t *out, char (*origins)[32], int max, int *n_out, int *n_code,
+                           tune_err *err) {
+  *n_out = 0;
+  *n_code = 0;
+  int rc = TUNE_OK;
+  char resp_hash[17] = "", why[1024] = "";
+  json_t *root = NULL;
   tune_hash_hex(resp, resp_n, resp_hash);
   json_error_t je;
   root = json_loadb(resp, resp_n, JSON_REJECT_DUPLICATES, &je);
@@ -650,7 +664,5 @@ int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, i
 done:
   fflush(stdout);
   json_decref(root);
-  free(resp);
-  free(req);
   return rc;
 }

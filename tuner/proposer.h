@@ -71,6 +71,15 @@ void tune_llm_free(tune_llm *l);
 int tune_llm_propose(tune_llm *l, uint64_t *out, char (*origins)[32], int max, int *n_out,
                      int *n_code, tune_err *err);
 
+/* The validating half of tune_llm_propose: parse the proposer's response resp[0..resp_n) (need not
+ * be NUL-terminated), check and record each proposal under the request's hash req_hash, and
+ * fill out/origins and the code set as tune_llm_propose does; n numbers the request in printed
+ * lines. A separate entry point so that the response parser can be fuzzed (tests/fuzz) without
+ * spawning a proposer. Returns non-zero only when the database fails or memory runs out. */
+int tune_llm_take_response(tune_llm *l, int n, const char *req_hash, const char *resp, size_t resp_n,
+                           uint64_t *out, char (*origins)[32], int max, int *n_out, int *n_code,
+                           tune_err *err);
+
 /* Points already measured or proposed in this problem are not measured again. */
 void tune_llm_mark_seen(tune_llm *l, uint64_t point);
 int tune_llm_seen(const tune_llm *l, uint64_t point);

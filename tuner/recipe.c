@@ -351,6 +351,12 @@ static int recipe_lua_fail(tune_err *err, const char *file, const char *msg) {
 
 #define RFAIL(...) do { tune_fail(err, TUNE_ERECIPE, __VA_ARGS__); goto fail; } while (0)
 
+/* Names collected before they belong to a recipe's params: names[0..k) and the array. */
+static void free_names(const char **names, int k) {
+  for (int i = 0; i < k; ++i) free((char *)names[i]);
+  free(names);
+}
+
 static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   /* Accept an ordered list { {"NAME", {values}} } or a map NAME -> {values} (sorted by name). */
   int n = 0;
@@ -367,7 +373,7 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     for (int i = 1; i <= n; ++i) {
       lua_rawgeti(L, tidx, i);
       if (!lua_istable(L, -1) || lua_rawgeti(L, -1, 1) != LUA_TSTRING) {
-        free(names);
+        free_names(names, k);
         return tune_fail(err, TUNE_ERECIPE, "%s: params[%d] must be {\"NAME\", {values...}}", r->file, i);
       }
       names[k++] = sdup(lua_tostring(L, -1));
@@ -376,7 +382,7 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   } else {
     lua_pushnil(L);
     while (lua_next(L, tidx)) {
-      if (lua_type(L, -2) != LUA_TSTRING) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: params keys must be names", r->file); }
+      if (lua_type(L, -2) != LUA_TSTRING) { free_names(names, k); return tune_fail(err, TUNE_ERECIPE, "%s: params keys must be names", r->file); }
       names[k++] = sdup(lua_tostring(L, -2));
       lua_pop(L, 1);
     }
@@ -385,9 +391,10 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
         const char *t = names[j]; names[j] = names[j - 1]; names[j - 1] = t;
       }
   }
+  /* from here the names belong to r->params (tune_recipes_free), whichever check fails */
+  for (int i = 0; i < n; ++i) r->params[i].name = names[i];
   for (int i = 0; i < n; ++i) {
     tune_param *pp = &r->params[i];
-    pp->name = names[i];
     for (int j = 0; j < i; ++j)
       if (!strcmp(r->params[j].name, pp->name)) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s given twice", r->file, pp->name); }
     if (is_list) { lua_rawgeti(L, tidx, i + 1); lua_rawgeti(L, -1, 2); lua_remove(L, -2); }
@@ -762,8 +769,12 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
     goto fail;
   }
   set->r = calloc((size_t)set->n, sizeof *set->r);
+  if (!set->r) { tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); goto fail; }
   XXH64_hash_t texts = XXH64_digest(ls->hash);
   const char *file = sdup(path), *root_dir = sdup(ls->root);
+  /* the first recipe owns the shared strings (tune_recipes_free), also when the list fails before it is parsed */
+  set->r[0].file = file;
+  set->r[0].root = root_dir;
   for (int i = 0; i < set->n; ++i) {
     if (single) lua_pushvalue(L, top);
     else lua_rawgeti(L, top, i + 1);

@@ -1,0 +1,7 @@
+-- attention.lua: the attention family, prefill (mma.sync path, Hopper wgmma path) and decode.
+-- Each part is a recipe of its own (recipes/attention/*.lua); `tune run` tunes all.
+return {
+  require "attention.prefill",
+  require "attention.prefill_sm90",
+  require "attention.decode",
+}

@@ -1,0 +1,254 @@
+-- softmax.lua: row softmax, bf16 in/out, fp32 accumulation, templates/softmax/softmax.cuh.
+-- Two recipes sharing the template and the problems' shapes:
+--   "softmax"        one kernel; a row per warp (ROW_MODE 0) or per block (ROW_MODE 1)
+--   "softmax.split"  a row split across SPLITS blocks: a stats kernel writes each slice's
+--                    (max, sum) to a scratch buffer, a write kernel merges them and writes y
+-- Memory-bound: the figure of merit is GB/s of x read + y written once, against the copy recipe's
+-- bandwidth on the same device. The row length is a compile-time constant (COLS), so a thread's
+-- slice of a row has a fixed size and can stay in registers (CACHE_ROW).
+-- EXP_ONCE adds cached forms that compute each exponential once (at 16 ex2 per clock per SM, two
+-- ex2 per element cost ~16 us of SFU time per 32 Mi elements on a 132-SM part at 1.98 GHz, a
+-- visible share of a bandwidth-bound row); PERSIST adds persistent grids that prefetch the next
+-- row. With both at 0 a config compiles to the plain cached or streaming kernel.
+
+local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
+
+-- Vectors per thread of a segment of `len` elements, or nil and a reason when it does not divide.
+local function iters(c, len, tpr)
+  local ve = c.VEC_BYTES // 2
+  if len % ve ~= 0 then return nil, "row length not a multiple of the vector width" end
+  local vecs = len // ve
+  if vecs % tpr ~= 0 then
+    return nil, string.format("%d vectors per row (segment) for %d threads: not a whole number each", vecs, tpr)
+  end
+  return vecs // tpr
+end
+
+-- A cached slice is held as raw bf16 vectors (VEC_BYTES / 4 registers each), but the compiler may
+-- keep it unpacked to fp32 across the sweeps (twice that). It fits when twice the raw size plus
+-- ~24 registers of addresses and state (40 with the online pair reduction: 8 B spilled at 64
+-- registers, 64 B slices in 1024-thread blocks, NVRTC 13.0) stays under the __launch_bounds__ cap.
+-- Slices that fit this way may still take up to 255 registers (one 256-thread block per SM):
+-- the tuner measures what that occupancy costs.
+-- EXP_ONCE holds the exponentials as fp32: the same estimate. PERSIST also holds the next row's raw
+-- slice under a cap of PERSIST blocks per SM, and needs fewer registers besides: 16 in block mode,
+-- 24 in warp mode (NVRTC 13.0 at 64 registers, 64 B slices: 1024-thread blocks fit, 128..1024-thread
+-- warp-mode blocks at 1024 threads per SM spill 12 B; 256-thread blocks at 4 per SM spill 4 B, which
+-- the PERSIST constraint leaves out).
+local function cache_fits(c, it, min_blocks, persist)
+  if c.CACHE_ROW == 0 then return true end
+  local cap = math.min(255, 65536 // (c.BLOCK * math.max(min_blocks, persist)))
+  local raw = it * c.VEC_BYTES // 4
+  if persist > 0 then return 3 * raw + (c.ROW_MODE == 0 and 24 or 16) <= cap end
+  return 2 * raw + (c.ONLINE == 1 and 40 or 24) <= cap
+end
+
+local PROBLEMS = {
+  { name = "r16384c1024",  rows = 16384, cols = 1024 },     -- short rows: warp per row territory
+  { name = "r4096c8192",   rows = 4096,  cols = 8192 },
+  { name = "r1024c32768",  rows = 1024,  cols = 32768 },
+  { name = "r256c131072",  rows = 256,   cols = 131072 },   -- vocabulary-sized logits, 256 sequences
+  { name = "r64c131072",   rows = 64,    cols = 131072 },   -- 64 sequences: fewer rows than SMs
+  -- four times the rows of the first and third: the smaller problems carry a fixed cost of a few
+  -- microseconds beside their traffic that does not grow with the rows; these show the bandwidth
+  -- once it is amortised (docs/benchmarks.md, "Where the time goes")
+  { name = "r65536c1024",  rows = 65536, cols = 1024 },     -- e.g. 64k query rows over 1k keys
+  { name = "r4096c32768",  rows = 4096,  cols = 32768 },    -- logits of 4096 tokens over a 32k vocabulary
+}
+local SPLIT_PROBLEMS = { PROBLEMS[3], PROBLEMS[4], PROBLEMS[5] }
+
+local x_arg = { "x", tensor = "bf16", shape = { "rows", "cols" }, init = { "normal", 0, 3 } }
+local y_arg = { "y", tensor = "bf16", shape = { "rows", "cols" }, output = true }
+local rows_arg = { "rows", scalar = "i32", value = "rows" }
+
+-- Both sides are fp32 math rounded once to bf16 (the variants' ex2.approx differs from expf by
+-- ~2^-22 relative): outputs differ by at most one bf16 ulp where the fp32 values straddle a
+-- rounding boundary. The largest outputs are ~0.1-0.5 (the row max dominates with std 3), where one
+-- ulp is <= 2^-9 ~ 0.002.
+local TOLERANCE = { rel_l2 = 1e-2, max_abs = 1e-2 }
+local METRICS = {
+  bytes = function(p) return 2 * 2 * p.rows * p.cols end,   -- x read once, y written once (bf16)
+  flops = 0,
+}
+
+local row = {
+  name = "softmax",
+  template = "templates/softmax/softmax.cuh",
+  kernel = "softmax_row",
+
+  params = {
+    { "ROW_MODE",   { 0, 1 } },                 -- 0: a row per warp, 1: a row per block
+    { "BLOCK",      { 128, 256, 512, 1024 } },  -- threads per block (warp mode: BLOCK / 32 rows)
+    { "VEC_BYTES",  { 4, 8, 16 } },             -- bytes per load / store (2, 4, 8 bf16)
+    { "CACHE_ROW",  { 1, 0 } },                 -- 1: the row slice stays in registers (x read once)
+    { "ONLINE",     { 0, 1 } },                 -- 1: (max, sum) in one sweep and one reduction
+    { "MIN_BLOCKS", { 1, 2 } },                 -- __launch_bounds__ minimum blocks per SM
+    { "EXP_ONCE",   { 0, 1 } },                 -- 1: one ex2 per element, kept in fp32 registers
+    { "PERSIST",    { 0, 1, 2, 4, 8 } },        -- k > 0: persistent grid, k blocks per SM, next row prefetched
+  },
+
+  constraints = {
+    -- MIN_BLOCKS only matters where registers are many: cached slices, two-pass math; 256 or 512
+    -- threads (2 x 1024 would cap at 32 registers, 2 x 128 leaves occupancy at 8 warps anyway)
+    "MIN_BLOCKS == 1 or (CACHE_ROW == 1 and ONLINE == 0 and (BLOCK == 256 or BLOCK == 512))",
+    -- the SFU-bound cached forms with one exponential per element (2 and 4 B vectors lose anyway)
+    "EXP_ONCE == 0 or (CACHE_ROW == 1 and VEC_BYTES >= 8)",
+    -- persistent rows: the single-reduction form only, 512 to 2048 threads per SM; in block mode
+    -- 512- and 1024-thread blocks only (the long rows it is for; 256-thread blocks spill, above)
+    "PERSIST == 0 or (EXP_ONCE == 1 and ONLINE == 1 and MIN_BLOCKS == 1)",
+    "PERSIST == 0 or (BLOCK * PERSIST >= 512 and BLOCK * PERSIST <= 2048 and (ROW_MODE == 0 or BLOCK >= 512))",
+  },
+
+  applies = function(c, p)
+    local it, why = iters(c, p.cols, threads_per_row(c))
+    if not it then return false, why end
+    if not cache_fits(c, it, c.MIN_BLOCKS, c.PERSIST) then
+      return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
+    end
+    return true
+  end,
+
+  defines = function(c, p) return { COLS = p.cols } end,
+
+  problems = PROBLEMS,
+
+  launch = {
+    grid = function(c, p, d)
+      local groups = p.rows
+      if c.ROW_MODE == 0 then
+        local rows_per_block = c.BLOCK // 32
+        groups = (p.rows + rows_per_block - 1) // rows_per_block
+      end
+      if c.PERSIST > 0 then groups = math.min(groups, d.sm_count * c.PERSIST) end
+      return { groups, 1, 1 }
+    end,
+    block = function(c) return { c.BLOCK, 1, 1 } end,
+    shared = 0,
+  },
+
+  args = { x_arg, y_arg, rows_arg },
+
+  reference = {
+    source = "templates/softmax/reference.cuh",
+    kernel = "softmax_reference",
+    grid = function(p) return { p.rows, 1, 1 } end,
+    block = { 256, 1, 1 },
+    defines = function(p) return { COLS = p.cols } end,
+  },
+
+  tolerance = TOLERANCE,
+  metrics = METRICS,
+}
+
+local split = {
+  name = "softmax.split",
+  template = "templates/softmax/softmax.cuh",
+
+  params = {
+    { "SPLITS",    { 2, 4, 8, 16 } },          -- blocks per row
+    { "BLOCK",     { 128, 256, 512, 1024 } },
+    { "VEC_BYTES", { 8, 16 } },                -- 4 B loads lose in the row recipe; not repeated here
+    { "CACHE_ROW", { 1, 0 } },                 -- stats kernel: slice in registers
+    { "ONLINE",    { 0, 1 } },
+  },
+
+  constraints = {
+    -- the stats kernel sweeps its slice once unless it neither caches nor merges online: that
+    -- three-sweep form is measured by the row recipe only
+    "CACHE_ROW == 1 or ONLINE == 1",
+  },
+
+  applies = function(c, p)
+    if p.cols % c.SPLITS ~= 0 then return false, "SPLITS does not divide cols" end
+    local it, why = iters(c, p.cols // c.SPLITS, c.BLOCK)
+    if not it then return false, why end
+    if not cache_fits(c, it, 1, 0) then
+      return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
+    end
+    return true
+  end,
+
+  defines = function(c, p) return { COLS = p.cols } end,
+
+  problems = SPLIT_PROBLEMS,
+
+  launch = {
+    { kernel = "softmax_split_stats",
+      grid = function(c, p) return { c.SPLITS, p.rows, 1 } end,
+      block = function(c) return { c.BLOCK, 1, 1 } end,
+      shared = 0 },
+    { kernel = "softmax_split_write",
+      grid = function(c, p) return { c.SPLITS, p.rows, 1 } end,
+      block = function(c) return { c.BLOCK, 1, 1 } end,
+      shared = 0 },
+  },
+
+  args = {
+    x_arg, y_arg,
+    -- (max in log2 units, sum) per slice: [rows, SPLITS, 2] floats
+    { "partial", tensor = "f32", scratch = true, shape = function(p, c) return { p.rows * c.SPLITS * 2 } end },
+    rows_arg,
+  },
+
+  reference = {
+    source = "templates/softmax/reference.cuh",
+    kernel = "softmax_split_reference",
+    grid = function(p) return { p.rows, 1, 1 } end,
+    block = { 256, 1, 1 },
+    defines = function(p) return { COLS = p.cols } end,
+  },
+
+  tolerance = TOLERANCE,
+  metrics = METRICS,
+}
+
+-- A row over the CTAs of a thread-block cluster (templates/softmax/cluster.cuh): CLUSTER small CTAs
+-- per long row, each holding its slice in registers, the (max, sum) pairs pushed to every CTA
+-- through distributed shared memory and one cluster barrier. For few long rows (64-256 rows of 128k:
+-- one CTA per row leaves SMs idle) and for smaller CTAs per SM; on 1024 rows of 32k the cost it was
+-- meant to cut, the last of 7.76 waves of whole rows, turned out not to be the cost (1056 rows take
+-- longer than 1024: docs/benchmarks.md).
+local cluster = {
+  name = "softmax.cluster",
+  template = "templates/softmax/softmax.cuh",
+  kernel = "softmax_row",
+
+  params = {
+    { "CLUSTER",   { 2, 4, 8 } },
+    { "BLOCK",     { 128, 256, 512 } },
+    { "VEC_BYTES", { 8, 16 } },
+    { "EXP_ONCE",  { 0, 1 } },
+  },
+
+  applies = function(c, p)
+    local len = p.cols // c.CLUSTER
+    if len < 2048 then
+      return false, string.format("slices of %d elements: the cluster split is for rows of 2048 per CTA or more", len)
+    end
+    local it, why = iters(c, len, c.BLOCK)
+    if not it then return false, why end
+    local cf = { CACHE_ROW = 1, BLOCK = c.BLOCK, VEC_BYTES = c.VEC_BYTES, ONLINE = 1 }
+    if not cache_fits(cf, it, 1, 0) then
+      return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
+    end
+    return true
+  end,
+
+  defines = function(c, p) return { COLS = p.cols, ROW_MODE = 1, CACHE_ROW = 1, ONLINE = 1 } end,
+
+  problems = { PROBLEMS[2], PROBLEMS[3], PROBLEMS[4], PROBLEMS[5], PROBLEMS[7] },
+
+  launch = {
+    grid = function(c, p) return { p.rows * c.CLUSTER, 1, 1 } end,
+    block = function(c) return { c.BLOCK, 1, 1 } end,
+    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one row's CTAs
+    shared = 0,
+  },
+
+  args = row.args,
+  reference = row.reference,
+  tolerance = TOLERANCE,
+  metrics = METRICS,
+}
+
+return { row, split, cluster }
