@@ -7,6 +7,7 @@ Prints a markdown table: per problem, tune's best (median, TFLOP/s or GB/s, conf
 the peers' contiguous cache (SDPA has no paged cache) and with the device copy bandwidth.
 """
 import json
+import os
 import sqlite3
 import sys
 
@@ -28,7 +29,7 @@ def best_rows(db):
 
 def main():
     db, peers_path = sys.argv[1], sys.argv[2]
-    peers = json.load(open(peers_path))
+    peers = json.load(open(peers_path)) if os.path.exists(peers_path) else {}
     rows, counts, peaks = best_rows(db)
     copy = float(sys.argv[3]) if len(sys.argv) > 3 else peaks.get("copy_GBps", 0)
     print(f"device: {peers['device']}; peers: torch {peers['torch']}, cuDNN {peers['cudnn']}; run {peers['date_utc']}")

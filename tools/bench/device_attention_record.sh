@@ -30,7 +30,8 @@ timeout "$LIMIT" "$TUNE" run recipes/attention.lua "${only[@]}" --strategy exhau
   --quiet --jobs 16 --timeout 20000 > "$out/tune.log" 2>&1
 echo "tune rc=$? (124: stopped by the time limit; results so far are in the database)  end $(date -u +%FT%TZ)" | tee -a "$out/gpu.txt"
 python3 tools/lean_db.py "$work/a.db" "$out/$db" > "$out/lean_db.txt" 2>&1 || cat "$out/lean_db.txt"
-timeout 150 python3 tools/bench/attention_peers.py "$out/peers.json" > "$out/peers.log" 2>&1 || tail -5 "$out/peers.log"
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 grep -E "^best for|GPU busy" "$out/tune.log" | cut -c1-200
 python3 tools/bench/attention_report.py "$work/a.db" "$out/peers.json" > "$out/report.md" 2>&1
 cat "$out/report.md"

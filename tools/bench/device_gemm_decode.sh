@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # device_gemm_decode.sh OUTDIR: one device call (about 4-5 minutes on an H200) for the decode shapes of
 # issue 5 with the streaming path recipes/gemm/skinny.lua (templates/gemm/skinny.cuh):
-#   1. cuBLAS through torch.matmul on the 24 decode problems (gemm_peers.py's timing, same process
-#      rules: triton do_bench median, L2 flushed)
+#   1. (no peers here: tools/bench/device_compare.sh gemm times cuBLAS by the same protocol)
 #   2. tune run recipes/gemm/skinny.lua, exhaustive, seed 1, under a time limit (results are stored as
 #      they come, so a cut run still reports what it measured), after a smoke run of a few variants
 #      that stops the call early when none of them verifies
@@ -29,31 +28,8 @@ t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$logs/status.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$logs/gpu.txt" 2>&1
 
-stamp "cuBLAS peers (decode problems)"
-PYTHONUNBUFFERED=1 timeout 120 python3 - "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1 <<'EOF'
-# gemm_peers.py's problems and timing, restricted to the decode problems (M <= 128)
-import json, sys
-sys.path.insert(0, "tools/bench")
-import torch
-import gemm_peers as gp
-torch.manual_seed(0)
-print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, cuBLAS via torch.matmul", flush=True)
-out = {}
-for name, m, n, k, lay in gp.problems():
-    if m > 128:
-        continue
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) if lay == "row" else torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    rhs = b if lay == "row" else b.t()
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    us = gp.bench(lambda: torch.matmul(a, rhs, out=c))
-    nbytes = 2.0 * (m * k + k * n + m * n)
-    out[name] = {"us": us, "tflops": 2.0 * m * n * k / us / 1e6, "GBps": nbytes / us / 1e3}
-    print(f"{name:24s} {us:10.2f} us {out[name]['GBps']:8.1f} GB/s", flush=True)
-    del a, b, rhs, c
-json.dump(out, open(sys.argv[1], "w"), indent=1)
-EOF
-stamp "peers rc=$?"
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 
 # smoke: the M = 16 problems with 128-wide slices first (a few variants per layout, in the same database,
 # so the full run resumes them); if none verifies, the full run is skipped (a hang would cost the
@@ -123,5 +99,5 @@ EOF
 python3 tools/lean_db.py "$db" "$out/skinny.db" >> "$logs/status.txt" 2>&1
 tar czf "$out/logs.tgz" -C /tmp gemm_decode_logs
 stamp "done"
-echo "== status"; cat "$logs/status.txt"; tail -3 "$logs/tune.log" 2>/dev/null; grep -q "peers rc=0" "$logs/status.txt" || tail -5 "$logs/gemm_peers.log"
+echo "== status"; cat "$logs/status.txt"; tail -3 "$logs/tune.log" 2>/dev/null
 echo "== gemm.skinny vs cuBLAS (same call)"; cat "$logs/table.txt"

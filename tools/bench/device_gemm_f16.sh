@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device_gemm_f16.sh OUTDIR: one device call for GEMM with fp16 inputs (recipes/gemm/f16.lua), a few
 # minutes on an H100 / H200:
-#   1. cuBLAS through torch.matmul with fp16 a and b on the recipe's problems (gemm_peers.py --f16)
+#   1. (no peers here: tools/bench/device_compare.sh times cuBLAS by the same protocol)
 #   2. tune run recipes/gemm/f16.lua --strategy exhaustive --seed 1, under a time limit
 #   3. the table tuned vs cuBLAS (gemm_report.py) and the best variant's SASS per problem (HGMMA /
 #      HMMA with F16 operands, UTMALDG, spills: tools/check/gemm_sass.sh)
@@ -21,9 +21,8 @@ mkdir -p "$logs"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$logs/status.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$logs/gpu.txt" 2>&1
-stamp "cuBLAS peers (fp16)"
-PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench/gemm_peers.py --f16 "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1
-stamp "peers rc=$?"
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 stamp "tune run (limit ${TUNE_LIMIT_S:-400} s)"
 timeout "${TUNE_LIMIT_S:-400}" build/tune run recipes/gemm/f16.lua --db "$db" --strategy exhaustive --seed 1 --quiet > "$logs/tune.log" 2>&1
 stamp "tune rc=$? (124: time limit; results so far are kept)"

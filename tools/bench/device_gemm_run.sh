@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # device_gemm_run.sh OUTDIR: one device call for the GEMM family (issue 5), about 8 minutes on an H200.
 #   1. TMA smoke test: tools/check/gemm_tma_check.sh (its nvcc builds run while cuBLAS is timed)
-#   2. cuBLAS through torch.matmul on every problem of recipes/gemm.lua (gemm_peers.py)
+#   2. (no peers: tools/bench/device_compare.sh gemm compares with cuBLAS by one timer)
 #   3. tune run recipes/gemm.lua --strategy exhaustive (batches of 32: compiles overlap measurements), seed 1, under a time limit (results are stored as they
 #      come, so a cut run still reports what it measured)
 #   4. the best variant's SASS per problem (HGMMA / UTMALDG / spills: tools/check/gemm_sass.sh)
 #   5. OUTDIR/gemm.db (lean_db.py), OUTDIR/logs.tgz, and the table tuned vs cuBLAS (gemm_report.py)
 # env: TUNE_LIMIT_S (tune run limit, default 400), SKIP_CHECK=1 (no smoke test), START_DB (a gemm.db
-#   of an earlier call that was cut: tune run resumes it, measuring only what it lacks), SKIP_PEERS=1
-#   (no cuBLAS timing: the earlier call's peers serve; the report then says no peers)
+#   of an earlier call that was cut: tune run resumes it, measuring only what it lacks)
 set -u
 out=${1:?usage: device_gemm_run.sh OUTDIR}
 mkdir -p "$out"
@@ -27,11 +26,8 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   OUT=/tmp/gemm_check tools/check/gemm_tma_check.sh --build-only > "$logs/tma_build.log" 2>&1 &
   build_pid=$!
 fi
-if [ "${SKIP_PEERS:-0}" != 1 ]; then
-  stamp "cuBLAS peers"
-  PYTHONUNBUFFERED=1 timeout 150 python3 tools/bench/gemm_peers.py "$logs/gemm_peers.json" > "$logs/gemm_peers.log" 2>&1
-  stamp "peers rc=$?"
-fi
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   wait "$build_pid"
   stamp "TMA smoke build rc=$? (failed builds or checks: see tma_build.log)"

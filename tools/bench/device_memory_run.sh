@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # device_memory_run.sh: one device call that records the memory-bound families and attention decode
-# with their peers (docs/benchmarks.md). usage: tools/bench/device_memory_run.sh OUTDIR
+# (peers: tools/bench/device_compare.sh). usage: tools/bench/device_memory_run.sh OUTDIR
 set -u
 out=${1:?OUTDIR}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 mkdir -p /tmp/rec /tmp/logs
-PYTHONUNBUFFERED=1 timeout 60 python3 tools/bench/memory_peers.py /tmp/logs/memory_peers.json > /tmp/logs/memory_peers.log 2>&1
-[ "${WITH_DECODE:-0}" = 1 ] && PYTHONUNBUFFERED=1 timeout 100 python3 tools/bench/attention_peers.py /tmp/logs/attention_peers.json > /tmp/logs/attention_peers.log 2>&1
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 for r in elementwise transpose softmax rmsnorm; do
   t=150; [ $r = rmsnorm ] && t=220
   timeout $t build/tune run recipes/$r.lua --db /tmp/rec/$r.db --seed 1 --quiet > /tmp/logs/$r.log 2>&1

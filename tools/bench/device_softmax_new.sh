@@ -9,7 +9,7 @@
 #      the start of each recipe's run), each into its own database: softmax.db is what
 #      data/recorded/softmax.db replays, softmax.stream.db what data/recorded/softmax.stream.db would
 #      (the name tune's default replay looks for, for a sub-recipe recorded on its own)
-#   3. times the PyTorch peers (tools/bench/memory_peers.py: every memory-bound family and copy)
+#   3. (no peers here: tools/bench/device_compare.sh memory times PyTorch by the same protocol)
 #   4. writes OUTDIR/softmax.db, softmax.stream.db (lean), memory_peers.json, logs.tgz, table.md and
 #      prints the table
 # usage: export LD_LIBRARY_PATH=/usr/local/cuda/lib64; tools/bench/device_softmax_new.sh OUTDIR
@@ -65,8 +65,8 @@ python3 tools/lean_db.py /tmp/rec/softmax.db "$out/softmax.db" || exit 1
 python3 tools/lean_db.py /tmp/rec/softmax.stream.db "$out/softmax.stream.db" || exit 1
 
 # --- 3. PyTorch peers ----------------------------------------------------------------------------
-PYTHONUNBUFFERED=1 timeout 70 python3 tools/bench/memory_peers.py "$out/memory_peers.json" > "$logs/memory_peers.log" 2>&1
-echo "peers rc=$?"
+# Peers are not timed here: `tune compare` (tools/bench/device_compare.sh) times them with the
+# same CUPTI protocol as tune, in interleaved rounds (docs/measurement.md).
 
 tar czf "$out/logs.tgz" -C /tmp "$(basename "$logs")"
 grep -hE "^(softmax|compile|GPU busy|device limits)" "$logs/softmax.log" "$logs/stream.log"

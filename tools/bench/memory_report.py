@@ -7,10 +7,11 @@ which equals the recipe's metrics.bytes), the share of the copy bandwidth tune m
 (peaks table), and the ratio to the PyTorch expression timed by memory_peers.py in the same call.
 """
 import json
+import os
 import sqlite3
 import sys
 
-peers = json.load(open(sys.argv[1]))
+peers = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else {}
 print("| recipe | problem | tune best | GB/s | % of copy | PyTorch GB/s | vs PyTorch | verified/evaluated |")
 print("|---|---|---|---|---|---|---|---|")
 for db in sys.argv[2:]:
