@@ -306,8 +306,8 @@ static int time_peers(cmp_ctx *c, tune_problem *p, int64_t problem_id, int round
   return rc;
 }
 
-/* One problem: its candidates, then the rounds, each mode in each round, the first side
- * alternating between rounds. */
+/* One problem: its candidates, then its burst rounds and its sustained rounds, the side that goes
+ * first alternating between rounds. */
 static int compare_problem(cmp_ctx *c, tune_problem *p, tune_err *err) {
   int64_t problem_id;
   cmp_variant *cv = calloc(CMP_MAX_TOP, sizeof *cv);
