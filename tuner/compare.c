@@ -130,14 +130,8 @@ static int prepare_variants(cmp_ctx *c, tune_problem *p, cmp_variant *cv, int n,
     v->ready = v->bin.ok;
     if (!v->ready) printf("  %s: does not compile from the current source, left out\n", v->top.params_json);
   }
-  for (int i = 0; i < n; ++i) {
-    if (!cv[i].ready) continue;
-    char names[512];
-    snprintf(names, sizeof names, "%s", cv[i].bin.lowered_name);
-    int k = 0;
-    for (char *save = NULL, *t = strtok_r(names, " ", &save); t && k < TUNE_MAX_LAUNCHES; t = strtok_r(NULL, " ", &save))
-      snprintf(cv[i].lowered[k++], sizeof cv[i].lowered[0], "%s", t);
-  }
+  for (int i = 0; i < n; ++i)
+    if (cv[i].ready) tune_lowered_names(&cv[i].bin, cv[i].lowered);
 done:
   for (int i = 0; i < n; ++i) db_binary_release(&jobs[i].bin);
   free(jobs);
@@ -234,11 +228,6 @@ static void peer_accumulate(cmp_ctx *c, const db_measurement *m, int sustained) 
   if (m->power_w > a->power_w) a->power_w = m->power_w;
 }
 
-static int cmp_ns(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Each peer's median over the rounds, per mode, as a result of the problem (origin peer:<name>),
  * so the database answers "did tune beat the vendor here?" like any other query of results. */
 static int peer_results(cmp_ctx *c, int64_t problem_id, tune_err *err) {
@@ -246,15 +235,17 @@ static int peer_results(cmp_ctx *c, int64_t problem_id, tune_err *err) {
     struct peer_acc *a = &c->acc[i];
     db_result res;
     memset(&res, 0, sizeof res);
-    qsort(a->ns, (size_t)a->n, sizeof a->ns[0], cmp_ns);
     res.recipe_id = c->recipe_id;
     res.device_id = c->device_id;
     res.config_id = a->config_id;
     res.problem_id = problem_id;
     res.status = DB_OK;
-    res.median_ns = a->n % 2 ? a->ns[a->n / 2] : 0.5 * (a->ns[a->n / 2 - 1] + a->ns[a->n / 2]);
-    res.min_ns = a->ns[0];
-    res.max_ns = a->ns[a->n - 1];
+    res.median_ns = tune_median(a->ns, a->n);
+    res.min_ns = res.max_ns = a->ns[0];
+    for (int k = 1; k < a->n; ++k) {
+      if (a->ns[k] < res.min_ns) res.min_ns = a->ns[k];
+      if (a->ns[k] > res.max_ns) res.max_ns = a->ns[k];
+    }
     res.samples = a->n;
     res.registers = res.shared_bytes = res.local_bytes = res.spill_stores = res.spill_loads = -1;
     res.err_rel_l2 = res.err_max_abs = -1;

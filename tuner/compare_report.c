@@ -13,7 +13,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double median_of(const double *v, int n) {
+double tune_median(const double *v, int n) {
   double s[MAX_ROUNDS];
   int m = 0;
   for (int i = 0; i < n && m < MAX_ROUNDS; ++i)
@@ -96,7 +96,7 @@ static const side *best_of(const side *arr, int n, int rounds) {
   const side *best = NULL;
   double best_ns = INFINITY;
   for (int i = 0; i < n; ++i) {
-    double m = median_of(arr[i].ns, rounds);
+    double m = tune_median(arr[i].ns, rounds);
     if (m > 0 && m < best_ns) { best_ns = m; best = &arr[i]; }
   }
   return best;
@@ -114,7 +114,7 @@ static int print_group(FILE *f, const group *g) {
   const side *t = best_of(g->tune, g->n_tune, g->rounds), *p = best_of(g->peer, g->n_peer, g->rounds);
   tune_ratio r = {0, 0, 0, 0};
   if (t && p) r = tune_ratio_of(p->ns, t->ns, g->rounds);
-  double tm = t ? median_of(t->ns, g->rounds) : 0, pm = p ? median_of(p->ns, g->rounds) : 0;
+  double tm = t ? tune_median(t->ns, g->rounds) : 0, pm = p ? tune_median(p->ns, g->rounds) : 0;
   fprintf(f, "| %s | %s | ", g->problem, g->timing);
   if (tm > 0) fprintf(f, "%.2f", tm / 1e3); else fprintf(f, "-");
   fprintf(f, " | %s | ", p ? p->label : "-");
@@ -163,7 +163,7 @@ static double config_median(const json_t *rows, const char *problem, const char 
     row_label(row, 0, l, sizeof l);
     if (!strcmp(l, label)) ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
   }
-  return median_of(ns, MAX_ROUNDS);
+  return tune_median(ns, MAX_ROUNDS);
 }
 
 /* Per problem timed in both modes: do burst and sustained order tune's variants alike? */

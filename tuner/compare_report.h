@@ -17,6 +17,9 @@ typedef struct tune_ratio {
   int n;                 /* rounds, 0: no ratio */
 } tune_ratio;
 
+/* The median of the positive values of v[n] (up to 64; mean of the middle two when even), 0 none. */
+double tune_median(const double *v, int n);
+
 /* The ratio of paired round times peer_ns[i] / tune_ns[i] (entries <= 0 are left out). */
 tune_ratio tune_ratio_of(const double *peer_ns, const double *tune_ns, int n);
 /* "faster" (the whole range above 1 at the printed three decimals), "slower" (below), or

@@ -294,3 +294,11 @@ int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *e
     if (jobs[i].err.code) return tune_fail(err, jobs[i].err.code, "%s", jobs[i].err.msg);
   return TUNE_OK;
 }
+
+void tune_lowered_names(const db_binary *bin, char lowered[][512]) {
+  char names[sizeof bin->lowered_name];
+  snprintf(names, sizeof names, "%s", bin->lowered_name);
+  int k = 0;
+  for (char *save = NULL, *t = strtok_r(names, " ", &save); t && k < TUNE_MAX_LAUNCHES; t = strtok_r(NULL, " ", &save))
+    snprintf(lowered[k++], 512, "%s", t);
+}

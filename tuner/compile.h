@@ -35,6 +35,10 @@ typedef struct tune_compile_job {
   tune_err err;                     /* failure of the pool itself (not a compile error) */
 } tune_compile_job;
 
+/* The kernel symbols of a binary (bin->lowered_name, space-separated) into lowered[] (at most
+ * TUNE_MAX_LAUNCHES): what a cached binary gives back for the launch steps. */
+void tune_lowered_names(const db_binary *bin, char lowered[][512]);
+
 /* Fill job->bin.key (and options) without compiling. */
 int tune_compile_key(tune_compile_job *job, tune_err *err);
 /* Compile jobs[0..n) on n_threads threads. Returns TUNE_OK unless the pool

@@ -300,11 +300,7 @@ static int binary_from_cache(db_conn *db, tune_compile_job *j, int *hit, tune_er
   if (got == TUNE_ENOTFOUND) return TUNE_OK;
   if (got != TUNE_OK) return tune_fail(err, got, "%s", e.msg);
   j->bin = cached;
-  char names[512];
-  snprintf(names, sizeof names, "%s", cached.lowered_name);
-  int k = 0;
-  for (char *save = NULL, *t = strtok_r(names, " ", &save); t && k < TUNE_MAX_LAUNCHES; t = strtok_r(NULL, " ", &save))
-    snprintf(j->lowered[k++], sizeof j->lowered[0], "%s", t);
+  tune_lowered_names(&j->bin, j->lowered);
   return TUNE_OK;
 }
 
