@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1408,4 +1409,74 @@ void tune_recipe_constraint_text(tune_recipe *r, int i, char *buf, size_t n) {
     }
   }
   lua_settop(L, top);
+}
+
+/* ---- problems from a served-problem log (served_log.h) -------------------- */
+
+/* The key names of a JSON object, comma-joined in order (sorted objects). */
+static void json_key_list(const char *json, char *buf, size_t n) {
+  buf[0] = 0;
+  json_t *o = json_loads(json, 0, NULL);
+  const char *k;
+  json_t *v;
+  if (o) json_object_foreach(o, k, v) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? "," : "", k);
+  json_decref(o);
+}
+
+/* Push dims (a JSON object) as a problem table named after its values. */
+static int push_problem_from_json(lua_State *L, const char *dims_json) {
+  json_t *o = json_loads(dims_json, 0, NULL);
+  if (!json_is_object(o)) { json_decref(o); return -1; }
+  char name[256] = "served";
+  lua_newtable(L);
+  const char *k;
+  json_t *v;
+  json_object_foreach(o, k, v) {
+    size_t len = strlen(name);
+    if (json_is_integer(v)) {
+      lua_pushinteger(L, (lua_Integer)json_integer_value(v));
+      snprintf(name + len, sizeof name - len, "_%s%lld", k, (long long)json_integer_value(v));
+    } else if (json_is_boolean(v)) {
+      lua_pushboolean(L, json_is_true(v));
+      snprintf(name + len, sizeof name - len, "_%s%d", k, json_is_true(v));
+    } else {
+      lua_pushstring(L, json_string_value(v));
+      snprintf(name + len, sizeof name - len, "_%s", json_string_value(v));
+    }
+    lua_setfield(L, -2, k);
+  }
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "name");
+  json_decref(o);
+  return 0;
+}
+
+int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n, tune_err *err) {
+  if (n < 1) return tune_fail(err, TUNE_EINVAL, "recipe '%s': no problems to set", r->name);
+  char want[512], got[512];
+  json_key_list(r->problems[0].dims_json, want, sizeof want);
+  for (int i = 0; i < n; ++i) {
+    json_key_list(dims_json[i], got, sizeof got);
+    if (strcmp(want, got))
+      return tune_fail(err, TUNE_EINVAL, "recipe '%s': served problem %s has dims {%s}, the recipe's problems {%s}",
+                       r->name, dims_json[i], got, want);
+  }
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; ++i) {
+    if (push_problem_from_json(L, dims_json[i])) { lua_settop(L, top); return tune_fail(err, TUNE_EINVAL, "recipe '%s': bad dims %s", r->name, dims_json[i]); }
+    lua_rawseti(L, -2, i + 1);
+  }
+  for (int j = 0; j < r->n_problems; ++j) {
+    luaL_unref(L, LUA_REGISTRYINDEX, r->problems[j].ref);
+    free((char *)r->problems[j].name);
+    free(r->problems[j].dims_json);
+  }
+  free(r->problems);
+  r->problems = NULL;
+  r->n_problems = 0;
+  int rc = parse_problems(L, r, lua_gettop(L), err);
+  lua_settop(L, top);
+  return rc;
 }

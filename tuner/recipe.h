@@ -161,6 +161,11 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
 void tune_recipes_root_line(const tune_recipes *set, char *buf, size_t n);
 void tune_recipes_free(tune_recipes *set);
 
+/* Replace r's problems with n problems given as dims objects (compact JSON, e.g. from a
+ * served-problem log, served_log.h), named after their values ("served_K4096_M37_..."). Each must
+ * have exactly the dims of the recipe's own problems (TUNE_EINVAL naming both otherwise). */
+int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n, tune_err *err);
+
 /* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */
 int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bound, tune_err *err);
 

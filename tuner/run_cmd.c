@@ -62,6 +62,10 @@ static const char *usage_run =
     "                       problems' (a new regime), the configs nearest to their bests\n"
     "  --problem P          only problems named P, or whose dims match K=V[,K=V...];\n"
     "                       repeatable\n"
+    "  --problems-from FILE the problems of each recipe are those of its family in FILE, a\n"
+    "                       log of shapes served without a tuned entry (libtunert writes\n"
+    "                       it when TUNERT_LOG_UNTUNED=FILE; one JSON object per line,\n"
+    "                       docs/runtime.md); recipes FILE does not name are skipped\n"
     "  --only K=V[,K=V]     only configs whose parameters match; repeatable\n"
     "  --jobs N             compile threads (default: number of cores)\n"
     "  --compile-only       compile every variant and store its resource usage; no GPU\n"
@@ -140,6 +144,7 @@ static int run_option(tune_argv *ap, tune_run_opts *o) {
   } else if (tune_argv_flag(ap, "--no-halving")) o->halving = -1, o->halving_on = 0;
   else if (tune_argv_flag(ap, "--no-warm-start")) o->no_warm_start = 1;
   else if (tune_argv_count_or_duration(ap, "--budget", &o->budget, &o->budget_s)) {}
+  else if (tune_argv_str(ap, "--problems-from", &o->problems_from)) {}
   else if (tune_argv_str(ap, "--problem", &v)) add_value(ap, v, o->problems, &o->n_problems, TUNE_MAX_PROBLEM_FILTERS);
   else if (tune_argv_str(ap, "--only", &v)) add_value(ap, v, o->only, &o->n_only, TUNE_MAX_PROBLEM_FILTERS);
   else if (tune_argv_int(ap, "--jobs", &o->jobs)) { if (o->jobs < 1) tune_argv_bad(ap, "want a positive count"); }

@@ -25,6 +25,7 @@
 #include "run_lock.h"
 #include "search.h"
 #include "search_config.h"
+#include "served_log.h"
 #include "speculate.h"
 #include "version.h"
 #include "warm_start.h"
@@ -256,6 +257,7 @@ typedef struct session {
   int replay_default;              /* no GPU and no --device: the recipe file's recording */
   char replay_path[PATH_MAX + 64];
   uint64_t seed;
+  unsigned char *not_served;       /* --problems-from: 1 for recipes the log has no problem of */
 } session;
 
 /* The recipe's constrained space, its run row (strategy, budgets, seed) and the device's
@@ -447,14 +449,39 @@ static int recipe_device(session *s, tune_recipe *r, db_device *dev, int *skip, 
   return TUNE_OK;
 }
 
+/* --problems-from: each recipe's problems become the log's problems of its family; recipes the
+ * log does not name are skipped. */
+static int apply_served_log(session *s, tune_err *err) {
+  tune_served_log log;
+  if (tune_served_log_load(s->o->problems_from, &log, err)) return err->code;
+  const char **dims = calloc((size_t)log.n + 1, sizeof *dims);
+  s->not_served = calloc((size_t)s->set->n, 1);
+  int rc = dims && s->not_served ? TUNE_OK : tune_fail(err, TUNE_ENOMEM, "out of memory");
+  int used = 0;
+  for (int ri = 0; !rc && ri < s->set->n; ++ri) {
+    tune_recipe *r = &s->set->r[ri];
+    int n = tune_served_log_dims(&log, r->name, dims, log.n);
+    used += n;
+    if (n == 0) s->not_served[ri] = 1;
+    else rc = tune_recipe_set_problems(r, dims, n, err);
+    if (!rc) printf("%s: %s: %d served problem%s\n", s->o->problems_from, r->name, n, n == 1 ? "" : "s");
+  }
+  if (!rc && used == 0) rc = tune_fail(err, TUNE_EINVAL, "%s: no problem of any recipe of %s (%d lines of other families)",
+                                       s->o->problems_from, s->o->recipe_path, log.n);
+  free(dims);
+  tune_served_log_free(&log);
+  return rc;
+}
+
 int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
   session s;
   memset(&s, 0, sizeof s);
   s.o = o;
   *usage_error = 0;
   if (tune_recipes_load_root(o->recipe_path, o->root, &s.set, err)) return err->code;
-  if (tune_run_opts_check(o, s.set, err)) {
-    *usage_error = 1;
+  if ((o->problems_from && apply_served_log(&s, err)) || tune_run_opts_check(o, s.set, err)) {
+    *usage_error = err->code == TUNE_EINVAL;
+    free(s.not_served);
     tune_recipes_free(s.set);
     return err->code;
   }
@@ -474,12 +501,14 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
   for (int ri = 0; !rc && ri < s.set->n && !tune_interrupted; ++ri) {
     db_device dev;
     int skip = 0;
+    if (s.not_served && s.not_served[ri]) continue;
     rc = recipe_device(&s, &s.set->r[ri], &dev, &skip, err);
     if (!rc && !skip) rc = run_recipe(&s, &s.set->r[ri], &dev, err);
   }
   if (!rc && tune_interrupted) printf("interrupted: results so far are stored; run again to resume\n");
   if (s.be) s.be->close(s.be);
   db_close(s.db);
+  free(s.not_served);
   tune_recipes_free(s.set);
   return rc ? err->code : TUNE_OK;
 }

@@ -39,6 +39,7 @@ typedef struct tune_run_opts {
   const char *exe;             /* this binary, for `tune worker` */
   int quiet;
   const char *root;            /* --root: the project root (else TUNE_ROOT, else found: project_root.h) */
+  const char *problems_from;   /* --problems-from: a served-problem log (served_log.h) as the problem list */
   int sustained;               /* --timing sustained: every variant timed back to back (docs/measurement.md) */
   /* --strategy llm (docs/llm-hook.md) */
   const char *proposer;        /* the proposer command, run as sh -c */
