@@ -24,7 +24,7 @@
 /* The number of schema migrations this build knows (db_schema.c), and so the
  * PRAGMA user_version of a file it made: a tune that knows fewer refuses the
  * file as newer. */
-#define DB_SCHEMA_VERSION 6
+#define DB_SCHEMA_VERSION 7
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables, columns or views. */
 #define DB_SCHEMA_READ_MIN 1

@@ -196,9 +196,19 @@ int db_comparison_latest(db_conn *db, int64_t *ids, int max, int *n, tune_err *e
   sqlite3_stmt *st = NULL;
   *n = 0;
   DB_LOCK(db);
+  /* a selection's rounds (schema 0007, tuner/reselect.h) compare no peer: not a comparison to report */
+  int has_kind = 0;
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
-      "SELECT max(k.id) FROM comparisons k JOIN recipes rc ON rc.id = k.recipe_id"
-      " GROUP BY rc.name ORDER BY rc.name", -1, &st, NULL));
+      "SELECT count(*) FROM pragma_table_info('comparisons') WHERE name = 'kind'", -1, &st, NULL));
+  SQL_STEP(db, err, st, step);
+  has_kind = step == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+  sqlite3_finalize(st);
+  st = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, has_kind
+      ? "SELECT max(k.id) FROM comparisons k JOIN recipes rc ON rc.id = k.recipe_id"
+        " WHERE k.kind = 'compare' GROUP BY rc.name ORDER BY rc.name"
+      : "SELECT max(k.id) FROM comparisons k JOIN recipes rc ON rc.id = k.recipe_id"
+        " GROUP BY rc.name ORDER BY rc.name", -1, &st, NULL));
   for (;;) {
     SQL_STEP(db, err, st, step);
     if (step == SQLITE_DONE || *n >= max) break;

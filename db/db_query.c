@@ -182,6 +182,19 @@ fail:
   return rc;
 }
 
+static int has_table(db_conn *db, const char *name, int *out, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  *out = step == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+fail:
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* ---- best -------------------------------------------------------------- */
 
 /* {status: count} of every result of (recipe_id, problem_id, device_id). */
@@ -209,15 +222,23 @@ fail:
   return rc;
 }
 
-/* Ranks the ok results of each (recipe source, problem, GPU) by median; the
+/* The latest selection's row (tuner/reselect.h) of the result r's (recipe source, problem, GPU). */
+#define LATEST_SELECTION                                                                       \
+  "(SELECT s.id FROM selections s WHERE s.recipe_id = r.recipe_id AND s.problem_id = r.problem_id" \
+  " AND s.device_id = r.device_id ORDER BY s.id DESC LIMIT 1)"
+#define SELECTED_ID "(SELECT result_id FROM selections WHERE id = " LATEST_SELECTION ")"
+#define SELECTED_WHY "(SELECT rule || ': ' || why FROM selections WHERE id = " LATEST_SELECTION " AND result_id = r.id)"
+
+/* Ranks the ok results of each (recipe source, problem, GPU): the latest selection's choice
+ * first (SELECTED is its result id, NULL in a file without selections), then by median; the
  * v_best view (db_schema.c) ranks the same way. */
-#define BEST_SQL(TIMING)                                                                       \
+#define BEST_SQL(TIMING, SELECTED, WHY)                                                        \
   "WITH ranked AS ("                                                                           \
   "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"     \
   /* a quick-only timing of successive halving (tuner/halving.h: its error_text starts with    \
      "halving: quick timing only") ranks after every fully timed result */                     \
   "                                  ORDER BY coalesce(r.error_text, '') LIKE 'halving: quick timing only%',"\
-  "                                           r.median_ns, r.id) AS rk"                        \
+  "                                           r.id IS NOT " SELECTED ", r.median_ns, r.id) AS rk"\
   "  FROM results r"                                                                           \
   "  JOIN recipes rc ON rc.id = r.recipe_id"                                                   \
   "  JOIN problems p ON p.id = r.problem_id"                                                   \
@@ -237,7 +258,7 @@ fail:
   "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"                            \
   "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin,"                       \
   "  coalesce(r.error_text, '') LIKE 'halving: quick timing only%' AS quick_only,"             \
-  "  " TIMING " AS timing"                                                                     \
+  "  " TIMING " AS timing, " WHY " AS selection"                                               \
   " FROM ranked k JOIN results r ON r.id = k.id"                                               \
   " JOIN recipes rc ON rc.id = r.recipe_id"                                                    \
   " JOIN problems p ON p.id = r.problem_id"                                                    \
@@ -247,7 +268,7 @@ fail:
   " ORDER BY rc.name, p.name, d.name, r.recipe_id, r.problem_id, r.device_id"
 
 int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err *err) {
-  int rc = TUNE_OK, step = 0, has_timing = 0;
+  int rc = TUNE_OK, step = 0, has_timing = 0, has_selections = 0;
   sqlite3_stmt *st = NULL, *counts = NULL;
   json_t *arr = NULL;
   if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_best: NULL argument");
@@ -259,8 +280,11 @@ int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
   DB_LOCK(db);
   if ((rc = has_result_column(db, "timing", &has_timing, err))) goto fail;
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, has_timing ? BEST_SQL("r.timing") : BEST_SQL("'burst'"),
-                                      -1, &st, NULL));
+  if ((rc = has_table(db, "selections", &has_selections, err))) goto fail;
+  const char *sql = has_selections ? BEST_SQL("r.timing", SELECTED_ID, SELECTED_WHY)
+                  : has_timing     ? BEST_SQL("r.timing", "NULL", "NULL")
+                                   : BEST_SQL("'burst'", "NULL", "NULL");
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
       "SELECT status, count(*) FROM results"
       " WHERE recipe_id = ?1 AND problem_id = ?2 AND device_id = ?3"

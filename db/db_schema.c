@@ -95,6 +95,34 @@ typedef struct db_migration {
 
 #define VIEWS_SQL V_RESULTS_SQL V_BEST_SQL V_VS_PEER_SQL
 
+/* v_best as of 0007: within a (recipe source, problem, GPU) the result its latest selection chose
+ * (tune run re-times the top few interleaved at the end of a problem: tuner/reselect.h) ranks
+ * first, then by median as before. v_vs_peer is recreated unchanged because it reads v_best. */
+#define V_BEST_SELECTED_SQL                                                                 \
+  "CREATE VIEW v_best AS\n"                                                                 \
+  "WITH candidates AS (\n"                                                                  \
+  "  SELECT v.*, coalesce(v.error_text, '') LIKE 'halving: quick timing only%' AS quick_only,\n" \
+  "    (SELECT s.result_id FROM selections s WHERE s.recipe_id = v.recipe_id\n"            \
+  "       AND s.problem_id = v.problem_id AND s.device_id = v.device_id\n"                 \
+  "     ORDER BY s.id DESC LIMIT 1) AS selected_id\n"                                      \
+  "  FROM v_results v\n"                                                                    \
+  "  WHERE v.status = 'ok' AND v.device_kind = 'gpu' AND v.origin NOT LIKE 'peer:%'\n"       \
+  "    AND NOT (v.origin LIKE 'llm-code:%' AND EXISTS (SELECT 1 FROM results f\n"           \
+  "      WHERE f.config_id = v.config_id AND f.recipe_id = v.recipe_id\n"                   \
+  "        AND f.device_id = v.device_id\n"                                                 \
+  "        AND f.status NOT IN ('ok', 'skipped', 'not_recorded')))),\n"                     \
+  "ranked AS (\n"                                                                           \
+  "  SELECT *, row_number() OVER (PARTITION BY recipe_id, problem_id, device_id\n"           \
+  "                               ORDER BY quick_only, result_id IS NOT selected_id,\n"    \
+  "                                        median_ns, result_id) AS rank_\n"               \
+  "  FROM candidates)\n"                                                                    \
+  "SELECT result_id, recipe, recipe_source, problem, problem_hash, device, arch,\n"         \
+  "  config_hash, params, origin, median_ns, min_ns, max_ns, samples, rel_ci, timing, timer,\n" \
+  "  sm_mhz, registers, shared_bytes, quick_only, created_at,\n"                            \
+  "  recipe_id, problem_id, device_id, config_id, result_id IS selected_id AS selected\n"   \
+  "FROM ranked WHERE rank_ = 1;\n"
+
+
 static const db_migration migrations[] = {
     /* the initial schema */
     {"0001-initial",
@@ -311,6 +339,32 @@ static const db_migration migrations[] = {
        includes followed by content): what the compiler sees, so a recording stays current for
        replay when only comments or file locations change; '' where unknown */
     {"0006-recipe-code-hash", "ALTER TABLE recipes ADD COLUMN code_hash TEXT NOT NULL DEFAULT '';\n"},
+    /* selection that survives noise: at the end of a problem, tune run re-times its fastest few
+       results in interleaved rounds (a comparison of kind 'selection', its rounds measurements)
+       and records which result it chose and by which rule; a tie within the measured spread goes
+       to the variant with fewer resources (tuner/reselect.h). v_best and db_query_best rank the
+       latest selection's choice first. */
+    {"0007-selections",
+    "ALTER TABLE comparisons ADD COLUMN kind TEXT NOT NULL DEFAULT 'compare'\n"
+    "  CHECK (kind IN ('compare', 'selection'));\n"
+    "CREATE TABLE selections (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  run_id INTEGER REFERENCES runs(id),\n"
+    "  recipe_id INTEGER NOT NULL REFERENCES recipes(id),\n"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),\n"
+    "  device_id INTEGER NOT NULL REFERENCES devices(id),\n"
+    "  timing TEXT NOT NULL CHECK (timing IN ('burst', 'sustained')),\n"
+    "  comparison_id INTEGER REFERENCES comparisons(id),\n"
+    "  result_id INTEGER NOT NULL REFERENCES results(id),\n"
+    "  rule TEXT NOT NULL CHECK (rule IN ('fastest', 'tie-fewer-resources', 'only')),\n"
+    "  why TEXT NOT NULL,\n"
+    "  candidates TEXT NOT NULL,\n"
+    "  created_at TEXT NOT NULL DEFAULT " NOW "\n"
+    ");\n"
+    "CREATE INDEX selections_key ON selections (recipe_id, problem_id, device_id, id);\n"
+    "DROP VIEW v_vs_peer;\n"
+    "DROP VIEW v_best;\n"
+    V_BEST_SELECTED_SQL V_VS_PEER_SQL},
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -16,6 +16,7 @@
 #include "db_compare.h"
 #include "peer_client.h"
 #include "problem_space.h"
+#include "retime.h"
 #include "recipe.h"
 #include "search.h"
 #include "variant_job.h"
@@ -38,14 +39,7 @@ typedef struct cmp_ctx {
   int n_acc;
 } cmp_ctx;
 
-/* One re-timed candidate of a problem: its row, variant and binary. */
-typedef struct cmp_variant {
-  db_top top;
-  tune_variant v;
-  db_binary bin;
-  char lowered[TUNE_MAX_LAUNCHES][512];
-  int ready;      /* 0: could not be prepared (printed) */
-} cmp_variant;
+typedef tune_retimed cmp_variant;
 
 #define CMP_MAX_TOP 8
 
@@ -54,20 +48,6 @@ static int problem_wanted(const tune_compare_opts *o, const tune_problem *p) {
   for (int i = 0; i < o->n_problems; ++i)
     if (!strcmp(o->problems[i], p->name)) return 1;
   return 0;
-}
-
-/* The config's parameter indexes from its stored JSON; -1 when a value is not (any longer) one
- * of the recipe's. */
-static int config_indexes(const tune_recipe *r, const char *params_json, int *vi) {
-  json_error_t je;
-  json_t *obj = json_loads(params_json, 0, &je);
-  int rc = obj ? 0 : -1;
-  for (int i = 0; !rc && i < r->n_params; ++i) {
-    vi[i] = tune_param_value_index(&r->params[i], json_object_get(obj, r->params[i].name));
-    if (vi[i] < 0) rc = -1;
-  }
-  json_decref(obj);
-  return rc;
 }
 
 /* The reference compiled and the worker given the problem (its inputs and reference outputs). */
@@ -95,62 +75,7 @@ static int set_problem(cmp_ctx *c, tune_problem *p, tune_problem_setup *setup, t
 /* The candidates' variants from the current recipe, and their binaries from the compile cache
  * or compiled now (in parallel) and cached: the comparison times the current source. */
 static int prepare_variants(cmp_ctx *c, tune_problem *p, cmp_variant *cv, int n, tune_err *err) {
-  char templates[PATH_MAX + 16];
-  snprintf(templates, sizeof templates, "%s/templates", c->r->root);
-  if (n <= 0) return TUNE_OK;
-  tune_compile_job *jobs = calloc((size_t)n, sizeof *jobs);
-  int todo[CMP_MAX_TOP], n_todo = 0, rc = TUNE_OK;
-  if (!jobs) return tune_fail(err, TUNE_ENOMEM, "compare: out of memory");
-  for (int i = 0; i < n; ++i) {
-    int vi[SEARCH_MAX_PARAMS];
-    if (config_indexes(c->r, cv[i].top.params_json, vi)) {
-      printf("  %s: not a config of the current recipe, left out\n", cv[i].top.params_json);
-      continue;
-    }
-    if ((rc = tune_recipe_eval_variant(c->r, vi, p, &c->facts, &cv[i].v, err))) goto done;
-    if (cv[i].v.skip) continue;
-    tune_variant_job(&jobs[i], c->r->template_path, templates, c->be->device.arch, &cv[i].v);
-    if ((rc = tune_compile_key(&jobs[i], err))) goto done;
-    tune_err e;
-    tune_err_clear(&e);
-    int got = db_binary_get(c->db, jobs[i].bin.key, &cv[i].bin, &e);
-    if (got == TUNE_ENOTFOUND) todo[n_todo++] = i;
-    else if (got) { rc = tune_fail(err, got, "%s", e.msg); goto done; }
-    else cv[i].ready = cv[i].bin.ok;
-  }
-  for (int t = 0; t < n_todo; ++t) { /* compiled in parallel below: gather the misses first */
-    if (t != todo[t]) { tune_compile_job tmp = jobs[t]; jobs[t] = jobs[todo[t]]; jobs[todo[t]] = tmp; }
-  }
-  if (n_todo && (rc = tune_compile_batch(jobs, n_todo, n_todo, err))) goto done;
-  for (int t = 0; t < n_todo; ++t) {
-    if ((rc = db_binary_put(c->db, &jobs[t].bin, err))) goto done;
-    cmp_variant *v = &cv[todo[t]];
-    v->bin = jobs[t].bin;
-    memset(&jobs[t].bin, 0, sizeof jobs[t].bin); /* now the candidate's */
-    v->ready = v->bin.ok;
-    if (!v->ready) printf("  %s: does not compile from the current source, left out\n", v->top.params_json);
-  }
-  for (int i = 0; i < n; ++i)
-    if (cv[i].ready) tune_lowered_names(&cv[i].bin, cv[i].lowered);
-done:
-  for (int i = 0; i < n; ++i) db_binary_release(&jobs[i].bin);
-  free(jobs);
-  return rc;
-}
-
-static void measurement_from_result(db_measurement *m, const db_result *res) {
-  m->status = res->status;
-  m->median_ns = res->median_ns;
-  m->min_ns = res->min_ns;
-  m->max_ns = res->max_ns;
-  m->samples = res->samples;
-  m->rel_ci = res->rel_ci;
-  snprintf(m->timer, sizeof m->timer, "%s", res->timer);
-  m->sm_mhz = res->sm_mhz;
-  m->mem_mhz = res->mem_mhz;
-  m->power_w = res->power_w;
-  m->clock_reasons = res->clock_reasons;
-  snprintf(m->error_text, sizeof m->error_text, "%.500s", res->error_text);
+  return tune_retime_prepare(c->db, c->r, p, &c->facts, c->be->device.arch, cv, n, err);
 }
 
 /* tune's side of one round in one mode: every prepared candidate once. */
@@ -158,16 +83,12 @@ static int time_tune(cmp_ctx *c, tune_problem *p, int64_t problem_id, const tune
                      cmp_variant *cv, int n, int round, int sustained, tune_err *err) {
   for (int i = 0; i < n; ++i) {
     if (!cv[i].ready) continue;
-    tune_measure_req q = {.recipe = c->r, .problem = p, .setup = setup, .variant = &cv[i].v, .bin = &cv[i].bin,
-                          .lowered = (const char(*)[512])cv[i].lowered, .config_hash = cv[i].top.config_hash,
-                          .sustained = sustained};
     db_result res;
-    memset(&res, 0, sizeof res);
-    if (c->be->measure(c->be, &q, &res, err)) return err->code;
+    if (tune_retime_once(c->be, c->r, p, setup, &cv[i], sustained, &res, err)) return err->code;
     db_measurement m = {.comparison_id = c->comparison_id, .problem_id = problem_id, .config_id = cv[i].top.config_id,
                         .result_id = cv[i].top.result_id, .round = round};
     snprintf(m.timing, sizeof m.timing, "%s", sustained ? "sustained" : "burst");
-    measurement_from_result(&m, &res);
+    tune_measurement_from_result(&m, &res);
     if (m.status == DB_OK && strcmp(m.timer, "cupti")) { /* only CUPTI-timed results are compared */
       m.status = DB_SKIPPED;
       snprintf(m.error_text, sizeof m.error_text, "not timed by CUPTI (timer '%s')", m.timer);
@@ -330,7 +251,7 @@ static int compare_problem(cmp_ctx *c, tune_problem *p, tune_err *err) {
   }
   rc = peer_results(c, problem_id, err);
 done:
-  for (int i = 0; i < CMP_MAX_TOP; ++i) db_binary_release(&cv[i].bin);
+  tune_retime_release(cv, CMP_MAX_TOP);
   free(cv);
   return rc;
 }

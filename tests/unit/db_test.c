@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "db_select.h"
 #include "db_int.h" /* fault injection and the raw handle, for the failure tests */
 #include "check.h"
 
@@ -1014,6 +1015,7 @@ static void test_named_migrations(void) {
      the first four are recorded without a time and the missing one applied */
   CHECK(raw_exec(path, "DROP VIEW v_vs_peer; DROP VIEW v_best; DROP VIEW v_results;"
                        " ALTER TABLE recipes DROP COLUMN code_hash;"
+                       " DROP TABLE selections; ALTER TABLE comparisons DROP COLUMN kind;"
                        " DROP TABLE schema_migrations; PRAGMA user_version = 4") == SQLITE_OK);
   db = NULL;
   OK(db_open(path, 1, &db, &E)); /* read-only: as it is */
@@ -1091,6 +1093,48 @@ static void test_views(fixture *fx) {
                           " AND peer_ns = 90") == 1);
 }
 
+/* A selection (schema 0007) puts its choice first in db_query_best and v_best, with its reason;
+ * candidates are one per config of exactly that source, problem, GPU and timing mode. */
+static void test_selections(fixture *fx) {
+  int64_t cfg = 0, slower = 0;
+  OK(db_config_put(fx->db, "copy", "sel01", "{\"BLOCK\": 64}", "search", &cfg, &E));
+  db_result r = mk_result(fx->run, fx->recipe, fx->gpu, cfg, fx->small, DB_OK, 151);
+  OK(db_result_put(fx->db, &r, &E));
+  slower = r.id;
+  db_top top[4];
+  int n = 0;
+  OK(db_selection_candidates(fx->db, fx->recipe, fx->small, fx->gpu, "burst", 4, top, &n, &E));
+  CHECK(n >= 2 && top[0].median_ns == 150 && top[1].result_id == slower);
+  for (int i = 0; i < n; ++i) CHECK(strcmp(top[i].params_json, "{\"peer\": \"cublas\"}") != 0);
+  int n_sus = -1;
+  OK(db_selection_candidates(fx->db, fx->recipe, fx->small, fx->gpu, "sustained", 4, top, &n_sus, &E));
+  CHECK(n_sus == 0); /* the only sustained result is the peer's */
+
+  int64_t cmp = 0;
+  OK(db_selection_rounds_begin(fx->db, fx->recipe, fx->gpu, 3, 2, "burst", &cmp, &E));
+  db_selection sel = {.run_id = fx->run, .recipe_id = fx->recipe, .problem_id = fx->small, .device_id = fx->gpu,
+                      .comparison_id = cmp, .result_id = slower, .rule = "tie-fewer-resources",
+                      .why = "within the spread, fewer registers", .candidates = "[]"};
+  strcpy(sel.timing, "burst");
+  OK(db_selection_put(fx->db, &sel, &E));
+  db_filter f = {.recipe = "copy", .problem = "small"};
+  json_t *best = NULL;
+  OK(db_query_best_where(fx->db, &f, &best, &E));
+  json_t *row = json_array_get(best, 0);
+  CHECK(json_integer_value(json_object_get(row, "result_id")) == slower);
+  CHECK(!strcmp(json_string_value(json_object_get(row, "selection")) ? json_string_value(json_object_get(row, "selection")) : "",
+                "tie-fewer-resources: within the spread, fewer registers"));
+  json_decref(best);
+  char sql[200];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM v_best WHERE result_id = %lld AND selected = 1", (long long)slower);
+  CHECK(raw_int(fx->path, sql) == 1);
+  /* the selection's rounds are no comparison to report */
+  int64_t ids[8];
+  int n_cmp = 0;
+  OK(db_comparison_latest(fx->db, ids, 8, &n_cmp, &E));
+  for (int i = 0; i < n_cmp; ++i) CHECK(ids[i] != cmp);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "%s/db_test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) {
@@ -1119,6 +1163,7 @@ int main(void) {
     test_queries(&fx);
     test_filtered_queries(&fx);
     test_views(&fx);
+    test_selections(&fx);
     test_faults(&fx);
     test_threads(&fx);
     db_close(fx.db);
