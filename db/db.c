@@ -691,6 +691,11 @@ fail:
 
 int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
                    int64_t problem_id, db_result *out, tune_err *err) {
+  return db_result_find_timing(db, recipe_id, device_id, config_id, problem_id, NULL, out, err);
+}
+
+int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                          int64_t problem_id, const char *timing, db_result *out, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   if (!db || !out) return tune_fail(err, TUNE_EINVAL, "db_result_find: NULL argument");
@@ -699,6 +704,7 @@ int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t co
                "SELECT " RESULT_COLS " FROM results r"
                " WHERE r.recipe_id = ?1 AND r.device_id = ?2 AND r.config_id = ?3"
                " AND r.problem_id = ?4 AND r.status NOT IN ('skipped', 'not_recorded')"
+               " AND (?5 IS NULL OR r.timing = ?5)"
                " ORDER BY r.id DESC LIMIT 1",
                &st, err);
   if (rc) goto fail;
@@ -706,12 +712,14 @@ int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t co
   SQL_TRY(db, err, sqlite3_bind_int64(st, 2, device_id));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 3, config_id));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 4, problem_id));
+  if (timing) SQL_TRY(db, err, sqlite3_bind_text(st, 5, timing, -1, SQLITE_STATIC));
+  else SQL_TRY(db, err, sqlite3_bind_null(st, 5));
   SQL_STEP(db, err, st, step);
   if (step != SQLITE_ROW) {
     rc = tune_fail(err, TUNE_ENOTFOUND,
-                   "db: no result for recipe %lld, device %lld, config %lld, problem %lld",
-                   (long long)recipe_id, (long long)device_id, (long long)config_id,
-                   (long long)problem_id);
+                   "db: no %s%sresult for recipe %lld, device %lld, config %lld, problem %lld",
+                   timing ? timing : "", timing ? " " : "", (long long)recipe_id, (long long)device_id,
+                   (long long)config_id, (long long)problem_id);
     goto fail;
   }
   rc = read_result(st, out, err);

@@ -165,6 +165,10 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err);
  * answer (not skipped/not_recorded); TUNE_ENOTFOUND when none. */
 int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
                    int64_t problem_id, db_result *out, tune_err *err);
+/* The same, of one timing mode ("burst" or "sustained"; NULL: any): a resumed run answers only
+ * from results timed the way it times. */
+int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                          int64_t problem_id, const char *timing, db_result *out, tune_err *err);
 /* Replay lookup across databases: the latest GPU result for the recipe name,
  * config hash and problem hash, with the device it was measured on.
  * TUNE_ENOTFOUND when none. Like db_result_find it skips skipped and

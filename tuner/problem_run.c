@@ -280,7 +280,9 @@ static int resume(tune_problem_run *x, candidate *c) {
   db_result prev;
   tune_err e;
   tune_err_clear(&e);
-  if (!rr->be || db_result_find(rr->db, rr->recipe_id, rr->device_id, c->config_id, x->problem_id, &prev, &e)) return 0;
+  const char *timing = rr->o->sustained ? "sustained" : "burst";
+  if (!rr->be || db_result_find_timing(rr->db, rr->recipe_id, rr->device_id, c->config_id, x->problem_id, timing, &prev, &e))
+    return 0;
   c->done = 1;
   rr->st->resumed++;
   x->resumed++;

@@ -381,6 +381,11 @@ static void test_results(fixture *fx) {
   int64_t latest_ok = r.id;
   OK(db_result_find(fx->db, fx->recipe, fx->gpu, fx->c1, fx->small, &got, &E));
   CHECK(got.id == latest_ok && got.median_ns == 190);
+  /* by timing mode: a sustained run does not resume from burst timings */
+  OK(db_result_find_timing(fx->db, fx->recipe, fx->gpu, fx->c1, fx->small, "burst", &got, &E));
+  CHECK(got.id == latest_ok);
+  FAILS(TUNE_ENOTFOUND, db_result_find_timing(fx->db, fx->recipe, fx->gpu, fx->c1, fx->small, "sustained", &got, &E));
+  CHECK(strstr(E.msg, "no sustained result") != NULL);
 
   /* other recipe source, nothing yet */
   FAILS(TUNE_ENOTFOUND, db_result_find(fx->db, fx->recipe_v2, fx->gpu, fx->c1, fx->small, &got,
