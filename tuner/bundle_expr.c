@@ -106,11 +106,46 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
   return TUNE_OK;
 }
 
+/* The index of string value v among the family's enum values: the one enum dim that has it, or the
+ * same index in every enum dim that has it; -1 when none or ambiguous. */
+static int enum_index(const bfamily *f, const char *v, size_t len) {
+  int at = -1;
+  for (int d = 0; d < f->n_dims; ++d)
+    for (int e = 0; f->dim_enum[d] && e < f->n_enum[d]; ++e)
+      if (strlen(f->enum_vals[d][e]) == len && !strncmp(f->enum_vals[d][e], v, len)) {
+        if (at >= 0 && at != e) return -1;
+        at = e;
+      }
+  return at;
+}
+
+/* String literals ('col' or "col") become the index of that value of the family's enum dim, which
+ * is how libtunert sees an enum dim: Lua compares b_layout == 'col' as strings at tune time, the
+ * runtime compares b_layout == 0 as integers. A literal no enum dim has is left for the parser to
+ * refuse. Rewrites text in place (n bytes). */
+static void enum_literals(const bfamily *f, char *text, size_t n) {
+  char out[2048];
+  size_t o = 0;
+  const char *c = text;
+  while (*c && o + 24 < sizeof out) {
+    const char *close = (*c == '\'' || *c == '"') ? strchr(c + 1, *c) : NULL;
+    int idx = close ? enum_index(f, c + 1, (size_t)(close - c - 1)) : -1;
+    if (idx >= 0) {
+      o += (size_t)snprintf(out + o, sizeof out - o, "%d", idx);
+      c = close + 1;
+    } else
+      out[o++] = *c++;
+  }
+  out[o] = 0;
+  if (!*c && o < n) memcpy(text, out, o + 1); /* (a text too long to rewrite stays as it is) */
+}
+
 /* Parse text; on failure mark the field frozen with the reason. *e NULL then. */
 static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items, tunert_expr **e, char *why, size_t n) {
   char msg[600];
   *e = NULL;
   if (t->frozen) return 0;
+  if (strchr(t->text, '\'') || strchr(t->text, '"')) enum_literals(f, t->text, sizeof t->text);
   if (tunert_expr_parse(t->text, f->names, f->n_names, NULL, e, msg, sizeof msg)) {
     snprintf(why, n, "%s", msg);
     return -1;
@@ -287,7 +322,7 @@ static int check_arg(echeck *c, int a) {
 }
 
 /* A list the runtime cannot parse makes the entry exact-only and is dropped; *e NULL then. */
-static int parse_list(echeck *c, const char *text, const char *what, tunert_expr **e) {
+static int parse_list(echeck *c, char *text, size_t text_n, const char *what, tunert_expr **e) {
   tune_field_text t = {.frozen = 0};
   if ((size_t)snprintf(t.text, sizeof t.text, "%s", text) >= sizeof t.text)
     return tune_fail(c->err, TUNE_ERECIPE, "%s: %s too long", c->r->name, what);
@@ -295,6 +330,7 @@ static int parse_list(echeck *c, const char *text, const char *what, tunert_expr
     c->be->portable = 0;
     snprintf(c->be->exact_why, sizeof c->be->exact_why, "%s: %.580s", what, c->why);
   }
+  if (*e) snprintf(text, text_n, "%s", t.text); /* enum literals rewritten: the text the runtime parses */
   return TUNE_OK;
 }
 
@@ -303,7 +339,7 @@ static int check_requires(echeck *c) {
   tune_variant_exprs *ex = &c->be->ex;
   tunert_expr *e = NULL;
   if (!ex->requires[0]) return TUNE_OK;
-  if (parse_list(c, ex->requires, "requires", &e)) return c->err->code;
+  if (parse_list(c, ex->requires, sizeof ex->requires, "requires", &e)) return c->err->code;
   if (!e) { ex->requires[0] = 0; return TUNE_OK; }
   for (int i = 0; i < tunert_expr_items(e); ++i) {
     tunert_xval v;
@@ -323,7 +359,7 @@ static int check_defines(echeck *c) {
   tunert_expr *e = NULL;
   be->define_values[0] = 0;
   if (!ex->define_exprs[0]) return TUNE_OK;
-  if (parse_list(c, ex->define_exprs, "defines", &e)) return c->err->code;
+  if (parse_list(c, ex->define_exprs, sizeof ex->define_exprs, "defines", &e)) return c->err->code;
   if (!e) { ex->define_exprs[0] = 0; return TUNE_OK; }
   char names[1024];
   snprintf(names, sizeof names, "%s", ex->define_names);
