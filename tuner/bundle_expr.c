@@ -107,16 +107,19 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
 }
 
 /* The index of string value v among the family's enum values: the one enum dim that has it, or the
- * same index in every enum dim that has it; -1 when none or ambiguous. */
+ * same index in every enum dim that has it; -1 (no problem's index) for a value no problem of the
+ * family has, e.g. 'col' in a family tuned on 'row' only; -2 without enum dims or when ambiguous. */
 static int enum_index(const bfamily *f, const char *v, size_t len) {
-  int at = -1;
-  for (int d = 0; d < f->n_dims; ++d)
+  int at = -1, n_enum_dims = 0;
+  for (int d = 0; d < f->n_dims; ++d) {
+    n_enum_dims += f->dim_enum[d] != 0;
     for (int e = 0; f->dim_enum[d] && e < f->n_enum[d]; ++e)
       if (strlen(f->enum_vals[d][e]) == len && !strncmp(f->enum_vals[d][e], v, len)) {
-        if (at >= 0 && at != e) return -1;
+        if (at >= 0 && at != e) return -2;
         at = e;
       }
-  return at;
+  }
+  return n_enum_dims ? at : -2;
 }
 
 /* String literals ('col' or "col") become the index of that value of the family's enum dim, which
@@ -129,8 +132,8 @@ static void enum_literals(const bfamily *f, char *text, size_t n) {
   const char *c = text;
   while (*c && o + 24 < sizeof out) {
     const char *close = (*c == '\'' || *c == '"') ? strchr(c + 1, *c) : NULL;
-    int idx = close ? enum_index(f, c + 1, (size_t)(close - c - 1)) : -1;
-    if (idx >= 0) {
+    int idx = close ? enum_index(f, c + 1, (size_t)(close - c - 1)) : -2;
+    if (idx >= -1) {
       o += (size_t)snprintf(out + o, sizeof out - o, "%d", idx);
       c = close + 1;
     } else
