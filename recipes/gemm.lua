@@ -18,6 +18,14 @@
 -- problems (M <= 128) on small tiles, GEMV and split-K. The space is sized so that one exhaustive run
 -- of every problem takes minutes on one GPU (tools/bench/device_gemm_run.sh); `gemm_space
 -- recipes/gemm.lua` (tools/check/gemm_space.c) prints the variants per problem.
+--
+-- Domain: any M >= 1, N and K multiples of 8 (rows of whole 16-byte chunks). Every path takes tails
+-- (zero-filled loads, clipped stores, ceil-divided grids: templates/gemm/gemm.cuh); `requires` holds
+-- what a config needs of a problem to run it correctly, as expressions libtunert checks, so that a
+-- bundled entry serves untuned problems; `applies` only prunes what `tune run` tries. Launch geometry,
+-- shapes, tensor-map boxes and defines are expressions for the same reason (an enum dim such as
+-- b_layout is compared with its value's string, 'col'). `fallback` is a PATH 0 config that runs every
+-- problem of the domain.
 
 local SMEM_LIMIT = 227 * 1024  -- sm_90 opt-in maximum per block; the templates static_assert the same
 
@@ -71,6 +79,31 @@ local function threads(c)
   return 32 * c.GEMV_WARPS
 end
 
+-- The same numbers as expressions over params and dims (launch geometry that libtunert evaluates).
+local B_COL = "(b_layout == 'col')"
+local PAD = "(SWIZZLE == 1 and 0 or 8)"
+local function smem_expr(split)
+  local a = "BLOCK_M * (BLOCK_K + " .. PAD .. ")"
+  local b = B_COL .. " and BLOCK_N * (BLOCK_K + " .. PAD .. ") or BLOCK_K * (BLOCK_N + " .. PAD .. ")"
+  local sm80 = "STAGES * (" .. a .. " + (" .. b .. ")) * 2"
+  if not split then sm80 = "max(" .. sm80 .. ", BLOCK_M * (BLOCK_N + 8) * 2)" end
+  local epi = split and "0" or "(USE_TMA == 1 and CONSUMERS * 2 * 8192 or 0)"
+  local sm90 = "1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + " .. epi .. " + 2 * STAGES * 8 + (WS == 2 and 16 or 0)"
+  return "PATH == 0 and " .. sm80 .. " or PATH == 1 and " .. sm90 .. " or 0"
+end
+local THREADS = "PATH == 0 and 32 * WARPS_M * WARPS_N or PATH == 1 and 128 * (CONSUMERS + (WS > 0 and 1 or 0)) or 32 * GEMV_WARPS"
+local TILES = "((M + BLOCK_M - 1) // BLOCK_M) * ((N + BLOCK_N - 1) // BLOCK_N)"
+local GEMV_COLS_PER_BLOCK = "(" .. B_COL .. " and GEMV_WARPS * GEMV_COLS or 64 * GEMV_COLS)"
+-- grid.x without persistence (split-K: grid.y = SPLIT_K)
+local GRID_X = "PATH == 2 and (N + " .. GEMV_COLS_PER_BLOCK .. " - 1) // " .. GEMV_COLS_PER_BLOCK .. " or " .. TILES
+-- persistent: persistent_blocks below, on the device's sm_count
+local SM90_THREADS = "128 * (CONSUMERS + (WS > 0 and 1 or 0))"
+local SM90_REGS = "(SETMAXNREG == 1 and 168 or min(255, (BLOCK_M // CONSUMERS // 64) * (BLOCK_N // 2) + 64))"
+local SM90_SMEM = "(1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + (USE_TMA == 1 and CONSUMERS * 2 * 8192 or 0) + 2 * STAGES * 8 + (WS == 2 and 16 or 0))"
+local PER_SM = "max(1, min(233472 // (" .. SM90_SMEM .. " + 1024), 2048 // " .. SM90_THREADS .. ", 65536 // ("
+    .. SM90_THREADS .. " * " .. SM90_REGS .. ")))"
+local GRID_X_PERSISTENT = "PATH == 1 and PERSISTENT == 1 and min(" .. TILES .. ", sm_count * " .. PER_SM .. ") or " .. GRID_X
+
 -- Blocks of a persistent variant: one wave of resident blocks (shared memory, threads and an estimate
 -- of registers: 168 per thread with setmaxnreg, else accumulators + 64), at most one per tile.
 local function persistent_blocks(c, d, tiles)
@@ -82,14 +115,14 @@ local function persistent_blocks(c, d, tiles)
 end
 
 local function tiles_of(c, p)
-  return ((p.M + c.BLOCK_M - 1) // c.BLOCK_M) * (p.N // c.BLOCK_N)
+  return ((p.M + c.BLOCK_M - 1) // c.BLOCK_M) * ((p.N + c.BLOCK_N - 1) // c.BLOCK_N)
 end
 
 local function grid(c, p, d, split)
   split = split and c.SPLIT_K or 1
   if c.PATH == 2 then
     local per_block = p.b_layout == "col" and c.GEMV_WARPS * c.GEMV_COLS or 64 * c.GEMV_COLS
-    return { p.N // per_block, split, 1 }
+    return { (p.N + per_block - 1) // per_block, split, 1 }
   end
   local tiles = tiles_of(c, p)
   if c.PATH == 1 and c.PERSISTENT == 1 then return { persistent_blocks(c, d, tiles), 1, 1 } end
@@ -209,20 +242,10 @@ end
 -- Which configs serve which problem (shape classes, divisibility), with the reason when not.
 local function applies_common(c, p, split)
   local b_col = p.b_layout == "col"
-  local S = split and c.SPLIT_K or 1
   if c.PATH == 2 then
     if p.M > 8 then return false, "GEMV path: M > 8 (GEMV_M is at most 8)" end
-    if b_col then
-      if (p.K // S) % (256 * c.GEMV_UNROLL) ~= 0 or p.K % S ~= 0 then return false, "GEMV: K / SPLIT_K not a multiple of 256 * GEMV_UNROLL" end
-      if p.N % (c.GEMV_WARPS * c.GEMV_COLS) ~= 0 then return false, "GEMV: N not a multiple of the block's columns" end
-    else
-      if p.K % S ~= 0 or (p.K // S) % (c.GEMV_WARPS * c.GEMV_UNROLL) ~= 0 then return false, "GEMV: K / SPLIT_K not a multiple of GEMV_WARPS * GEMV_UNROLL" end
-      if p.N % (64 * c.GEMV_COLS) ~= 0 then return false, "GEMV: N not a multiple of 64 * GEMV_COLS" end
-    end
     return true
   end
-  if p.N % c.BLOCK_N ~= 0 then return false, "N is not a multiple of BLOCK_N" end
-  if p.K % (c.BLOCK_K * S) ~= 0 then return false, "K is not a multiple of BLOCK_K * SPLIT_K" end
   if smem_bytes(c, b_col, split) > SMEM_LIMIT then return false, "shared memory over 227 KiB" end
   if is_large(p) then
     local ok, why = large_short_list(c)
@@ -255,9 +278,11 @@ local function problems_large()
   end
   return t
 end
-local function problems_decode()
+-- Decode shapes at the model's N x K; ms: the M buckets (powers of two).
+local DECODE_M = { 1, 2, 4, 8, 16, 32, 64, 128 }
+local function problems_decode(ms)
   local t = {}
-  for _, m in ipairs({ 1, 16, 64, 128 }) do
+  for _, m in ipairs(ms or DECODE_M) do
     for _, nk in ipairs({ { 8192, 8192 }, { 14336, 4096 }, { 4096, 14336 } }) do
       for _, lay in ipairs({ "row", "col" }) do
         t[#t + 1] = { name = string.format("m%dn%dk%d_%s", m, nk[1], nk[2], lay), M = m, N = nk[1], K = nk[2], b_layout = lay }
@@ -267,18 +292,41 @@ local function problems_decode()
   return t
 end
 
+-- Problems at shapes that are no tile's multiple (N, K multiples of 8 only), so that every path's
+-- tails are verified against the reference: large tiles (M 1000, 3000), decode tiles and split-K
+-- (M 37, 100), the GEMVs (M 5; K 1056 = 32 x 33 for gemv_rows' K rule).
+local TAILS = { { 1000, 1000, 1000 }, { 3000, 1000, 1032 }, { 37, 4104, 4096 }, { 100, 1000, 1032 }, { 5, 4104, 1056 } }
+local function problems_tails(max_m)
+  local t = {}
+  for _, s in ipairs(TAILS) do
+    if s[1] <= max_m then
+      for _, lay in ipairs({ "row", "col" }) do
+        t[#t + 1] = { name = string.format("m%dn%dk%d_%s", s[1], s[2], s[3], lay), M = s[1], N = s[2], K = s[3], b_layout = lay }
+      end
+    end
+  end
+  return t
+end
+
+local DOMAIN = { "M >= 1", "N >= 8 and N % 8 == 0", "K >= 8 and K % 8 == 0" }
+
+-- Correctness rules (every path takes tails): the GEMV's compile-time rows, and TMA boxes no larger
+-- than the tensor (the driver is not asked to build maps with a box past a whole dim).
+local REQUIRES = {
+  "PATH ~= 2 or M <= 8",
+  "USE_TMA == 0 or (M >= BLOCK_M and N >= BLOCK_N and K >= 64)",
+}
+
 local function args(split)
+  local ws = split and { "SPLIT_CLUSTER == 1 and 1 or SPLIT_K", "SPLIT_CLUSTER == 1 and 1 or M", "SPLIT_CLUSTER == 1 and 1 or N" }
+      or { 1 }
   return {
     { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
     { "b", tensor = "bf16", init = { "normal", 0, 1 },
-      shape = function(p) if p.b_layout == "col" then return { p.N, p.K } end return { p.K, p.N } end },
+      shape = { B_COL .. " and N or K", B_COL .. " and K or N" } },
     { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
     -- fp32 partial sums ws[SPLIT_K][M][N] (gemm.splitk); one unused float for gemm
-    { "ws", tensor = "f32", scratch = true,
-      shape = function(p, c)
-        if split and c.SPLIT_CLUSTER ~= 1 then return { c.SPLIT_K, p.M, p.N } end
-        return { 1 }
-      end },
+    { "ws", tensor = "f32", scratch = true, shape = ws },
     { "M", scalar = "i32", value = "M" },
     { "N", scalar = "i32", value = "N" },
     { "K", scalar = "i32", value = "K" },
@@ -288,15 +336,13 @@ local function args(split)
     -- them); theirs is clipped to the tensor so that it always builds (a box larger than the tensor
     -- is the driver's to refuse, and M may be 1).
     { "tmA", tensormap = { tensor = "a", swizzle = 128,
-      box = function(p, c) return { 64, c.USE_TMA == 1 and c.BLOCK_M or math.min(c.BLOCK_M, p.M) } end } },
+      box = { "USE_TMA == 1 and 64 or min(64, K)", "USE_TMA == 1 and BLOCK_M or min(BLOCK_M, M)" } } },
     { "tmB", tensormap = { tensor = "b", swizzle = 128,
-      box = function(p, c)
-        if p.b_layout == "col" then return { 64, c.USE_TMA == 1 and c.BLOCK_N or math.min(c.BLOCK_N, p.N) } end
-        return { 64, 64 }
-      end } },
+      box = { "USE_TMA == 1 and 64 or min(64, " .. B_COL .. " and K or N)",
+              B_COL .. " and (USE_TMA == 1 and BLOCK_N or min(BLOCK_N, N)) or (USE_TMA == 1 and 64 or min(64, K))" } } },
     -- tensor map of c for the TMA epilogue (USE_TMA without split-K: 64 x 64 boxes stored from shared memory)
     { "tmC", tensormap = { tensor = "c", swizzle = 128,
-      box = function(p, c) return { 64, c.USE_TMA == 1 and 64 or math.min(64, p.M) } end } },
+      box = { "USE_TMA == 1 and 64 or min(64, N)", "USE_TMA == 1 and 64 or min(64, M)" } } },
   }
 end
 
@@ -309,11 +355,21 @@ local reference = {
   defines = function(p) return { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 2 } end,
 }
 
-local function defines(c, p)
-  local d = { B_COL = p.b_layout == "col" and 1 or 0, TMA_ARGS = 2 }
-  if c.PATH == 2 then d.GEMV_M = p.M end
-  return d
-end
+-- GEMV_M: the GEMV's compile-time rows, M rounded up to a power of two (one binary per bucket);
+-- 0 (unread) on the other paths
+local defines = {
+  B_COL = B_COL .. " and 1 or 0",
+  TMA_ARGS = "2",
+  GEMV_M = "PATH == 2 and (M <= 1 and 1 or M <= 2 and 2 or M <= 4 and 4 or 8) or 0",
+}
+
+-- The generic entry of gemm and gemm.splitk: mma.sync 64 x 128 tiles, 2 x 2 warps, a 3-deep ring of
+-- 64-wide slices; zero-filled edges make it run every problem of the domain.
+local FALLBACK = {
+  PATH = 0, BLOCK_M = 64, BLOCK_N = 128, WARPS_M = 2, WARPS_N = 2, CONSUMERS = 1, BLOCK_K = 64, STAGES = 3,
+  SWIZZLE = 1, WS = 0, PRODUCER_WARPS = 1, SETMAXNREG = 0, USE_TMA = 0, PERSISTENT = 0, RASTER = 1,
+  GEMV_WARPS = 4, GEMV_COLS = 1, GEMV_UNROLL = 2,
+}
 
 -- With a, b ~ N(0, 1) an output is ~ N(0, K): |c| reaches ~6 sqrt(K) ~ 700 at K = 14336, where one
 -- bf16 ulp is 4. Variants and the reference both round an fp32 sum once to bf16 and differ in the
@@ -331,6 +387,7 @@ local metrics = {
 local function all_problems()
   local t = problems_large()
   for _, p in ipairs(problems_decode()) do t[#t + 1] = p end
+  for _, p in ipairs(problems_tails(1e9)) do t[#t + 1] = p end
   return t
 end
 
@@ -340,13 +397,14 @@ local gemm = {
   kernel = "gemm_bf16",
   params = params(false),
   constraints = constraints,
+  requires = REQUIRES,
   applies = function(c, p) return applies_common(c, p, false) end,
   defines = defines,
   problems = all_problems(),
   launch = {
-    grid = function(c, p, d) return grid(c, p, d, false) end,
-    block = function(c) return { threads(c), 1, 1 } end,
-    shared = function(c, p) return smem_bytes(c, p.b_layout == "col", false) end,
+    grid = { GRID_X_PERSISTENT, 1, 1 },
+    block = { THREADS, 1, 1 },
+    shared = smem_expr(false),
   },
   args = args(false),
   reference = reference,
@@ -388,19 +446,22 @@ local gemm_splitk = {
     if blocks[1] * c.SPLIT_K > 2 * 132 * 4 and c.SPLIT_K > 2 then return false, "enough blocks without this many splits" end
     return true
   end,
+  requires = REQUIRES,
   defines = defines,
-  problems = problems_decode(),
+  -- decode buckets 1, 16, 64, 128 (gemm has the others) and the tails of M <= 128
+  problems = (function()
+    local t = problems_decode({ 1, 16, 64, 128 })
+    for _, p in ipairs(problems_tails(128)) do t[#t + 1] = p end
+    return t
+  end)(),
   launch = {
     { kernel = "gemm_bf16",
-      grid = function(c, p, d) return grid(c, p, d, true) end,
-      block = function(c) return { threads(c), 1, 1 } end,
-      shared = function(c, p) return smem_bytes(c, p.b_layout == "col", true) end,
-      cluster = function(c) return { 1, c.SPLIT_CLUSTER == 1 and c.SPLIT_K or 1, 1 } end },
+      grid = { GRID_X, "SPLIT_K", 1 },
+      block = { THREADS, 1, 1 },
+      shared = smem_expr(true),
+      cluster = { 1, "SPLIT_CLUSTER == 1 and SPLIT_K or 1", 1 } },
     { kernel = "gemm_splitk_reduce",  -- not launched (no blocks) when the cluster adds the splits
-      grid = function(c, p)
-        if c.SPLIT_CLUSTER == 1 then return { 0, 1, 1 } end
-        return { math.max(1, (p.M * p.N // 8 + 255) // 256), 1, 1 }
-      end,
+      grid = { "SPLIT_CLUSTER == 1 and 0 or max(1, (M * N // 8 + 255) // 256)", 1, 1 },
       block = { 256, 1, 1 },
       shared = 0 },
   },
@@ -414,10 +475,14 @@ local gemm_splitk = {
 -- 512-byte segment of a k row per load, with K split over the CTAs of a thread-block cluster and
 -- summed through distributed shared memory: one launch, where gemm.splitk's row-major GEMV needs the
 -- fp32 workspace and the reduce kernel to spread a 1 x N output over the GPU.
+-- M = 1 at every shape, the other GEMV_M buckets (2, 4, 8) at 8192 x 8192, the tail problem
 local function decode_rows_problems()
   local t = {}
   for _, p in ipairs(problems_decode()) do
-    if p.M <= 8 and p.b_layout == "row" then t[#t + 1] = p end
+    if p.M <= 8 and p.b_layout == "row" and (p.M == 1 or p.N == 8192) then t[#t + 1] = p end
+  end
+  for _, p in ipairs(problems_tails(8)) do
+    if p.b_layout == "row" then t[#t + 1] = p end
   end
   return t
 end
@@ -426,10 +491,10 @@ end
 -- kernel takes them and never reads them)
 local function args_gemv_rows()
   local t = {}
+  local boxes = { a = { "min(64, K)", "min(64, M)" }, b = { "min(64, N)", "min(64, K)" }, c = { "min(64, N)", "min(64, M)" } }
   for i, a in ipairs(args(false)) do
     if a.tensormap then
-      local box = a.tensormap.tensor == "b" and function() return { 64, 64 } end
-          or function(p) return { 64, math.min(64, p.M) } end
+      local box = boxes[a.tensormap.tensor]
       t[i] = { a[1], tensormap = { tensor = a.tensormap.tensor, swizzle = a.tensormap.swizzle, box = box } }
     else
       t[i] = a
@@ -451,21 +516,15 @@ local gemm_gemv_rows = {
   },
   -- a step's loads, held twice (the next step's), in at most 2 x 128 bytes of registers per lane
   constraints = { function(c) return c.GR_UNROLL * c.GR_VEC * c.GR_SEGS <= 128 end },
-  applies = function(c, p)
-    if p.b_layout ~= "row" or p.M > 8 then return false, "row-major b with M <= 8 only" end
-    if p.N % (16 * c.GR_VEC * c.GR_SEGS) ~= 0 then return false, "N not a multiple of the tile's columns" end
-    if p.K % (c.CLUSTER * c.GR_WARPS * c.GR_UNROLL) ~= 0 then
-      return false, "K not a multiple of CLUSTER * GR_WARPS * GR_UNROLL"
-    end
-    return true
-  end,
-  defines = function(c, p) return { B_COL = 0, GEMV_M = p.M } end,
+  -- N tails are masked; K is split evenly over the cluster's warps in whole GR_UNROLL steps
+  requires = { "K % (CLUSTER * GR_WARPS * GR_UNROLL) == 0" },
+  defines = { B_COL = "0", GEMV_M = "M <= 1 and 1 or M <= 2 and 2 or M <= 4 and 4 or 8" },
   problems = decode_rows_problems(),
   launch = {
-    grid = function(c, p) return { p.N // (16 * c.GR_VEC * c.GR_SEGS) * c.CLUSTER, 1, 1 } end,
-    block = function(c) return { 32 * c.GR_WARPS, 1, 1 } end,
+    grid = { "(N + 16 * GR_VEC * GR_SEGS - 1) // (16 * GR_VEC * GR_SEGS) * CLUSTER", 1, 1 },
+    block = { "32 * GR_WARPS", 1, 1 },
     shared = 0,
-    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one tile's k ranges
+    cluster = { "CLUSTER", 1, 1 },  -- consecutive blocks: one tile's k ranges
   },
   args = args_gemv_rows(),
   reference = reference,

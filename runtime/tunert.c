@@ -193,6 +193,7 @@ static int read_meta(opener *o) {
     else if (!strcmp(k, "device_name")) dst = &ctx->device_name;
     else if (!strcmp(k, "device_arch")) dst = &ctx->device_arch;
     else if (!strcmp(k, "archs")) dst = &ctx->archs;
+    else if (!strcmp(k, "device_sm_count")) ctx->meta_sm_count = atoi(v); /* `sm_count` without a driver */
     if (dst && !(*dst = rt_strdup(&ctx->arena, v))) { sqlite3_finalize(st); return rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); }
   }
   if (step != SQLITE_DONE) rc = sql_fail(o, "meta");
@@ -288,6 +289,8 @@ static int read_families(opener *o) {
       /* string params are not visible to expressions */
       f->names[f->n_dims + k] = f->param_type[k] ? f->params[k] : NULL;
     }
+    /* the device fact after the params (rt_sm_count gives its value) */
+    f->names[f->n_dims + f->n_params] = "sm_count";
     for (int j = 0; j < i; ++j)
       if (!strcmp(ctx->families[j].name, f->name)) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s twice", o->path, f->name); goto done; }
     ++i;
@@ -447,7 +450,7 @@ static int read_binaries(opener *o) {
 /* Parse an expression list with n items (n < 0: any count). */
 static int parse_list(opener *o, rt_family *f, const char *text, int n, tunert_expr **out, const char *what, int64_t entry) {
   tunert_allocator al = rt_arena_allocator(&o->ctx->arena);
-  int rc = tunert_expr_parse(text, f->names, f->n_dims + f->n_params, &al, out, o->msg, sizeof o->msg);
+  int rc = tunert_expr_parse(text, f->names, f->n_dims + f->n_params + 1, &al, out, o->msg, sizeof o->msg);
   if (rc == TUNERT_ENOMEM) return rt_fail(o->err, rc, "out of memory");
   if (rc) return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: entry %lld: %s: %s", o->path, f->name, (long long)entry, what, o->msg);
   if (n >= 0 && tunert_expr_items(*out) != n)
@@ -718,6 +721,8 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
   int maj = 0, min = 0;
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->cudev);
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cudev);
+  int sms = 0;
+  if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cudev);
   if (r != CUDA_SUCCESS) {
     ctx->cu_state = -1;
     snprintf(ctx->cu_error, sizeof ctx->cu_error, "CUDA device %d: %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
@@ -725,6 +730,7 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
     return rt_fail(err, TUNERT_ENODRIVER, "%s", ctx->cu_error);
   }
   ctx->cu_state = 1;
+  ctx->dev_sm_count = sms;
   if (!ctx->dev_known) {
     ctx->dev_known = 1;
     ctx->dev_major = maj;
@@ -826,6 +832,7 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
     if (rt_device_open(ctx, &derr)) snprintf(ctx->dev_note, sizeof ctx->dev_note, "%.250s", derr.msg);
   } else snprintf(ctx->dev_note, sizeof ctx->dev_note, "TUNERT_OPEN_NO_DEVICE");
   if (!ctx->dev_known) snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "unknown");
+  ctx->sm_count = ctx->dev_sm_count > 0 ? ctx->dev_sm_count : ctx->meta_sm_count;
   rt_choose_binaries(ctx);
   if (ctx->dev_known && !(opt.flags & TUNERT_OPEN_ANY_ARCH)) {
     for (int i = 0; i < ctx->n_families; ++i) {

@@ -133,7 +133,7 @@ typedef struct rt_family {
   int n_params;
   const char **params;
   int *param_type;             /* TUNERT_XINT / TUNERT_XBOOL / 0 for strings */
-  const char **names;          /* expression env names: dims then params */
+  const char **names;          /* expression env names: dims, params, then "sm_count" */
   int n_args;
   const char **arg_names;
   int *arg_roles;
@@ -185,6 +185,10 @@ struct tunert_ctx {
   int dev_major, dev_minor;
   char dev_arch[32];           /* "sm_90" (or the option's), "unknown" */
   char dev_note[256];          /* why unknown */
+  int dev_sm_count;            /* multiprocessor count of the opened device, 0 until rt_device_open */
+  int meta_sm_count;           /* the bundle's device_sm_count (the device it was measured on), 0 unknown */
+  int sm_count;                /* expressions' `sm_count`, fixed at open: dev_sm_count when the device
+                                  was opened then, else meta_sm_count (selections never disagree) */
   int cu_state;                /* 0 not tried, 1 open, -1 failed (cu_error says why) */
   char cu_error[512];
   tunert_cu cu;
@@ -212,5 +216,10 @@ void rt_choose_binaries(tunert_ctx *ctx);
 int rt_device_open(tunert_ctx *ctx, tunert_err *err);
 
 rt_family *rt_family_find(const tunert_ctx *ctx, const char *name);
+
+/* The device fact `sm_count` of expressions: the launch device's multiprocessor count when the
+ * driver was opened at tunert_open, else the bundle's recorded device_sm_count (the device it was
+ * tuned on). */
+static inline int rt_sm_count(const tunert_ctx *ctx) { return ctx->sm_count; }
 
 #endif

@@ -87,9 +87,10 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
   const rt_variant *v = e->v;
   if (!exact && !e->portable) { snprintf(why, n, "exact-only (%s)", e->exact_why); return -1; }
   if (ctx->dev_known && v->chosen < 0) { snprintf(why, n, "%s", v->binary_desc); return -1; }
-  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS];
+  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS + 1];
   for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(dims[d] != 0) : tunert_xint(dims[d]);
   for (int k = 0; k < f->n_params; ++k) env[f->n_dims + k] = v->params[k];
+  env[f->n_dims + f->n_params] = tunert_xint(rt_sm_count(ctx));
   if (e->requires) {
     for (int i = 0; i < tunert_expr_items(e->requires); ++i) {
       tunert_xval r;

@@ -12,7 +12,7 @@
 
 #include "bundle_int.h"
 
-/* env: dims (family order) then params. */
+/* env: dims (family order), params, then the device fact sm_count of the measured device. */
 int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
                     char *why, size_t n) {
   json_error_t je;
@@ -39,6 +39,7 @@ int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *
     const tune_value *v = &r->params[k].values[vi[k]];
     env[f->n_dims + k] = v->kind == 'b' ? tunert_xbool((int)v->i) : tunert_xint(v->kind == 'i' ? v->i : 0);
   }
+  env[f->n_dims + r->n_params] = tunert_xint(f->sm_count); /* the device fact, last (names: bundle_family_layout) */
   return 0;
 }
 
@@ -99,8 +100,47 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
                             kind == 'b' ? "bool" : kind == 'i' ? "int" : "str");
     f->names[f->n_dims + k] = kind == 's' ? NULL : r->params[k].name;
   }
-  f->n_names = f->n_dims + r->n_params;
+  /* the device fact sm_count after the params, as libtunert names it (tunert.c read_families) */
+  f->names[f->n_dims + r->n_params] = "sm_count";
+  f->n_names = f->n_dims + r->n_params + 1;
   return TUNE_OK;
+}
+
+/* The index of string value v among the family's enum values: the one enum dim that has it, or the
+ * same index in every enum dim that has it; -1 (no problem's index) for a value no problem of the
+ * family has, e.g. 'col' in a family tuned on 'row' only; -2 without enum dims or when ambiguous. */
+static int enum_index(const bfamily *f, const char *v, size_t len) {
+  int at = -1, n_enum_dims = 0;
+  for (int d = 0; d < f->n_dims; ++d) {
+    n_enum_dims += f->dim_enum[d] != 0;
+    for (int e = 0; f->dim_enum[d] && e < f->n_enum[d]; ++e)
+      if (strlen(f->enum_vals[d][e]) == len && !strncmp(f->enum_vals[d][e], v, len)) {
+        if (at >= 0 && at != e) return -2;
+        at = e;
+      }
+  }
+  return n_enum_dims ? at : -2;
+}
+
+/* String literals ('col' or "col") become the index of that value of the family's enum dim, which
+ * is how libtunert sees an enum dim: Lua compares b_layout == 'col' as strings at tune time, the
+ * runtime compares b_layout == 0 as integers. A literal no enum dim has is left for the parser to
+ * refuse. Rewrites text in place (n bytes). */
+static void enum_literals(const bfamily *f, char *text, size_t n) {
+  char out[2048];
+  size_t o = 0;
+  const char *c = text;
+  while (*c && o + 24 < sizeof out) {
+    const char *close = (*c == '\'' || *c == '"') ? strchr(c + 1, *c) : NULL;
+    int idx = close ? enum_index(f, c + 1, (size_t)(close - c - 1)) : -2;
+    if (idx >= -1) {
+      o += (size_t)snprintf(out + o, sizeof out - o, "%d", idx);
+      c = close + 1;
+    } else
+      out[o++] = *c++;
+  }
+  out[o] = 0;
+  if (!*c && o < n) memcpy(text, out, o + 1); /* (a text too long to rewrite stays as it is) */
 }
 
 /* Parse text; on failure mark the field frozen with the reason. *e NULL then. */
@@ -108,6 +148,7 @@ static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items,
   char msg[600];
   *e = NULL;
   if (t->frozen) return 0;
+  if (strchr(t->text, '\'') || strchr(t->text, '"')) enum_literals(f, t->text, sizeof t->text);
   if (tunert_expr_parse(t->text, f->names, f->n_names, NULL, e, msg, sizeof msg)) {
     snprintf(why, n, "%s", msg);
     return -1;
@@ -284,7 +325,7 @@ static int check_arg(echeck *c, int a) {
 }
 
 /* A list the runtime cannot parse makes the entry exact-only and is dropped; *e NULL then. */
-static int parse_list(echeck *c, const char *text, const char *what, tunert_expr **e) {
+static int parse_list(echeck *c, char *text, size_t text_n, const char *what, tunert_expr **e) {
   tune_field_text t = {.frozen = 0};
   if ((size_t)snprintf(t.text, sizeof t.text, "%s", text) >= sizeof t.text)
     return tune_fail(c->err, TUNE_ERECIPE, "%s: %s too long", c->r->name, what);
@@ -292,6 +333,7 @@ static int parse_list(echeck *c, const char *text, const char *what, tunert_expr
     c->be->portable = 0;
     snprintf(c->be->exact_why, sizeof c->be->exact_why, "%s: %.580s", what, c->why);
   }
+  if (*e) snprintf(text, text_n, "%s", t.text); /* enum literals rewritten: the text the runtime parses */
   return TUNE_OK;
 }
 
@@ -300,7 +342,7 @@ static int check_requires(echeck *c) {
   tune_variant_exprs *ex = &c->be->ex;
   tunert_expr *e = NULL;
   if (!ex->requires[0]) return TUNE_OK;
-  if (parse_list(c, ex->requires, "requires", &e)) return c->err->code;
+  if (parse_list(c, ex->requires, sizeof ex->requires, "requires", &e)) return c->err->code;
   if (!e) { ex->requires[0] = 0; return TUNE_OK; }
   for (int i = 0; i < tunert_expr_items(e); ++i) {
     tunert_xval v;
@@ -320,7 +362,7 @@ static int check_defines(echeck *c) {
   tunert_expr *e = NULL;
   be->define_values[0] = 0;
   if (!ex->define_exprs[0]) return TUNE_OK;
-  if (parse_list(c, ex->define_exprs, "defines", &e)) return c->err->code;
+  if (parse_list(c, ex->define_exprs, sizeof ex->define_exprs, "defines", &e)) return c->err->code;
   if (!e) { ex->define_exprs[0] = 0; return TUNE_OK; }
   char names[1024];
   snprintf(names, sizeof names, "%s", ex->define_names);
@@ -358,7 +400,7 @@ static void lua_function_parts(bentry *be) {
  * values Lua gave; decide portability. A mismatch is a hard error. */
 int bundle_check_entry(bstate *s, bentry *be, tune_err *err) {
   bfamily *f = &s->fam[be->family];
-  tunert_xval env[TUNERT_MAX_DIMS + 64];
+  tunert_xval env[TUNERT_MAX_DIMS + 65];
   echeck c = {.be = be, .f = f, .r = f->r, .env = env, .err = err};
   if (bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, c.why, sizeof c.why))
     return tune_fail(err, TUNE_EINVAL, "%s: %s", f->r->name, c.why);

@@ -72,8 +72,9 @@ typedef struct bfamily {
   int n_enum[TUNERT_MAX_DIMS];
   char enum_vals[TUNERT_MAX_DIMS][16][64];  /* the values, sorted */
   char params[2048];
-  const char *names[TUNERT_MAX_DIMS + 64]; /* expression env names */
+  const char *names[TUNERT_MAX_DIMS + 64 + 1]; /* expression env names: dims, params, sm_count */
   int n_names;
+  int sm_count;                /* multiprocessor count of the device measured on: expressions' `sm_count` */
   char measured_arch[16];
   char recipe_file[PATH_MAX];  /* as recorded in the results database */
   int64_t id;
@@ -122,7 +123,8 @@ int bundle_compile(bstate *s, tune_err *err);
  * with the runtime evaluator against Lua's values, portability decided (a mismatch is an error). */
 int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err);
 int bundle_check_entry(bstate *s, bentry *be, tune_err *err);
-/* The expression environment of problem p and config vi: dims (family order), then params. */
+/* The expression environment of problem p and config vi: dims (family order), params, then sm_count
+ * (f->sm_count); env holds TUNERT_MAX_DIMS + 65 values. */
 int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
                     char *why, size_t n);
 

@@ -24,7 +24,7 @@ int bundle_verify(bstate *s, tune_err *err) {
   for (int i = 0; i < s->n_entries && !rc; ++i) {
     bentry *be = &s->ent[i];
     bfamily *f = &s->fam[be->family];
-    tunert_xval env[TUNERT_MAX_DIMS + 64];
+    tunert_xval env[TUNERT_MAX_DIMS + 65];
     char why[256];
     int64_t dims[TUNERT_MAX_DIMS];
     bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, why, sizeof why);

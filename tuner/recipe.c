@@ -213,7 +213,10 @@ static void push_value(lua_State *L, const tune_value *v) {
 
 /* __index of config tables: an unbound parameter raises the sentinel, a
  * global (math...) is returned for expression strings, anything else is an
- * error naming the unknown key. Upvalue 1: set of parameter names. */
+ * error naming the unknown key. Upvalue 1: set of parameter names; 2: the
+ * problem table; 3: the device's sm_count (nil where no device is known).
+ * Lookup order as libtunert's (runtime/tunert_expr.h): params, dims, then the
+ * device fact sm_count. */
 static int config_index(lua_State *L) {
   const char *key = lua_tostring(L, 2);
   lua_pushvalue(L, 2);
@@ -223,19 +226,28 @@ static int config_index(lua_State *L) {
   }
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1; /* problem dim */
+  if (key && !strcmp(key, "sm_count") && !lua_isnoneornil(L, lua_upvalueindex(3))) {
+    lua_pushvalue(L, lua_upvalueindex(3));
+    return 1;
+  }
   lua_getglobal(L, key ? key : "");
   if (!lua_isnil(L, -1)) return 1;
   /* the functions of the bundle expression language (runtime/tunert_expr.h) */
   static const char *const expr_funcs[] = {"min", "max", "floor", "ceil", "abs", "sqrt", NULL};
   for (int i = 0; key && expr_funcs[i]; ++i)
     if (!strcmp(key, expr_funcs[i])) { lua_getglobal(L, "math"); lua_getfield(L, -1, key); return 1; }
+  if (key && !strcmp(key, "sm_count"))
+    return luaL_error(L, "sm_count: no device is known here (constraints are checked without one): use it in requires, "
+                         "launch geometry, shapes or defines");
   return luaL_error(L, "unknown name '%s' (not a parameter, problem dimension or library)",
                     key ? key : "?");
 }
 
 /* Push a config table for r with the first n_bound values set; its
- * metatable also resolves problem dims (problem may be NULL). */
-static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound, const tune_problem *p) {
+ * metatable also resolves problem dims (problem may be NULL) and the device
+ * fact sm_count (d may be NULL: none). */
+static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound, const tune_problem *p,
+                        const tune_device_facts *d) {
   lua_createtable(L, 0, r->n_params);
   for (int i = 0; i < n_bound; ++i) {
     push_value(L, &r->params[i].values[vi[i]]);
@@ -249,7 +261,9 @@ static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound
   }
   if (p) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
   else lua_newtable(L);
-  lua_pushcclosure(L, config_index, 2);
+  if (d) lua_pushinteger(L, d->sm_count);
+  else lua_pushnil(L);
+  lua_pushcclosure(L, config_index, 3);
   lua_setfield(L, -2, "__index");
   lua_setmetatable(L, -2);
 }
@@ -330,7 +344,8 @@ static int eval_top(lua_State *L, int cfg, int prob, int dev, int problem_first)
       lua_newtable(L);
       lua_newtable(L);
       lua_pushvalue(L, prob);
-      lua_pushcclosure(L, config_index, 2);
+      lua_getfield(L, dev, "sm_count");
+      lua_pushcclosure(L, config_index, 3);
       lua_setfield(L, -2, "__index");
       lua_setmetatable(L, -2);
     }
@@ -860,7 +875,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   lua_Debug ar;
   lua_pushvalue(L, -1);
   if (lua_getinfo(L, ">S", &ar) && ar.source[0] == '=') is_expr = 1;
-  push_config(L, r, vi, n_bound, NULL);
+  push_config(L, r, vi, n_bound, NULL, NULL);
   char what[48];
   snprintf(what, sizeof what, "while evaluating constraint %d", ci + 1);
   tune_lua_evaluating(L, what);
@@ -1171,7 +1186,7 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   lua_State *L = r->set->L;
   int top = lua_gettop(L);
   memset(out, 0, sizeof *out);
-  push_config(L, r, vi, r->n_params, p);
+  push_config(L, r, vi, r->n_params, p, d);
   int cfg = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
   int prob = lua_gettop(L);

@@ -19,6 +19,9 @@ local DECODE = {
   { 128, 8192, 8192, "row" }, { 128, 8192, 8192, "col" }, { 128, 14336, 4096, "col" },
   { 128, 4096, 14336, "col" },
 }
+-- shapes that are no tile's multiple (N, K multiples of 8), as gemm.lua's tail problems
+local TAILS = { { 1000, 1000, 1000, "col" }, { 37, 4104, 4096, "row" }, { 5, 4104, 1056, "col" }, { 5, 4104, 1056, "row" } }
+
 local function problems(list)
   local t = {}
   for _, s in ipairs(list) do
@@ -68,16 +71,21 @@ local function derive(r, name, probs, template)
 end
 
 local rows = {}  -- gemm.gemv_rows: row-major b, M <= 8
-for _, p in ipairs(DECODE) do
-  if p[1] <= 8 and p[4] == "row" then rows[#rows + 1] = p end
+local decode = {}  -- gemm.splitk: M <= 128
+for _, list in ipairs({ DECODE, TAILS }) do
+  for _, p in ipairs(list) do
+    if p[1] <= 8 and p[4] == "row" then rows[#rows + 1] = p end
+    if p[1] <= 128 then decode[#decode + 1] = p end
+  end
 end
 
 local all = {}
-for _, p in ipairs(LARGE) do all[#all + 1] = p end
-for _, p in ipairs(DECODE) do all[#all + 1] = p end
+for _, list in ipairs({ LARGE, DECODE, TAILS }) do
+  for _, p in ipairs(list) do all[#all + 1] = p end
+end
 
 return {
   derive(base[1], "gemm.f16", all),
-  derive(base[2], "gemm.f16.splitk", DECODE),
+  derive(base[2], "gemm.f16.splitk", decode),
   derive(base[3], "gemm.f16.gemv_rows", rows, "templates/gemm/gemv_rows_f16.cuh"),
 }

@@ -16,6 +16,18 @@ local SMEM_LIMIT = 227 * 1024
 
 local function block_m(p) return 16 * ((p.M + 15) // 16) end
 
+-- The same rules as expressions (libtunert evaluates them for untuned problems). The template takes
+-- no tails: N and K must be multiples of the tile (requires).
+local BM = "(16 * ((M + 15) // 16))"
+local SMEM = "1024 + max(STAGES * (" .. BM .. " + BLOCK_N) * BLOCK_K * 2, " .. BM .. " * (BLOCK_N + 4) * 4) + 16 * STAGES"
+local REQUIRES = {
+  "M <= 128",
+  "N % BLOCK_N == 0",
+  "K % BLOCK_K == 0 and K // BLOCK_K >= 2 * SPLIT_K",
+  SMEM .. " <= 232448",
+  BM .. " * (BLOCK_N // WARPS_N) // 32 <= 128",
+}
+
 -- Dynamic shared memory (skinny.cuh kSmemBytes): alignment slack, ring (or the fp32 reduction tile,
 -- whichever is larger), two mbarriers per slot.
 local function ring_bytes(c, p) return c.STAGES * (block_m(p) + c.BLOCK_N) * c.BLOCK_K * 2 end
@@ -57,11 +69,7 @@ local constraints = {
 -- Which configs serve which problem, with the reason when not.
 local function applies(c, p)
   local bm = block_m(p)
-  if p.N % c.BLOCK_N ~= 0 then return false, "N is not a multiple of BLOCK_N" end
-  if p.K % c.BLOCK_K ~= 0 or p.K // c.BLOCK_K < 2 * c.SPLIT_K then return false, "K: too few BLOCK_K slices per split" end
-  if smem_bytes(c, p) > SMEM_LIMIT then return false, "shared memory over 227 KiB" end
   local acc = bm * (c.BLOCK_N // c.WARPS_N) // 32  -- fp32 accumulators per consumer thread
-  if acc > 128 then return false, "over 128 accumulators per thread" end
   -- 128 accumulators spill (ptxas, sm_90a) under the register cap of two blocks per SM or of 9 warps
   if acc > 64 and (smem_bytes(c, p) <= SMEM_PAIR or c.WARPS_N * c.WARPS_K > 4) then
     return false, "128 accumulators under a register cap of two blocks per SM or 9 warps: spills"
@@ -102,19 +110,15 @@ end
 local args = {
   { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
   { "b", tensor = "bf16", init = { "normal", 0, 1 },
-    shape = function(p) if p.b_layout == "col" then return { p.N, p.K } end return { p.K, p.N } end },
+    shape = { "b_layout == 'col' and N or K", "b_layout == 'col' and K or N" } },
   { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
   { "ws", tensor = "f32", scratch = true, shape = { 1 } },
   { "M", scalar = "i32", value = "M" },
   { "N", scalar = "i32", value = "N" },
   { "K", scalar = "i32", value = "K" },
   { "tmA", tensormap = { tensor = "a", swizzle = 128,
-    box = function(p) return { 64, math.min(block_m(p), p.M) } end } },
-  { "tmB", tensormap = { tensor = "b", swizzle = 128,
-    box = function(p, c)
-      if p.b_layout == "col" then return { 64, c.BLOCK_N } end
-      return { 64, c.BLOCK_K }
-    end } },
+    box = { 64, "min(" .. BM .. ", M)" } } },
+  { "tmB", tensormap = { tensor = "b", swizzle = 128, box = { 64, "b_layout == 'col' and BLOCK_N or BLOCK_K" } } },
 }
 
 return {
@@ -123,14 +127,15 @@ return {
   kernel = "gemm_skinny",
   params = params,
   constraints = constraints,
-  applies = applies,
-  defines = function(c, p) return { B_COL = p.b_layout == "col" and 1 or 0, BLOCK_M = block_m(p) } end,
+  requires = REQUIRES,
+  applies = applies,  -- pruning only
+  defines = { B_COL = "b_layout == 'col' and 1 or 0", BLOCK_M = BM },
   problems = problems_decode(),
   launch = {
-    grid = function(c, p) return { p.N // c.BLOCK_N, c.SPLIT_K, 1 } end,
-    block = function(c) return { 32 * (c.WARPS_N * c.WARPS_K + 1), 1, 1 } end,
-    shared = function(c, p) return smem_bytes(c, p) end,
-    cluster = function(c) return { 1, c.SPLIT_K, 1 } end,
+    grid = { "N // BLOCK_N", "SPLIT_K", 1 },
+    block = { "32 * (WARPS_N * WARPS_K + 1)", 1, 1 },
+    shared = SMEM,
+    cluster = { 1, "SPLIT_K", 1 },
   },
   args = args,
   -- recipes/gemm.lua's reference, tolerance and metrics (see its comments for the tolerance)

@@ -31,8 +31,11 @@
 //           tmB, tmC, the map of c that USE_TMA needs); recipes/gemm.lua passes three (the worker
 //           builds them: docs/tensormap-args.md), recipes/gemm/skinny.lua two.
 //
-// Shapes: N % BLOCK_N == 0 and K % (BLOCK_K * SPLIT_K) == 0 (PATH 2: see gemv.cuh); any M >= 1
-// (rows past M are zero-filled on load and not stored). Launch geometry is in recipes/gemm.lua.
+// Shapes: any M >= 1, N % 8 == 0 and K % 8 == 0 (rows of whole 16-byte chunks), on every path:
+// tiles that hang over M, N or K are zero-filled on load (cp.async with a zero source size, or TMA's
+// out-of-bounds fill) and clipped on store; split s of SPLIT_K takes a k range of ceil(K / SPLIT_K)
+// rounded up to the path's slice (a split past K adds zeros). Grids are ceil-divided. Launch
+// geometry is in recipes/gemm.lua.
 #include <cuda_bf16.h>
 
 #if !defined(PATH) || !defined(B_COL)
@@ -114,7 +117,7 @@ gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restri
 #endif
 }
 
-// Split-K combine: thread i sums the SPLIT_K partials of elements 8i .. 8i+7 (M * N % 8 == 0) and
+// Split-K combine: thread i sums the SPLIT_K partials of elements 8i .. 8i+7 (N % 8 == 0) and
 // stores them as one 16-byte bf16 vector. Grid-stride, so any grid works.
 extern "C" __global__ void __launch_bounds__(256)
 gemm_splitk_reduce(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c,

@@ -18,7 +18,10 @@
 //
 // Tunables: BLOCK_M 16..256, BLOCK_N 32..256, BLOCK_K 32 | 64, WARPS_M, WARPS_N (1..8 warps in all),
 // STAGES 2..5, SWIZZLE 0 | 1, RASTER (tile order group), SPLIT_K.
-// Launch: grid = (ceil(M / BLOCK_M) * N / BLOCK_N, SPLIT_K), block = 32 * WARPS_M * WARPS_N,
+// Tails: any M; N and K multiples of 8 (16-byte rows). Chunks past M, N or K are zero-filled on load
+// (cp.async with a zero source size) and not stored; split s takes k in [s * kSplit, (s + 1) * kSplit)
+// with kSplit = ceil(K / (SPLIT_K * BLOCK_K)) * BLOCK_K, so splits past K only add zeros.
+// Launch: grid = (ceil(M / BLOCK_M) * ceil(N / BLOCK_N), SPLIT_K), block = 32 * WARPS_M * WARPS_N,
 // dynamic shared memory = kSmemBytes below (recipes/gemm.lua: smem_sm80).
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
@@ -105,15 +108,16 @@ struct Tile {
 };
 
 __device__ __forceinline__ Tile tile_setup(int M, int N, int K) {
-  const int tiles_m = (M + kBM - 1) / kBM, tiles_n = N / kBN;
+  const int tiles_m = (M + kBM - 1) / kBM, tiles_n = (N + kBN - 1) / kBN;
   const tune::tile_rc rc = tune::tile_order_grouped((int)blockIdx.x, tiles_m, tiles_n, RASTER);
   Tile t;
   t.m0 = rc.m * kBM;
   t.n0 = rc.n * kBN;
   t.split = (int)blockIdx.y;
-  const int k_split = K / SPLIT_K;
+  const int k_split = (K + SPLIT_K * kBK - 1) / (SPLIT_K * kBK) * kBK;  // a multiple of kBK
   t.k_begin = t.split * k_split;
-  t.k_tiles = k_split / kBK;
+  const int k_len = min(k_split, K - t.k_begin);
+  t.k_tiles = k_len > 0 ? (k_len + kBK - 1) / kBK : 0;
   return t;
 }
 
@@ -126,9 +130,9 @@ __device__ __forceinline__ void load_stage(unsigned slot, const bf16 *__restrict
     const int id = tid + i * kThreads;
     if (APlan::kEven || id < APlan::kTotal) {
       const int r = id / kAChunks, ch = id % kAChunks;
-      const int gm = t.m0 + r;
-      const bool ok = gm < M;
-      const bf16 *src = a + (size_t)(ok ? gm : 0) * K + k0 + ch * 8;
+      const int gm = t.m0 + r, gk = k0 + ch * 8;
+      const bool ok = gm < M && gk < K;
+      const bf16 *src = ok ? a + (size_t)gm * K + gk : a;
       tune::g2s_copy16_zfill(slot + tile_off<kAChunks, kAPitch>(r, ch), src, ok);
     }
   }
@@ -138,8 +142,10 @@ __device__ __forceinline__ void load_stage(unsigned slot, const bf16 *__restrict
     const int id = tid + i * kThreads;
     if (BPlan::kEven || id < BPlan::kTotal) {
       const int r = id / kBChunks, ch = id % kBChunks;
-      const bf16 *src = B_COL ? b + (size_t)(t.n0 + r) * K + k0 + ch * 8 : b + (size_t)(k0 + r) * N + t.n0 + ch * 8;
-      tune::g2s_copy16(sB + tile_off<kBChunks, kBPitch>(r, ch), src);
+      const int gn = B_COL ? t.n0 + r : t.n0 + ch * 8, gk = B_COL ? k0 + ch * 8 : k0 + r;
+      const bool ok = gn < N && gk < K;
+      const bf16 *src = !ok ? b : B_COL ? b + (size_t)gn * K + gk : b + (size_t)gk * N + gn;
+      tune::g2s_copy16_zfill(sB + tile_off<kBChunks, kBPitch>(r, ch), src, ok);
     }
   }
 }
@@ -231,7 +237,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kNT][4], const 
 #pragma unroll
           for (int nt = 0; nt < kNT; ++nt) {
             const int col = t.n0 + wn * kWarpN + nt * 8 + 2 * q;
-            *reinterpret_cast<float2 *>(out + (size_t)row * N + col) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+            if (col < N) *reinterpret_cast<float2 *>(out + (size_t)row * N + col) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
           }
         }
       }
@@ -259,7 +265,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kNT][4], const 
       const int id = tid + i * kThreads;
       if (kTotal % kThreads == 0 || id < kTotal) {
         const int r = id / kRowChunks, ch = id % kRowChunks;
-        if (t.m0 + r < M)
+        if (t.m0 + r < M && t.n0 + ch * 8 < N)
           *reinterpret_cast<uint4 *>(c + (size_t)(t.m0 + r) * N + t.n0 + ch * 8) =
               *reinterpret_cast<const uint4 *>(sC + r * kCPitch + ch * 8);
       }

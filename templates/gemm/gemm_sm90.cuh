@@ -44,8 +44,12 @@
 // `split` adds the SPLIT_K tiles' rows [split, split + 1) * BLOCK_M / SPLIT_K through distributed
 // shared memory (blocks in order: the sums do not depend on timing) and stores them as bf16: no fp32
 // partials in global memory (2 x 4 bytes per output and split), no gemm_splitk_reduce launch.
+// Tails (any M; N, K multiples of 8): cp.async zero-fills chunks past M, N or K, TMA fills them by
+// itself (the maps' dims are the real sizes; a box is always counted whole by expect_tx) and clips
+// its stores; direct stores skip columns past N. Split s takes k in [s * kSplit, (s + 1) * kSplit),
+// kSplit = ceil(K / (SPLIT_K * 64)) * 64, as many slices of it as reach below K.
 // Launch: block = 128 * (CONSUMERS + WS); grid = (tiles, SPLIT_K) with tiles = ceil(M / BLOCK_M) *
-// N / BLOCK_N, or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
+// ceil(N / BLOCK_N), or (min(tiles, resident blocks), 1) with PERSISTENT (needs SPLIT_K = 1); dynamic shared
 // memory = kSmemBytes (recipes/gemm.lua: smem_sm90).
 #include "common/cluster.cuh"
 #include "common/cp_async.cuh"
@@ -124,15 +128,19 @@ static_assert(!kClusterSplit || kStages * kStageBytes >= kBM * kRedPitch * 4, "t
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
-  int k_tiles;                  // 64-wide k slices per split
+  int k_begin;                  // first k of this block's split (blockIdx.y)
+  int k_tiles;                  // 64-wide k slices of this split (0 for a split past K)
 };
 
 __device__ __forceinline__ Geometry geometry(int M, int N, int K) {
   Geometry g;
   g.tiles_m = (M + kBM - 1) / kBM;
-  g.tiles_n = N / kBN;
+  g.tiles_n = (N + kBN - 1) / kBN;
   g.tiles = g.tiles_m * g.tiles_n;
-  g.k_tiles = K / SPLIT_K / kBK;
+  const int k_split = (K + SPLIT_K * kBK - 1) / (SPLIT_K * kBK) * kBK;
+  g.k_begin = (int)blockIdx.y * k_split;
+  const int k_len = min(k_split, K - g.k_begin);
+  g.k_tiles = k_len > 0 ? (k_len + kBK - 1) / kBK : 0;
   return g;
 }
 
@@ -149,13 +157,14 @@ __device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 
   constexpr int kRows = NT / 8;  // rows advanced per copy of a k-major tile
   static_assert(kBM % kRows == 0 && kBN % kRows == 0, "tile rows must split evenly over the copy threads");
   const int ch = t & 7, r0 = t >> 3;
+  const bool k_ok = k0 + ch * 8 < K;  // this thread's k chunk (of a and of a k-major b)
   {
     const bf16 *src = a + (size_t)(m0 + r0) * K + k0 + ch * 8;
     const size_t step = (size_t)kRows * K;
 #pragma unroll 4
     for (int i = 0; i < kBM / kRows; ++i) {
       const int r = r0 + i * kRows;
-      const bool ok = m0 + r < M;
+      const bool ok = k_ok && m0 + r < M;
       tune::g2s_copy16_zfill(sA + r * 128 + ((ch ^ (r & 7)) << 4), ok ? src + i * step : a, ok);
     }
   }
@@ -165,7 +174,8 @@ __device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 
 #pragma unroll 4
     for (int i = 0; i < kBN / kRows; ++i) {
       const int r = r0 + i * kRows;
-      tune::g2s_copy16(sB + r * 128 + ((ch ^ (r & 7)) << 4), src + i * step);
+      const bool ok = k_ok && n0 + r < N;
+      tune::g2s_copy16_zfill(sB + r * 128 + ((ch ^ (r & 7)) << 4), ok ? src + i * step : b, ok);
     }
   } else {
     constexpr int kRowChunks = kBN / 8;         // 16-byte chunks per k row of the b tile
@@ -175,10 +185,12 @@ __device__ __forceinline__ void load_stage(unsigned sA, unsigned sB, const bf16 
     const unsigned dst = sB + (cc >> 3) * 8192;
     const bf16 *src = b + (size_t)(k0 + kr0) * N + n0 + cc * 8;
     const size_t step = (size_t)kKStep * N;
+    const bool n_ok = n0 + cc * 8 < N;
 #pragma unroll 4
     for (int i = 0; i < kBK / kKStep; ++i) {
       const int k = kr0 + i * kKStep;
-      tune::g2s_copy16(dst + k * 128 + (((cc & 7) ^ (k & 7)) << 4), src + i * step);
+      const bool ok = n_ok && k0 + k < K;
+      tune::g2s_copy16_zfill(dst + k * 128 + (((cc & 7) ^ (k & 7)) << 4), ok ? src + i * step : b, ok);
     }
   }
 }
@@ -260,7 +272,8 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
         float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j)
-          *reinterpret_cast<float2 *>(out + j * 8) = make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+          if (n0 + 8 * j < N)
+            *reinterpret_cast<float2 *>(out + j * 8) = make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
       } else {
         static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
         bf16 *out = c + (size_t)row * N + n0 + 8 * q;
@@ -271,7 +284,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
           for (int p = 0; p < 4; ++p)
             v[p] = tune::pack_bf16x2(acc[mt][4 * (j0 + p) + 2 * h], acc[mt][4 * (j0 + p) + 2 * h + 1]);
           quad_transpose(v, q);  // every lane shuffles: rows past M only skip the store
-          if (row < M) *reinterpret_cast<uint4 *>(out + j0 * 8) = make_uint4(v[0], v[1], v[2], v[3]);
+          if (row < M && n0 + 8 * (j0 + q) < N) *reinterpret_cast<uint4 *>(out + j0 * 8) = make_uint4(v[0], v[1], v[2], v[3]);
         }
       }
     }
@@ -349,7 +362,7 @@ __device__ __forceinline__ void run_plain(const bf16 *__restrict__ a, const bf16
   const int tid = threadIdx.x, wg = tid >> 7;
   const Geometry g = geometry(M, N, K);
   const int split = (int)blockIdx.y;
-  const int k_begin = split * (K / SPLIT_K);
+  const int k_begin = g.k_begin;
   float acc[kMT][kAcc];
   for (int tile = first_tile(); tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
@@ -403,7 +416,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   const int t = threadIdx.x - kCons * 128;
   if (t >= kProdThreads) return;  // idle threads of the producer warpgroup
   const Geometry g = geometry(M, N, K);
-  const int k_begin = (int)blockIdx.y * (K / SPLIT_K);
+  const int k_begin = g.k_begin;
 #if USE_TMA
   tune::tma_prefetch_desc(*tmA);
   tune::tma_prefetch_desc(*tmB);
@@ -476,7 +489,7 @@ __device__ __forceinline__ void cluster_reduce(bf16 *__restrict__ c, int M, int 
       const float4 v = tune::ld_dsmem_f4(addr, (unsigned)r);
       s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
     }
-    if (m0 + row < M)
+    if (m0 + row < M && n0 + col < N)
       *reinterpret_cast<uint2 *>(c + (size_t)(m0 + row) * N + n0 + col) =
           make_uint2(tune::pack_bf16x2(s.x, s.y), tune::pack_bf16x2(s.z, s.w));
   }

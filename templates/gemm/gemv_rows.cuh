@@ -18,9 +18,11 @@
 // memory alive until it has been read.
 //
 // Defines: B_COL (must be 0), GEMV_M (1..8, >= M), GR_WARPS (4 | 8 | 16), GR_VEC (8 | 16), GR_SEGS
-// (1 | 2 | 4), GR_UNROLL (4 | 8 | 16), CLUSTER (1 | 2 | 4 | 8). Launch: grid (N / kTileN * CLUSTER), cluster (CLUSTER, 1, 1)
+// (1 | 2 | 4), GR_UNROLL (4 | 8 | 16), CLUSTER (1 | 2 | 4 | 8). Launch: grid (ceil(N / kTileN) * CLUSTER), cluster (CLUSTER, 1, 1)
 // (consecutive blocks: one tile's k ranges), block 32 * GR_WARPS, no dynamic shared memory.
-// Needs N % kTileN == 0 and K % (CLUSTER * GR_WARPS * GR_UNROLL) == 0.
+// Needs N % 8 == 0 (a lane's vector of a segment is then all below N or all past it: past it, it
+// reads column 0 and stores nothing; grid ceil(N / kTileN) * CLUSTER) and
+// K % (CLUSTER * GR_WARPS * GR_UNROLL) == 0.
 // Arguments as gemm.cuh's kernels with TMA_ARGS 2 (ws and the tensor maps are taken, not read), so
 // that recipes/gemm.lua's reference and argument list serve this recipe too.
 #include <cuda_bf16.h>
@@ -59,11 +61,12 @@ __device__ __forceinline__ float lo(unsigned w) { return __uint_as_float(w << 16
 __device__ __forceinline__ float hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
 
 // kSegs vectors of kVec bytes of one k row of b (32 * kVec bytes apart: each is one warp-wide
-// segment of 32 * kVec contiguous bytes), read once: streamed past L1.
-__device__ __forceinline__ void ld_b(const bf16 *p, unsigned (&w)[kWords]) {
+// segment of 32 * kVec contiguous bytes), read once: streamed past L1. col[g]: segment g's first
+// column of this lane (0 past N).
+__device__ __forceinline__ void ld_b(const bf16 *row, const int (&col)[kSegs], unsigned (&w)[kWords]) {
 #pragma unroll
   for (int g = 0; g < kSegs; ++g) {
-    const bf16 *q = p + g * 16 * kVec;  // 32 lanes x kVec / 2 columns further
+    const bf16 *q = row + col[g];
     unsigned *o = w + g * (kVec / 4);
     if constexpr (kVec == 16) {
       const uint4 v = tune::ld_stream16(q);
@@ -111,6 +114,9 @@ gemv_rows(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restri
   const int k_len = K / kCluster / kWarps;
   const int k0 = rank * (K / kCluster) + warp * k_len;
   const int col = tile * kTileN + lane * (kVec / 2);  // + g * 16 * kVec for segment g
+  int seg_col[kSegs];
+#pragma unroll
+  for (int g = 0; g < kSegs; ++g) seg_col[g] = col + g * 16 * kVec < N ? col + g * 16 * kVec : 0;
 
   float acc[kM][kColsLane];
 #pragma unroll
@@ -121,17 +127,17 @@ gemv_rows(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restri
   // Software-pipelined by hand: the loads of step i + 1 are issued before the FMAs of step i, so a
   // warp keeps GR_UNROLL (up to 2 GR_UNROLL) row loads in flight; written as one loop over a single
   // buffer, ptxas interleaved loads and FMAs so that only 2-3 loads were outstanding (SASS, 16:50).
-  const bf16 *bp = b + (size_t)k0 * N + col;
+  const bf16 *bp = b + (size_t)k0 * N;
   unsigned bw[kUnroll][kWords], bn[kUnroll][kWords] = {};  // bn, an: zero if there is one step only
   float af[kM][kUnroll], an[kM][kUnroll] = {};
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) ld_b(bp + (size_t)u * N, bw[u]);
+  for (int u = 0; u < kUnroll; ++u) ld_b(bp + (size_t)u * N, seg_col, bw[u]);
 #pragma unroll
   for (int m = 0; m < kM; ++m) ld_a(a + (size_t)min(m, M - 1) * K + k0, af[m]);  // rows past M: never stored
   for (int k = 0; k < k_len; k += kUnroll) {
     if (k + kUnroll < k_len) {  // a branch, not a clamped address: ptxas then issues every load first
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) ld_b(bp + (size_t)(k + kUnroll + u) * N, bn[u]);
+      for (int u = 0; u < kUnroll; ++u) ld_b(bp + (size_t)(k + kUnroll + u) * N, seg_col, bn[u]);
 #pragma unroll
       for (int m = 0; m < kM; ++m) ld_a(a + (size_t)min(m, M - 1) * K + k0 + k + kUnroll, an[m]);
     }
@@ -181,7 +187,7 @@ gemv_rows(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restri
 #pragma unroll
       for (int q = 0; q < kCluster; ++q) s += tune::ld_dsmem_f32(&part[m][n], (unsigned)q);
     }
-    if (m < M) c[(size_t)m * N + tile * kTileN + n] = __float2bfloat16(s);
+    if (m < M && tile * kTileN + n < N) c[(size_t)m * N + tile * kTileN + n] = __float2bfloat16(s);
   }
   if constexpr (kCluster > 1) tune::cluster_sync();  // no CTA leaves while its part is still read
 }

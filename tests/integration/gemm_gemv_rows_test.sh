@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # recipes/gemm.lua's gemm.gemv_rows (templates/gemm/gemv_rows.cuh: row-major b, M <= 8, K split over a
-# thread-block cluster) without a GPU: its space covers exactly the M = 1 row-major decode problems,
+# thread-block cluster) without a GPU: its space covers exactly the row-major problems of M <= 8 (M = 1
+# at every decode shape, the GEMV_M buckets 2, 4, 8 at 8192 x 8192, the N tail at M = 5),
 # the launch it computes (tiles x CLUSTER blocks, a cluster per tile), and every variant of one problem
 # compiles for sm_90a without local memory.
 . "$(dirname "$0")/lib.sh"
@@ -10,9 +11,16 @@ R="$SRC/recipes/gemm.lua"
 "$BUILD/tools/gemm_space" "$R" > space.txt 2>&1
 check "gemm_space exits 0" test $? -eq 0
 sed -n '/^gemm.gemv_rows:/,$p' space.txt > rows.txt
-check "three problems, all M = 1 row-major" test "$(grep -c ' variants ' rows.txt)" -eq 3
+check "seven problems, all row-major" test "$(grep -c ' variants ' rows.txt)" -eq 7
 check "no other problem" lacks rows.txt '_col '
-check "no problem with M > 1" test "$(grep ' variants ' rows.txt | grep -vc '^ *m1n')" -eq 0
+check "no problem with M > 8" test "$(grep ' variants ' rows.txt | grep -vc '^ *m[1-8]n')" -eq 0
+check "the N tail problem (N = 4104)" contains rows.txt 'm5n4104k1056_row'
+# K = 1056 = 32 x 33: only configs whose CLUSTER * GR_WARPS * GR_UNROLL divides it (requires)
+"$BUILD/tools/gemm_space" "$R" m5n4104k1056_row > m5.txt 2>&1
+check "the tail's configs all have CLUSTER * GR_WARPS * GR_UNROLL = 32" \
+  test "$(grep -c '"GR_WARPS":8,"GR_VEC":[0-9]*,"GR_SEGS":[0-9]*,"GR_UNROLL":4,"CLUSTER":1}' m5.txt)" -eq "$(grep -c '"GR_WARPS"' m5.txt)"
+# N = 4104 with 16-byte lanes and one segment: 256 columns per tile, ceil(4104 / 256) = 17 tiles
+check "tail launch: ceil-divided tiles" contains m5.txt '{"GR_WARPS":8,"GR_VEC":16,"GR_SEGS":1,"GR_UNROLL":4,"CLUSTER":1} grid 17,1 block 256 smem 0' 
 check "no problem without variants" lacks rows.txt ' 0 variants '
 
 # N = 8192: 16-byte lanes, one segment = 256 columns per tile, 32 tiles x CLUSTER 8 = 256 blocks of 8 warps

@@ -30,7 +30,7 @@ static int make_root(const char *src) {
 }
 
 static const int cfg_a[64] = {1, 1, 1, 0, 0}; /* VEC_BYTES 8, ILP 2, BLOCK 256, GRID_STRIDE false, MIN_BLOCKS 1 */
-static const int cfg_b[64] = {2, 0, 0, 0, 0}; /* VEC_BYTES 16, ILP 1, BLOCK 128 */
+static const int cfg_b[64] = {2, 0, 0, 1, 0}; /* VEC_BYTES 16, ILP 1, BLOCK 128, GRID_STRIDE true: grid uses sm_count */
 
 /* One tuned problem of the plan: its best result, as the databases would give it. */
 static int add_entry(bstate *s, int problem, const int *vi, db_bundle_best *best, double median_ns, tune_err *err) {
@@ -87,6 +87,7 @@ static bstate *make_plan(tune_bundle_opts *o, db_bundle_best *bests, tune_err *e
   f->r = &s->sets[0]->r[0];
   snprintf(f->name, sizeof f->name, "%s", f->r->name);
   snprintf(f->recipe_file, sizeof f->recipe_file, "recipes/copy.lua");
+  f->sm_count = s->device.sm_count; /* as bundle_collect takes it from the measured device */
   CHECK(bundle_family_layout(f, f->r, err) == 0);
   CHECK(add_entry(s, 0, cfg_a, &bests[0], 33000, err) == 0); /* 64MiB */
   CHECK(add_entry(s, 1, cfg_b, &bests[1], 126000, err) == 0); /* 256MiB */
@@ -131,6 +132,26 @@ static void test_write_and_read_back(void) {
     tunert_selection_info_get(sel, &info);
     CHECK(!info.exact && !strcmp(info.tuned_problem, "64MiB"));
     CHECK(info.launches[0].grid[0] == (unsigned)((n_near + 1023) / 1024) && info.args[0].numel == n_near);
+    /* the grid-stride entry: min(N / 512, sm_count * 16), sm_count the bundle's device_sm_count without a driver */
+    int64_t n256 = 64 * 1024 * 1024;
+    CHECK(tunert_select(ctx, "copy", &n256, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(info.exact && info.launches[0].grid[0] == 132 * 16);
+    tunert_close(ctx);
+  }
+  /* the same bundle recorded on a device of 100 SMs: the runtime's sm_count follows it */
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"update meta set value = '100' where key = 'device_sm_count'\"", out);
+  CHECK(system(cmd) == 0);
+  ctx = NULL;
+  CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  if (ctx) {
+    const tunert_selection *sel;
+    tunert_selection_info info = {.struct_size = sizeof info};
+    int64_t n256 = 64 * 1024 * 1024;
+    CHECK(tunert_select(ctx, "copy", &n256, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(info.launches[0].grid[0] == 100 * 16);
     tunert_close(ctx);
   }
   bundle_state_free(s);
