@@ -35,12 +35,13 @@ extern "C" {
 #endif
 
 #define TUNERT_VERSION_MAJOR 0
-#define TUNERT_VERSION_MINOR 3
+#define TUNERT_VERSION_MINOR 4
 #define TUNERT_VERSION_PATCH 0
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
- * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args. */
+ * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
+ * 1.2 clusters, 1.3 domains, fallback and vendor entries. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 1
+#define TUNERT_FORMAT_MINOR 3
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -241,6 +242,13 @@ typedef struct tunert_selection_info {
   /* since 0.3 */
   const unsigned (*clusters)[3];  /* n_launches thread-block cluster dims (x, y, z); {1, 1, 1}: a plain
                                      launch, else tunert_launch uses cuLaunchKernelEx (sm_90+) */
+  /* since 0.4 */
+  const char *kind;            /* how it was chosen: "tuned" (the problem's tuned kernel), "nearest" (a
+                                  portable kernel tuned for another problem), "fallback" (the family's
+                                  generic variant), "vendor" (a vendor library measured faster here) */
+  const char *vendor;          /* kind "vendor": "cublaslt", "cudnn-sdpa", "sdpa", "torch"...; NULL for
+                                  kernels. tunert_launch runs cublaslt entries of GEMM families itself
+                                  and returns TUNERT_EVENDOR for the others */
 } tunert_selection_info;
 
 /* Describe a selection. Pointers are valid until tunert_close. */

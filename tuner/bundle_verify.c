@@ -24,6 +24,7 @@ int bundle_verify(bstate *s, tune_err *err) {
   for (int i = 0; i < s->n_entries && !rc; ++i) {
     bentry *be = &s->ent[i];
     bfamily *f = &s->fam[be->family];
+    if (be->kind == BUNDLE_FALLBACK) continue; /* the tuned entry wins its problem: fallbacks are checked by verify_fallbacks */
     tunert_xval env[TUNERT_MAX_DIMS + 65];
     char why[256];
     int64_t dims[TUNERT_MAX_DIMS];

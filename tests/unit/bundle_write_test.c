@@ -91,7 +91,8 @@ static bstate *make_plan(tune_bundle_opts *o, db_bundle_best *bests, tune_err *e
   CHECK(bundle_family_layout(f, f->r, err) == 0);
   CHECK(add_entry(s, 0, cfg_a, &bests[0], 33000, err) == 0); /* 64MiB */
   CHECK(add_entry(s, 1, cfg_b, &bests[1], 126000, err) == 0); /* 256MiB */
-  CHECK(s->n_entries == 2 && s->n_variants == 2);
+  CHECK(bundle_add_fallbacks(s, err) == 0); /* the fixture's fallback: one entry (its defines are the same everywhere) */
+  CHECK(s->n_entries == 3 && s->n_variants == 3 && s->ent[2].kind == BUNDLE_FALLBACK);
   CHECK(fake_binaries(s) == 0);
   for (int i = 0; i < s->n_entries; ++i) CHECK(bundle_check_entry(s, &s->ent[i], err) == 0);
   return s;
@@ -137,6 +138,19 @@ static void test_write_and_read_back(void) {
     CHECK(tunert_select(ctx, "copy", &n256, 1, &sel, &te) == 0);
     tunert_selection_info_get(sel, &info);
     CHECK(info.exact && info.launches[0].grid[0] == 132 * 16);
+    CHECK(!strcmp(info.kind, "tuned") && !info.vendor);
+    /* an odd N: no tuned variant's whole vectors fit, the fallback (4-byte vectors) serves it */
+    int64_t odd = 1000001;
+    CHECK(tunert_select(ctx, "copy", &odd, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(!strcmp(info.kind, "fallback") && !info.exact && info.launches[0].grid[0] == (unsigned)((odd + 255) / 256));
+    CHECK(strstr(info.reason, "fallback: ") == info.reason);
+    tunert_family_info fi = {.struct_size = sizeof fi};
+    CHECK(tunert_family_info_get(ctx, "copy", &fi, &te) == 0 && fi.n_problems == 2); /* the fallback is no tuned problem */
+    int64_t big = 5000000000;
+    int brc = tunert_select(ctx, "copy", &big, 1, &sel, &te);
+    CHECK(brc == TUNERT_ENOVARIANT && strstr(te.msg, "outside the domain of copy: N <= 4294967296"));
+    if (brc != TUNERT_ENOVARIANT) fprintf(stderr, "  %s\n", te.msg);
     tunert_close(ctx);
   }
   /* the same bundle recorded on a device of 100 SMs: the runtime's sm_count follows it */
@@ -170,9 +184,52 @@ static void test_failed_write_leaves_nothing(void) {
   bundle_state_free(s);
 }
 
+/* The fixture with one substitution (sed expression) loads with an error containing want. */
+static void recipe_key_error(const char *sed_expr, const char *want) {
+  char path[512], cmd[2048];
+  snprintf(path, sizeof path, "%s/recipes/bad.lua", dir);
+  snprintf(cmd, sizeof cmd, "sed -e '%s' '%s/recipes/copy.lua' > '%s'", sed_expr, dir, path);
+  CHECK(system(cmd) == 0);
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  int rc = tune_recipes_load(path, &set, &err);
+  CHECK(rc != 0 && strstr(err.msg, want));
+  if (rc == 0 || !strstr(err.msg, want)) fprintf(stderr, "  want '%s', got: %s\n", want, rc ? err.msg : "(loaded)");
+  tune_recipes_free(set);
+}
+
+/* domain and fallback (docs/runtime.md): what the loader refuses, and what it keeps. */
+static void test_recipe_keys(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/recipes/copy.lua", dir);
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(tune_recipes_load(path, &set, &err) == 0);
+  if (set) {
+    const tune_recipe *r = &set->r[0];
+    CHECK(r->n_domain == 2 && r->has_fallback);
+    CHECK(r->fallback_vi[0] == 0 && r->fallback_vi[2] == 1); /* VEC_BYTES 4, BLOCK 256 */
+    char dom[256];
+    tune_recipe_domain_text(&set->r[0], dom, sizeof dom);
+    CHECK(!strcmp(dom, "N >= 1, N <= 4294967296"));
+    tune_recipes_free(set);
+  }
+  recipe_key_error("s/ILP = 1, BLOCK = 256/ILP = 1, BLOCKS = 256/", "fallback: unknown param 'BLOCKS'");
+  recipe_key_error("s/MIN_BLOCKS = 1 }/}/", "fallback: missing param MIN_BLOCKS");
+  recipe_key_error("s/ILP = 1, BLOCK = 256/ILP = 3, BLOCK = 256/", "fallback: ILP = 3 is not one of its values");
+  recipe_key_error("s/VEC_BYTES = 4, ILP = 1, BLOCK = 256/VEC_BYTES = 16, ILP = 8, BLOCK = 1024/",
+                   "fallback violates constraint 2: BLOCK * ILP * VEC_BYTES <= 64 * 1024");
+  recipe_key_error("s/\"N <= 4294967296\"/\"N <= 1000\"/", "problem 64MiB is outside its own domain: \"N <= 1000\" is false");
+  recipe_key_error("s/\"N >= 1\"/\"N >= BLOCK\"/", "domain[1]");
+  recipe_key_error("s/domain = {/domain = 3, x = {/", "domain");
+}
+
 int main(void) {
   const char *src = getenv("SRC");
   if (!src || make_root(src)) { fprintf(stderr, "bundle_write_test: set SRC to the source tree\n"); return 1; }
+  test_recipe_keys();
   test_write_and_read_back();
   test_failed_write_leaves_nothing();
   char cmd[300];
