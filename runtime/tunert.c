@@ -786,10 +786,13 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
   ctx->flags = opt.flags;
   ctx->device = opt.device;
   ctx->max_selections = opt.max_selections > 0 ? opt.max_selections : 64;
+
   pthread_mutex_init(&ctx->lock, NULL);
   opener op = {.ctx = ctx, .path = path, .err = err};
   opener *o = &op;
   int rc = 0;
+  const char *log = getenv("TUNERT_LOG_UNTUNED"); /* docs/runtime.md: the shapes served without a tuned entry */
+  if (log && *log && !(ctx->log_path = rt_strdup(&ctx->arena, log))) NOMEM();
   struct stat sb;
   if (stat(path, &sb)) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, strerror(errno));
   if (!S_ISREG(sb.st_mode)) OFAIL(TUNERT_EIO, "%s: not a regular file", path);

@@ -208,6 +208,11 @@ struct tunert_ctx {
   const char *created_at, *tool_version, *nvrtc_version, *device_name, *device_arch, *archs;
   double open_ms;
   int max_selections;
+  /* the untuned-shape log: env TUNERT_LOG_UNTUNED at open (NULL: off); the set of problems
+     logged (hashes, open addressing), under lock */
+  const char *log_path;
+  uint64_t *logged;
+  int n_logged;
 };
 
 /* Fill err (when given) and return code. */

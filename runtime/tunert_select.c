@@ -355,9 +355,46 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
   return TUNERT_OK;
 }
 
-TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
-                             const tunert_selection **out, tunert_err *err) {
-  if (!ctx || !out || (!dims && n_dims)) return rt_fail(err, TUNERT_EINVAL, "tunert_select: NULL argument");
+/* ---- the untuned-shape log (TUNERT_LOG_UNTUNED) -------------------------------------------- */
+
+#define RT_LOGGED_MAX 4096 /* distinct problems logged per context; later ones are not logged */
+
+/* One JSON line for a problem that had no exact tuned entry, once per distinct problem and
+ * context; called on the slow path only. A failed write is ignored: logging never fails a select. */
+static void log_untuned(tunert_ctx *ctx, const rt_family *f, const int64_t *dims, uint64_t h, const char *served_by) {
+  if (!ctx->log_path) return;
+  uint64_t key = h ^ ((uint64_t)(f->index + 1) * 0x9e3779b97f4a7c15ull);
+  if (!key) key = 1;
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->logged) ctx->logged = rt_alloc(&ctx->arena, sizeof(uint64_t) * RT_LOGGED_MAX);
+  int fresh = 0;
+  if (ctx->logged && ctx->n_logged < RT_LOGGED_MAX / 2) {
+    size_t i = (size_t)key & (RT_LOGGED_MAX - 1);
+    while (ctx->logged[i] && ctx->logged[i] != key) i = (i + 1) & (RT_LOGGED_MAX - 1);
+    if (!ctx->logged[i]) { ctx->logged[i] = key; ctx->n_logged++; fresh = 1; }
+  }
+  if (fresh) {
+    char line[2048];
+    size_t len = (size_t)snprintf(line, sizeof line, "{\"family\":\"%s\",\"dims\":{", f->name);
+    for (int d = 0; d < f->n_dims && len < sizeof line; ++d) {
+      const char *sep = d ? "," : "";
+      if (f->dim_bool[d]) len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":%s", sep, f->dims[d], dims[d] ? "true" : "false");
+      else if (f->dim_enum[d]) { /* the value's name: item dims[d] of "enum(a|b|c)" */
+        const char *v = f->dim_types[d] + 5;
+        for (int64_t k = 0; k < dims[d] && strchr(v, '|'); ++k) v = strchr(v, '|') + 1;
+        int vl = (int)strcspn(v, "|)");
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":\"%.*s\"", sep, f->dims[d], vl, v);
+      } else len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":%lld", sep, f->dims[d], (long long)dims[d]);
+    }
+    if (len < sizeof line) snprintf(line + len, sizeof line - len, "},\"served_by\":\"%s\"}\n", served_by);
+    FILE *fp = fopen(ctx->log_path, "a");
+    if (fp) { fputs(line, fp); fclose(fp); }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The family and the dims checked: 0 and *fam, or a failure. */
+static int select_args(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims, rt_family **fam, tunert_err *err) {
   rt_family *f = rt_family_find(ctx, family);
   if (!f) {
     char list[512] = "";
@@ -377,6 +414,67 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
     if (f->dim_enum[d] && (dims[d] < 0 || dims[d] >= f->dim_enum[d]))
       return rt_fail(err, TUNERT_EINVAL, "tunert_select %s: dim %s is %s: pass the index of the value, 0..%d (got %lld)", f->name,
                      f->dims[d], f->dim_types[d], f->dim_enum[d] - 1, (long long)dims[d]);
+  *fam = f;
+  return 0;
+}
+
+TUNERT_API int tunert_select_candidates(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                                        tunert_candidate *out, int max, int *n_out, tunert_err *err) {
+  if (!ctx || !n_out || (!dims && n_dims) || (max > 0 && (!out || out->struct_size < sizeof(uint32_t))))
+    return rt_fail(err, TUNERT_EINVAL, "tunert_select_candidates: NULL argument or out[0].struct_size not set");
+  *n_out = 0;
+  rt_family *f;
+  int rc = select_args(ctx, family, dims, n_dims, &f, err);
+  if (rc || (rc = domain_check(f, dims, err))) return rc;
+  size_t stride = out ? out->struct_size : 0, bytes = sizeof(tunert_candidate) * (size_t)f->n_entries;
+  tunert_candidate *c = ctx->arena.al.alloc(ctx->arena.al.ud, bytes);
+  int *cls = ctx->arena.al.alloc(ctx->arena.al.ud, sizeof(int) * (size_t)f->n_entries);
+  int *order = ctx->arena.al.alloc(ctx->arena.al.ud, sizeof(int) * (size_t)f->n_entries);
+  if (!c || !cls || !order) {
+    if (c) ctx->arena.al.free(ctx->arena.al.ud, c, bytes);
+    if (cls) ctx->arena.al.free(ctx->arena.al.ud, cls, sizeof(int) * (size_t)f->n_entries);
+    if (order) ctx->arena.al.free(ctx->arena.al.ud, order, sizeof(int) * (size_t)f->n_entries);
+    return rt_fail(err, TUNERT_ENOMEM, "tunert_select_candidates: out of memory");
+  }
+  computed tmp;
+  for (int i = 0; i < f->n_entries; ++i) {
+    const rt_entry *e = &f->entries[i];
+    memset(&c[i], 0, sizeof c[i]);
+    c[i].struct_size = (uint32_t)stride;
+    c[i].ok = !judge(ctx, f, e, dims, &cls[i], &c[i].distance, &tmp, c[i].why, sizeof c[i].why);
+    if (c[i].ok) c[i].why[0] = 0;
+    c[i].tuned_problem = e->problem_name;
+    c[i].variant = e->v->params_json;
+    c[i].kind = kind_name(e, cls[i]);
+    c[i].vendor = cls[i] == CLASS_EXACT && e->kind == RT_VENDOR ? e->vendor : NULL;
+    c[i].measured_ns = e->median_ns;
+    order[i] = i;
+  }
+  /* insertion sort: ok ones in selection order first, then the others in bundle order */
+  for (int i = 1; i < f->n_entries; ++i)
+    for (int j = i; j > 0; --j) {
+      int a = order[j - 1], b = order[j];
+      int swap = c[b].ok && (!c[a].ok || ranks_before(f, b, cls[b], c[b].distance, a, cls[a], c[a].distance));
+      if (!swap) break;
+      order[j - 1] = b;
+      order[j] = a;
+    }
+  int n = max < f->n_entries ? (max > 0 ? max : 0) : f->n_entries;
+  for (int i = 0; i < n; ++i)
+    memcpy((char *)out + (size_t)i * stride, &c[order[i]], stride < sizeof *c ? stride : sizeof *c);
+  *n_out = n;
+  ctx->arena.al.free(ctx->arena.al.ud, c, bytes);
+  ctx->arena.al.free(ctx->arena.al.ud, cls, sizeof(int) * (size_t)f->n_entries);
+  ctx->arena.al.free(ctx->arena.al.ud, order, sizeof(int) * (size_t)f->n_entries);
+  return TUNERT_OK;
+}
+
+TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                             const tunert_selection **out, tunert_err *err) {
+  if (!ctx || !out || (!dims && n_dims)) return rt_fail(err, TUNERT_EINVAL, "tunert_select: NULL argument");
+  rt_family *f;
+  int arc = select_args(ctx, family, dims, n_dims, &f, err);
+  if (arc) return arc;
   uint64_t h = hash_dims(dims, n_dims);
   tunert_selection *s = cache_find(f, dims, n_dims, h);
   if (s) { *out = s; return TUNERT_OK; }
@@ -386,7 +484,8 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   int best = 0, cls = 0;
   double dist = 0;
   int rc = choose(ctx, f, dims, &best, &cls, &dist, &c, reason, sizeof reason, err);
-  if (rc) return rc;
+  if (rc) { log_untuned(ctx, f, dims, h, "none"); return rc; }
+  if (cls != CLASS_EXACT) log_untuned(ctx, f, dims, h, kind_name(&f->entries[best], cls));
   rt_entry *e = &f->entries[best];
   /* argument packing with natural alignment, the worker's rule */
   uint32_t offset[TUNERT_MAX_ARGS];

@@ -116,7 +116,11 @@ static void test_write_and_read_back(void) {
   opt.flags = TUNERT_OPEN_NO_DEVICE;
   tunert_ctx *ctx = NULL;
   tunert_err te;
+  char log[600];
+  snprintf(log, sizeof log, "%s/untuned.jsonl", dir);
+  setenv("TUNERT_LOG_UNTUNED", log, 1);
   CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  unsetenv("TUNERT_LOG_UNTUNED");
   if (ctx) {
     const tunert_selection *sel;
     tunert_selection_info info = {.struct_size = sizeof info};
@@ -147,11 +151,34 @@ static void test_write_and_read_back(void) {
     CHECK(strstr(info.reason, "fallback: ") == info.reason);
     tunert_family_info fi = {.struct_size = sizeof fi};
     CHECK(tunert_family_info_get(ctx, "copy", &fi, &te) == 0 && fi.n_problems == 2); /* the fallback is no tuned problem */
+    CHECK(tunert_select(ctx, "copy", &odd, 1, &sel, &te) == 0); /* cached: not logged again */
+    /* the ranked candidates: the fallback first (what tunert_select chose), then the rejected */
+    tunert_candidate cand[4];
+    cand[0].struct_size = sizeof cand[0];
+    int nc = 0;
+    CHECK(tunert_select_candidates(ctx, "copy", &odd, 1, cand, 4, &nc, &te) == 0 && nc == 3);
+    CHECK(cand[0].ok && !strcmp(cand[0].kind, "fallback") && !cand[1].ok && !cand[2].ok);
+    CHECK(strstr(cand[1].why, "requirement 1 of 'N % (VEC_BYTES // 4) == 0' is false") != NULL);
+    CHECK(tunert_select_candidates(ctx, "copy", &n64, 1, cand, 4, &nc, &te) == 0 && nc == 3);
+    CHECK(cand[0].ok && !strcmp(cand[0].kind, "tuned") && !strcmp(cand[0].tuned_problem, "64MiB") && cand[0].distance == 0);
+    CHECK(cand[1].ok && !strcmp(cand[1].kind, "nearest") && cand[1].distance > 0 && cand[2].ok && !strcmp(cand[2].kind, "fallback"));
+    CHECK(tunert_select_candidates(ctx, "copy", &n64, 1, cand, 1, &nc, &te) == 0 && nc == 1);
     int64_t big = 5000000000;
     int brc = tunert_select(ctx, "copy", &big, 1, &sel, &te);
     CHECK(brc == TUNERT_ENOVARIANT && strstr(te.msg, "outside the domain of copy: N <= 4294967296"));
     if (brc != TUNERT_ENOVARIANT) fprintf(stderr, "  %s\n", te.msg);
+    CHECK(tunert_select(ctx, "copy", &big, 1, &sel, &te) == TUNERT_ENOVARIANT); /* a failure again: logged once */
     tunert_close(ctx);
+    /* one line per distinct problem without an exact tuned entry */
+    char text[2048] = "";
+    FILE *fp = fopen(log, "r");
+    size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    if (fp) fclose(fp);
+    text[got] = 0;
+    CHECK(!strcmp(text, "{\"family\":\"copy\",\"dims\":{\"N\":20000000},\"served_by\":\"nearest\"}\n"
+                        "{\"family\":\"copy\",\"dims\":{\"N\":1000001},\"served_by\":\"fallback\"}\n"
+                        "{\"family\":\"copy\",\"dims\":{\"N\":5000000000},\"served_by\":\"none\"}\n"));
+    if (strstr(text, "5000000000") == NULL) fprintf(stderr, "  log: %s\n", text);
   }
   /* the same bundle recorded on a device of 100 SMs: the runtime's sm_count follows it */
   char cmd[1200];
