@@ -250,7 +250,10 @@ static int read_families(opener *o) {
   if (n <= 0 || n > 100000) return rt_fail(o->err, TUNERT_EFORMAT, "%s: the bundle has no kernel family", o->path);
   ctx->families = rt_alloc(a, sizeof(rt_family) * (size_t)n);
   if (!ctx->families) return rt_fail(o->err, TUNERT_ENOMEM, "out of memory");
-  if ((rc = prepare(o, "SELECT id, name, source_hash, recipe_file, dims, params FROM families ORDER BY id", &st))) return rc;
+  /* families.domain since 1.3 */
+  if ((rc = prepare(o, ctx->format_minor >= 3 ? "SELECT id, name, source_hash, recipe_file, dims, params, domain FROM families ORDER BY id"
+                                              : "SELECT id, name, source_hash, recipe_file, dims, params, '' FROM families ORDER BY id",
+                    &st))) return rc;
   int i = 0;
   while ((step = sqlite3_step(st)) == SQLITE_ROW && i < n) {
     rt_family *f = &ctx->families[i];
@@ -291,6 +294,12 @@ static int read_families(opener *o) {
     }
     /* the device fact after the params (rt_sm_count gives its value) */
     f->names[f->n_dims + f->n_params] = "sm_count";
+    const char *dom = col_text(st, 6);
+    if (*dom) { /* over dims only: parsed with the dims' names */
+      tunert_allocator al = rt_arena_allocator(a);
+      int prc = tunert_expr_parse(dom, f->names, f->n_dims, &al, &f->domain, o->msg, sizeof o->msg);
+      if (prc) { rc = prc == TUNERT_ENOMEM ? rt_fail(o->err, prc, "out of memory") : rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: domain: %s", o->path, f->name, o->msg); break; }
+    }
     for (int j = 0; j < i; ++j)
       if (!strcmp(ctx->families[j].name, f->name)) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s twice", o->path, f->name); goto done; }
     ++i;
@@ -478,9 +487,14 @@ static int read_entries(opener *o) {
   for (int i = 0; i < ctx->n_families; ++i)
     if (!ctx->families[i].entries)
       return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s has no tuned problem", o->path, ctx->families[i].name);
-  if ((rc = prepare(o, "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
-                       " requires, define_exprs, define_values, median_ns, device_name, measured_at"
-                       " FROM entries ORDER BY id", &st))) goto fail;
+  /* entries.kind, vendor, vendor_ns since 1.3; before, every entry is a tuned one */
+  if ((rc = prepare(o, ctx->format_minor >= 3
+                           ? "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
+                             " requires, define_exprs, define_values, median_ns, device_name, measured_at, kind, vendor,"
+                             " vendor_ns FROM entries ORDER BY id"
+                           : "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
+                             " requires, define_exprs, define_values, median_ns, device_name, measured_at, 'tuned', '',"
+                             " NULL FROM entries ORDER BY id", &st))) goto fail;
   /* launches.cluster since 1.2; older bundles launch every kernel without a cluster */
   if ((rc = prepare(o, ctx->format_minor >= 2 ? "SELECT entry_id, idx, grid, block, shared, cluster FROM launches ORDER BY entry_id, idx"
                                               : "SELECT entry_id, idx, grid, block, shared, '1, 1, 1' FROM launches ORDER BY entry_id, idx",
@@ -501,6 +515,11 @@ static int read_entries(opener *o) {
     e->median_ns = sqlite3_column_double(st, 11);
     e->device_name = rt_strdup(a, col_text(st, 12));
     e->measured_at = rt_strdup(a, col_text(st, 13));
+    const char *kind = col_text(st, 14);
+    e->kind = !strcmp(kind, "tuned") ? RT_TUNED : !strcmp(kind, "fallback") ? RT_FALLBACK : !strcmp(kind, "vendor") ? RT_VENDOR : -1;
+    if (e->kind < 0) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: unknown kind '%s'", o->path, (long long)e->id, kind); goto fail; }
+    e->vendor = e->kind == RT_VENDOR ? rt_strdup(a, col_text(st, 15)) : NULL;
+    e->vendor_ns = sqlite3_column_double(st, 16);
     e->dims = rt_alloc(a, sizeof(int64_t) * (size_t)(f->n_dims + 1));
     e->shape = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
     e->value = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
@@ -767,10 +786,13 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
   ctx->flags = opt.flags;
   ctx->device = opt.device;
   ctx->max_selections = opt.max_selections > 0 ? opt.max_selections : 64;
+
   pthread_mutex_init(&ctx->lock, NULL);
   opener op = {.ctx = ctx, .path = path, .err = err};
   opener *o = &op;
   int rc = 0;
+  const char *log = getenv("TUNERT_LOG_UNTUNED"); /* docs/runtime.md: the shapes served without a tuned entry */
+  if (log && *log && !(ctx->log_path = rt_strdup(&ctx->arena, log))) NOMEM();
   struct stat sb;
   if (stat(path, &sb)) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, strerror(errno));
   if (!S_ISREG(sb.st_mode)) OFAIL(TUNERT_EIO, "%s: not a regular file", path);
@@ -871,6 +893,12 @@ TUNERT_API void tunert_close(tunert_ctx *ctx) {
 
 /* ---- info ---------------------------------------------------------------------------------------- */
 
+int rt_tuned_count(const rt_family *f) {
+  int n = 0;
+  for (int j = 0; j < f->n_entries; ++j) n += f->entries[j].kind != RT_FALLBACK;
+  return n;
+}
+
 rt_family *rt_family_find(const tunert_ctx *ctx, const char *name) {
   if (!ctx || !name) return NULL;
   for (int i = 0; i < ctx->n_families; ++i)
@@ -906,7 +934,7 @@ TUNERT_API int tunert_family_info_get(const tunert_ctx *ctx, const char *family,
   full.arg_names = f->arg_names;
   full.arg_roles = f->arg_roles;
   full.arg_dtypes = f->arg_dtypes;
-  full.n_problems = f->n_entries;
+  full.n_problems = rt_tuned_count(f);
   full.n_variants = f->n_variants;
   full.source_hash = f->source_hash;
   full.recipe_file = f->recipe_file;
@@ -918,10 +946,14 @@ TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, 
                                      const int64_t **dims, tunert_err *err) {
   rt_family *f = rt_family_find(ctx, family);
   if (!f) return no_family(ctx, family, err);
-  if (i < 0 || i >= f->n_entries) return rt_fail(err, TUNERT_EINVAL, "family %s has %d tuned problems, not %d", family, f->n_entries, i + 1);
-  if (name) *name = f->entries[i].problem_name;
-  if (dims) *dims = f->entries[i].dims;
-  return TUNERT_OK;
+  /* fallback entries are no tuned problems: the i-th entry of another kind */
+  for (int j = 0, k = 0; i >= 0 && j < f->n_entries; ++j) {
+    if (f->entries[j].kind == RT_FALLBACK || k++ != i) continue;
+    if (name) *name = f->entries[j].problem_name;
+    if (dims) *dims = f->entries[j].dims;
+    return TUNERT_OK;
+  }
+  return rt_fail(err, TUNERT_EINVAL, "family %s has %d tuned problems, not %d", family, rt_tuned_count(f), i + 1);
 }
 
 TUNERT_API int tunert_bundle_info_get(const tunert_ctx *ctx, tunert_bundle_info *info) {

@@ -103,6 +103,7 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
   /* the device fact sm_count after the params, as libtunert names it (tunert.c read_families) */
   f->names[f->n_dims + r->n_params] = "sm_count";
   f->n_names = f->n_dims + r->n_params + 1;
+  tune_recipe_domain_text(r, f->domain, sizeof f->domain);
   return TUNE_OK;
 }
 
@@ -388,7 +389,9 @@ static int check_defines(echeck *c) {
 /* Parts of the recipe given as Lua functions make the entry exact-only, the first one says why. */
 static void lua_function_parts(bentry *be) {
   const tune_variant_exprs *ex = &be->ex;
-  const char *why = ex->applies_fn ? "applies is a Lua function (%s): give its conditions as `requires` expressions"
+  /* with `requires`, applies only prunes the search (which configs to try): the requires decide
+     where a variant runs */
+  const char *why = ex->applies_fn && !ex->requires[0] ? "applies is a Lua function (%s): give its conditions as `requires` expressions"
                   : ex->defines_fn ? "defines is a Lua function (%s): give a table of expressions"
                   : ex->kernel_fn ? "a kernel name is a Lua function (%s)" : NULL;
   be->portable = why == NULL;
