@@ -397,9 +397,11 @@ local gemm = {
   kernel = "gemm_bf16",
   params = params(false),
   constraints = constraints,
+  domain = DOMAIN,
   requires = REQUIRES,
   applies = function(c, p) return applies_common(c, p, false) end,
   defines = defines,
+  fallback = FALLBACK,
   problems = all_problems(),
   launch = {
     grid = { GRID_X_PERSISTENT, 1, 1 },
@@ -446,8 +448,15 @@ local gemm_splitk = {
     if blocks[1] * c.SPLIT_K > 2 * 132 * 4 and c.SPLIT_K > 2 then return false, "enough blocks without this many splits" end
     return true
   end,
+  domain = DOMAIN,
   requires = REQUIRES,
   defines = defines,
+  fallback = (function()
+    local f = {}
+    for k, v in pairs(FALLBACK) do f[k] = v end
+    f.SPLIT_K, f.SPLIT_CLUSTER = 2, 0
+    return f
+  end)(),
   -- decode buckets 1, 16, 64, 128 (gemm has the others) and the tails of M <= 128
   problems = (function()
     local t = problems_decode({ 1, 16, 64, 128 })
@@ -517,7 +526,9 @@ local gemm_gemv_rows = {
   -- a step's loads, held twice (the next step's), in at most 2 x 128 bytes of registers per lane
   constraints = { function(c) return c.GR_UNROLL * c.GR_VEC * c.GR_SEGS <= 128 end },
   -- N tails are masked; K is split evenly over the cluster's warps in whole GR_UNROLL steps
+  domain = { "b_layout == 'row'", "M >= 1 and M <= 8", "N >= 8 and N % 8 == 0", "K >= 32 and K % 32 == 0" },
   requires = { "K % (CLUSTER * GR_WARPS * GR_UNROLL) == 0" },
+  fallback = { GR_WARPS = 8, GR_VEC = 16, GR_SEGS = 1, GR_UNROLL = 4, CLUSTER = 1 },
   defines = { B_COL = "0", GEMV_M = "M <= 1 and 1 or M <= 2 and 2 or M <= 4 and 4 or 8" },
   problems = decode_rows_problems(),
   launch = {

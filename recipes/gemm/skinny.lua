@@ -127,8 +127,11 @@ return {
   kernel = "gemm_skinny",
   params = params,
   constraints = constraints,
+  -- exact tiles only (the template takes no tails): the smallest tile's multiples, two slices at least
+  domain = { "M >= 1 and M <= 128", "N >= 64 and N % 64 == 0", "K >= 128 and K % 64 == 0" },
   requires = REQUIRES,
   applies = applies,  -- pruning only
+  fallback = { BLOCK_N = 64, BLOCK_K = 64, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1 },
   defines = { B_COL = "b_layout == 'col' and 1 or 0", BLOCK_M = BM },
   problems = problems_decode(),
   launch = {
