@@ -95,6 +95,11 @@ local function recipe(residual)
       { name = "t1000h2049" .. tag,  T = 1000,  H = 2049, residual = residual },  -- odd: the scalar path
     },
 
+    -- the re-reading forms serve any H; 1 Mi keeps in-row offsets 32-bit
+    domain = { "T >= 1", "H >= 1", "H <= 1048576" },
+    -- a block per row, re-reading the row for the output: any hidden size
+    fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, CACHE_HINT = 1, MIN_BLOCKS = 1 },
+
     launch = {
       grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", 1, 1 },
       block = { "BLOCK", 1, 1 },

@@ -21,6 +21,10 @@ local VECS = cdiv("cols", "(VEC_BYTES // 2)")                 -- vectors per row
 local TPR = "(ROW_MODE == 0 and 32 or BLOCK)"                 -- threads per row
 local ROW_ITERS = cdiv(VECS, TPR)                             -- vectors per thread, one segment a row
 local SPLIT_ITERS = cdiv(cdiv(VECS, "SPLITS"), "BLOCK")       -- vectors per thread of a SPLITS-th
+-- the rows any variant serves: the streaming forms (CACHE_ROW 0) take any length; 1 Mi columns
+-- keeps every in-row offset a 32-bit int
+local GROUPS = "(ROW_MODE == 0 and (rows + BLOCK // 32 - 1) // (BLOCK // 32) or rows)"
+local DOMAIN = { "rows >= 1", "cols >= 1", "cols <= 1048576" }
 
 -- Vectors per thread of a segment of `len` elements (the last ones masked).
 local function iters(c, len, tpr)
@@ -139,16 +143,14 @@ local row = {
 
   problems = with_tails({ table.unpack(PROBLEMS) }),
 
+  domain = DOMAIN,
+  -- a block per row, one sweep for the statistics and one for the write: any row length
+  fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, ONLINE = 1, MIN_BLOCKS = 1, EXP_ONCE = 0,
+               PERSIST = 0 },
+
   launch = {
-    grid = function(c, p, d)
-      local groups = p.rows
-      if c.ROW_MODE == 0 then
-        local rows_per_block = c.BLOCK // 32
-        groups = (p.rows + rows_per_block - 1) // rows_per_block
-      end
-      if c.PERSIST > 0 then groups = math.min(groups, d.sm_count * c.PERSIST) end
-      return { groups, 1, 1 }
-    end,
+    -- row groups (warps or blocks); PERSIST k: at most k blocks per SM, looping over the rest
+    grid = { "PERSIST > 0 and min(" .. GROUPS .. ", sm_count * PERSIST) or " .. GROUPS, 1, 1 },
     block = { "BLOCK", 1, 1 },
     shared = 0,
   },
@@ -197,6 +199,8 @@ local split = {
   defines = { ITERS = "CACHE_ROW == 1 and " .. SPLIT_ITERS .. " or 0" },
 
   problems = SPLIT_PROBLEMS,
+  domain = DOMAIN,
+  fallback = { SPLITS = 4, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, ONLINE = 1 },
 
   launch = {
     { kernel = "softmax_split_stats", grid = { "SPLITS", "rows", 1 }, block = { "BLOCK", 1, 1 }, shared = 0 },
@@ -265,6 +269,10 @@ local cluster = {
 
   problems = { PROBLEMS[2], PROBLEMS[3], PROBLEMS[4], PROBLEMS[5], PROBLEMS[7],
                TAIL_PROBLEMS[1], TAIL_PROBLEMS[2], TAIL_PROBLEMS[3], TAIL_PROBLEMS[4], TAIL_PROBLEMS[7] },
+
+  -- the largest capacity: 8 CTAs of 512 threads holding 16 vectors of 8 each
+  domain = { "rows >= 1", "cols >= 1", "cols <= 8 * 512 * 16 * 8" },
+  fallback = { CLUSTER = 8, BLOCK = 512, VEC_BYTES = 16, EXP_ONCE = 0, ITERS = 16 },
 
   launch = {
     grid = { "rows * CLUSTER", 1, 1 },
