@@ -4,11 +4,17 @@
 --   "rmsnorm.add"  h = x + r (written back: the residual stream), y = rmsnorm(h) * w
 -- (two recipes because the argument lists differ). Memory-bound: the figure of merit is GB/s of
 -- the tensors read and written once, against the copy recipe's bandwidth on the same device. The hidden size
--- is a compile-time constant (HIDDEN), so a thread's slice of a row can stay in registers.
+-- H is a kernel argument; a variant that keeps its slice in registers (CACHE_ROW 1) is compiled for a
+-- capacity of ITERS vectors per thread (its `defines`, an expression of H), so it serves every H of the
+-- same ITERS; the re-reading forms (CACHE_ROW 0) serve any H. Shape rules and geometry are
+-- expressions (runtime/tunert_expr.h) that libtunert evaluates for problems that were not tuned.
 
 local EPS = 1e-6
 
 local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
+local function cdiv(a, b) return string.format("((%s + %s - 1) // %s)", a, b, b) end
+-- vectors per thread of a row (the last ones masked)
+local ITERS = cdiv(cdiv("H", "(VEC_BYTES // 2)"), "(ROW_MODE == 0 and 32 or BLOCK)")
 
 -- Same register model as recipes/softmax.lua: a cached slice is raw bf16 vectors, possibly kept
 -- unpacked to fp32 (twice), plus ~24 registers of addresses and state, under the launch-bounds cap.
@@ -28,6 +34,7 @@ local function recipe(residual)
       { "y",   tensor = "bf16", shape = { "T", "H" }, output = true },
       { "h",   tensor = "bf16", shape = { "T", "H" }, output = true },
       { "T",   scalar = "i32", value = "T" },
+      { "H",   scalar = "i32", value = "H" },
       { "eps", scalar = "f32", value = EPS },
     }
   else
@@ -36,6 +43,7 @@ local function recipe(residual)
       { "w",   tensor = "bf16", shape = { "H" }, init = { "uniform", 0.5, 1.5 } },
       { "y",   tensor = "bf16", shape = { "T", "H" }, output = true },
       { "T",   scalar = "i32", value = "T" },
+      { "H",   scalar = "i32", value = "H" },
       { "eps", scalar = "f32", value = EPS },
     }
   end
@@ -61,36 +69,40 @@ local function recipe(residual)
       "MIN_BLOCKS == 1 or (CACHE_ROW == 1 and (BLOCK == 256 or BLOCK == 512))",
     },
 
+    -- a cached slice of at most 512 B per thread (rmsnorm.cuh's static_assert)
+    requires = { "CACHE_ROW == 0 or " .. ITERS .. " * VEC_BYTES <= 512" },
+
+    -- search-space pruning for the tuned problems: cached slices that fit the register cap
     applies = function(c, p)
       local ve = c.VEC_BYTES // 2
       local tpr = threads_per_row(c)
-      local vecs = p.H // ve
-      if p.H % ve ~= 0 or vecs % tpr ~= 0 then
-        return false, string.format("%d vectors per row for %d threads: not a whole number each", vecs, tpr)
-      end
-      local it = vecs // tpr
+      local it = ((p.H + ve - 1) // ve + tpr - 1) // tpr
       if not cache_fits(c, it) then
         return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
       end
       return true
     end,
 
-    defines = function(c, p) return { HIDDEN = p.H, RESIDUAL = p.residual } end,
+    defines = { ITERS = "CACHE_ROW == 1 and " .. ITERS .. " or 0", RESIDUAL = "residual" },
 
     problems = {
       { name = "t16384h4096" .. tag, T = 16384, H = 4096, residual = residual },  -- Llama 3 8B, 16k tokens
       { name = "t4096h8192" .. tag,  T = 4096,  H = 8192, residual = residual },  -- Llama 3 70B, 4k tokens
+      -- hidden sizes that are no power of two: every variant's tails verified against the reference
+      { name = "t1024h4000" .. tag,  T = 1024,  H = 4000, residual = residual },
+      { name = "t1024h5120" .. tag,  T = 1024,  H = 5120, residual = residual },  -- e.g. Llama 2 13B
+      { name = "t1024h8200" .. tag,  T = 1024,  H = 8200, residual = residual },
+      { name = "t1000h2049" .. tag,  T = 1000,  H = 2049, residual = residual },  -- odd: the scalar path
     },
 
+    -- the re-reading forms serve any H; 1 Mi keeps in-row offsets 32-bit
+    domain = { "T >= 1", "H >= 1", "H <= 1048576" },
+    -- a block per row, re-reading the row for the output: any hidden size
+    fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, CACHE_HINT = 1, MIN_BLOCKS = 1 },
+
     launch = {
-      grid = function(c, p)
-        if c.ROW_MODE == 0 then
-          local rows_per_block = c.BLOCK // 32
-          return { (p.T + rows_per_block - 1) // rows_per_block, 1, 1 }
-        end
-        return { p.T, 1, 1 }
-      end,
-      block = function(c) return { c.BLOCK, 1, 1 } end,
+      grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", 1, 1 },
+      block = { "BLOCK", 1, 1 },
       shared = 0,
     },
 
@@ -99,9 +111,9 @@ local function recipe(residual)
     reference = {
       source = "templates/rmsnorm/reference.cuh",
       kernel = "rmsnorm_reference",
-      grid = function(p) return { p.T, 1, 1 } end,
+      grid = { "T", 1, 1 },
       block = { 256, 1, 1 },
-      defines = function(p) return { HIDDEN = p.H, RESIDUAL = p.residual } end,
+      defines = function(p) return { RESIDUAL = p.residual } end,
     },
 
     -- Both sides are fp32 math rounded once to bf16 (rsqrtf and the summation order differ by

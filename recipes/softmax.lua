@@ -1,28 +1,38 @@
 -- softmax.lua: row softmax, bf16 in/out, fp32 accumulation, templates/softmax/softmax.cuh.
--- Two recipes sharing the template and the problems' shapes:
+-- Three recipes sharing the template and the problems' shapes:
 --   "softmax"        one kernel; a row per warp (ROW_MODE 0) or per block (ROW_MODE 1)
 --   "softmax.split"  a row split across SPLITS blocks: a stats kernel writes each slice's
 --                    (max, sum) to a scratch buffer, a write kernel merges them and writes y
+--   "softmax.cluster" a row over the CTAs of a thread-block cluster (below)
 -- Memory-bound: the figure of merit is GB/s of x read + y written once, against the copy recipe's
--- bandwidth on the same device. The row length is a compile-time constant (COLS), so a thread's
--- slice of a row has a fixed size and can stay in registers (CACHE_ROW).
+-- bandwidth on the same device. A thread's slice of a row has a compile-time capacity (ITERS), so it
+-- can stay in registers (CACHE_ROW).
 -- EXP_ONCE adds cached forms that compute each exponential once (at 16 ex2 per clock per SM, two
 -- ex2 per element cost ~16 us of SFU time per 32 Mi elements on a 132-SM part at 1.98 GHz, a
 -- visible share of a bandwidth-bound row); PERSIST adds persistent grids that prefetch the next
 -- row. With both at 0 a config compiles to the plain cached or streaming kernel.
 
-local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
+-- Shape rules and launch geometry are expressions (runtime/tunert_expr.h): libtunert evaluates them
+-- for row lengths that were not tuned. The row length is a kernel argument; a variant that caches its
+-- slice in registers is compiled for a capacity, ITERS vectors per thread, so it serves every row
+-- length of the same ITERS (its `defines`); the streaming forms (CACHE_ROW 0) serve any length.
+local function cdiv(a, b) return string.format("((%s + %s - 1) // %s)", a, b, b) end
+local VECS = cdiv("cols", "(VEC_BYTES // 2)")                 -- vectors per row (the last one partial)
+local TPR = "(ROW_MODE == 0 and 32 or BLOCK)"                 -- threads per row
+local ROW_ITERS = cdiv(VECS, TPR)                             -- vectors per thread, one segment a row
+local SPLIT_ITERS = cdiv(cdiv(VECS, "SPLITS"), "BLOCK")       -- vectors per thread of a SPLITS-th
+-- the rows any variant serves: the streaming forms (CACHE_ROW 0) take any length; 1 Mi columns
+-- keeps every in-row offset a 32-bit int
+local GROUPS = "(ROW_MODE == 0 and (rows + BLOCK // 32 - 1) // (BLOCK // 32) or rows)"
+local DOMAIN = { "rows >= 1", "cols >= 1", "cols <= 1048576" }
 
--- Vectors per thread of a segment of `len` elements, or nil and a reason when it does not divide.
+-- Vectors per thread of a segment of `len` elements (the last ones masked).
 local function iters(c, len, tpr)
   local ve = c.VEC_BYTES // 2
-  if len % ve ~= 0 then return nil, "row length not a multiple of the vector width" end
-  local vecs = len // ve
-  if vecs % tpr ~= 0 then
-    return nil, string.format("%d vectors per row (segment) for %d threads: not a whole number each", vecs, tpr)
-  end
-  return vecs // tpr
+  local vecs = (len + ve - 1) // ve
+  return (vecs + tpr - 1) // tpr
 end
+local function threads_per_row(c) return c.ROW_MODE == 0 and 32 or c.BLOCK end
 
 -- A cached slice is held as raw bf16 vectors (VEC_BYTES / 4 registers each), but the compiler may
 -- keep it unpacked to fp32 across the sweeps (twice that). It fits when twice the raw size plus
@@ -43,6 +53,19 @@ local function cache_fits(c, it, min_blocks, persist)
   return 2 * raw + (c.ONLINE == 1 and 40 or 24) <= cap
 end
 
+-- Row lengths of vocabularies (Llama 2 32000, Llama 3 128256, Qwen2 151936, GPT-2's odd 50257: rows
+-- at any 2-byte boundary) and of hidden sizes that are no power of two: every variant's tails
+-- (a partial last vector per thread, element-wise rows) verified against the reference.
+local TAIL_PROBLEMS = {
+  { name = "r256c32000",   rows = 256,  cols = 32000 },
+  { name = "r64c128256",   rows = 64,   cols = 128256 },
+  { name = "r64c151936",   rows = 64,   cols = 151936 },
+  { name = "r64c50257",    rows = 64,   cols = 50257 },
+  { name = "r1024c4000",   rows = 1024, cols = 4000 },
+  { name = "r1024c5120",   rows = 1024, cols = 5120 },
+  { name = "r1024c8200",   rows = 1024, cols = 8200 },
+}
+
 local PROBLEMS = {
   { name = "r16384c1024",  rows = 16384, cols = 1024 },     -- short rows: warp per row territory
   { name = "r4096c8192",   rows = 4096,  cols = 8192 },
@@ -55,11 +78,16 @@ local PROBLEMS = {
   { name = "r65536c1024",  rows = 65536, cols = 1024 },     -- e.g. 64k query rows over 1k keys
   { name = "r4096c32768",  rows = 4096,  cols = 32768 },    -- logits of 4096 tokens over a 32k vocabulary
 }
-local SPLIT_PROBLEMS = { PROBLEMS[3], PROBLEMS[4], PROBLEMS[5] }
+local function with_tails(list)
+  for _, p in ipairs(TAIL_PROBLEMS) do list[#list + 1] = p end
+  return list
+end
+local SPLIT_PROBLEMS = with_tails({ PROBLEMS[3], PROBLEMS[4], PROBLEMS[5] })
 
 local x_arg = { "x", tensor = "bf16", shape = { "rows", "cols" }, init = { "normal", 0, 3 } }
 local y_arg = { "y", tensor = "bf16", shape = { "rows", "cols" }, output = true }
 local rows_arg = { "rows", scalar = "i32", value = "rows" }
+local cols_arg = { "cols", scalar = "i32", value = "cols" }
 
 -- Both sides are fp32 math rounded once to bf16 (the variants' ex2.approx differs from expf by
 -- ~2^-22 relative): outputs differ by at most one bf16 ulp where the fp32 values straddle a
@@ -99,41 +127,41 @@ local row = {
     "PERSIST == 0 or (BLOCK * PERSIST >= 512 and BLOCK * PERSIST <= 2048 and (ROW_MODE == 0 or BLOCK >= 512))",
   },
 
+  -- a cached slice of at most 256 B per thread (softmax.cuh's static_assert)
+  requires = { "CACHE_ROW == 0 or " .. ROW_ITERS .. " * VEC_BYTES <= 256" },
+
+  -- search-space pruning for the tuned problems: cached slices that fit the register cap
   applies = function(c, p)
-    local it, why = iters(c, p.cols, threads_per_row(c))
-    if not it then return false, why end
+    local it = iters(c, p.cols, threads_per_row(c))
     if not cache_fits(c, it, c.MIN_BLOCKS, c.PERSIST) then
       return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
     end
     return true
   end,
 
-  defines = function(c, p) return { COLS = p.cols } end,
+  defines = { ITERS = "CACHE_ROW == 1 and " .. ROW_ITERS .. " or 0" },
 
-  problems = PROBLEMS,
+  problems = with_tails({ table.unpack(PROBLEMS) }),
+
+  domain = DOMAIN,
+  -- a block per row, one sweep for the statistics and one for the write: any row length
+  fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, ONLINE = 1, MIN_BLOCKS = 1, EXP_ONCE = 0,
+               PERSIST = 0 },
 
   launch = {
-    grid = function(c, p, d)
-      local groups = p.rows
-      if c.ROW_MODE == 0 then
-        local rows_per_block = c.BLOCK // 32
-        groups = (p.rows + rows_per_block - 1) // rows_per_block
-      end
-      if c.PERSIST > 0 then groups = math.min(groups, d.sm_count * c.PERSIST) end
-      return { groups, 1, 1 }
-    end,
-    block = function(c) return { c.BLOCK, 1, 1 } end,
+    -- row groups (warps or blocks); PERSIST k: at most k blocks per SM, looping over the rest
+    grid = { "PERSIST > 0 and min(" .. GROUPS .. ", sm_count * PERSIST) or " .. GROUPS, 1, 1 },
+    block = { "BLOCK", 1, 1 },
     shared = 0,
   },
 
-  args = { x_arg, y_arg, rows_arg },
+  args = { x_arg, y_arg, rows_arg, cols_arg },
 
   reference = {
     source = "templates/softmax/reference.cuh",
     kernel = "softmax_reference",
-    grid = function(p) return { p.rows, 1, 1 } end,
+    grid = { "rows", 1, 1 },
     block = { 256, 1, 1 },
-    defines = function(p) return { COLS = p.cols } end,
   },
 
   tolerance = TOLERANCE,
@@ -158,44 +186,39 @@ local split = {
     "CACHE_ROW == 1 or ONLINE == 1",
   },
 
+  requires = { "CACHE_ROW == 0 or " .. SPLIT_ITERS .. " * VEC_BYTES <= 256" },
+
   applies = function(c, p)
-    if p.cols % c.SPLITS ~= 0 then return false, "SPLITS does not divide cols" end
-    local it, why = iters(c, p.cols // c.SPLITS, c.BLOCK)
-    if not it then return false, why end
+    local it = iters(c, (p.cols + c.SPLITS - 1) // c.SPLITS, c.BLOCK)
     if not cache_fits(c, it, 1, 0) then
       return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
     end
     return true
   end,
 
-  defines = function(c, p) return { COLS = p.cols } end,
+  defines = { ITERS = "CACHE_ROW == 1 and " .. SPLIT_ITERS .. " or 0" },
 
   problems = SPLIT_PROBLEMS,
+  domain = DOMAIN,
+  fallback = { SPLITS = 4, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, ONLINE = 1 },
 
   launch = {
-    { kernel = "softmax_split_stats",
-      grid = function(c, p) return { c.SPLITS, p.rows, 1 } end,
-      block = function(c) return { c.BLOCK, 1, 1 } end,
-      shared = 0 },
-    { kernel = "softmax_split_write",
-      grid = function(c, p) return { c.SPLITS, p.rows, 1 } end,
-      block = function(c) return { c.BLOCK, 1, 1 } end,
-      shared = 0 },
+    { kernel = "softmax_split_stats", grid = { "SPLITS", "rows", 1 }, block = { "BLOCK", 1, 1 }, shared = 0 },
+    { kernel = "softmax_split_write", grid = { "SPLITS", "rows", 1 }, block = { "BLOCK", 1, 1 }, shared = 0 },
   },
 
   args = {
     x_arg, y_arg,
     -- (max in log2 units, sum) per slice: [rows, SPLITS, 2] floats
-    { "partial", tensor = "f32", scratch = true, shape = function(p, c) return { p.rows * c.SPLITS * 2 } end },
-    rows_arg,
+    { "partial", tensor = "f32", scratch = true, shape = { "rows * SPLITS * 2" } },
+    rows_arg, cols_arg,
   },
 
   reference = {
     source = "templates/softmax/reference.cuh",
     kernel = "softmax_split_reference",
-    grid = function(p) return { p.rows, 1, 1 } end,
+    grid = { "rows", 1, 1 },
     block = { 256, 1, 1 },
-    defines = function(p) return { COLS = p.cols } end,
   },
 
   tolerance = TOLERANCE,
@@ -218,30 +241,43 @@ local cluster = {
     { "BLOCK",     { 128, 256, 512 } },
     { "VEC_BYTES", { 8, 16 } },
     { "EXP_ONCE",  { 0, 1 } },
+    { "ITERS",     { 1, 2, 4, 8, 16, 32 } },   -- vectors per thread held (a capacity: rows up to it)
   },
 
+  constraints = { "ITERS * VEC_BYTES <= 256" },  -- softmax.cuh's cached-slice limit
+
+  -- the CTA's segment (a CLUSTER-th of the row's vectors) fits its threads' ITERS vectors each
+  requires = { cdiv(cdiv(cdiv("cols", "(VEC_BYTES // 2)"), "CLUSTER"), "BLOCK") .. " <= ITERS" },
+
+  -- pruning for the tuned problems: the smallest capacity that fits, slices of 2048 elements or
+  -- more per CTA, within the register cap
   applies = function(c, p)
-    local len = p.cols // c.CLUSTER
+    local len = (p.cols + c.CLUSTER - 1) // c.CLUSTER
     if len < 2048 then
       return false, string.format("slices of %d elements: the cluster split is for rows of 2048 per CTA or more", len)
     end
-    local it, why = iters(c, len, c.BLOCK)
-    if not it then return false, why end
+    local it = iters(c, len, c.BLOCK)
+    if c.ITERS >= 2 * it then return false, "a smaller ITERS holds the slice" end
     local cf = { CACHE_ROW = 1, BLOCK = c.BLOCK, VEC_BYTES = c.VEC_BYTES, ONLINE = 1 }
-    if not cache_fits(cf, it, 1, 0) then
-      return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
+    if not cache_fits(cf, c.ITERS, 1, 0) then
+      return false, string.format("cached slice of %d B per thread does not fit the register cap", c.ITERS * c.VEC_BYTES)
     end
     return true
   end,
 
-  defines = function(c, p) return { COLS = p.cols, ROW_MODE = 1, CACHE_ROW = 1, ONLINE = 1 } end,
+  defines = { ROW_MODE = "1", CACHE_ROW = "1", ONLINE = "1" },
 
-  problems = { PROBLEMS[2], PROBLEMS[3], PROBLEMS[4], PROBLEMS[5], PROBLEMS[7] },
+  problems = { PROBLEMS[2], PROBLEMS[3], PROBLEMS[4], PROBLEMS[5], PROBLEMS[7],
+               TAIL_PROBLEMS[1], TAIL_PROBLEMS[2], TAIL_PROBLEMS[3], TAIL_PROBLEMS[4], TAIL_PROBLEMS[7] },
+
+  -- the largest capacity: 8 CTAs of 512 threads holding 16 vectors of 8 each
+  domain = { "rows >= 1", "cols >= 1", "cols <= 8 * 512 * 16 * 8" },
+  fallback = { CLUSTER = 8, BLOCK = 512, VEC_BYTES = 16, EXP_ONCE = 0, ITERS = 16 },
 
   launch = {
-    grid = function(c, p) return { p.rows * c.CLUSTER, 1, 1 } end,
-    block = function(c) return { c.BLOCK, 1, 1 } end,
-    cluster = function(c) return { c.CLUSTER, 1, 1 } end,  -- consecutive blocks: one row's CTAs
+    grid = { "rows * CLUSTER", 1, 1 },
+    block = { "BLOCK", 1, 1 },
+    cluster = { "CLUSTER", 1, 1 },  -- consecutive blocks: one row's CTAs
     shared = 0,
   },
 

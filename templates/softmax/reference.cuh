@@ -1,8 +1,8 @@
 // reference.cuh: the plain row softmax every variant of softmax.cuh is checked against.
 // One block of 256 threads per row, fp32, three exact passes (max, sum of expf(x - max), write),
-// tree reductions in shared memory; y rounded once to bf16. Defines: COLS (any value).
-// grid (rows), block 256. Takes the row recipe's arguments (x, y, rows) and, for the split recipe,
-// (x, y, partial, rows): softmax_reference and softmax_split_reference.
+// tree reductions in shared memory; y rounded once to bf16. The row length cols is an argument.
+// grid (rows), block 256. Takes the row recipe's arguments (x, y, rows, cols) and, for the split recipe,
+// (x, y, partial, rows, cols): softmax_reference and softmax_split_reference.
 #include <cuda_bf16.h>
 
 #define REF_THREADS 256
@@ -38,14 +38,11 @@ static __device__ void ref_softmax_row(const __nv_bfloat16 *x, __nv_bfloat16 *y,
   for (long long c = t; c < cols; c += REF_THREADS) yr[c] = __float2bfloat16_rn(expf(__bfloat162float(xr[c]) - m) / s);
 }
 
-#ifndef COLS
-#error "softmax reference.cuh needs -D COLS"
-#endif
-
-extern "C" __global__ void softmax_reference(const __nv_bfloat16 *x, __nv_bfloat16 *y, int rows) {
-  ref_softmax_row(x, y, COLS);
+extern "C" __global__ void softmax_reference(const __nv_bfloat16 *x, __nv_bfloat16 *y, int rows, int cols) {
+  ref_softmax_row(x, y, cols);
 }
 
-extern "C" __global__ void softmax_split_reference(const __nv_bfloat16 *x, __nv_bfloat16 *y, float *partial, int rows) {
-  ref_softmax_row(x, y, COLS);
+extern "C" __global__ void softmax_split_reference(const __nv_bfloat16 *x, __nv_bfloat16 *y, float *partial, int rows,
+                                                   int cols) {
+  ref_softmax_row(x, y, cols);
 }
