@@ -216,8 +216,8 @@ int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err) {
   tune_recipe *r = s->fam[be->family].r;
   tune_device_facts facts;
   tune_device_facts_from(&be->result.device, &facts);
-  if (tune_recipe_eval_variant(r, vi, be->p, &facts, &be->var, err)) return err->code;
-  if (be->var.skip) return tune_fail(err, TUNE_ERECIPE, "%s / %s: the recipe now skips the measured config: %s", r->name, be->p->name, be->var.skip_reason);
+  if (tune_recipe_eval_variant_runs(r, vi, be->p, &facts, &be->var, err)) return err->code;
+  if (be->var.skip) return tune_fail(err, TUNE_ERECIPE, "%s / %s: the measured config no longer runs the problem: %s", r->name, be->p->name, be->var.skip_reason);
   if (tune_recipe_eval_problem(r, be->p, &facts, &be->setup, err)) return err->code;
   if (tune_recipe_exprs(r, &be->var, &be->setup, &be->ex, err)) return err->code;
   /* tensor maps (docs/tensormap-args.md): their spec as texts, checked in check_tmaps */

@@ -44,6 +44,8 @@ int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *
 }
 
 /* Family dims and params from the recipe's first problem. */
+static void enum_literals(const bfamily *f, char *text, size_t n);
+
 int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
   json_error_t je;
   f->dims[0] = 0;
@@ -104,6 +106,7 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
   f->names[f->n_dims + r->n_params] = "sm_count";
   f->n_names = f->n_dims + r->n_params + 1;
   tune_recipe_domain_text(r, f->domain, sizeof f->domain);
+  if (strchr(f->domain, '\'') || strchr(f->domain, '"')) enum_literals(f, f->domain, sizeof f->domain);
   return TUNE_OK;
 }
 

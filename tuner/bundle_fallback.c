@@ -43,7 +43,7 @@ static int fallback_entry(bstate *s, int fi, const bentry *tuned, bentry *fe, db
   tune_device_facts facts;
   tune_device_facts_from(&tuned->result.device, &facts);
   tune_variant v;
-  if (tune_recipe_eval_variant(r, r->fallback_vi, tuned->p, &facts, &v, err)) return err->code;
+  if (tune_recipe_eval_variant_runs(r, r->fallback_vi, tuned->p, &facts, &v, err)) return err->code;
   if (v.skip)
     return tune_fail(err, TUNE_ERECIPE, "%s: the fallback config does not run tuned problem %s: %s (a fallback must run every "
                      "problem of the domain)", r->name, tuned->p->name, v.skip_reason);

@@ -1280,8 +1280,29 @@ out:
   return rc;
 }
 
+static int eval_variant(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
+                        int prune, tune_variant *out, tune_err *err);
+
 int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *p,
                              const tune_device_facts *d, tune_variant *out, tune_err *err) {
+  return eval_variant(r, vi, p, d, 1, out, err);
+}
+
+/* With `requires`, applies only prunes the search: requires decide where a config runs. */
+static int has_requires(tune_recipe *r) {
+  lua_State *L = r->set->L;
+  int t = push_field(L, r, "requires"), n = t == LUA_TTABLE ? (int)lua_rawlen(L, -1) : 0;
+  lua_pop(L, 1);
+  return n > 0;
+}
+
+int tune_recipe_eval_variant_runs(tune_recipe *r, const int *vi, const tune_problem *p,
+                                  const tune_device_facts *d, tune_variant *out, tune_err *err) {
+  return eval_variant(r, vi, p, d, !has_requires(r), out, err);
+}
+
+static int eval_variant(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
+                        int prune, tune_variant *out, tune_err *err) {
   lua_State *L = r->set->L;
   int top = lua_gettop(L);
   memset(out, 0, sizeof *out);
@@ -1296,7 +1317,7 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   snprintf(what, sizeof what, "while evaluating a config for problem %.100s", p->name);
   tune_lua_evaluating(L, what);
   /* applies(c, p) */
-  if (push_field(L, r, "applies") == LUA_TFUNCTION) {
+  if (prune && push_field(L, r, "applies") == LUA_TFUNCTION) {
     lua_pushvalue(L, cfg); lua_pushvalue(L, prob);
     int base = lua_gettop(L) - 3;
     lua_pushcfunction(L, msgh); lua_insert(L, base + 1);

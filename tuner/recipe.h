@@ -186,6 +186,10 @@ int tune_param_value_index(const tune_param *param, const json_t *v);
 
 int tune_recipe_eval_variant(tune_recipe *r, const int *value_idx, const tune_problem *p,
                              const tune_device_facts *d, tune_variant *out, tune_err *err);
+/* The same, where a recipe with `requires` skips its `applies` (search pruning only): does the
+ * config RUN the problem? (bundle fallbacks; out->skip then means a requires failed) */
+int tune_recipe_eval_variant_runs(tune_recipe *r, const int *value_idx, const tune_problem *p,
+                                  const tune_device_facts *d, tune_variant *out, tune_err *err);
 int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
                              tune_problem_setup *out, tune_err *err);
 
