@@ -336,9 +336,6 @@ class Selection:
 
     def _check_tensor(self, a, tv):
         where = f"{self.info.family} arg '{a.name}'"
-        if tv.device not in ("cuda", "cuda_managed") or tv.device_index != self.bundle.device:
-            raise DeviceMismatch(f"{where}: on {tv.device}:{tv.device_index}, but the bundle launches on "
-                                 f"cuda:{self.bundle.device}")
         if a.role == "scratch":
             have = DTYPE_BYTES.get(tv.dtype, 0) * _prod(tv.shape)
             if have < a.bytes:
@@ -354,6 +351,9 @@ class Selection:
         align = self._align.get(a.name, DTYPE_BYTES.get(tv.dtype, 1))
         if tv.ptr % align:
             raise LayoutError(f"{where}: address {tv.ptr:#x} is not {align}-byte aligned")
+        if tv.device not in ("cuda", "cuda_managed") or tv.device_index != self.bundle.device:
+            raise DeviceMismatch(f"{where}: on {tv.device}:{tv.device_index}, but the bundle launches on "
+                                 f"cuda:{self.bundle.device}")
 
     def launch(self, tensors, stream=None):
         """Launch on `stream` with `tensors`: {arg name: torch.Tensor or DLPack object} for tensor
