@@ -95,7 +95,8 @@ _capsule_name.argtypes = [ctypes.py_object]
 def _dlpack_capsule(obj, stream):
     # The capsule is left unconsumed: its destructor releases the producer's reference, and the
     # caller keeps `obj` (the owner of the memory) alive across the asynchronous launch.
-    if stream is None:
+    dev = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
+    if stream is None or dev not in (_DL_CUDA, _DL_CUDA_MANAGED):
         return obj.__dlpack__()
     try:
         return obj.__dlpack__(stream=stream)

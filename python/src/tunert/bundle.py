@@ -343,7 +343,10 @@ class Selection:
         else:
             if tv.dtype != a.dtype:
                 raise DTypeMismatch(f"{where}: dtype {tv.dtype}, the kernel takes {a.dtype}")
-            if tuple(tv.shape) != a.shape:
+            # a 1-D shape is a count of elements (the bundle keeps only that of a shape the recipe
+            # computes in Lua): any layout with that many elements fits
+            flat_ok = len(a.shape) == 1 and _prod(tv.shape) == a.shape[0]
+            if tuple(tv.shape) != a.shape and not flat_ok:
                 raise ShapeMismatch(f"{where}: shape {tuple(tv.shape)}, the selection for {self.dims} wants "
                                     f"{a.shape}")
         if not tv.contiguous:

@@ -118,8 +118,10 @@ class Plan:
         args = dict(self.scalars)
         for name in self.tensor_names:
             t = tensors[name]
-            n = self.slices.get(name)
-            args[name] = t if n is None else t[:n]
+            how = self.slices.get(name)
+            if how is not None:
+                t = t[:how[1]] if how[0] == "rows" else t.reshape(-1)[:how[1]]
+            args[name] = t
         self.selection.launch(args)
 
 
@@ -177,12 +179,12 @@ def _bind(b, family, dims, tensors, scalars, knobs, needs):
             shape, dtype = tensors[a.name]
             if dtype != a.dtype:
                 return f"{family}: '{a.name}' is {a.dtype} in the bundle, {dtype} here"
-            if tuple(shape) != a.shape:
-                pool = (a.role == "input" and len(shape) == len(a.shape) and len(shape) > 0
-                        and tuple(shape[1:]) == a.shape[1:] and shape[0] >= a.shape[0])
-                if not pool:
-                    return f"{family}: '{a.name}' has shape {tuple(shape)}, the selection wants {a.shape}"
-                slices[a.name] = a.shape[0]
+            shape = tuple(shape)
+            if shape != a.shape:
+                how = _fit(a, shape)
+                if how is None:
+                    return f"{family}: '{a.name}' has shape {shape}, the selection wants {a.shape}"
+                slices[a.name] = how
             names.append(a.name)
         elif a.role == "scalar":
             if a.name in knobs:
@@ -195,6 +197,26 @@ def _bind(b, family, dims, tensors, scalars, knobs, needs):
         if not any(n in names for n in group):
             return f"{family}: takes none of {', '.join(group)}, which this call needs"
     return Plan(sel, tuple(names), slices, sc)
+
+
+def _fit(a, shape):
+    """How a tensor of `shape` is passed for arg `a` whose bundle shape differs, or None: an input
+    pool with more leading rows (a KV cache) is cut to the rows the problem has ("rows", n); a
+    1-D bundle shape (an element count: the recipe computed the shape in Lua) takes the tensor
+    flattened, an input pool cut to that count ("flat", n)."""
+    n = 1
+    for d in shape:
+        n *= d
+    row = n // shape[0] if shape and shape[0] else 0
+    if len(a.shape) == 1 and len(shape) != 1:
+        want = a.shape[0]
+        if n == want or (a.role == "input" and row and n > want and want % row == 0):
+            return ("flat", want)
+        return None
+    if (a.role == "input" and len(shape) == len(a.shape) and shape and shape[1:] == a.shape[1:]
+            and shape[0] >= a.shape[0]):
+        return ("rows", a.shape[0])
+    return None
 
 
 def fallback_or_raise(op, p):
