@@ -1,0 +1,373 @@
+"""The torch.library ops of tunert (namespace `tunert`), each with a fake implementation so that
+torch.compile traces it, a tuned path through the process-wide bundle, and a PyTorch path.
+
+Per call: CPU tensors run the PyTorch reference (so opcheck runs anywhere); CUDA tensors take the
+cached plan of their problem (_state.plan): a tuned selection launches on the current stream
+with outputs and scratch from torch's caching allocator (no host sync, no other allocation:
+CUDA-graph capturable once the op ran before capture), anything else runs the PyTorch equivalent
+and is counted. Inputs that are not contiguous are made so (a copy) before a tuned launch.
+"""
+import math
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from .._tensors import _torch_dtype_name
+from . import _state
+
+LOG2E = 1.4426950408889634
+_SEQ_LENS_NAMES = ("seq_lens", "seqlens", "lens", "context_lens", "cache_seqlens", "kv_lens")
+
+
+def _dt(t):
+    return _torch_dtype_name(torch, t.dtype)
+
+
+def _device_index(t):
+    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
+def _launch(plan, device_index, tensors):
+    if device_index != torch.cuda.current_device():
+        with torch.cuda.device(device_index):
+            plan.launch(tensors)
+    else:
+        plan.launch(tensors)
+
+
+def _run(op, dev, problem):
+    """The tuned launch or the counted fallback. problem: (key, candidates, tensors_fn, reference)
+    where tensors_fn() allocates the outputs and returns ({arg name: tensor}, result)."""
+    key, candidates, tensors_fn, reference = problem
+    p = _state.plan(op, key, dev, candidates)
+    if isinstance(p, _state.Fallback):
+        _state.fallback_or_raise(op, p)
+        return reference()
+    tensors, result = tensors_fn()
+    _launch(p, dev, tensors)
+    _state.count(op, "tuned")
+    return result
+
+
+# ---- linear: y = x @ w.T (w [N, K] as nn.Linear keeps it), family gemm with b_layout col ----
+
+def _linear_ref(x, w):
+    return F.linear(x, w)
+
+
+@torch.library.custom_op("tunert::linear", mutates_args=())
+def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family."""
+    _state.check(w.dim() == 2 and x.shape[-1] == w.shape[1],
+                 f"tunert.torch.linear: x {tuple(x.shape)} and w {tuple(w.shape)}: want x [..., K], w [N, K]")
+    if not x.is_cuda:
+        _state.count("linear", "cpu")
+        return _linear_ref(x, w)
+    dev = _device_index(x)
+    return _run("linear", dev, _linear_problem(dev, x, w))
+
+
+def _linear_problem(dev, x, w):
+    N, K = w.shape
+    M = x.numel() // K if K else 0
+    key = ("linear", dev, M, N, K, x.dtype, w.dtype)
+
+    def candidates():
+        dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
+        tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
+        return [("gemm", dims, tensors, {}, {}, ())]
+
+    def tensors_fn():
+        out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
+        return {"a": x.contiguous().view(M, K), "b": w.contiguous(), "c": out.view(M, N)}, out
+
+    return key, candidates, tensors_fn, lambda: _linear_ref(x, w)
+
+
+@linear.register_fake
+def _(x, w):
+    return x.new_empty(x.shape[:-1] + (w.shape[0],))
+
+
+# ---- attention prefill: dense q [B, HQ, S, D], k, v [B, HKV, S, D] ----
+
+def _sdpa(q, k, v, causal, scale, mask=None):
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:
+        k = k.repeat_interleave(hq // hkv, dim=1)
+        v = v.repeat_interleave(hq // hkv, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
+
+
+@torch.library.custom_op("tunert::attention", mutates_args=())
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: Optional[float] = None) -> torch.Tensor:
+    """Prefill attention, dense [B, H, S, D] q/k/v (GQA: HQ a multiple of HKV), through the
+    attention.prefill_sm90 or attention.prefill family; scale None: 1/sqrt(D)."""
+    _state.check(q.dim() == 4 and k.dim() == 4 and v.shape == k.shape and q.shape[0] == k.shape[0]
+                 and q.shape[3] == k.shape[3] and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0,
+                 f"tunert.torch.attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want "
+                 f"q [B, HQ, S, D], k and v [B, HKV, S, D], HQ a multiple of HKV")
+    if not q.is_cuda:
+        _state.count("attention", "cpu")
+        return _sdpa(q, k, v, causal, scale)
+    dev = _device_index(q)
+    return _run("attention", dev, _attention_problem(dev, q, k, v, causal, scale))
+
+
+def _attention_problem(dev, q, k, v, causal=False, scale=None):
+    B, HQ, S, D = q.shape
+    HKV, SK = k.shape[1], k.shape[2]
+    key = ("attention", dev, B, HQ, HKV, S, SK, D, causal, scale, q.dtype, k.dtype, v.dtype)
+
+    def candidates():
+        if SK != S:
+            return []
+        dims = {"B": B, "HQ": HQ, "HKV": HKV, "S": S, "D": D, "causal": causal}
+        tensors = {"q": ((B, HQ, S, D), _dt(q)), "k": ((B, HKV, S, D), _dt(k)), "v": ((B, HKV, S, D), _dt(v)),
+                   "o": ((B, HQ, S, D), _dt(q))}
+        knobs = {} if scale is None else {"scale_log2": scale * LOG2E}
+        return [(f, dims, tensors, {}, knobs, ()) for f in ("attention.prefill_sm90", "attention.prefill")]
+
+    def tensors_fn():
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
+        return {"q": q.contiguous(), "k": k.contiguous(), "v": v.contiguous(), "o": out}, out
+
+    return key, candidates, tensors_fn, lambda: _sdpa(q, k, v, causal, scale)
+
+
+@attention.register_fake
+def _(q, k, v, causal=False, scale=None):
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+# ---- decode over a paged KV cache ----
+
+def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
+    B, HQ, D = q.shape
+    page, HKV = k_cache.shape[1], k_cache.shape[2]
+    L = block_table.shape[1] * page
+    idx = block_table.long()
+    k = k_cache[idx].reshape(B, L, HKV, D).transpose(1, 2)   # [B, HKV, L, D]
+    v = v_cache[idx].reshape(B, L, HKV, D).transpose(1, 2)
+    mask = None
+    if seq_lens is not None:
+        pos = torch.arange(L, device=q.device)
+        mask = (pos[None, :] < seq_lens.to(q.device).long()[:, None]).view(B, 1, 1, L)
+    return _sdpa(q.unsqueeze(2), k, v, False, scale, mask).squeeze(2)
+
+
+@torch.library.custom_op("tunert::decode", mutates_args=())
+def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+           seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
+    """One decode step over a paged KV cache: q [B, HQ, D], k_cache and v_cache [pages, page_size,
+    HKV, D], block_table [B, max_pages] (int32 page ids), seq_lens [B] (int32; None: every
+    sequence is max_pages * page_size long). Through the attention.decode family, bound by its
+    argument names."""
+    _state.check(q.dim() == 3 and k_cache.dim() == 4 and v_cache.shape == k_cache.shape and block_table.dim() == 2
+                 and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
+                 and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
+                 and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
+                 f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
+                 f"{tuple(v_cache.shape)}, block_table {tuple(block_table.shape)}: want q [B, HQ, D], caches "
+                 f"[pages, page_size, HKV, D], block_table [B, max_pages], seq_lens [B]")
+    if not q.is_cuda:
+        _state.count("decode", "cpu")
+        return _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
+    dev = _device_index(q)
+    return _run("decode", dev, _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens, scale))
+
+
+def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None):
+    B, HQ, D = q.shape
+    P, page, HKV = k_cache.shape[0], k_cache.shape[1], k_cache.shape[2]
+    maxp = block_table.shape[1]
+    L = maxp * page
+    lens_dt = None if seq_lens is None else seq_lens.dtype
+    key = ("decode", dev, B, HQ, HKV, D, P, page, maxp, lens_dt, scale, q.dtype, k_cache.dtype, block_table.dtype)
+
+    def candidates():
+        known = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "L": L, "page": page, "page_size": page,
+                 "max_pages": maxp, "max_pages_per_seq": maxp, "pages": P, "num_pages": P}
+        tensors = {"q": ((B, HQ, D), _dt(q)), "k_cache": (tuple(k_cache.shape), _dt(k_cache)),
+                   "v_cache": (tuple(v_cache.shape), _dt(v_cache)),
+                   "block_table": (tuple(block_table.shape), _dt(block_table)), "o": ((B, HQ, D), _dt(q))}
+        needs = ()
+        if seq_lens is not None:
+            for n in _SEQ_LENS_NAMES:
+                tensors[n] = ((B,), _dt(seq_lens))
+            needs = (_SEQ_LENS_NAMES,)
+        knobs = {} if scale is None else {"scale_log2": scale * LOG2E}
+        return [("attention.decode", known, tensors, dict(known), knobs, needs)]
+
+    def tensors_fn():
+        out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)
+        t = {"q": q.contiguous(), "k_cache": k_cache, "v_cache": v_cache, "block_table": block_table.contiguous(),
+             "o": out}
+        if seq_lens is not None:
+            for n in _SEQ_LENS_NAMES:
+                t[n] = seq_lens
+        return t, out
+
+    return key, candidates, tensors_fn, lambda: _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
+
+
+@decode.register_fake
+def _(q, k_cache, v_cache, block_table, seq_lens=None, scale=None):
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+# ---- RMSNorm, and with the residual add fused ----
+
+def _rmsnorm_ref(x, w, eps):
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+    return y.to(x.dtype)
+
+
+def _rmsnorm_add_ref(x, r, w, eps):
+    h = (x.float() + r.float()).to(x.dtype)   # h as stored, then normalized (templates/rmsnorm)
+    return _rmsnorm_ref(h, w, eps), h
+
+
+def _norm_check(op, x, w, r=None):
+    _state.check(x.dim() >= 1 and w.dim() == 1 and w.shape[0] == x.shape[-1]
+                 and (r is None or r.shape == x.shape),
+                 f"tunert.torch.{op}: x {tuple(x.shape)}, w {tuple(w.shape)}"
+                 + ("" if r is None else f", residual {tuple(r.shape)}") + ": want x [..., H], w [H]"
+                 + ("" if r is None else ", residual like x"))
+
+
+@torch.library.custom_op("tunert::rmsnorm", mutates_args=())
+def rmsnorm_op(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """y = x * rsqrt(mean(x^2, -1) + eps) * w, family rmsnorm."""
+    _norm_check("rmsnorm", x, w)
+    if not x.is_cuda:
+        _state.count("rmsnorm", "cpu")
+        return _rmsnorm_ref(x, w, eps)
+    dev = _device_index(x)
+    return _run("rmsnorm", dev, _rmsnorm_problem(dev, x, w, eps))
+
+
+def _rmsnorm_problem(dev, x, w, eps=1e-6):
+    H = x.shape[-1]
+    T = x.numel() // H if H else 0
+    key = ("rmsnorm", dev, T, H, eps, x.dtype, w.dtype)
+
+    def candidates():
+        tensors = {"x": ((T, H), _dt(x)), "w": ((H,), _dt(w)), "y": ((T, H), _dt(x))}
+        return [("rmsnorm", {"T": T, "H": H, "residual": False}, tensors, {}, {"eps": eps}, ())]
+
+    def tensors_fn():
+        y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return {"x": x.contiguous().view(T, H), "w": w.contiguous(), "y": y.view(T, H)}, y
+
+    return key, candidates, tensors_fn, lambda: _rmsnorm_ref(x, w, eps)
+
+
+@rmsnorm_op.register_fake
+def _(x, w, eps=1e-6):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("tunert::rmsnorm_add", mutates_args=())
+def rmsnorm_add(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
+                eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]:
+    """h = x + residual (the new residual stream), y = rmsnorm(h) * w; returns (y, h). Family
+    rmsnorm.add."""
+    _norm_check("rmsnorm_add", x, w, residual)
+    if not x.is_cuda:
+        _state.count("rmsnorm_add", "cpu")
+        return _rmsnorm_add_ref(x, residual, w, eps)
+    dev = _device_index(x)
+    return _run("rmsnorm_add", dev, _rmsnorm_add_problem(dev, x, residual, w, eps))
+
+
+def _rmsnorm_add_problem(dev, x, residual, w, eps=1e-6):
+    H = x.shape[-1]
+    T = x.numel() // H if H else 0
+    key = ("rmsnorm_add", dev, T, H, eps, x.dtype, residual.dtype, w.dtype)
+
+    def candidates():
+        tensors = {"x": ((T, H), _dt(x)), "r": ((T, H), _dt(residual)), "w": ((H,), _dt(w)),
+                   "y": ((T, H), _dt(x)), "h": ((T, H), _dt(x))}
+        return [("rmsnorm.add", {"T": T, "H": H, "residual": True}, tensors, {}, {"eps": eps}, ())]
+
+    def tensors_fn():
+        y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return {"x": x.contiguous().view(T, H), "r": residual.contiguous().view(T, H), "w": w.contiguous(),
+                "y": y.view(T, H), "h": h.view(T, H)}, (y, h)
+
+    return key, candidates, tensors_fn, lambda: _rmsnorm_add_ref(x, residual, w, eps)
+
+
+@rmsnorm_add.register_fake
+def _(x, residual, w, eps=1e-6):
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(x, memory_format=torch.contiguous_format))
+
+
+def rmsnorm(x, w, eps=1e-6, residual=None):
+    """RMSNorm of x over its last dim with weight w; with `residual`, the fused add: returns
+    (y, h) where h = x + residual is the new residual stream."""
+    if residual is None:
+        return rmsnorm_op(x, w, eps)
+    return rmsnorm_add(x, residual, w, eps)
+
+
+# ---- softmax over the last dim ----
+
+def _softmax_ref(x):
+    return torch.softmax(x, dim=-1)
+
+
+@torch.library.custom_op("tunert::softmax", mutates_args=())
+def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    """softmax over the last dim, families softmax, softmax.split, softmax.cluster (an exact tuned
+    problem first, then the fastest measured)."""
+    _state.check(x.dim() >= 1, "tunert.torch.softmax: x must have a dim")
+    if not x.is_cuda:
+        _state.count("softmax", "cpu")
+        return _softmax_ref(x)
+    dev = _device_index(x)
+    return _run("softmax", dev, _softmax_problem(dev, x))
+
+
+def _softmax_problem(dev, x):
+    cols = x.shape[-1]
+    rows = x.numel() // cols if cols else 0
+    key = ("softmax", dev, rows, cols, x.dtype)
+
+    def candidates():
+        tensors = {"x": ((rows, cols), _dt(x)), "y": ((rows, cols), _dt(x))}
+        return [(f, {"rows": rows, "cols": cols}, tensors, {}, {}, ())
+                for f in ("softmax", "softmax.split", "softmax.cluster")]
+
+    def tensors_fn():
+        y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return {"x": x.contiguous().view(rows, cols), "y": y.view(rows, cols)}, y
+
+    return key, candidates, tensors_fn, lambda: _softmax_ref(x)
+
+
+@softmax_op.register_fake
+def _(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def softmax(x, dim=-1):
+    """softmax of x along `dim` (the op works on the last dim; another is moved there and back)."""
+    d = dim % x.dim()
+    if d == x.dim() - 1:
+        return softmax_op(x)
+    return softmax_op(x.movedim(d, -1)).movedim(-1, d)
+
+
+prefill = attention
+
+# op name -> its problem function (dev, *args, **kwargs), for explain()
+PROBLEMS = {"linear": _linear_problem, "attention": _attention_problem, "prefill": _attention_problem,
+            "decode": _decode_problem, "rmsnorm": _rmsnorm_problem, "rmsnorm_add": _rmsnorm_add_problem,
+            "softmax": _softmax_problem}

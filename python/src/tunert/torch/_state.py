@@ -1,0 +1,231 @@
+"""The process-wide bundle of tunert.torch, the plan cache and the counters of stats().
+
+Owns: which bundle the ops use (one tunert.Bundle per CUDA device, opened on first use), the
+plan of each distinct problem (a Selection, or why the op runs PyTorch instead), and the counts.
+Plans are computed once per problem and never again, so a call after the first takes no lock,
+selects nothing and allocates only its outputs (CUDA graph capture replays nothing of this).
+"""
+import collections
+import threading
+
+from ..bundle import Bundle
+from ..errors import InvalidArgument, NoVariant, TunertError
+
+_lock = threading.Lock()
+_path = None
+_open_kwargs = {}
+_strict = False
+_bundles = {}      # device index -> Bundle
+_plans = {}        # plan key -> Plan | Fallback
+_counts = collections.defaultdict(collections.Counter)    # op -> {"tuned", "vendor", "fallback", "cpu"}
+_reasons = collections.defaultdict(collections.Counter)   # op -> {reason: calls}
+
+
+def use_bundle(path, *, strict=None, **open_kwargs):
+    """Make `path` the bundle of every tunert.torch op (None: no bundle, every op runs PyTorch).
+    open_kwargs go to tunert.Bundle (arch=, exact_only=, no_device=, any_arch=); the device is the
+    tensors'. strict=True: an op whose problem the bundle cannot serve raises tunert.NoVariant
+    instead of running the PyTorch equivalent (vendor entries still run PyTorch: that is the
+    bundle's choice). Clears the plans and closes bundles opened before."""
+    global _path, _open_kwargs, _strict
+    with _lock:
+        for b in _bundles.values():
+            b.close()
+        _bundles.clear()
+        _plans.clear()
+        _path = None if path is None else str(path)
+        _open_kwargs = dict(open_kwargs)
+        if strict is not None:
+            _strict = bool(strict)
+
+
+def set_strict(strict):
+    """strict=True: raise instead of falling back when the bundle cannot serve a problem."""
+    global _strict
+    _strict = bool(strict)
+
+
+def is_strict():
+    return _strict
+
+
+def bundle_path():
+    return _path
+
+
+def bundle_for(device_index):
+    """The Bundle for CUDA device `device_index`, opened on first use (None without use_bundle)."""
+    b = _bundles.get(device_index)
+    if b is not None or _path is None:
+        return b
+    with _lock:
+        b = _bundles.get(device_index)
+        if b is None and _path is not None:
+            b = Bundle(_path, device=device_index, **_open_kwargs)
+            _bundles[device_index] = b
+    return b
+
+
+def count(op, how, reason=None):
+    _counts[op][how] += 1
+    if reason:
+        _reasons[op][reason] += 1
+
+
+def stats():
+    """{op: {"tuned": n, "vendor": n, "fallback": n, "cpu": n, "reasons": {why: n}}}: calls since
+    the last reset_stats(). Counted when the op's Python body runs: a CUDA graph replay or a
+    compiled graph's replay runs none, so it counts at capture only."""
+    out = {}
+    for op in sorted(set(_counts) | set(_reasons)):
+        c = _counts[op]
+        out[op] = {"tuned": c["tuned"], "vendor": c["vendor"], "fallback": c["fallback"], "cpu": c["cpu"],
+                   "reasons": dict(_reasons[op])}
+    return out
+
+
+def reset_stats():
+    _counts.clear()
+    _reasons.clear()
+
+
+class Fallback:
+    """Why an op runs its PyTorch equivalent for a problem: `kind` "fallback" (the bundle cannot
+    serve it) or "vendor" (the bundle chose the vendor library), and the reason in words."""
+    __slots__ = ("kind", "reason", "selection")
+
+    def __init__(self, kind, reason, selection=None):
+        self.kind, self.reason, self.selection = kind, reason, selection
+
+    def __repr__(self):
+        return f"<tunert.torch {self.kind}: {self.reason}>"
+
+
+class Plan:
+    """A Selection bound to an op: which of the op's tensors go to which argument (inputs sliced
+    to the selection's leading dim where the op's is larger, e.g. a KV-cache pool), and the scalar
+    values the op passes."""
+    __slots__ = ("selection", "tensor_names", "slices", "scalars", "kind", "reason")
+
+    def __init__(self, selection, tensor_names, slices, scalars):
+        self.selection, self.tensor_names, self.slices, self.scalars = selection, tensor_names, slices, scalars
+        self.kind, self.reason = "tuned", selection.info.reason
+
+    def __repr__(self):
+        return f"<tunert.torch plan {self.selection!r}>"
+
+    def launch(self, tensors):
+        args = dict(self.scalars)
+        for name in self.tensor_names:
+            t = tensors[name]
+            how = self.slices.get(name)
+            if how is not None:
+                t = t[:how[1]] if how[0] == "rows" else t.reshape(-1)[:how[1]]
+            args[name] = t
+        self.selection.launch(args)
+
+
+def plan(op, key, device_index, candidates):
+    """The cached Plan or Fallback for `key`; `candidates` (called only on a miss) gives, per
+    family to try in order, (family, dims, tensors, scalars, knobs, needs): dims and tensors as the
+    op can give them (a superset: each family takes what it names), tensors as {name: (shape,
+    dtype)}, scalars {name: value} passed where the bundle has no value, knobs {name: value} always
+    passed, needs: groups of tensor names of which the family must take one (an input the op
+    cannot drop, e.g. per-sequence lengths under whichever name the family gives them)."""
+    p = _plans.get(key)
+    if p is not None:
+        return p
+    p = _make_plan(device_index, candidates())
+    with _lock:
+        return _plans.setdefault(key, p)
+
+
+def _make_plan(device_index, candidates):
+    b = bundle_for(device_index)
+    if b is None:
+        return Fallback("fallback", "no bundle: call tunert.torch.use_bundle(path)")
+    have = set(b.families)
+    reasons, found = [], []
+    for family, dims, tensors, scalars, knobs, needs in candidates:
+        if family not in have:
+            reasons.append(f"no family {family} in the bundle")
+            continue
+        r = _bind(b, family, dims, tensors, scalars, knobs, needs)
+        (found if isinstance(r, Plan) else reasons).append(r)
+    if not found:
+        return Fallback("fallback", "; ".join(reasons) or "no candidate family")
+    # an exact tuned problem first, then the fastest measured
+    best = min(found, key=lambda p: (not p.selection.info.exact, p.selection.info.measured_ns))
+    if best.selection.is_vendor:
+        return Fallback("vendor", f"{best.selection.info.family}: the bundle chose the vendor "
+                                  f"({best.selection.info.vendor or 'vendor'}) for this problem", best.selection)
+    return best
+
+
+def _bind(b, family, dims, tensors, scalars, knobs, needs):
+    f = b.family(family)
+    missing = [d for d in f.dims if d not in dims]
+    if missing:
+        return f"{family}: takes dim(s) {', '.join(missing)} that this op cannot give"
+    try:
+        sel = b.select(family, {d: dims[d] for d in f.dims})
+    except TunertError as e:
+        return str(e) if str(e).startswith(family) else f"{family}: {e}"
+    names, slices, sc = [], {}, {}
+    for a in sel.info.args:
+        if a.role in ("input", "output"):
+            if a.name not in tensors:
+                return f"{family}: takes tensor '{a.name}' that this op does not have"
+            shape, dtype = tensors[a.name]
+            if dtype != a.dtype:
+                return f"{family}: '{a.name}' is {a.dtype} in the bundle, {dtype} here"
+            shape = tuple(shape)
+            if shape != a.shape:
+                how = _fit(a, shape)
+                if how is None:
+                    return f"{family}: '{a.name}' has shape {shape}, the selection wants {a.shape}"
+                slices[a.name] = how
+            names.append(a.name)
+        elif a.role == "scalar":
+            if a.name in knobs:
+                sc[a.name] = knobs[a.name]
+            elif a.value is None:
+                if a.name not in scalars:
+                    return f"{family}: scalar '{a.name}' has no value in the bundle and this op cannot give it"
+                sc[a.name] = scalars[a.name]
+    for group in needs:
+        if not any(n in names for n in group):
+            return f"{family}: takes none of {', '.join(group)}, which this call needs"
+    return Plan(sel, tuple(names), slices, sc)
+
+
+def _fit(a, shape):
+    """How a tensor of `shape` is passed for arg `a` whose bundle shape differs, or None: an input
+    pool with more leading rows (a KV cache) is cut to the rows the problem has ("rows", n); a
+    1-D bundle shape (an element count: the recipe computed the shape in Lua) takes the tensor
+    flattened, an input pool cut to that count ("flat", n)."""
+    n = 1
+    for d in shape:
+        n *= d
+    row = n // shape[0] if shape and shape[0] else 0
+    if len(a.shape) == 1 and len(shape) != 1:
+        want = a.shape[0]
+        if n == want or (a.role == "input" and row and n > want and want % row == 0):
+            return ("flat", want)
+        return None
+    if (a.role == "input" and len(shape) == len(a.shape) and shape and shape[1:] == a.shape[1:]
+            and shape[0] >= a.shape[0]):
+        return ("rows", a.shape[0])
+    return None
+
+
+def fallback_or_raise(op, p):
+    """Count a fallback; in strict mode raise for one the bundle cannot serve."""
+    if p.kind == "fallback" and _strict:
+        raise NoVariant(f"tunert.torch.{op} (strict): {p.reason}")
+    count(op, p.kind, p.reason)
+
+
+def check(cond, msg):
+    if not cond:
+        raise InvalidArgument(msg)

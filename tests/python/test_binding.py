@@ -1,0 +1,293 @@
+"""The ctypes binding on any CPU: the library search, the error hierarchy, bundles opened without
+a driver, families, selection and its info, and every argument check of a launch."""
+import os
+import pathlib
+import subprocess
+import sys
+import unittest
+
+from common import HAVE_TORCH, SRC, bundle, needs_torch, tmpdir
+from fake_dlpack import FakeTensor
+
+import tunert
+from tunert import errors
+
+
+def open_norm(**kw):
+    return tunert.Bundle(bundle("norm"), no_device=True, arch="sm_90a", **kw)
+
+
+class LibraryTest(unittest.TestCase):
+    def test_found(self):
+        self.assertTrue(os.path.exists(tunert.library_path()), tunert.library_path())
+
+    def test_env_that_does_not_load_is_an_error(self):
+        code = "import tunert\ntry:\n tunert.Bundle('x')\nexcept tunert.LibraryNotFound as e:\n print('LNF', e)"
+        env = dict(os.environ, TUNERT_LIBRARY="/nonexistent/libtunert.so", PYTHONPATH=str(SRC / "python" / "src"))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertIn("LNF TUNERT_LIBRARY=/nonexistent/libtunert.so: cannot load it", r.stdout, r.stderr)
+
+    def test_import_without_torch_or_library_works(self):
+        r = subprocess.run([sys.executable, "-c", "import tunert; print(tunert.__version__)"],
+                           env=dict(os.environ, TUNERT_LIBRARY="/nonexistent", PYTHONPATH=str(SRC / "python" / "src")),
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class ErrorsTest(unittest.TestCase):
+    def test_every_status_has_its_class(self):
+        expect = {1: tunert.InvalidArgument, 2: tunert.OutOfMemory, 3: tunert.BundleIOError,
+                  4: tunert.BundleFormatError, 5: tunert.BundleVersionError, 6: tunert.NoFamily,
+                  7: tunert.NoVariant, 8: tunert.ArchMismatch, 9: tunert.NoDriver, 10: tunert.CudaError,
+                  11: tunert.ExpressionError, 12: tunert.ContextMismatch, 13: tunert.VendorEntry}
+        for code, cls in expect.items():
+            e = errors.from_status(code, "where: what")
+            self.assertIs(type(e), cls)
+            self.assertEqual((e.code, str(e)), (code, "where: what"))
+            self.assertIsInstance(e, tunert.TunertError)
+        self.assertIs(type(errors.from_status(99, "x")), tunert.TunertError)
+        self.assertEqual(errors.from_status(99, "x").code, 99)
+
+    def test_builtin_bases(self):
+        self.assertIsInstance(errors.from_status(1, "x"), ValueError)
+        self.assertIsInstance(errors.from_status(3, "x"), OSError)
+        self.assertIsInstance(errors.from_status(6, "x"), KeyError)
+        self.assertEqual(str(errors.from_status(6, "no family 'x'")), "no family 'x'")  # not KeyError's repr
+
+    def test_the_status_names_agree_with_the_library(self):
+        lib = tunert._capi.lib()
+        for code in range(13):
+            self.assertTrue(lib.tunert_status_name(code))
+
+
+class OpenTest(unittest.TestCase):
+    def test_missing_file(self):
+        with self.assertRaises(tunert.BundleIOError) as cm:
+            tunert.Bundle(tmpdir() / "absent.bundle", no_device=True)
+        self.assertEqual(cm.exception.code, 3)
+        self.assertIn("absent.bundle", str(cm.exception))
+
+    def test_not_a_bundle(self):
+        p = tmpdir() / "junk.bundle"
+        p.write_bytes(b"not a bundle at all" * 100)
+        with self.assertRaises(tunert.BundleFormatError):
+            tunert.Bundle(p, no_device=True)
+
+    def test_truncated(self):
+        data = pathlib.Path(bundle("norm")).read_bytes()
+        p = tmpdir() / "truncated.bundle"
+        p.write_bytes(data[: len(data) // 2])
+        with self.assertRaises(tunert.BundleFormatError):
+            tunert.Bundle(p, no_device=True)
+
+    def test_other_arch(self):
+        with self.assertRaises(tunert.ArchMismatch) as cm:
+            tunert.Bundle(bundle("norm"), no_device=True, arch="sm_80")
+        self.assertIn("sm_80", str(cm.exception))
+        tunert.Bundle(bundle("norm"), no_device=True, arch="sm_80", any_arch=True).close()
+
+    def test_info_and_families(self):
+        with open_norm() as b:
+            self.assertEqual(b.families, ["rmsnorm", "rmsnorm.add", "softmax", "softmax.cluster", "softmax.split"])
+            self.assertIn("softmax", b)
+            i = b.info
+            self.assertTrue(i["format"].startswith("1."))
+            self.assertIn("sm_90a", i["archs"])
+            f = b.family("rmsnorm.add")
+            self.assertEqual(f.dims, ("H", "T", "residual"))
+            self.assertEqual(f.dim_types, ("int", "int", "bool"))
+            self.assertEqual(f.arg_names(), ("x", "r", "w", "y", "h", "T", "eps"))
+            self.assertEqual([a.role for a in f.args], ["input", "input", "input", "output", "output", "scalar", "scalar"])
+            self.assertEqual(f.args[0].dtype, "bf16")
+            self.assertIn(("t16384h4096add", {"H": 4096, "T": 16384, "residual": True}), f.problems)
+
+    def test_no_family(self):
+        with open_norm() as b:
+            with self.assertRaises(tunert.NoFamily) as cm:
+                b.family("gemm")
+            self.assertIn("rmsnorm", str(cm.exception))  # lists the families there are
+            with self.assertRaises(KeyError):
+                b.select("gemm", M=1)
+
+    def test_closed(self):
+        b = open_norm()
+        b.close()
+        b.close()
+        with self.assertRaises(tunert.InvalidArgument):
+            b.families
+
+
+class SelectTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.b = open_norm()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.close()
+
+    def test_exact(self):
+        s = self.b.select("rmsnorm", T=16384, H=4096, residual=False)
+        i = s.info
+        self.assertEqual((i.family, i.tuned_problem, i.exact, i.distance, i.kind), ("rmsnorm", "t16384h4096", True, 0.0, "kernel"))
+        self.assertIn("exact", i.reason)
+        self.assertGreater(i.measured_ns, 0)
+        self.assertIn("cubin sm_90a", i.binary)
+        self.assertIsInstance(i.variant, dict)
+        self.assertIn("BLOCK", i.variant)
+        self.assertEqual(i.tuned_dims, {"H": 4096, "T": 16384, "residual": False})
+        self.assertEqual(len(i.launches), 1)
+        self.assertEqual(i.launches[0].grid[0] * i.launches[0].block[0] > 0, True)
+        x = i.arg("x")
+        self.assertEqual((x.role, x.dtype, x.shape, x.numel, x.bytes), ("input", "bf16", (16384, 4096), 16384 * 4096, 16384 * 4096 * 2))
+        self.assertEqual(i.arg("T").value, 16384)
+        self.assertAlmostEqual(i.arg("eps").value, 1e-6)
+        self.assertFalse(s.is_vendor)
+        self.assertIs(self.b.select("rmsnorm", {"T": 16384}, H=4096, residual=False), s)  # cached
+
+    def test_dims_checked(self):
+        with self.assertRaises(tunert.InvalidArgument) as cm:
+            self.b.select("rmsnorm", T=16384, H=4096)
+        self.assertIn("missing: residual", str(cm.exception))
+        with self.assertRaises(tunert.InvalidArgument) as cm:
+            self.b.select("rmsnorm", T=16384, H=4096, residual=False, rows=3)
+        self.assertIn("unknown: rows", str(cm.exception))
+        with self.assertRaises(tunert.InvalidArgument):
+            self.b.select("rmsnorm", T="many", H=4096, residual=False)
+        with self.assertRaises(tunert.InvalidArgument):
+            self.b.select("rmsnorm", T=16384, H=4096, residual=2)
+
+    def test_no_variant_says_why(self):
+        with self.assertRaises(tunert.NoVariant) as cm:
+            self.b.select("softmax", rows=1000, cols=1000)
+        self.assertEqual(cm.exception.code, 7)
+        self.assertIn("no variant", str(cm.exception))
+
+    def test_exact_only(self):
+        with open_norm(exact_only=True) as b:
+            b.select("softmax", rows=4096, cols=8192)
+
+    def test_scratch_bytes(self):
+        s = self.b.select("softmax.split", rows=1024, cols=32768)
+        self.assertGreater(s.scratch_bytes()["partial"], 0)
+
+
+class LaunchChecksTest(unittest.TestCase):
+    """Every check before tunert_launch, with DLPack objects (and torch CPU tensors)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = open_norm()
+        cls.s = cls.b.select("rmsnorm", T=16384, H=4096, residual=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.close()
+
+    def args(self, **over):
+        a = {"x": FakeTensor((16384, 4096)), "w": FakeTensor((4096,), address=0x7F0010000000),
+             "y": FakeTensor((16384, 4096), address=0x7F0020000000)}
+        a.update(over)
+        return a
+
+    def test_missing_and_unknown(self):
+        a = self.args()
+        del a["y"]
+        with self.assertRaises(tunert.MissingArgument) as cm:
+            self.s.launch(a)
+        self.assertIn("'y'", str(cm.exception))
+        with self.assertRaises(tunert.MissingArgument) as cm:
+            self.s.launch(self.args(z=FakeTensor((1,))))
+        self.assertIn("'z'", str(cm.exception))
+        self.assertIn("x, w, y, T, eps", str(cm.exception))
+
+    def test_dtype(self):
+        with self.assertRaises(tunert.DTypeMismatch) as cm:
+            self.s.launch(self.args(x=FakeTensor((16384, 4096), "f32")))
+        self.assertIn("dtype f32, the kernel takes bf16", str(cm.exception))
+        self.assertIsInstance(cm.exception, TypeError)
+
+    def test_shape(self):
+        with self.assertRaises(tunert.ShapeMismatch) as cm:
+            self.s.launch(self.args(x=FakeTensor((16384, 4095))))
+        self.assertIn("(16384, 4095)", str(cm.exception))
+        self.assertIn("(16384, 4096)", str(cm.exception))
+
+    def test_contiguity_and_alignment(self):
+        with self.assertRaises(tunert.LayoutError) as cm:
+            self.s.launch(self.args(x=FakeTensor((16384, 4096), strides=(1, 16384))))
+        self.assertIn("not contiguous", str(cm.exception))
+        with self.assertRaises(tunert.LayoutError) as cm:
+            self.s.launch(self.args(x=FakeTensor((16384, 4096), address=0x7F0000000001)))
+        self.assertIn("aligned", str(cm.exception))
+
+    def test_device(self):
+        with self.assertRaises(tunert.DeviceMismatch) as cm:
+            self.s.launch(self.args(x=FakeTensor((16384, 4096), device_type=1)))
+        self.assertIn("on cpu:0", str(cm.exception))
+        with self.assertRaises(tunert.DeviceMismatch):
+            self.s.launch(self.args(x=FakeTensor((16384, 4096), device_id=1)))
+
+    def test_scalars(self):
+        with self.assertRaises(tunert.InvalidArgument):
+            self.s.launch(self.args(T=1.5))
+        with self.assertRaises(tunert.InvalidArgument):
+            self.s.launch(self.args(x=3))   # a number is no tensor
+
+    def test_stream_kinds(self):
+        with self.assertRaises(tunert.InvalidArgument) as cm:
+            self.s.launch(self.args(), stream="default")
+        self.assertIn("not a CUDA stream", str(cm.exception))
+
+    def test_launch_without_a_device_is_no_driver(self):
+        # no_device=True: libtunert never opens libcuda, so this is safe on a GPU machine too
+        a = self.args()
+        with self.assertRaises(tunert.NoDriver) as cm:
+            self.s.launch(a, stream=0)
+        self.assertEqual(cm.exception.code, 9)
+        self.assertIn(1, a["x"].streams)  # DLPack: the legacy default stream was handed over
+
+    def test_scratch_without_torch_buffer(self):
+        s = self.b.select("softmax.split", rows=1024, cols=32768)
+        a = {"x": FakeTensor((1024, 32768)), "y": FakeTensor((1024, 32768)),
+             "partial": FakeTensor((1,), "f32")}
+        with self.assertRaises(tunert.ShapeMismatch) as cm:
+            s.launch(a)
+        self.assertIn("scratch of 4 bytes", str(cm.exception))
+
+    @needs_torch
+    def test_torch_cpu_tensors(self):
+        import torch
+        x = torch.zeros(16384, 4096, dtype=torch.bfloat16)
+        a = {"x": x, "w": torch.zeros(4096, dtype=torch.bfloat16), "y": torch.empty_like(x)}
+        with self.assertRaises(tunert.DeviceMismatch) as cm:
+            self.s.launch(a)
+        self.assertIn("on cpu", str(cm.exception))
+        with self.assertRaises(tunert.DTypeMismatch):
+            self.s.launch(dict(a, x=x.float()))
+        with self.assertRaises(tunert.LayoutError):
+            self.s.launch(dict(a, x=torch.zeros(4096, 16384, dtype=torch.bfloat16).t()))
+
+    @needs_torch
+    def test_dlpack_of_torch(self):
+        import torch
+        from tunert._tensors import view
+        t = torch.zeros(4, 6, dtype=torch.bfloat16)[:, ::2]
+        v = view(_DLPackOnly(t), "t")
+        self.assertEqual((v.dtype, v.shape, v.device, v.contiguous), ("bf16", (4, 3), "cpu", False))
+        self.assertEqual(v.ptr, t.data_ptr())
+
+
+class _DLPackOnly:
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, stream=None):
+        return self.t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,236 @@
+"""tunert.torch on any CPU: the PyTorch reference that CPU tensors run, the fake implementations,
+torch.library.opcheck, torch.compile tracing, and the plans (tuned, fallback, vendor, strict)
+read through explain() with meta tensors against bundles opened without a driver."""
+import math
+import unittest
+
+from common import HAVE_TORCH, bundle, needs_torch
+
+if HAVE_TORCH:
+    import torch
+    import torch.nn.functional as F
+    import tunert
+    import tunert.torch as tt
+    from tunert.torch import _state
+
+
+def bf(*shape, device="cpu", scale=1.0):
+    return (torch.randn(*shape, device=device) * scale).to(torch.bfloat16)
+
+
+def op_samples():
+    """(op overload, args, kwargs) per op, small CPU problems."""
+    torch.manual_seed(0)
+    B, HQ, HKV, S, D = 2, 4, 2, 16, 8
+    page, maxp = 4, 3
+    q4, k4, v4 = torch.randn(B, HQ, S, D), torch.randn(B, HKV, S, D), torch.randn(B, HKV, S, D)
+    kc, vc = torch.randn(B * maxp + 1, page, HKV, D), torch.randn(B * maxp + 1, page, HKV, D)
+    bt = torch.randperm(B * maxp + 1)[: B * maxp].view(B, maxp).to(torch.int32)
+    lens = torch.tensor([5, 12], dtype=torch.int32)
+    return [
+        (torch.ops.tunert.linear.default, (torch.randn(3, 5, 16), torch.randn(24, 16)), {}),
+        (torch.ops.tunert.attention.default, (q4, k4, v4), {"causal": True}),
+        (torch.ops.tunert.attention.default, (q4, k4, v4), {"causal": False, "scale": 0.3}),
+        (torch.ops.tunert.decode.default, (torch.randn(B, HQ, D), kc, vc, bt), {"seq_lens": lens}),
+        (torch.ops.tunert.decode.default, (torch.randn(B, HQ, D), kc, vc, bt), {}),
+        (torch.ops.tunert.rmsnorm.default, (torch.randn(6, 32), torch.rand(32) + 0.5), {"eps": 1e-5}),
+        (torch.ops.tunert.rmsnorm_add.default, (torch.randn(6, 32), torch.randn(6, 32), torch.rand(32) + 0.5), {}),
+        (torch.ops.tunert.softmax.default, (torch.randn(7, 33) * 3,), {}),
+    ]
+
+
+@needs_torch
+class ReferenceTest(unittest.TestCase):
+    """CPU tensors run the PyTorch reference; check it against plain formulas."""
+
+    def setUp(self):
+        tt.use_bundle(None)
+        tt.reset_stats()
+
+    def test_linear(self):
+        x, w = torch.randn(2, 3, 16), torch.randn(8, 16)
+        torch.testing.assert_close(tt.linear(x, w), x @ w.T)
+
+    def test_rmsnorm(self):
+        x, w = torch.randn(5, 64), torch.rand(64) + 0.5
+        ref = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+        torch.testing.assert_close(tt.rmsnorm(x, w), ref)
+        r = torch.randn(5, 64)
+        y, h = tt.rmsnorm(x, w, residual=r)
+        torch.testing.assert_close(h, x + r)
+        torch.testing.assert_close(y, tt.rmsnorm(x + r, w))
+
+    def test_rmsnorm_bf16_rounds_h_as_stored(self):
+        x, r, w = bf(4, 64), bf(4, 64), bf(64)
+        y, h = tt.rmsnorm(x, w, residual=r)
+        self.assertEqual(h.dtype, torch.bfloat16)
+        torch.testing.assert_close(y, tt.rmsnorm(h, w))
+
+    def test_softmax(self):
+        x = torch.randn(3, 4, 50)
+        torch.testing.assert_close(tt.softmax(x), torch.softmax(x, -1))
+        torch.testing.assert_close(tt.softmax(x, dim=1), torch.softmax(x, 1))
+
+    def test_attention_gqa_and_causal(self):
+        B, HQ, HKV, S, D = 2, 4, 2, 10, 8
+        q, k, v = torch.randn(B, HQ, S, D), torch.randn(B, HKV, S, D), torch.randn(B, HKV, S, D)
+        o = tt.attention(q, k, v, causal=True)
+        for h in range(HQ):
+            kh, vh = k[:, h // (HQ // HKV)], v[:, h // (HQ // HKV)]
+            s = q[:, h] @ kh.transpose(-1, -2) / math.sqrt(D)
+            s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+            torch.testing.assert_close(o[:, h], torch.softmax(s, -1) @ vh)
+
+    def test_decode_paged_with_lengths(self):
+        B, HQ, HKV, D, page, maxp = 3, 4, 2, 8, 4, 3
+        kc, vc = torch.randn(20, page, HKV, D), torch.randn(20, page, HKV, D)
+        bt = torch.randperm(20)[: B * maxp].view(B, maxp).to(torch.int32)
+        lens = torch.tensor([1, 7, 12], dtype=torch.int32)
+        q = torch.randn(B, HQ, D)
+        o = tt.decode(q, kc, vc, bt, lens)
+        for b in range(B):
+            n = int(lens[b])
+            k = torch.cat([kc[int(p)] for p in bt[b]])[:n]   # [n, HKV, D]
+            v = torch.cat([vc[int(p)] for p in bt[b]])[:n]
+            for h in range(HQ):
+                s = k[:, h // 2] @ q[b, h] / math.sqrt(D)
+                torch.testing.assert_close(o[b, h], torch.softmax(s, 0) @ v[:, h // 2])
+        full = tt.decode(q, kc, vc, bt)
+        torch.testing.assert_close(full, tt.decode(q, kc, vc, bt, torch.full((B,), maxp * page, dtype=torch.int32)))
+
+    def test_shape_errors(self):
+        with self.assertRaises(tunert.InvalidArgument):
+            tt.linear(torch.randn(3, 5), torch.randn(4, 6))
+        with self.assertRaises(tunert.InvalidArgument):
+            tt.attention(torch.randn(1, 3, 4, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8))
+        with self.assertRaises(tunert.InvalidArgument):
+            tt.rmsnorm(torch.randn(3, 5), torch.randn(4))
+
+    def test_cpu_calls_are_counted_as_cpu(self):
+        tt.softmax(torch.randn(2, 3))
+        tt.softmax(torch.randn(2, 3))
+        self.assertEqual(tt.stats()["softmax"]["cpu"], 2)
+        self.assertEqual(tt.stats()["softmax"]["fallback"], 0)
+
+
+@needs_torch
+class FakeAndOpcheckTest(unittest.TestCase):
+    def test_opcheck_on_cpu(self):
+        for op, args, kwargs in op_samples():
+            with self.subTest(op=str(op), kwargs=sorted(kwargs)):
+                torch.library.opcheck(op, args, kwargs)
+
+    def test_fake_shapes(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        for op, args, kwargs in op_samples():
+            real = op(*args, **kwargs)
+            with FakeTensorMode() as mode:
+                fargs = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+                fk = {k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+                fake = op(*fargs, **fk)
+            for r, f in zip(real if isinstance(real, tuple) else (real,), fake if isinstance(fake, tuple) else (fake,)):
+                self.assertEqual((tuple(r.shape), r.dtype), (tuple(f.shape), f.dtype), str(op))
+
+    def test_meta(self):
+        x = torch.empty(4, 16, device="meta", dtype=torch.bfloat16)
+        self.assertEqual(tt.linear(x, torch.empty(8, 16, device="meta", dtype=torch.bfloat16)).shape, (4, 8))
+        self.assertEqual(tt.softmax(x).device.type, "meta")
+
+    def test_compile_traces_the_ops(self):
+        def block(x, w, r, wl):
+            y, h = tt.rmsnorm(x, w, residual=r)
+            return tt.softmax(tt.linear(y, wl)), h
+        x, r, w, wl = torch.randn(4, 32), torch.randn(4, 32), torch.rand(32) + 0.5, torch.randn(16, 32)
+        compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
+        for a, b in zip(compiled(x, w, r, wl), block(x, w, r, wl)):
+            torch.testing.assert_close(a, b)
+
+
+@needs_torch
+class PlanTest(unittest.TestCase):
+    """The plans a CUDA call would take, read with meta tensors (no GPU, no driver)."""
+
+    def setUp(self):
+        tt.use_bundle(bundle("norm"), no_device=True, arch="sm_90a", strict=False)
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def meta(self, *shape, dtype=torch.bfloat16):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+
+    def test_tuned(self):
+        p = tt.explain("rmsnorm", self.meta(16384, 4096), self.meta(4096))
+        self.assertIsInstance(p, tt.Plan)
+        self.assertEqual((p.selection.info.family, p.selection.info.tuned_problem), ("rmsnorm", "t16384h4096"))
+        self.assertEqual(p.scalars, {"eps": 1e-6})
+        p = tt.explain("rmsnorm_add", self.meta(4, 4096, 4096), self.meta(4, 4096, 4096), self.meta(4096))
+        self.assertEqual(p.selection.info.family, "rmsnorm.add")
+        self.assertEqual(p.selection.dims, {"H": 4096, "T": 16384, "residual": True})
+
+    def test_softmax_takes_the_fastest_exact_family(self):
+        p = tt.explain("softmax", self.meta(64, 131072))
+        fams = {f: tunert.Bundle(bundle("norm"), no_device=True, arch="sm_90a").select(f, rows=64, cols=131072).info.measured_ns
+                for f in ("softmax", "softmax.split", "softmax.cluster")}
+        self.assertEqual(p.selection.info.family, min(fams, key=fams.get))
+
+    def test_fallbacks_say_why(self):
+        p = tt.explain("rmsnorm", self.meta(16384, 4096, dtype=torch.float32), self.meta(4096, dtype=torch.float32))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("'x' is bf16 in the bundle, f32 here", p.reason)
+        p = tt.explain("softmax", self.meta(100, 1000))
+        self.assertIn("no variant", p.reason)
+        p = tt.explain("linear", self.meta(16, 4096), self.meta(4096, 4096))
+        self.assertEqual(p.reason, "no family gemm in the bundle")
+
+    def test_no_bundle(self):
+        tt.use_bundle(None)
+        p = tt.explain("softmax", self.meta(64, 131072))
+        self.assertIn("use_bundle", p.reason)
+
+    def test_strict_raises_and_fallback_counts(self):
+        tt.reset_stats()
+        fb = _state.Fallback("fallback", "why not")
+        _state.fallback_or_raise("softmax", fb)
+        self.assertEqual(tt.stats()["softmax"]["fallback"], 1)
+        self.assertEqual(tt.stats()["softmax"]["reasons"], {"why not": 1})
+        tt.set_strict(True)
+        try:
+            with self.assertRaises(tunert.NoVariant):
+                _state.fallback_or_raise("softmax", fb)
+            _state.fallback_or_raise("softmax", _state.Fallback("vendor", "cuBLAS chosen"))  # no raise
+            self.assertEqual(tt.stats()["softmax"]["vendor"], 1)
+        finally:
+            tt.set_strict(False)
+
+    def test_attention_and_gemm_plans(self):
+        tt.use_bundle(bundle("attention"), no_device=True, arch="sm_90a")
+        q = self.meta(4, 32, 4096, 128)
+        k = self.meta(4, 8, 4096, 128)
+        p = tt.explain("attention", q, k, k, causal=True)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertIn(p.selection.info.family, ("attention.prefill_sm90", "attention.prefill"))
+        self.assertEqual(p.selection.dims["HKV"], 8)
+        self.assertNotIn("scale_log2", p.scalars)
+        p = tt.explain("attention", q, k, k, causal=True, scale=0.5)
+        self.assertAlmostEqual(p.scalars["scale_log2"], 0.5 * 1.4426950408889634)
+        # decode, bound by the family's argument names: the recorded b32hq32hkv8l4096d128p16
+        kc = self.meta(32 * 256 + 7, 16, 8, 128)       # a pool larger than the problem's pages
+        bt = self.meta(32, 256, dtype=torch.int32)
+        p = tt.explain("decode", self.meta(32, 32, 128), kc, kc, bt)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.slices["k_cache"], ("flat", 32 * 256 * 16 * 8 * 128))   # stored as an element count
+        self.assertEqual(p.slices["v_cache"], ("flat", 32 * 256 * 16 * 8 * 128))
+        lens = self.meta(32, dtype=torch.int32)
+        p = tt.explain("decode", self.meta(32, 32, 128), kc, kc, bt, lens)
+        if not any(a.name in ("seq_lens", "seqlens", "lens", "context_lens", "cache_seqlens", "kv_lens")
+                   for a in tunert.Bundle(bundle("attention"), no_device=True, arch="sm_90a").family("attention.decode").args):
+            self.assertIn("which this call needs", p.reason)  # a family without lengths cannot serve them
+        tt.use_bundle(bundle("gemm"), no_device=True, arch="sm_90a")
+        p = tt.explain("linear", self.meta(4096, 4096), self.meta(6144, 4096))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection.dims["b_layout"], "col")
+
+
+if __name__ == "__main__":
+    unittest.main()
