@@ -25,7 +25,7 @@ _TMP = tempfile.TemporaryDirectory(prefix="tunert-py-")
 # The recorded databases may predate a template edit: these tests are about the binding, not
 # provenance (tests/integration/bundle_test.sh checks the refusal), hence --allow-source-change.
 BUNDLES = {
-    "norm": (("rmsnorm.db", "softmax.db"), "rmsnorm,softmax"),
+    "norm": (("rmsnorm.db", "softmax.db"), "rmsnorm,softmax.split"),
     "attention": (("attention.db", "attention.prefill_sm90.db"), "attention"),
     "gemm": (("gemm.db",), "gemm"),
 }
