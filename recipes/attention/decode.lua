@@ -2,8 +2,9 @@
 -- KV cache, templates/attention/decode.cuh. Memory-bound: the figure of merit is GB/s of K + V read.
 --
 -- The serving contract (decode.cuh header): per-sequence lengths `seq_lens` in device memory, a
--- block table [B, max_pages], a runtime page size, strided q and o (q here a view of a fused QKV
--- projection's rows, as an engine's q is) and strided K/V caches. The grid depends only on B, HQ,
+-- block table [B, max_pages], a runtime page size, strided q and o (an engine's q is often a view of
+-- its fused QKV projection: q_stride_b = (HQ + 2 * HKV) * D) and strided K/V caches. The tuned
+-- problems pass contiguous layouts; tests/gpu/decode_graph_gpu.c runs the strided ones. The grid depends only on B, HQ,
 -- HKV and the config, never on the lengths: one CUDA graph replays the step while lengths change.
 --
 -- Two kernels per variant, always both launched: attn_decode_split (one block per split of one
@@ -120,8 +121,7 @@ return {
   },
 
   args = {
-    -- q: the first HQ heads of each row of a fused [B, HQ + 2 * HKV, D] QKV projection (strided)
-    { "q", tensor = "bf16", shape = { "B", "HQ + 2 * HKV", "D" }, init = { "normal", 0, 1 } },
+    { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 } },
     { "k_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
     { "v_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
     { "block_table", tensor = "i32", shape = { "B", "max_pages" }, init = { "permutation" } },
@@ -135,7 +135,7 @@ return {
     { "HKV", scalar = "i32", value = "HKV" },
     { "max_pages", scalar = "i32", value = "max_pages" },
     { "page_size", scalar = "i32", value = "page_size" },
-    { "q_stride_b", scalar = "i64", value = "(HQ + 2 * HKV) * D" },
+    { "q_stride_b", scalar = "i64", value = "HQ * D" },
     { "q_stride_h", scalar = "i64", value = "D" },
     { "o_stride_b", scalar = "i64", value = "HQ * D" },
     { "o_stride_h", scalar = "i64", value = "D" },
