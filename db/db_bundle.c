@@ -1,6 +1,7 @@
 /* db_bundle.c: the bundle writer (schema: runtime/tunert_format.h). */
 #include "db_bundle.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,9 +94,10 @@ int db_bundle_meta(db_bundle_writer *w, const char *key, const char *value, tune
 
 int db_bundle_family_put(db_bundle_writer *w, const db_bundle_family *f, int64_t *id, tune_err *err) {
   return run(w, err, id,
-             "INSERT INTO families(name, source_hash, recipe_file, recipe_source, template, dims, params)"
-             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-             "ttttttt", f->name, f->source_hash, f->recipe_file, f->recipe_source, f->template_path, f->dims, f->params);
+             "INSERT INTO families(name, source_hash, recipe_file, recipe_source, template, dims, params, domain)"
+             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+             "tttttttt", f->name, f->source_hash, f->recipe_file, f->recipe_source, f->template_path, f->dims, f->params,
+             f->domain);
 }
 
 int db_bundle_arg_put(db_bundle_writer *w, int64_t family_id, int idx, const char *name, const char *role,
@@ -126,14 +128,16 @@ int db_bundle_entry_put(db_bundle_writer *w, const db_bundle_entry *e, int64_t *
   return run(w, err, id,
              "INSERT INTO entries(family_id, variant_id, problem_name, problem_hash, dims, dims_json, portable,"
              " exact_why, requires, define_exprs, define_values, median_ns, min_ns, stddev_ns, samples, err_rel_l2,"
-             " result_id, measured_at, device_name, device_uuid, driver, backend, seed, measured_source_hash, same_binary)"
+             " result_id, measured_at, device_name, device_uuid, driver, backend, seed, measured_source_hash, same_binary,"
+             " kind, vendor, vendor_ns)"
              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-             " ?22, ?23, ?24, ?25)",
-             "iittttittttdddidittttttti", e->family_id, e->variant_id, e->problem_name, e->problem_hash, e->dims,
+             " ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+             "iittttittttdddidittttttti" "ttd", e->family_id, e->variant_id, e->problem_name, e->problem_hash, e->dims,
              e->dims_json, (int64_t)e->portable, e->exact_why, e->requires, e->define_exprs, e->define_values,
              e->median_ns, e->min_ns, e->stddev_ns, (int64_t)e->samples, e->err_rel_l2, e->result_id, e->measured_at,
              e->device_name, e->device_uuid, e->driver, e->backend, e->seed, e->measured_source_hash,
-             (int64_t)e->same_binary);
+             (int64_t)e->same_binary, e->kind && *e->kind ? e->kind : "tuned", e->vendor,
+             e->vendor && *e->vendor ? e->vendor_ns : NAN);
 }
 
 int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *grid, const char *block,

@@ -70,6 +70,7 @@ typedef struct db_bundle_family {
   const char *name, *source_hash, *recipe_file, *recipe_source, *template_path;
   const char *dims;             /* "B:int,causal:bool" */
   const char *params;           /* "BLOCK:int,..." */
+  const char *domain;           /* format 1.3: expression list over dims (NULL or "": none) */
 } db_bundle_family;
 
 typedef struct db_bundle_variant {
@@ -99,6 +100,10 @@ typedef struct db_bundle_entry {
   const char *measured_at, *device_name, *device_uuid, *driver, *backend, *seed;
   const char *measured_source_hash;
   int same_binary;              /* 1 same compile key as measured, 0 not, -1 unknown */
+  /* format 1.3 */
+  const char *kind;             /* "tuned" (NULL or ""), "fallback" or "vendor" */
+  const char *vendor;           /* kind vendor: "cublaslt", "cudnn-sdpa", "torch"...; else NULL */
+  double vendor_ns;             /* kind vendor: the vendor's median [ns]; NAN otherwise */
 } db_bundle_entry;
 
 /* Create PATH.tmp with the schema and begin the transaction. */

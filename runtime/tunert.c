@@ -193,6 +193,7 @@ static int read_meta(opener *o) {
     else if (!strcmp(k, "device_name")) dst = &ctx->device_name;
     else if (!strcmp(k, "device_arch")) dst = &ctx->device_arch;
     else if (!strcmp(k, "archs")) dst = &ctx->archs;
+    else if (!strcmp(k, "device_sm_count")) ctx->meta_sm_count = atoi(v); /* `sm_count` without a driver */
     if (dst && !(*dst = rt_strdup(&ctx->arena, v))) { sqlite3_finalize(st); return rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); }
   }
   if (step != SQLITE_DONE) rc = sql_fail(o, "meta");
@@ -249,7 +250,10 @@ static int read_families(opener *o) {
   if (n <= 0 || n > 100000) return rt_fail(o->err, TUNERT_EFORMAT, "%s: the bundle has no kernel family", o->path);
   ctx->families = rt_alloc(a, sizeof(rt_family) * (size_t)n);
   if (!ctx->families) return rt_fail(o->err, TUNERT_ENOMEM, "out of memory");
-  if ((rc = prepare(o, "SELECT id, name, source_hash, recipe_file, dims, params FROM families ORDER BY id", &st))) return rc;
+  /* families.domain since 1.3 */
+  if ((rc = prepare(o, ctx->format_minor >= 3 ? "SELECT id, name, source_hash, recipe_file, dims, params, domain FROM families ORDER BY id"
+                                              : "SELECT id, name, source_hash, recipe_file, dims, params, '' FROM families ORDER BY id",
+                    &st))) return rc;
   int i = 0;
   while ((step = sqlite3_step(st)) == SQLITE_ROW && i < n) {
     rt_family *f = &ctx->families[i];
@@ -287,6 +291,14 @@ static int read_families(opener *o) {
       f->param_type[k] = !strcmp(ptypes[k], "int") ? TUNERT_XINT : !strcmp(ptypes[k], "bool") ? TUNERT_XBOOL : 0;
       /* string params are not visible to expressions */
       f->names[f->n_dims + k] = f->param_type[k] ? f->params[k] : NULL;
+    }
+    /* the device fact after the params (rt_sm_count gives its value) */
+    f->names[f->n_dims + f->n_params] = "sm_count";
+    const char *dom = col_text(st, 6);
+    if (*dom) { /* over dims only: parsed with the dims' names */
+      tunert_allocator al = rt_arena_allocator(a);
+      int prc = tunert_expr_parse(dom, f->names, f->n_dims, &al, &f->domain, o->msg, sizeof o->msg);
+      if (prc) { rc = prc == TUNERT_ENOMEM ? rt_fail(o->err, prc, "out of memory") : rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: domain: %s", o->path, f->name, o->msg); break; }
     }
     for (int j = 0; j < i; ++j)
       if (!strcmp(ctx->families[j].name, f->name)) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s twice", o->path, f->name); goto done; }
@@ -447,7 +459,7 @@ static int read_binaries(opener *o) {
 /* Parse an expression list with n items (n < 0: any count). */
 static int parse_list(opener *o, rt_family *f, const char *text, int n, tunert_expr **out, const char *what, int64_t entry) {
   tunert_allocator al = rt_arena_allocator(&o->ctx->arena);
-  int rc = tunert_expr_parse(text, f->names, f->n_dims + f->n_params, &al, out, o->msg, sizeof o->msg);
+  int rc = tunert_expr_parse(text, f->names, f->n_dims + f->n_params + 1, &al, out, o->msg, sizeof o->msg);
   if (rc == TUNERT_ENOMEM) return rt_fail(o->err, rc, "out of memory");
   if (rc) return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: entry %lld: %s: %s", o->path, f->name, (long long)entry, what, o->msg);
   if (n >= 0 && tunert_expr_items(*out) != n)
@@ -475,9 +487,14 @@ static int read_entries(opener *o) {
   for (int i = 0; i < ctx->n_families; ++i)
     if (!ctx->families[i].entries)
       return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s has no tuned problem", o->path, ctx->families[i].name);
-  if ((rc = prepare(o, "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
-                       " requires, define_exprs, define_values, median_ns, device_name, measured_at"
-                       " FROM entries ORDER BY id", &st))) goto fail;
+  /* entries.kind, vendor, vendor_ns since 1.3; before, every entry is a tuned one */
+  if ((rc = prepare(o, ctx->format_minor >= 3
+                           ? "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
+                             " requires, define_exprs, define_values, median_ns, device_name, measured_at, kind, vendor,"
+                             " vendor_ns FROM entries ORDER BY id"
+                           : "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
+                             " requires, define_exprs, define_values, median_ns, device_name, measured_at, 'tuned', '',"
+                             " NULL FROM entries ORDER BY id", &st))) goto fail;
   /* launches.cluster since 1.2; older bundles launch every kernel without a cluster */
   if ((rc = prepare(o, ctx->format_minor >= 2 ? "SELECT entry_id, idx, grid, block, shared, cluster FROM launches ORDER BY entry_id, idx"
                                               : "SELECT entry_id, idx, grid, block, shared, '1, 1, 1' FROM launches ORDER BY entry_id, idx",
@@ -498,6 +515,11 @@ static int read_entries(opener *o) {
     e->median_ns = sqlite3_column_double(st, 11);
     e->device_name = rt_strdup(a, col_text(st, 12));
     e->measured_at = rt_strdup(a, col_text(st, 13));
+    const char *kind = col_text(st, 14);
+    e->kind = !strcmp(kind, "tuned") ? RT_TUNED : !strcmp(kind, "fallback") ? RT_FALLBACK : !strcmp(kind, "vendor") ? RT_VENDOR : -1;
+    if (e->kind < 0) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: unknown kind '%s'", o->path, (long long)e->id, kind); goto fail; }
+    e->vendor = e->kind == RT_VENDOR ? rt_strdup(a, col_text(st, 15)) : NULL;
+    e->vendor_ns = sqlite3_column_double(st, 16);
     e->dims = rt_alloc(a, sizeof(int64_t) * (size_t)(f->n_dims + 1));
     e->shape = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
     e->value = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
@@ -718,6 +740,8 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
   int maj = 0, min = 0;
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->cudev);
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cudev);
+  int sms = 0;
+  if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cudev);
   if (r != CUDA_SUCCESS) {
     ctx->cu_state = -1;
     snprintf(ctx->cu_error, sizeof ctx->cu_error, "CUDA device %d: %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
@@ -725,6 +749,7 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
     return rt_fail(err, TUNERT_ENODRIVER, "%s", ctx->cu_error);
   }
   ctx->cu_state = 1;
+  ctx->dev_sm_count = sms;
   if (!ctx->dev_known) {
     ctx->dev_known = 1;
     ctx->dev_major = maj;
@@ -761,10 +786,13 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
   ctx->flags = opt.flags;
   ctx->device = opt.device;
   ctx->max_selections = opt.max_selections > 0 ? opt.max_selections : 64;
+
   pthread_mutex_init(&ctx->lock, NULL);
   opener op = {.ctx = ctx, .path = path, .err = err};
   opener *o = &op;
   int rc = 0;
+  const char *log = getenv("TUNERT_LOG_UNTUNED"); /* docs/runtime.md: the shapes served without a tuned entry */
+  if (log && *log && !(ctx->log_path = rt_strdup(&ctx->arena, log))) NOMEM();
   struct stat sb;
   if (stat(path, &sb)) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, strerror(errno));
   if (!S_ISREG(sb.st_mode)) OFAIL(TUNERT_EIO, "%s: not a regular file", path);
@@ -826,6 +854,7 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
     if (rt_device_open(ctx, &derr)) snprintf(ctx->dev_note, sizeof ctx->dev_note, "%.250s", derr.msg);
   } else snprintf(ctx->dev_note, sizeof ctx->dev_note, "TUNERT_OPEN_NO_DEVICE");
   if (!ctx->dev_known) snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "unknown");
+  ctx->sm_count = ctx->dev_sm_count > 0 ? ctx->dev_sm_count : ctx->meta_sm_count;
   rt_choose_binaries(ctx);
   if (ctx->dev_known && !(opt.flags & TUNERT_OPEN_ANY_ARCH)) {
     for (int i = 0; i < ctx->n_families; ++i) {
@@ -864,6 +893,12 @@ TUNERT_API void tunert_close(tunert_ctx *ctx) {
 
 /* ---- info ---------------------------------------------------------------------------------------- */
 
+int rt_tuned_count(const rt_family *f) {
+  int n = 0;
+  for (int j = 0; j < f->n_entries; ++j) n += f->entries[j].kind != RT_FALLBACK;
+  return n;
+}
+
 rt_family *rt_family_find(const tunert_ctx *ctx, const char *name) {
   if (!ctx || !name) return NULL;
   for (int i = 0; i < ctx->n_families; ++i)
@@ -899,7 +934,7 @@ TUNERT_API int tunert_family_info_get(const tunert_ctx *ctx, const char *family,
   full.arg_names = f->arg_names;
   full.arg_roles = f->arg_roles;
   full.arg_dtypes = f->arg_dtypes;
-  full.n_problems = f->n_entries;
+  full.n_problems = rt_tuned_count(f);
   full.n_variants = f->n_variants;
   full.source_hash = f->source_hash;
   full.recipe_file = f->recipe_file;
@@ -911,10 +946,14 @@ TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, 
                                      const int64_t **dims, tunert_err *err) {
   rt_family *f = rt_family_find(ctx, family);
   if (!f) return no_family(ctx, family, err);
-  if (i < 0 || i >= f->n_entries) return rt_fail(err, TUNERT_EINVAL, "family %s has %d tuned problems, not %d", family, f->n_entries, i + 1);
-  if (name) *name = f->entries[i].problem_name;
-  if (dims) *dims = f->entries[i].dims;
-  return TUNERT_OK;
+  /* fallback entries are no tuned problems: the i-th entry of another kind */
+  for (int j = 0, k = 0; i >= 0 && j < f->n_entries; ++j) {
+    if (f->entries[j].kind == RT_FALLBACK || k++ != i) continue;
+    if (name) *name = f->entries[j].problem_name;
+    if (dims) *dims = f->entries[j].dims;
+    return TUNERT_OK;
+  }
+  return rt_fail(err, TUNERT_EINVAL, "family %s has %d tuned problems, not %d", family, rt_tuned_count(f), i + 1);
 }
 
 TUNERT_API int tunert_bundle_info_get(const tunert_ctx *ctx, tunert_bundle_info *info) {

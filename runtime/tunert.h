@@ -35,12 +35,13 @@ extern "C" {
 #endif
 
 #define TUNERT_VERSION_MAJOR 0
-#define TUNERT_VERSION_MINOR 3
+#define TUNERT_VERSION_MINOR 4
 #define TUNERT_VERSION_PATCH 0
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
- * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args. */
+ * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
+ * 1.2 clusters, 1.3 domains, fallback and vendor entries. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 1
+#define TUNERT_FORMAT_MINOR 3
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -185,6 +186,28 @@ TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, 
 TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
                              const tunert_selection **out, tunert_err *err);
 
+/* One entry of a family judged for a problem (tunert_select_candidates). */
+typedef struct tunert_candidate {
+  uint32_t struct_size;        /* set by the caller in out[0]: sizeof(tunert_candidate) (the stride) */
+  const char *tuned_problem;   /* the entry's tuned problem (a fallback: the problem it was checked on) */
+  const char *variant;         /* its parameters, canonical JSON */
+  const char *kind;            /* as a selection of it would be: "tuned", "nearest", "fallback", "vendor" */
+  const char *vendor;          /* kind "vendor": the library; else NULL */
+  double distance;             /* log-scale distance (0 for exact and fallback) */
+  double measured_ns;          /* median at the tuned problem [ns]; 0: not measured (fallback) */
+  int ok;                      /* 1: it may serve the problem */
+  char why[512];               /* ok 0: why not (requirement false, no binary, exact-only...) */
+} tunert_candidate;
+
+/* The candidates for a problem, ranked: first those that may serve it, in the order tunert_select
+ * takes them (exact, nearest by distance then measured time, fallback), so out[0] is what
+ * tunert_select chooses when out[0].ok; then the others, in bundle order, with their reason.
+ * Writes min(max, entries of the family) candidates and their count to *n_out. The domain is
+ * checked first (TUNERT_ENOVARIANT outside it). Not cached: evaluates every entry at each call
+ * (for tools and logs, not for the hot path); allocates a temporary from the context's allocator. */
+TUNERT_API int tunert_select_candidates(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                                        tunert_candidate *out, int max, int *n_out, tunert_err *err);
+
 typedef struct tunert_launch_info {
   const char *kernel;          /* symbol in the binary */
   unsigned grid[3], block[3];
@@ -241,6 +264,13 @@ typedef struct tunert_selection_info {
   /* since 0.3 */
   const unsigned (*clusters)[3];  /* n_launches thread-block cluster dims (x, y, z); {1, 1, 1}: a plain
                                      launch, else tunert_launch uses cuLaunchKernelEx (sm_90+) */
+  /* since 0.4 */
+  const char *kind;            /* how it was chosen: "tuned" (the problem's tuned kernel), "nearest" (a
+                                  portable kernel tuned for another problem), "fallback" (the family's
+                                  generic variant), "vendor" (a vendor library measured faster here) */
+  const char *vendor;          /* kind "vendor": "cublaslt", "cudnn-sdpa", "sdpa", "torch"...; NULL for
+                                  kernels. tunert_launch runs cublaslt entries of GEMM families itself
+                                  and returns TUNERT_EVENDOR for the others */
 } tunert_selection_info;
 
 /* Describe a selection. Pointers are valid until tunert_close. */

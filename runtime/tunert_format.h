@@ -28,14 +28,29 @@
  * a cluster also has the meta row min_reader_minor = 2; readers refuse a
  * bundle whose min_reader_minor is above their own minor. (1.1 readers predate
  * that row and would launch such entries without their cluster: do not pair
- * them with bundles of cluster kernels.) */
+ * them with bundles of cluster kernels.)
+ *
+ * 1.3 serves every problem of a family's domain: families.domain (expressions
+ * over dims that every served problem must satisfy), and entries.kind:
+ * 'tuned' (a tuned problem's best kernel), 'fallback' (the recipe's generic
+ * config, chosen when no tuned entry's requires hold; its dims are a tuned
+ * problem it was verified on, not a problem it was tuned for; median_ns 0:
+ * not measured) and 'vendor' (a tuned problem where a vendor library,
+ * entries.vendor, measured faster, vendor_ns; the entry still holds the best
+ * kernel, so a reader that does not know vendors launches that kernel, a
+ * correct answer). A minor version, not 2.0: every 1.2 table and column keeps
+ * its meaning, and 1.3 readers open 1.0..1.2 bundles (no domain, every entry
+ * tuned). A bundle with a domain or a fallback entry has min_reader_minor = 3:
+ * a 1.2 reader would serve problems outside the domain and take fallback
+ * entries for tuned ones. Vendor entries alone keep min_reader_minor as it was. */
 #ifndef TUNERT_FORMAT_H
 #define TUNERT_FORMAT_H
 
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 2 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster */
+#define TUNERT_BUNDLE_FORMAT_MINOR 3 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
+                                        1.3: families.domain, entries.kind / vendor / vendor_ns */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32
@@ -54,7 +69,8 @@
   "  recipe_source TEXT NOT NULL,   -- the recipe text, for provenance\n"                         \
   "  template TEXT NOT NULL,\n"                                                                    \
   "  dims TEXT NOT NULL,            -- 'B:int,D:int,causal:bool': problem dims, sorted by name\n" \
-  "  params TEXT NOT NULL           -- 'BLOCK:int,GRID_STRIDE:bool,NAME:str': recipe order\n"     \
+  "  params TEXT NOT NULL,          -- 'BLOCK:int,GRID_STRIDE:bool,NAME:str': recipe order\n"     \
+  "  domain TEXT NOT NULL DEFAULT '' -- format 1.3: expression list over dims ('' every problem)\n" \
   ");\n"                                                                                           \
   "CREATE TABLE args(\n"                                                                           \
   "  family_id INTEGER NOT NULL REFERENCES families(id),\n"                                        \
@@ -103,7 +119,10 @@
   "  err_rel_l2 REAL, result_id INTEGER, measured_at TEXT, device_name TEXT,\n"                    \
   "  device_uuid TEXT, driver TEXT, backend TEXT, seed TEXT,\n"                                    \
   "  measured_source_hash TEXT,     -- recipe source the time was measured with\n"                \
-  "  same_binary INTEGER            -- 1: the cubin is the measured one (same compile key)\n"     \
+  "  same_binary INTEGER,           -- 1: the cubin is the measured one (same compile key)\n"     \
+  "  kind TEXT NOT NULL DEFAULT 'tuned' CHECK (kind IN ('tuned','fallback','vendor')), -- 1.3\n"   \
+  "  vendor TEXT NOT NULL DEFAULT '', -- 1.3, kind vendor: the library that was faster\n"         \
+  "  vendor_ns REAL                 -- 1.3, kind vendor: its median time at the tuned problem\n"   \
   ");\n"                                                                                           \
   "CREATE TABLE launches(\n"                                                                       \
   "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \

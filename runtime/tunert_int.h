@@ -93,8 +93,14 @@ typedef struct rt_tmap_cache {
   atomic_uint claimed;
 } rt_tmap_cache;
 
+/* What an entry is (entries.kind, format 1.3). */
+enum { RT_TUNED = 0, RT_FALLBACK = 1, RT_VENDOR = 2 };
+
 typedef struct rt_entry {
   int64_t id;
+  int kind;                    /* RT_TUNED, RT_FALLBACK, RT_VENDOR */
+  const char *vendor;          /* RT_VENDOR: "cublaslt", ...; else NULL */
+  double vendor_ns;            /* RT_VENDOR: the vendor's median at the tuned problem [ns] */
   rt_variant *v;
   const char *problem_name;
   const char *dims_json;
@@ -133,7 +139,8 @@ typedef struct rt_family {
   int n_params;
   const char **params;
   int *param_type;             /* TUNERT_XINT / TUNERT_XBOOL / 0 for strings */
-  const char **names;          /* expression env names: dims then params */
+  const char **names;          /* expression env names: dims, params, then "sm_count" */
+  tunert_expr *domain;         /* over dims only; NULL: every problem (before 1.3, or none given) */
   int n_args;
   const char **arg_names;
   int *arg_roles;
@@ -156,6 +163,8 @@ struct tunert_selection {
   int64_t *dims;
   uint64_t hash;
   int exact;
+  const char *kind;            /* "tuned", "nearest", "fallback", "vendor" (static) */
+  const char *vendor;          /* kind vendor: the entry's vendor; else NULL */
   double distance;
   const char *reason;
   int n_launches;
@@ -185,6 +194,10 @@ struct tunert_ctx {
   int dev_major, dev_minor;
   char dev_arch[32];           /* "sm_90" (or the option's), "unknown" */
   char dev_note[256];          /* why unknown */
+  int dev_sm_count;            /* multiprocessor count of the opened device, 0 until rt_device_open */
+  int meta_sm_count;           /* the bundle's device_sm_count (the device it was measured on), 0 unknown */
+  int sm_count;                /* expressions' `sm_count`, fixed at open: dev_sm_count when the device
+                                  was opened then, else meta_sm_count (selections never disagree) */
   int cu_state;                /* 0 not tried, 1 open, -1 failed (cu_error says why) */
   char cu_error[512];
   tunert_cu cu;
@@ -195,6 +208,11 @@ struct tunert_ctx {
   const char *created_at, *tool_version, *nvrtc_version, *device_name, *device_arch, *archs;
   double open_ms;
   int max_selections;
+  /* the untuned-shape log: env TUNERT_LOG_UNTUNED at open (NULL: off); the set of problems
+     logged (hashes, open addressing), under lock */
+  const char *log_path;
+  uint64_t *logged;
+  int n_logged;
 };
 
 /* Fill err (when given) and return code. */
@@ -212,5 +230,12 @@ void rt_choose_binaries(tunert_ctx *ctx);
 int rt_device_open(tunert_ctx *ctx, tunert_err *err);
 
 rt_family *rt_family_find(const tunert_ctx *ctx, const char *name);
+/* Entries that are tuned problems (tuned and vendor; not fallback). */
+int rt_tuned_count(const rt_family *f);
+
+/* The device fact `sm_count` of expressions: the launch device's multiprocessor count when the
+ * driver was opened at tunert_open, else the bundle's recorded device_sm_count (the device it was
+ * tuned on). */
+static inline int rt_sm_count(const tunert_ctx *ctx) { return ctx->sm_count; }
 
 #endif

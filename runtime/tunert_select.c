@@ -87,9 +87,10 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
   const rt_variant *v = e->v;
   if (!exact && !e->portable) { snprintf(why, n, "exact-only (%s)", e->exact_why); return -1; }
   if (ctx->dev_known && v->chosen < 0) { snprintf(why, n, "%s", v->binary_desc); return -1; }
-  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS];
+  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS + 1];
   for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(dims[d] != 0) : tunert_xint(dims[d]);
   for (int k = 0; k < f->n_params; ++k) env[f->n_dims + k] = v->params[k];
+  env[f->n_dims + f->n_params] = tunert_xint(rt_sm_count(ctx));
   if (e->requires) {
     for (int i = 0; i < tunert_expr_items(e->requires); ++i) {
       tunert_xval r;
@@ -220,33 +221,98 @@ static void fmt_ns(double ns, char *b, size_t n) {
   else snprintf(b, n, "%.2f us", ns / 1e3);
 }
 
-/* Compute a selection; on success fills *best, c and reason. */
-static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_i, int *exact_out, double *dist_out,
+/* The text of item i of an expression list "a, b, (c, d)": top-level commas split items. */
+static void list_item_text(const char *list, int item, char *buf, size_t n) {
+  int depth = 0, k = 0;
+  const char *start = list;
+  if (*start == '{') ++start;
+  for (const char *c = start;; ++c) {
+    if (*c == '(' || *c == '{') ++depth;
+    else if ((*c == ')' || *c == '}') && depth) --depth;
+    if ((*c == ',' && !depth) || !*c || (*c == '}' && !depth && !c[1])) {
+      if (k == item) {
+        while (*start == ' ') ++start;
+        snprintf(buf, n, "%.*s", (int)(c - start), start);
+        return;
+      }
+      if (!*c) break;
+      ++k;
+      start = c + 1;
+    }
+  }
+  snprintf(buf, n, "%s", list);
+}
+
+/* The family's domain for dims: 0, or TUNERT_ENOVARIANT naming the item that is false. */
+static int domain_check(const rt_family *f, const int64_t *dims, tunert_err *err) {
+  if (!f->domain) return 0;
+  tunert_xval env[TUNERT_MAX_DIMS];
+  for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(dims[d] != 0) : tunert_xint(dims[d]);
+  char why[512], dt[512], item[256];
+  for (int i = 0; i < tunert_expr_items(f->domain); ++i) {
+    tunert_xval r;
+    int bad = tunert_expr_eval(f->domain, i, env, &r, why, sizeof why);
+    if (!bad && r.t == TUNERT_XBOOL && r.i) continue;
+    dims_text(f, dims, dt, sizeof dt);
+    list_item_text(tunert_expr_text(f->domain), i, item, sizeof item);
+    return rt_fail(err, TUNERT_ENOVARIANT, "outside the domain of %s: %s (%s for %s)", f->name, item,
+                   bad ? why : "false", dt);
+  }
+  return 0;
+}
+
+/* The class of an entry for a problem, in selection order. */
+enum { CLASS_EXACT = 0, CLASS_NEAREST = 1, CLASS_FALLBACK = 2 };
+
+static const char *kind_name(const rt_entry *e, int cls) {
+  return cls == CLASS_FALLBACK ? "fallback" : cls == CLASS_NEAREST ? "nearest" : e->kind == RT_VENDOR ? "vendor" : "tuned";
+}
+
+/* Judge entry e for dims: its class, distance, and whether it may serve (0) or why not (-1). */
+static int judge(const tunert_ctx *ctx, const rt_family *f, const rt_entry *e, const int64_t *dims, int *cls,
+                 double *dist, computed *c, char *why, size_t n) {
+  int same = e->kind != RT_FALLBACK && !memcmp(e->dims, dims, (size_t)f->n_dims * sizeof *dims);
+  *cls = e->kind == RT_FALLBACK ? CLASS_FALLBACK : same ? CLASS_EXACT : CLASS_NEAREST;
+  *dist = *cls == CLASS_NEAREST ? distance(f, dims, e->dims) : 0;
+  if (*cls != CLASS_EXACT && (ctx->flags & TUNERT_OPEN_EXACT_ONLY)) { snprintf(why, n, "exact matches only (TUNERT_OPEN_EXACT_ONLY)"); return -1; }
+  return entry_check(ctx, f, e, dims, same, c, why, n);
+}
+
+/* a before b in selection order? (class, distance, measured time, bundle order) */
+static int ranks_before(const rt_family *f, int a, int cls_a, double dist_a, int b, int cls_b, double dist_b) {
+  if (cls_a != cls_b) return cls_a < cls_b;
+  if (dist_a != dist_b) return dist_a < dist_b;
+  if (f->entries[a].median_ns != f->entries[b].median_ns) return f->entries[a].median_ns < f->entries[b].median_ns;
+  return a < b;
+}
+
+/* Compute a selection; on success fills *best, its class, distance, c and reason. */
+static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_i, int *cls_out, double *dist_out,
                   computed *c, char *reason, size_t reason_n, tunert_err *err) {
   computed tmp;
   char why[512];
   char rejected[2048] = "";
   size_t rlen = 0;
   int n_rejected = 0, n_exact_only = 0, first_exact_only = 0;
-  int best = -1, best_exact = 0;
+  int best = -1, best_cls = 0;
   double best_dist = INFINITY;
+  if (domain_check(f, dims, err)) return TUNERT_ENOVARIANT;
   for (int i = 0; i < f->n_entries; ++i) {
     rt_entry *e = &f->entries[i];
-    int exact = !memcmp(e->dims, dims, (size_t)f->n_dims * sizeof *dims);
-    if (!exact && (ctx->flags & TUNERT_OPEN_EXACT_ONLY)) continue;
-    if (entry_check(ctx, f, e, dims, exact, &tmp, why, sizeof why)) {
-      if (!exact && !e->portable) { if (!n_exact_only++) first_exact_only = i; continue; }
+    int cls;
+    double dist;
+    if (judge(ctx, f, e, dims, &cls, &dist, &tmp, why, sizeof why)) {
+      if (cls != CLASS_EXACT && (ctx->flags & TUNERT_OPEN_EXACT_ONLY)) continue;
+      if (cls != CLASS_EXACT && !e->portable) { if (!n_exact_only++) first_exact_only = i; continue; }
       ++n_rejected;
       if (rlen < sizeof rejected)
-        rlen += (size_t)snprintf(rejected + rlen, sizeof rejected - rlen, "%s%s: %s", n_rejected > 1 ? "; " : "", e->problem_name, why);
+        rlen += (size_t)snprintf(rejected + rlen, sizeof rejected - rlen, "%s%s%s: %s", n_rejected > 1 ? "; " : "",
+                                 e->kind == RT_FALLBACK ? "fallback for " : "", e->problem_name, why);
       continue;
     }
-    double dist = exact ? 0 : distance(f, dims, e->dims);
-    int better = best < 0 || (exact && !best_exact) ||
-                 (exact == best_exact && (dist < best_dist || (dist == best_dist && e->median_ns < f->entries[best].median_ns)));
-    if (better) {
+    if (best < 0 || ranks_before(f, i, cls, dist, best, best_cls, best_dist)) {
       best = i;
-      best_exact = exact;
+      best_cls = cls;
       best_dist = dist;
       *c = tmp;
     }
@@ -256,32 +322,79 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
   if (best < 0) {
     char eo[700] = "";
     if (n_exact_only) snprintf(eo, sizeof eo, "%d usable only for their own tuned problem (%s)", n_exact_only, f->entries[first_exact_only].exact_why);
-    return rt_fail(err, TUNERT_ENOVARIANT, "%s: no variant for %s%s among %d tuned problem(s): %s%s%s%s", f->name, dt,
+    return rt_fail(err, TUNERT_ENOVARIANT, "%s: no variant for %s%s among %d entr%s: %s%s%s%s", f->name, dt,
                    (ctx->flags & TUNERT_OPEN_EXACT_ONLY) ? " (exact matches only: TUNERT_OPEN_EXACT_ONLY)" : "",
-                   f->n_entries, eo, n_exact_only && n_rejected ? "; " : "", n_rejected ? "rejected: " : "",
-                   n_rejected ? rejected : "");
+                   f->n_entries, f->n_entries == 1 ? "y" : "ies", eo, n_exact_only && n_rejected ? "; " : "",
+                   n_rejected ? "rejected: " : "", n_rejected ? rejected : "");
   }
   rt_entry *e = &f->entries[best];
   char t[32];
   fmt_ns(e->median_ns, t, sizeof t);
-  if (best_exact)
+  if (best_cls == CLASS_EXACT && e->kind == RT_VENDOR) {
+    char vt[32];
+    fmt_ns(e->vendor_ns, vt, sizeof vt);
+    snprintf(reason, reason_n, "vendor: %s is tuned problem %s, where %s (%s) measured faster than the fastest verified variant "
+             "(%s on %s): call %s", dt, e->problem_name, e->vendor, vt, t, e->device_name, e->vendor);
+  } else if (best_cls == CLASS_EXACT)
     snprintf(reason, reason_n, "exact: %s is tuned problem %s; its fastest verified variant (%s on %s)%s%s",
              dt, e->problem_name, t, e->device_name, n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
-  else
+  else if (best_cls == CLASS_NEAREST)
     snprintf(reason, reason_n,
              "nearest: %s is not a tuned problem; chose the variant tuned for %s %s (log-distance %.3f, %s there on %s), "
              "whose requirements and defines hold here; %d exact-only entr%s skipped%s%s",
              dt, e->problem_name, e->dims_json, best_dist, t, e->device_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
              n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
+  else
+    snprintf(reason, reason_n,
+             "fallback: %s has no tuned entry whose requirements hold; chose the family's generic variant (verified at bundle "
+             "time on %s); %d exact-only entr%s skipped%s%s", dt, e->problem_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
+             n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   *best_i = best;
-  *exact_out = best_exact;
-  *dist_out = best_exact ? 0 : best_dist;
+  *cls_out = best_cls;
+  *dist_out = best_cls == CLASS_NEAREST ? best_dist : 0;
   return TUNERT_OK;
 }
 
-TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
-                             const tunert_selection **out, tunert_err *err) {
-  if (!ctx || !out || (!dims && n_dims)) return rt_fail(err, TUNERT_EINVAL, "tunert_select: NULL argument");
+/* ---- the untuned-shape log (TUNERT_LOG_UNTUNED) -------------------------------------------- */
+
+#define RT_LOGGED_MAX 4096 /* distinct problems logged per context; later ones are not logged */
+
+/* One JSON line for a problem that had no exact tuned entry, once per distinct problem and
+ * context; called on the slow path only. A failed write is ignored: logging never fails a select. */
+static void log_untuned(tunert_ctx *ctx, const rt_family *f, const int64_t *dims, uint64_t h, const char *served_by) {
+  if (!ctx->log_path) return;
+  uint64_t key = h ^ ((uint64_t)(f->index + 1) * 0x9e3779b97f4a7c15ull);
+  if (!key) key = 1;
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->logged) ctx->logged = rt_alloc(&ctx->arena, sizeof(uint64_t) * RT_LOGGED_MAX);
+  int fresh = 0;
+  if (ctx->logged && ctx->n_logged < RT_LOGGED_MAX / 2) {
+    size_t i = (size_t)key & (RT_LOGGED_MAX - 1);
+    while (ctx->logged[i] && ctx->logged[i] != key) i = (i + 1) & (RT_LOGGED_MAX - 1);
+    if (!ctx->logged[i]) { ctx->logged[i] = key; ctx->n_logged++; fresh = 1; }
+  }
+  if (fresh) {
+    char line[2048];
+    size_t len = (size_t)snprintf(line, sizeof line, "{\"family\":\"%s\",\"dims\":{", f->name);
+    for (int d = 0; d < f->n_dims && len < sizeof line; ++d) {
+      const char *sep = d ? "," : "";
+      if (f->dim_bool[d]) len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":%s", sep, f->dims[d], dims[d] ? "true" : "false");
+      else if (f->dim_enum[d]) { /* the value's name: item dims[d] of "enum(a|b|c)" */
+        const char *v = f->dim_types[d] + 5;
+        for (int64_t k = 0; k < dims[d] && strchr(v, '|'); ++k) v = strchr(v, '|') + 1;
+        int vl = (int)strcspn(v, "|)");
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":\"%.*s\"", sep, f->dims[d], vl, v);
+      } else len += (size_t)snprintf(line + len, sizeof line - len, "%s\"%s\":%lld", sep, f->dims[d], (long long)dims[d]);
+    }
+    if (len < sizeof line) snprintf(line + len, sizeof line - len, "},\"served_by\":\"%s\"}\n", served_by);
+    FILE *fp = fopen(ctx->log_path, "a");
+    if (fp) { fputs(line, fp); fclose(fp); }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The family and the dims checked: 0 and *fam, or a failure. */
+static int select_args(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims, rt_family **fam, tunert_err *err) {
   rt_family *f = rt_family_find(ctx, family);
   if (!f) {
     char list[512] = "";
@@ -301,16 +414,78 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
     if (f->dim_enum[d] && (dims[d] < 0 || dims[d] >= f->dim_enum[d]))
       return rt_fail(err, TUNERT_EINVAL, "tunert_select %s: dim %s is %s: pass the index of the value, 0..%d (got %lld)", f->name,
                      f->dims[d], f->dim_types[d], f->dim_enum[d] - 1, (long long)dims[d]);
+  *fam = f;
+  return 0;
+}
+
+TUNERT_API int tunert_select_candidates(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                                        tunert_candidate *out, int max, int *n_out, tunert_err *err) {
+  if (!ctx || !n_out || (!dims && n_dims) || (max > 0 && (!out || out->struct_size < sizeof(uint32_t))))
+    return rt_fail(err, TUNERT_EINVAL, "tunert_select_candidates: NULL argument or out[0].struct_size not set");
+  *n_out = 0;
+  rt_family *f;
+  int rc = select_args(ctx, family, dims, n_dims, &f, err);
+  if (rc || (rc = domain_check(f, dims, err))) return rc;
+  size_t stride = out ? out->struct_size : 0, bytes = sizeof(tunert_candidate) * (size_t)f->n_entries;
+  tunert_candidate *c = ctx->arena.al.alloc(ctx->arena.al.ud, bytes);
+  int *cls = ctx->arena.al.alloc(ctx->arena.al.ud, sizeof(int) * (size_t)f->n_entries);
+  int *order = ctx->arena.al.alloc(ctx->arena.al.ud, sizeof(int) * (size_t)f->n_entries);
+  if (!c || !cls || !order) {
+    if (c) ctx->arena.al.free(ctx->arena.al.ud, c, bytes);
+    if (cls) ctx->arena.al.free(ctx->arena.al.ud, cls, sizeof(int) * (size_t)f->n_entries);
+    if (order) ctx->arena.al.free(ctx->arena.al.ud, order, sizeof(int) * (size_t)f->n_entries);
+    return rt_fail(err, TUNERT_ENOMEM, "tunert_select_candidates: out of memory");
+  }
+  computed tmp;
+  for (int i = 0; i < f->n_entries; ++i) {
+    const rt_entry *e = &f->entries[i];
+    memset(&c[i], 0, sizeof c[i]);
+    c[i].struct_size = (uint32_t)stride;
+    c[i].ok = !judge(ctx, f, e, dims, &cls[i], &c[i].distance, &tmp, c[i].why, sizeof c[i].why);
+    if (c[i].ok) c[i].why[0] = 0;
+    c[i].tuned_problem = e->problem_name;
+    c[i].variant = e->v->params_json;
+    c[i].kind = kind_name(e, cls[i]);
+    c[i].vendor = cls[i] == CLASS_EXACT && e->kind == RT_VENDOR ? e->vendor : NULL;
+    c[i].measured_ns = e->median_ns;
+    order[i] = i;
+  }
+  /* insertion sort: ok ones in selection order first, then the others in bundle order */
+  for (int i = 1; i < f->n_entries; ++i)
+    for (int j = i; j > 0; --j) {
+      int a = order[j - 1], b = order[j];
+      int swap = c[b].ok && (!c[a].ok || ranks_before(f, b, cls[b], c[b].distance, a, cls[a], c[a].distance));
+      if (!swap) break;
+      order[j - 1] = b;
+      order[j] = a;
+    }
+  int n = max < f->n_entries ? (max > 0 ? max : 0) : f->n_entries;
+  for (int i = 0; i < n; ++i)
+    memcpy((char *)out + (size_t)i * stride, &c[order[i]], stride < sizeof *c ? stride : sizeof *c);
+  *n_out = n;
+  ctx->arena.al.free(ctx->arena.al.ud, c, bytes);
+  ctx->arena.al.free(ctx->arena.al.ud, cls, sizeof(int) * (size_t)f->n_entries);
+  ctx->arena.al.free(ctx->arena.al.ud, order, sizeof(int) * (size_t)f->n_entries);
+  return TUNERT_OK;
+}
+
+TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t *dims, int n_dims,
+                             const tunert_selection **out, tunert_err *err) {
+  if (!ctx || !out || (!dims && n_dims)) return rt_fail(err, TUNERT_EINVAL, "tunert_select: NULL argument");
+  rt_family *f;
+  int arc = select_args(ctx, family, dims, n_dims, &f, err);
+  if (arc) return arc;
   uint64_t h = hash_dims(dims, n_dims);
   tunert_selection *s = cache_find(f, dims, n_dims, h);
   if (s) { *out = s; return TUNERT_OK; }
   /* slow path: compute without the lock (the bundle is immutable), publish under it */
   computed c;
   char reason[3072];
-  int best = 0, exact = 0;
+  int best = 0, cls = 0;
   double dist = 0;
-  int rc = choose(ctx, f, dims, &best, &exact, &dist, &c, reason, sizeof reason, err);
-  if (rc) return rc;
+  int rc = choose(ctx, f, dims, &best, &cls, &dist, &c, reason, sizeof reason, err);
+  if (rc) { log_untuned(ctx, f, dims, h, "none"); return rc; }
+  if (cls != CLASS_EXACT) log_untuned(ctx, f, dims, h, kind_name(&f->entries[best], cls));
   rt_entry *e = &f->entries[best];
   /* argument packing with natural alignment, the worker's rule */
   uint32_t offset[TUNERT_MAX_ARGS];
@@ -340,7 +515,9 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   s->v = e->v;
   s->dims = d;
   s->hash = h;
-  s->exact = exact;
+  s->exact = cls == CLASS_EXACT;
+  s->kind = kind_name(e, cls);
+  s->vendor = cls == CLASS_EXACT && e->kind == RT_VENDOR ? e->vendor : NULL;
   s->distance = dist;
   s->reason = rs;
   s->n_launches = e->n_launches;
@@ -412,6 +589,8 @@ TUNERT_API int tunert_selection_info_get(const tunert_selection *s, tunert_selec
   full.measured_ns = s->entry->median_ns;
   full.measured_on = s->entry->device_name;
   full.clusters = (const unsigned(*)[3])s->cluster;
+  full.kind = s->kind;
+  full.vendor = s->vendor;
   full.binary = s->v->binary_desc;
   full.n_launches = s->n_launches;
   full.launches = s->launch;

@@ -17,9 +17,9 @@
 static void print_selection(const tunert_selection *s) {
   tunert_selection_info si = {.struct_size = sizeof si};
   tunert_selection_info_get(s, &si);
-  printf("family:   %s\nvariant:  %s\ntuned for: %s %s (%s, %.2f us on %s)\nbinary:   %s\nreason:   %s\n", si.family,
-         si.variant, si.tuned_problem, si.tuned_dims, si.exact ? "exact" : "nearest", si.measured_ns / 1e3, si.measured_on,
-         si.binary, si.reason);
+  printf("family:   %s\nvariant:  %s\ntuned for: %s %s (%s, %.2f us on %s)\nbinary:   %s\nreason:   %s\nkind:     %s%s%s\n",
+         si.family, si.variant, si.tuned_problem, si.tuned_dims, si.exact ? "exact" : "nearest", si.measured_ns / 1e3,
+         si.measured_on, si.binary, si.reason, si.kind, si.vendor ? " " : "", si.vendor ? si.vendor : "");
   for (int l = 0; l < si.n_launches; ++l) {
     printf("launch %d: %s grid (%u, %u, %u) block (%u, %u, %u) shared %u", l, si.launches[l].kernel, si.launches[l].grid[0],
            si.launches[l].grid[1], si.launches[l].grid[2], si.launches[l].block[0], si.launches[l].block[1],

@@ -63,11 +63,18 @@ static void print_summary(const bstate *s, double secs) {
     for (int i = 0; i < s->n_entries; ++i) {
       const bentry *be = &s->ent[i];
       if (be->family != fi) continue;
-      char t[32];
+      char t[32], label[160];
       fmt_ns(be->best->median_ns, t, sizeof t);
-      printf("  %-22s %10s  %s\n  %-22s %10s  %s%s\n", be->p->name, t, s->var[be->variant].params_json, "", "",
+      snprintf(label, sizeof label, "%s", be->p->name);
+      if (be->kind == BUNDLE_FALLBACK) { snprintf(label, sizeof label, "fallback (%.60s)", be->p->name); snprintf(t, sizeof t, "-"); }
+      printf("  %-22s %10s  %s\n  %-22s %10s  %s%s\n", label, t, s->var[be->variant].params_json, "", "",
              be->portable ? "portable: expressions, usable for nearby problems" : "exact-only: ",
              be->portable ? "" : be->exact_why);
+      if (be->kind == BUNDLE_VENDOR) {
+        char vt[32];
+        fmt_ns(be->vendor_ns, vt, sizeof vt);
+        printf("  %-22s %10s  vendor entry: %s measured faster (%s)\n", "", "", be->vendor, vt);
+      }
     }
   }
   long size = 0;
@@ -96,7 +103,7 @@ static int run_stages(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
   if (bundle_collect(s, err)) return err->code;
   if (parse_archs(s, o->archs ? o->archs : s->fam[0].measured_arch, err)) return err->code;
-  if (bundle_evaluate(s, err)) return err->code;
+  if (bundle_evaluate(s, err) || bundle_add_fallbacks(s, err)) return err->code;
   if (!o->quiet)
     printf("bundling %d famil%s, %d tuned problems, %d variants measured on %s; compiling for %s%s on %d threads\n",
            s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->device_name,

@@ -139,6 +139,7 @@ static int family_of(bstate *s, const db_bundle_best *row, const db_bundle_resul
   f->r = r;
   snprintf(f->name, sizeof f->name, "%s", row->recipe);
   snprintf(f->measured_arch, sizeof f->measured_arch, "%s", row->arch);
+  f->sm_count = res->device.sm_count;
   snprintf(f->recipe_file, sizeof f->recipe_file, "%s", recorded);
   if (bundle_family_layout(f, r, err)) return err->code;
   if (*fi == 0) s->device = res->device; /* the bundle's meta: the first result's GPU */

@@ -12,7 +12,7 @@
 
 #include "bundle_int.h"
 
-/* env: dims (family order) then params. */
+/* env: dims (family order), params, then the device fact sm_count of the measured device. */
 int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
                     char *why, size_t n) {
   json_error_t je;
@@ -39,6 +39,7 @@ int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *
     const tune_value *v = &r->params[k].values[vi[k]];
     env[f->n_dims + k] = v->kind == 'b' ? tunert_xbool((int)v->i) : tunert_xint(v->kind == 'i' ? v->i : 0);
   }
+  env[f->n_dims + r->n_params] = tunert_xint(f->sm_count); /* the device fact, last (names: bundle_family_layout) */
   return 0;
 }
 
@@ -99,7 +100,10 @@ int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err) {
                             kind == 'b' ? "bool" : kind == 'i' ? "int" : "str");
     f->names[f->n_dims + k] = kind == 's' ? NULL : r->params[k].name;
   }
-  f->n_names = f->n_dims + r->n_params;
+  /* the device fact sm_count after the params, as libtunert names it (tunert.c read_families) */
+  f->names[f->n_dims + r->n_params] = "sm_count";
+  f->n_names = f->n_dims + r->n_params + 1;
+  tune_recipe_domain_text(r, f->domain, sizeof f->domain);
   return TUNE_OK;
 }
 
@@ -346,7 +350,9 @@ static int check_defines(echeck *c) {
 /* Parts of the recipe given as Lua functions make the entry exact-only, the first one says why. */
 static void lua_function_parts(bentry *be) {
   const tune_variant_exprs *ex = &be->ex;
-  const char *why = ex->applies_fn ? "applies is a Lua function (%s): give its conditions as `requires` expressions"
+  /* with `requires`, applies only prunes the search (which configs to try): the requires decide
+     where a variant runs */
+  const char *why = ex->applies_fn && !ex->requires[0] ? "applies is a Lua function (%s): give its conditions as `requires` expressions"
                   : ex->defines_fn ? "defines is a Lua function (%s): give a table of expressions"
                   : ex->kernel_fn ? "a kernel name is a Lua function (%s)" : NULL;
   be->portable = why == NULL;
@@ -358,7 +364,7 @@ static void lua_function_parts(bentry *be) {
  * values Lua gave; decide portability. A mismatch is a hard error. */
 int bundle_check_entry(bstate *s, bentry *be, tune_err *err) {
   bfamily *f = &s->fam[be->family];
-  tunert_xval env[TUNERT_MAX_DIMS + 64];
+  tunert_xval env[TUNERT_MAX_DIMS + 65];
   echeck c = {.be = be, .f = f, .r = f->r, .env = env, .err = err};
   if (bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, c.why, sizeof c.why))
     return tune_fail(err, TUNE_EINVAL, "%s: %s", f->r->name, c.why);

@@ -29,6 +29,10 @@
 #define BUNDLE_MAX_ENTRIES 4096
 #define BUNDLE_MAX_SETS 16
 #define BUNDLE_MAX_FAMILIES 64
+#define BUNDLE_MAX_FALLBACKS 256
+
+/* What an entry is (the bundle's entries.kind). */
+enum { BUNDLE_TUNED = 0, BUNDLE_FALLBACK = 1, BUNDLE_VENDOR = 2 };
 
 typedef struct bvariant {
   int family;                  /* index into families */
@@ -46,6 +50,11 @@ typedef struct bvariant {
 
 typedef struct bentry {
   int family, variant;
+  int kind;                    /* BUNDLE_TUNED, BUNDLE_FALLBACK (the recipe's fallback config, checked on
+                                  tuned problem p), BUNDLE_VENDOR (a peer measured faster at p) */
+  char vendor[32];             /* BUNDLE_VENDOR: "cublaslt", "cudnn-sdpa", "sdpa", "torch" */
+  double vendor_ns;            /* BUNDLE_VENDOR: the peer's median [ns] */
+  char fallback_hash[17];      /* BUNDLE_FALLBACK: its config hash (best->config_hash points here) */
   const tune_problem *p;
   const db_bundle_best *best;  /* the best result (borrowed from bstate.bests) */
   db_bundle_result result;     /* what the bundle records of it (owned) */
@@ -72,8 +81,10 @@ typedef struct bfamily {
   int n_enum[TUNERT_MAX_DIMS];
   char enum_vals[TUNERT_MAX_DIMS][16][64];  /* the values, sorted */
   char params[2048];
-  const char *names[TUNERT_MAX_DIMS + 64]; /* expression env names */
+  const char *names[TUNERT_MAX_DIMS + 64 + 1]; /* expression env names: dims, params, sm_count */
   int n_names;
+  int sm_count;                /* multiprocessor count of the device measured on: expressions' `sm_count` */
+  char domain[2048];           /* the recipe's domain as an expression list, "" none */
   char measured_arch[16];
   char recipe_file[PATH_MAX];  /* as recorded in the results database */
   int64_t id;
@@ -95,7 +106,9 @@ typedef struct bstate {
   int n_variants;
   bvariant *var;               /* [BUNDLE_MAX_ENTRIES] */
   int n_entries;
-  bentry *ent;                 /* [BUNDLE_MAX_ENTRIES] */
+  bentry *ent;                 /* [BUNDLE_MAX_ENTRIES]: tuned entries first, then fallback entries */
+  int n_fallback_bests;
+  db_bundle_best fallback_bests[BUNDLE_MAX_FALLBACKS]; /* what fallback entries' best point to */
   int n_archs;
   char archs[TUNE_BUNDLE_MAX_ARCHS][16];
   char device_name[128];
@@ -115,6 +128,11 @@ int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err);
 /* The variant of be: one of the same family, config and defines, else a new one (vi: its config). */
 int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
 
+/* fallback (bundle_fallback.c): per family with a `fallback` config, that config checked on every
+ * tuned problem (it must run there; its expressions must give Lua's values) and one entry per
+ * distinct set of defines appended to s->ent. After bundle_evaluate, before bundle_compile. */
+int bundle_add_fallbacks(bstate *s, tune_err *err);
+
 /* compile: s->jobs, every binary of every variant; s->var[].lowered from the first. */
 int bundle_compile(bstate *s, tune_err *err);
 
@@ -122,7 +140,8 @@ int bundle_compile(bstate *s, tune_err *err);
  * with the runtime evaluator against Lua's values, portability decided (a mismatch is an error). */
 int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err);
 int bundle_check_entry(bstate *s, bentry *be, tune_err *err);
-/* The expression environment of problem p and config vi: dims (family order), then params. */
+/* The expression environment of problem p and config vi: dims (family order), params, then sm_count
+ * (f->sm_count); env holds TUNERT_MAX_DIMS + 65 values. */
 int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
                     char *why, size_t n);
 

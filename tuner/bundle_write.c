@@ -52,7 +52,7 @@ static int write_families(bstate *s, db_bundle_writer *w, tune_err *err) {
     if (!strncmp(tpl, r->root, rl) && tpl[rl] == '/') tpl += rl + 1;
     db_bundle_family df = {.name = f->name, .source_hash = r->source_hash, .recipe_file = f->recipe_file,
                            .recipe_source = r->set->file_text ? r->set->file_text : "", .template_path = tpl,
-                           .dims = f->dims, .params = f->params};
+                           .dims = f->dims, .params = f->params, .domain = f->domain};
     if (db_bundle_family_put(w, &df, &f->id, err)) return err->code;
     for (int a = 0; a < r->n_args; ++a)
       if (db_bundle_arg_put(w, f->id, a, r->args[a].name, role_of(&r->args[a]), tune_dtype_name(r->args[a].dtype), err))
@@ -141,18 +141,29 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
         .err_rel_l2 = res->err_rel_l2, .result_id = b->result_id, .measured_at = b->created_at,
         .device_name = s->device_name, .device_uuid = res->device.uuid, .driver = res->device.driver,
         .backend = res->backend, .seed = res->seed, .measured_source_hash = b->source_hash,
-        .same_binary = be->same_binary};
+        .same_binary = be->same_binary, .kind = be->kind == BUNDLE_FALLBACK ? "fallback" : be->kind == BUNDLE_VENDOR ? "vendor" : "tuned",
+        .vendor = be->kind == BUNDLE_VENDOR ? be->vendor : NULL, .vendor_ns = be->vendor_ns};
     int64_t eid;
     if (db_bundle_entry_put(w, &de, &eid, err) || write_entry_parts(f, be, eid, w, err)) return err->code;
   }
   return TUNE_OK;
 }
 
+/* A domain or a fallback entry: a 1.2 reader would serve problems outside the domain and take
+ * fallback entries for tuned ones (tunert_format.h), so such a bundle needs a 1.3 reader. */
+static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
+  int need = 0;
+  for (int fi = 0; fi < s->n_families; ++fi) need |= s->fam[fi].domain[0] != 0;
+  for (int i = 0; i < s->n_entries; ++i) need |= s->ent[i].kind == BUNDLE_FALLBACK;
+  return need ? db_bundle_meta(w, "min_reader_minor", "3", err) : TUNE_OK;
+}
+
 /* The bundle's tables into the file at path (db_bundle_create: through path.tmp, renamed on commit). */
 static int write_tables(bstate *s, const char *path, tune_err *err) {
   db_bundle_writer *w = NULL;
   if (db_bundle_create(path, &w, err)) return err->code;
-  if (write_meta(s, w, err) || write_families(s, w, err) || write_variants(s, w, err) || write_entries(s, w, err)) {
+  if (write_meta(s, w, err) || write_families(s, w, err) || write_variants(s, w, err) || write_entries(s, w, err) ||
+      write_min_reader(s, w, err)) {
     db_bundle_abort(w);
     return err->code;
   }

@@ -212,7 +212,10 @@ static void push_value(lua_State *L, const tune_value *v) {
 
 /* __index of config tables: an unbound parameter raises the sentinel, a
  * global (math...) is returned for expression strings, anything else is an
- * error naming the unknown key. Upvalue 1: set of parameter names. */
+ * error naming the unknown key. Upvalue 1: set of parameter names; 2: the
+ * problem table; 3: the device's sm_count (nil where no device is known).
+ * Lookup order as libtunert's (runtime/tunert_expr.h): params, dims, then the
+ * device fact sm_count. */
 static int config_index(lua_State *L) {
   const char *key = lua_tostring(L, 2);
   lua_pushvalue(L, 2);
@@ -222,19 +225,28 @@ static int config_index(lua_State *L) {
   }
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1; /* problem dim */
+  if (key && !strcmp(key, "sm_count") && !lua_isnoneornil(L, lua_upvalueindex(3))) {
+    lua_pushvalue(L, lua_upvalueindex(3));
+    return 1;
+  }
   lua_getglobal(L, key ? key : "");
   if (!lua_isnil(L, -1)) return 1;
   /* the functions of the bundle expression language (runtime/tunert_expr.h) */
   static const char *const expr_funcs[] = {"min", "max", "floor", "ceil", "abs", "sqrt", NULL};
   for (int i = 0; key && expr_funcs[i]; ++i)
     if (!strcmp(key, expr_funcs[i])) { lua_getglobal(L, "math"); lua_getfield(L, -1, key); return 1; }
+  if (key && !strcmp(key, "sm_count"))
+    return luaL_error(L, "sm_count: no device is known here (constraints are checked without one): use it in requires, "
+                         "launch geometry, shapes or defines");
   return luaL_error(L, "unknown name '%s' (not a parameter, problem dimension or library)",
                     key ? key : "?");
 }
 
 /* Push a config table for r with the first n_bound values set; its
- * metatable also resolves problem dims (problem may be NULL). */
-static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound, const tune_problem *p) {
+ * metatable also resolves problem dims (problem may be NULL) and the device
+ * fact sm_count (d may be NULL: none). */
+static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound, const tune_problem *p,
+                        const tune_device_facts *d) {
   lua_createtable(L, 0, r->n_params);
   for (int i = 0; i < n_bound; ++i) {
     push_value(L, &r->params[i].values[vi[i]]);
@@ -248,7 +260,9 @@ static void push_config(lua_State *L, tune_recipe *r, const int *vi, int n_bound
   }
   if (p) lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
   else lua_newtable(L);
-  lua_pushcclosure(L, config_index, 2);
+  if (d) lua_pushinteger(L, d->sm_count);
+  else lua_pushnil(L);
+  lua_pushcclosure(L, config_index, 3);
   lua_setfield(L, -2, "__index");
   lua_setmetatable(L, -2);
 }
@@ -329,7 +343,8 @@ static int eval_top(lua_State *L, int cfg, int prob, int dev, int problem_first)
       lua_newtable(L);
       lua_newtable(L);
       lua_pushvalue(L, prob);
-      lua_pushcclosure(L, config_index, 2);
+      lua_getfield(L, dev, "sm_count");
+      lua_pushcclosure(L, config_index, 3);
       lua_setfield(L, -2, "__index");
       lua_setmetatable(L, -2);
     }
@@ -642,6 +657,104 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   return resolve_tmap_tensors(L, r, tidx, err);
 }
 
+/* domain = { "expr", ... } (docs/recipes.md): expressions over problem dims only; every tuned
+ * problem must be inside it. */
+static int parse_domain(lua_State *L, tune_recipe *r, int t, tune_err *err) {
+  int top = lua_gettop(L);
+  if (lua_getfield(L, t, "domain") != LUA_TTABLE) { lua_settop(L, top); return TUNE_OK; }
+  int dt = lua_gettop(L);
+  r->n_domain = (int)lua_rawlen(L, dt);
+  lua_newtable(L); /* a device table without facts: the domain sees dims only */
+  int dev = lua_gettop(L);
+  for (int i = 1; i <= r->n_domain; ++i) {
+    lua_rawgeti(L, dt, i);
+    char text[256];
+    snprintf(text, sizeof text, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    for (int pi = 0; pi < r->n_problems; ++pi) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, r->problems[pi].ref);
+      int prob = lua_gettop(L);
+      lua_rawgeti(L, dt, i);
+      int rc = eval_top(L, 0, prob, dev, 1);
+      if (rc != LUA_OK) {
+        tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': domain[%d] \"%s\": %s (the domain is over problem dims only)", r->file,
+                  r->name, i, text, lua_tostring(L, -1));
+        lua_settop(L, top);
+        return err->code;
+      }
+      if (lua_type(L, -1) != LUA_TBOOLEAN || !lua_toboolean(L, -1)) {
+        tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': problem %s is outside its own domain: \"%s\" is %s", r->file, r->name,
+                  r->problems[pi].name, text, lua_type(L, -1) == LUA_TBOOLEAN ? "false" : "not a boolean");
+        lua_settop(L, top);
+        return err->code;
+      }
+      lua_settop(L, dev);
+    }
+  }
+  lua_settop(L, top);
+  return TUNE_OK;
+}
+
+/* fallback = { PARAM = value, ... }: one config, every param given with one of its values, that
+ * passes every constraint (whether its requires hold is checked per problem by tune bundle). */
+static int parse_fallback(lua_State *L, tune_recipe *r, int t, tune_err *err) {
+  int top = lua_gettop(L);
+  if (lua_getfield(L, t, "fallback") != LUA_TTABLE) { lua_settop(L, top); return TUNE_OK; }
+  int ft = lua_gettop(L);
+  if (r->n_params > TUNE_MAX_FALLBACK_PARAMS) {
+    lua_settop(L, top);
+    return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback: at most %d params", r->file, r->name, TUNE_MAX_FALLBACK_PARAMS);
+  }
+  int rc = TUNE_OK;
+  lua_pushnil(L);
+  while (!rc && lua_next(L, ft)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    int found = 0;
+    for (int i = 0; k && i < r->n_params; ++i) found |= !strcmp(r->params[i].name, k);
+    if (!found) {
+      char names[512] = "";
+      for (int i = 0; i < r->n_params; ++i) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", r->params[i].name);
+      rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback: unknown param '%s' (params: %s)", r->file, r->name,
+                     k ? k : "(not a name)", names);
+    }
+    lua_pop(L, 1);
+  }
+  for (int i = 0; !rc && i < r->n_params; ++i) {
+    const tune_param *pm = &r->params[i];
+    if (lua_getfield(L, ft, pm->name) == LUA_TNIL) {
+      rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback: missing param %s (give every param a value)", r->file, r->name, pm->name);
+      break;
+    }
+    tune_value v = {0};
+    int ok = !value_from_lua(L, -1, &v);
+    r->fallback_vi[i] = -1;
+    for (int k = 0; ok && k < pm->n_values; ++k) {
+      const tune_value *x = &pm->values[k];
+      if (x->kind == v.kind && (v.kind == 's' ? !strcmp(x->s, v.s) : x->i == v.i)) { r->fallback_vi[i] = k; break; }
+    }
+    if (v.kind == 's') free((char *)v.s);
+    if (r->fallback_vi[i] < 0)
+      rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback: %s = %s is not one of its values", r->file, r->name, pm->name,
+                     luaL_tolstring(L, -1, NULL));
+    lua_settop(L, ft);
+  }
+  lua_settop(L, top);
+  if (rc) return rc;
+  for (int c = 0; c < r->n_constraints; ++c) {
+    tune_err ce;
+    tune_err_clear(&ce);
+    int ans = tune_recipe_check(r, c, r->fallback_vi, r->n_params, &ce);
+    if (ans == SEARCH_ERROR) return tune_fail(err, TUNE_ERECIPE, "%s (checking the fallback)", ce.msg);
+    if (ans != SEARCH_PASS) {
+      char text[300];
+      tune_recipe_constraint_text(r, c, text, sizeof text);
+      return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback violates constraint %d: %s", r->file, r->name, c + 1, text);
+    }
+  }
+  r->has_fallback = 1;
+  return TUNE_OK;
+}
+
 static int resolve_path(const char *root, const char *rel, const char **out) {
   char buf[PATH_MAX * 2];
   snprintf(buf, sizeof buf, "%s/%s", root, rel);
@@ -729,6 +842,7 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   if (rc) return rc;
   lua_pushvalue(L, t);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (parse_domain(L, r, t, err) || parse_fallback(L, r, t, err)) return err->code;
   return TUNE_OK;
 }
 
@@ -862,7 +976,7 @@ int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *e
   lua_Debug ar;
   lua_pushvalue(L, -1);
   if (lua_getinfo(L, ">S", &ar) && ar.source[0] == '=') is_expr = 1;
-  push_config(L, r, vi, n_bound, NULL);
+  push_config(L, r, vi, n_bound, NULL, NULL);
   char what[48];
   snprintf(what, sizeof what, "while evaluating constraint %d", ci + 1);
   tune_lua_evaluating(L, what);
@@ -1173,7 +1287,7 @@ int tune_recipe_eval_variant(tune_recipe *r, const int *vi, const tune_problem *
   lua_State *L = r->set->L;
   int top = lua_gettop(L);
   memset(out, 0, sizeof *out);
-  push_config(L, r, vi, r->n_params, p);
+  push_config(L, r, vi, r->n_params, p, d);
   int cfg = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->ref);
   int prob = lua_gettop(L);

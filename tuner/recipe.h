@@ -21,6 +21,7 @@
 #define TUNE_MAX_ARGS 32
 #define TUNE_MAX_LAUNCHES 4
 #define TUNE_MAX_DEFINES 64
+#define TUNE_MAX_FALLBACK_PARAMS 64
 
 typedef enum tune_dtype { TUNE_F32, TUNE_F16, TUNE_BF16, TUNE_I32, TUNE_I64, TUNE_F64 } tune_dtype;
 int tune_dtype_size(tune_dtype t);
@@ -97,6 +98,9 @@ typedef struct tune_recipe {
   tune_arg_def args[TUNE_MAX_ARGS];
   int ref;                    /* registry ref of the recipe table */
   struct tune_recipes *set;
+  int n_domain;               /* domain = { "expr", ... }: expressions over dims (texts in the table) */
+  int has_fallback;           /* fallback = { PARAM = value, ... } given: */
+  int fallback_vi[TUNE_MAX_FALLBACK_PARAMS]; /* its value index per param */
 } tune_recipe;
 
 typedef struct tune_recipes {

@@ -291,3 +291,19 @@ int tune_recipe_tmap_exprs(tune_recipe *r, int i, const tune_variant *v, tune_tm
   lua_settop(L, top);
   return rc;
 }
+
+void tune_recipe_domain_text(tune_recipe *r, char *buf, size_t n) {
+  lua_State *L = r->set->L;
+  int top = lua_gettop(L);
+  buf[0] = 0;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ref);
+  if (lua_getfield(L, -1, "domain") == LUA_TTABLE) {
+    int k = (int)lua_rawlen(L, -1);
+    for (int i = 1; i <= k; ++i) {
+      lua_rawgeti(L, -1, i);
+      if (lua_type(L, -1) == LUA_TSTRING) add_item(buf, n, lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+}

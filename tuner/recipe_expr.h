@@ -42,6 +42,9 @@ typedef struct tune_tmap_texts {
   tune_field_text dims, strides, box;   /* strides "" for rank 1 */
 } tune_tmap_texts;
 
+/* The recipe's domain (docs/runtime.md) as an expression list over dims, "" when it has none. */
+void tune_recipe_domain_text(tune_recipe *r, char *buf, size_t n);
+
 int tune_recipe_tmap_exprs(tune_recipe *r, int i, const tune_variant *v, tune_tmap_texts *out, tune_err *err);
 
 /* Fill out for config vi on problem p; v and s are the tuner's evaluation of

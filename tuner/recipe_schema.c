@@ -80,6 +80,8 @@ static const node metrics = {.kind = N_RECORD, .fields = metrics_fields};
 
 static const node constraints = {.kind = N_LIST, .item = {"constraint", T_STR | T_FN, NULL}};
 static const node requires = {.kind = N_LIST, .item = {"requirement", T_STR, NULL}};
+static const node domain = {.kind = N_LIST, .item = {"domain expression", T_STR, NULL}};
+static const node fallback = {.kind = N_MAP, .item = {"fallback value", SCALAR, NULL}};
 
 static const field recipe_fields[] = {
   {"name", T_STR, NULL},
@@ -90,6 +92,8 @@ static const field recipe_fields[] = {
   {"constraints", T_TAB, &constraints},
   {"applies", T_FN, NULL},
   {"requires", T_TAB, &requires},
+  {"domain", T_TAB, &domain},     /* docs/runtime.md: the problems the family serves */
+  {"fallback", T_TAB, &fallback}, /* docs/runtime.md: the family's generic config */
   {"problems", T_TAB, &problems},
   {"launch", T_TAB, &launch},
   {"args", T_TAB, &args},

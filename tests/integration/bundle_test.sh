@@ -79,6 +79,15 @@ check "geometry evaluated for N=1000000 ($geo)" contains near.txt "$geo"
 check "scalar n from its expression" contains near.txt "= 1000000"
 "$INSPECT" "$P" --select copy N=1000001 >req.txt 2>&1
 check "a failing requirement is reported per variant" contains req.txt "requirement 1 of 'N % (VEC_BYTES // 4) == 0' is false"
+check "and the fallback serves the problem" contains req.txt "reason:   fallback"
+check "the selection says its kind" contains req.txt "kind:     fallback"
+check "the bundle wrote the fallback entry" contains pb.txt "fallback (.*MiB)"
+sql "$P" "select kind, count(*) from entries group by kind order by kind" >kinds.txt
+check "one fallback entry (one set of defines), two tuned" test "$(tr '\n' ' ' <kinds.txt)" = "fallback|1 tuned|2 "
+sql "$P" "select value from meta where key = 'min_reader_minor'" >mr.txt
+check "a domain and a fallback need a 1.3 reader" test "$(cat mr.txt)" = "3"
+"$INSPECT" "$P" --select copy N=5000000000 >dom.txt 2>&1
+check "a problem outside the domain is refused with the rule" contains dom.txt "outside the domain of copy: N <= 4294967296"
 "$INSPECT" "$P" --exact --select copy N=1000000 >ex.txt 2>&1
 check "exact-only mode refuses the nearest" contains ex.txt "TUNERT_OPEN_EXACT_ONLY"
 

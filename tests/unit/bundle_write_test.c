@@ -30,7 +30,7 @@ static int make_root(const char *src) {
 }
 
 static const int cfg_a[64] = {1, 1, 1, 0, 0}; /* VEC_BYTES 8, ILP 2, BLOCK 256, GRID_STRIDE false, MIN_BLOCKS 1 */
-static const int cfg_b[64] = {2, 0, 0, 0, 0}; /* VEC_BYTES 16, ILP 1, BLOCK 128 */
+static const int cfg_b[64] = {2, 0, 0, 1, 0}; /* VEC_BYTES 16, ILP 1, BLOCK 128, GRID_STRIDE true: grid uses sm_count */
 
 /* One tuned problem of the plan: its best result, as the databases would give it. */
 static int add_entry(bstate *s, int problem, const int *vi, db_bundle_best *best, double median_ns, tune_err *err) {
@@ -87,10 +87,12 @@ static bstate *make_plan(tune_bundle_opts *o, db_bundle_best *bests, tune_err *e
   f->r = &s->sets[0]->r[0];
   snprintf(f->name, sizeof f->name, "%s", f->r->name);
   snprintf(f->recipe_file, sizeof f->recipe_file, "recipes/copy.lua");
+  f->sm_count = s->device.sm_count; /* as bundle_collect takes it from the measured device */
   CHECK(bundle_family_layout(f, f->r, err) == 0);
   CHECK(add_entry(s, 0, cfg_a, &bests[0], 33000, err) == 0); /* 64MiB */
   CHECK(add_entry(s, 1, cfg_b, &bests[1], 126000, err) == 0); /* 256MiB */
-  CHECK(s->n_entries == 2 && s->n_variants == 2);
+  CHECK(bundle_add_fallbacks(s, err) == 0); /* the fixture's fallback: one entry (its defines are the same everywhere) */
+  CHECK(s->n_entries == 3 && s->n_variants == 3 && s->ent[2].kind == BUNDLE_FALLBACK);
   CHECK(fake_binaries(s) == 0);
   for (int i = 0; i < s->n_entries; ++i) CHECK(bundle_check_entry(s, &s->ent[i], err) == 0);
   return s;
@@ -114,7 +116,11 @@ static void test_write_and_read_back(void) {
   opt.flags = TUNERT_OPEN_NO_DEVICE;
   tunert_ctx *ctx = NULL;
   tunert_err te;
+  char log[600];
+  snprintf(log, sizeof log, "%s/untuned.jsonl", dir);
+  setenv("TUNERT_LOG_UNTUNED", log, 1);
   CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  unsetenv("TUNERT_LOG_UNTUNED");
   if (ctx) {
     const tunert_selection *sel;
     tunert_selection_info info = {.struct_size = sizeof info};
@@ -131,6 +137,62 @@ static void test_write_and_read_back(void) {
     tunert_selection_info_get(sel, &info);
     CHECK(!info.exact && !strcmp(info.tuned_problem, "64MiB"));
     CHECK(info.launches[0].grid[0] == (unsigned)((n_near + 1023) / 1024) && info.args[0].numel == n_near);
+    /* the grid-stride entry: min(N / 512, sm_count * 16), sm_count the bundle's device_sm_count without a driver */
+    int64_t n256 = 64 * 1024 * 1024;
+    CHECK(tunert_select(ctx, "copy", &n256, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(info.exact && info.launches[0].grid[0] == 132 * 16);
+    CHECK(!strcmp(info.kind, "tuned") && !info.vendor);
+    /* an odd N: no tuned variant's whole vectors fit, the fallback (4-byte vectors) serves it */
+    int64_t odd = 1000001;
+    CHECK(tunert_select(ctx, "copy", &odd, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(!strcmp(info.kind, "fallback") && !info.exact && info.launches[0].grid[0] == (unsigned)((odd + 255) / 256));
+    CHECK(strstr(info.reason, "fallback: ") == info.reason);
+    tunert_family_info fi = {.struct_size = sizeof fi};
+    CHECK(tunert_family_info_get(ctx, "copy", &fi, &te) == 0 && fi.n_problems == 2); /* the fallback is no tuned problem */
+    CHECK(tunert_select(ctx, "copy", &odd, 1, &sel, &te) == 0); /* cached: not logged again */
+    /* the ranked candidates: the fallback first (what tunert_select chose), then the rejected */
+    tunert_candidate cand[4];
+    cand[0].struct_size = sizeof cand[0];
+    int nc = 0;
+    CHECK(tunert_select_candidates(ctx, "copy", &odd, 1, cand, 4, &nc, &te) == 0 && nc == 3);
+    CHECK(cand[0].ok && !strcmp(cand[0].kind, "fallback") && !cand[1].ok && !cand[2].ok);
+    CHECK(strstr(cand[1].why, "requirement 1 of 'N % (VEC_BYTES // 4) == 0' is false") != NULL);
+    CHECK(tunert_select_candidates(ctx, "copy", &n64, 1, cand, 4, &nc, &te) == 0 && nc == 3);
+    CHECK(cand[0].ok && !strcmp(cand[0].kind, "tuned") && !strcmp(cand[0].tuned_problem, "64MiB") && cand[0].distance == 0);
+    CHECK(cand[1].ok && !strcmp(cand[1].kind, "nearest") && cand[1].distance > 0 && cand[2].ok && !strcmp(cand[2].kind, "fallback"));
+    CHECK(tunert_select_candidates(ctx, "copy", &n64, 1, cand, 1, &nc, &te) == 0 && nc == 1);
+    int64_t big = 5000000000;
+    int brc = tunert_select(ctx, "copy", &big, 1, &sel, &te);
+    CHECK(brc == TUNERT_ENOVARIANT && strstr(te.msg, "outside the domain of copy: N <= 4294967296"));
+    if (brc != TUNERT_ENOVARIANT) fprintf(stderr, "  %s\n", te.msg);
+    CHECK(tunert_select(ctx, "copy", &big, 1, &sel, &te) == TUNERT_ENOVARIANT); /* a failure again: logged once */
+    tunert_close(ctx);
+    /* one line per distinct problem without an exact tuned entry */
+    char text[2048] = "";
+    FILE *fp = fopen(log, "r");
+    size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    if (fp) fclose(fp);
+    text[got] = 0;
+    CHECK(!strcmp(text, "{\"family\":\"copy\",\"dims\":{\"N\":20000000},\"served_by\":\"nearest\"}\n"
+                        "{\"family\":\"copy\",\"dims\":{\"N\":1000001},\"served_by\":\"fallback\"}\n"
+                        "{\"family\":\"copy\",\"dims\":{\"N\":5000000000},\"served_by\":\"none\"}\n"));
+    if (strstr(text, "5000000000") == NULL) fprintf(stderr, "  log: %s\n", text);
+  }
+  /* the same bundle recorded on a device of 100 SMs: the runtime's sm_count follows it */
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"update meta set value = '100' where key = 'device_sm_count'\"", out);
+  CHECK(system(cmd) == 0);
+  ctx = NULL;
+  CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  if (ctx) {
+    const tunert_selection *sel;
+    tunert_selection_info info = {.struct_size = sizeof info};
+    int64_t n256 = 64 * 1024 * 1024;
+    CHECK(tunert_select(ctx, "copy", &n256, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(info.launches[0].grid[0] == 100 * 16);
     tunert_close(ctx);
   }
   bundle_state_free(s);
@@ -149,9 +211,52 @@ static void test_failed_write_leaves_nothing(void) {
   bundle_state_free(s);
 }
 
+/* The fixture with one substitution (sed expression) loads with an error containing want. */
+static void recipe_key_error(const char *sed_expr, const char *want) {
+  char path[512], cmd[2048];
+  snprintf(path, sizeof path, "%s/recipes/bad.lua", dir);
+  snprintf(cmd, sizeof cmd, "sed -e '%s' '%s/recipes/copy.lua' > '%s'", sed_expr, dir, path);
+  CHECK(system(cmd) == 0);
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  int rc = tune_recipes_load(path, &set, &err);
+  CHECK(rc != 0 && strstr(err.msg, want));
+  if (rc == 0 || !strstr(err.msg, want)) fprintf(stderr, "  want '%s', got: %s\n", want, rc ? err.msg : "(loaded)");
+  tune_recipes_free(set);
+}
+
+/* domain and fallback (docs/runtime.md): what the loader refuses, and what it keeps. */
+static void test_recipe_keys(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/recipes/copy.lua", dir);
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(tune_recipes_load(path, &set, &err) == 0);
+  if (set) {
+    const tune_recipe *r = &set->r[0];
+    CHECK(r->n_domain == 2 && r->has_fallback);
+    CHECK(r->fallback_vi[0] == 0 && r->fallback_vi[2] == 1); /* VEC_BYTES 4, BLOCK 256 */
+    char dom[256];
+    tune_recipe_domain_text(&set->r[0], dom, sizeof dom);
+    CHECK(!strcmp(dom, "N >= 1, N <= 4294967296"));
+    tune_recipes_free(set);
+  }
+  recipe_key_error("s/ILP = 1, BLOCK = 256/ILP = 1, BLOCKS = 256/", "fallback: unknown param 'BLOCKS'");
+  recipe_key_error("s/MIN_BLOCKS = 1 }/}/", "fallback: missing param MIN_BLOCKS");
+  recipe_key_error("s/ILP = 1, BLOCK = 256/ILP = 3, BLOCK = 256/", "fallback: ILP = 3 is not one of its values");
+  recipe_key_error("s/VEC_BYTES = 4, ILP = 1, BLOCK = 256/VEC_BYTES = 16, ILP = 8, BLOCK = 1024/",
+                   "fallback violates constraint 2: BLOCK * ILP * VEC_BYTES <= 64 * 1024");
+  recipe_key_error("s/\"N <= 4294967296\"/\"N <= 1000\"/", "problem 64MiB is outside its own domain: \"N <= 1000\" is false");
+  recipe_key_error("s/\"N >= 1\"/\"N >= BLOCK\"/", "domain[1]");
+  recipe_key_error("s/domain = {/domain = 3, x = {/", "domain");
+}
+
 int main(void) {
   const char *src = getenv("SRC");
   if (!src || make_root(src)) { fprintf(stderr, "bundle_write_test: set SRC to the source tree\n"); return 1; }
+  test_recipe_keys();
   test_write_and_read_back();
   test_failed_write_leaves_nothing();
   char cmd[300];

@@ -63,7 +63,7 @@ static int make_bundle(const char *path, const mk *m) {
   }
   rc |= db_bundle_meta(w, "device_name", "Test GPU", &err);
   rc |= db_bundle_meta(w, "archs", "sm_90a,compute_90a", &err);
-  db_bundle_family fa = {"attn", "abc", "recipes/attn.lua", "return {}", "templates/attn.cuh", "L:int,S:int,causal:bool", "BM:int,PACK:bool"};
+  db_bundle_family fa = {"attn", "abc", "recipes/attn.lua", "return {}", "templates/attn.cuh", "L:int,S:int,causal:bool", "BM:int,PACK:bool", NULL};
   int64_t fid, cid, v1, v2, v3, eid;
   rc |= db_bundle_family_put(w, &fa, &fid, &err);
   rc |= db_bundle_arg_put(w, fid, 0, "x", "input", "f32", &err);
@@ -123,7 +123,7 @@ static int make_bundle(const char *path, const mk *m) {
     rc |= db_bundle_entry_arg_put(w, eid, 3, "", "S", &err);
     rc |= db_bundle_entry_arg_put(w, eid, 4, "", "1.5 / BM", &err);
   }
-  db_bundle_family fc = {"copy", "def", "recipes/copy.lua", "", "templates/copy/copy.cuh", "N:int,lay:enum(col|row)", "VEC:int"};
+  db_bundle_family fc = {"copy", "def", "recipes/copy.lua", "", "templates/copy/copy.cuh", "N:int,lay:enum(col|row)", "VEC:int", NULL};
   rc |= db_bundle_family_put(w, &fc, &cid, &err);
   rc |= db_bundle_arg_put(w, cid, 0, "src", "input", "f32", &err);
   rc |= db_bundle_arg_put(w, cid, 1, "dst", "output", "f32", &err);

@@ -143,7 +143,7 @@ static int make_bundle(const char *path, int with_map, const char *tm_dtype) {
   unlink(path);
   if (db_bundle_create(path, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
   int rc = db_bundle_meta(w, "device_name", "Test GPU", &err);
-  db_bundle_family fa = {"tm", "abc", "recipes/tm.lua", "return {}", "templates/tm.cuh", "C:int,R:int", "BOX_R:int"};
+  db_bundle_family fa = {"tm", "abc", "recipes/tm.lua", "return {}", "templates/tm.cuh", "C:int,R:int", "BOX_R:int", NULL};
   int64_t fid, v1, v2;
   rc |= db_bundle_family_put(w, &fa, &fid, &err);
   rc |= db_bundle_arg_put(w, fid, 0, "src", "input", "bf16", &err);

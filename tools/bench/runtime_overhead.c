@@ -53,7 +53,7 @@ static int make_synthetic(const char *path, int n_variants) {
   if (db_bundle_create(path, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
   int rc = db_bundle_meta(w, "device_name", "synthetic", &err);
   db_bundle_family f = {"attention.prefill", "0123456789abcdef", "recipes/attention/prefill.lua", "-- synthetic", "templates/x.cuh",
-                        "B:int,D:int,HKV:int,HQ:int,S:int,causal:bool", "BLOCK_M:int,BLOCK_N:int,WARPS:int,STAGES:int,SWIZZLE:int,SCHED:int"};
+                        "B:int,D:int,HKV:int,HQ:int,S:int,causal:bool", "BLOCK_M:int,BLOCK_N:int,WARPS:int,STAGES:int,SWIZZLE:int,SCHED:int", NULL};
   int64_t fid;
   rc |= db_bundle_family_put(w, &f, &fid, &err);
   const char *an[8] = {"q", "k", "v", "o", "B", "HQ", "S", "scale"};
