@@ -99,6 +99,19 @@ return {
     "BLOCK_N % (WARPS * 16 * VEC_BYTES // D) == 0",
   },
 
+  -- The problems the family serves: row indices fit int32 (max_pages * page_size), B fits the
+  -- grid's z (65535), GQA up to 8 query heads per KV head (decode.cuh static_assert).
+  domain = {
+    "D == 64 or D == 128",
+    "HKV >= 1 and HQ % HKV == 0 and HQ // HKV <= 8",
+    "B >= 1 and B <= 65535",
+    "page_size >= 1 and max_pages >= 1 and max_pages * page_size <= 2147483647",
+  },
+  -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio; 4 splits of each
+  -- sequence keep small batches busy without a large merge for big ones.
+  fallback = { SPLITS = 4, BLOCK_N = 32, WARPS = 4, VEC_BYTES = 16, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
+               KV_HINT = 1, BLOCK_ORDER = 1 },
+
   problems = {
     problem(32, 32, 8, 128, 16, 256),    -- lengths 1..4096, page 16 (the decoder block's step)
     problem(32, 32, 8, 128, 32, 128),    -- lengths 1..4096, page 32
