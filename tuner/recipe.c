@@ -640,7 +640,10 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
         else if (!strcmp(k, "randint")) a->init = TUNE_INIT_RANDINT;
         else if (!strcmp(k, "permutation")) a->init = TUNE_INIT_PERMUTATION;
         else return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown init '%s'", r->file, a->name, k);
-        if (a->init == TUNE_INIT_UNIFORM && !(a->init_b > a->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: uniform needs lo < hi", r->file, a->name);
+        /* lo, hi may be expressions over problem dims, evaluated per problem (tune_recipe_eval_problem) */
+        int lo_num = lua_rawgeti(L, -1, 2) == LUA_TNUMBER, hi_num = lua_rawgeti(L, -2, 3) == LUA_TNUMBER;
+        lua_pop(L, 2);
+        if (a->init == TUNE_INIT_UNIFORM && lo_num && hi_num && !(a->init_b > a->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: uniform needs lo < hi", r->file, a->name);
       }
       lua_pop(L, 1);
       if (!a->output && !a->scratch && a->init == TUNE_INIT_NONE) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: an input tensor needs init (never zeros)", r->file, a->name);
@@ -1426,6 +1429,26 @@ done:
   return rc;
 }
 
+/* An input's init range {"randint"|"uniform", lo, hi} whose bounds are expressions or functions of
+ * the problem: their values for this problem into def (the args entry is on the top of the stack). */
+static int eval_init_range(lua_State *L, tune_recipe *r, int i, int prob, int dev, tune_arg_def *def, tune_err *err) {
+  if (def->init != TUNE_INIT_RANDINT && def->init != TUNE_INIT_UNIFORM) return TUNE_OK;
+  lua_getfield(L, -1, "init");
+  double *bound[2] = {&def->init_a, &def->init_b};
+  for (int k = 0; k < 2; ++k) {
+    int t = lua_rawgeti(L, -1, k + 2);
+    if (t == LUA_TSTRING || t == LUA_TFUNCTION) {
+      if (eval_top(L, 0, prob, dev, 1) != LUA_OK) return lua_fail(L, err, r->args[i].name, r);
+      if (lua_type(L, -1) != LUA_TNUMBER) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init bound %d is not a number", r->file, r->args[i].name, k + 1);
+      *bound[k] = lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (!(def->init_b >= def->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init range is empty (lo > hi)", r->file, r->args[i].name);
+  return TUNE_OK;
+}
+
 int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
                              tune_problem_setup *out, tune_err *err) {
   lua_State *L = r->set->L;
@@ -1463,6 +1486,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
       }
       out->numel[i] = numel;
       lua_pop(L, 1);
+      if ((rc = eval_init_range(L, r, i, prob, dev, &out->def[i], err))) goto done;
     } else if (!r->args[i].is_tensor && !r->args[i].is_tmap) { /* tensor maps: per variant */
       lua_getfield(L, -1, "value");
       if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }

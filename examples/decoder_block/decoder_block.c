@@ -19,7 +19,8 @@
  *   9     out = h1 + d (block output), RMSNorm(out)   rmsnorm.add         T, H  (the next layer's norm)
  *   -     K, V of the prompt -> paged caches; the     (glue)
  *         query of each prompt's last token
- *   10    decode attention over the caches            attention.decode    B=32 HQ HKV L=4096 D page=16
+ *   10    decode attention over the caches            attention.decode    B=32 HQ HKV D page_size=16
+ *                                                                         max_pages=256, seq_lens 4096
  *
  * What the families compute sets two simplifications, stated in the output too: the MLP is
  * up -> SiLU -> down (the elementwise family computes silu(x * scale + bias); no family multiplies
@@ -77,7 +78,7 @@ static const stepdef steps[N_STEPS] = {
     [S_DOWN] = {"MLP down projection", GEMM_REQ(T, H, I)},
     [S_NORMF] = {"residual add + next RMSNorm", {{"rmsnorm.add"}, 1, {{"T", T}, {"H", H}, {"residual", 1}}, 3, "T", NULL}},
     [S_DECODE] = {"attention decode (paged KV)",
-                  {{"attention.decode"}, 1, {{"B", DB}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"L", L}, {"page", PAGE}}, 6, NULL, NULL}},
+                  {{"attention.decode"}, 1, {{"B", DB}, {"D", D}, {"HKV", HKV}, {"HQ", HQ}, {"max_pages", L / PAGE}, {"page_size", PAGE}}, 6, NULL, NULL}},
 };
 static const char *glue_titles[N_GLUE] = {"split heads (glue)", "merge heads (glue)", "KV -> pages, last query (glue)"};
 
@@ -101,6 +102,7 @@ typedef struct bufs {
   uint16_t *w[N_W];            /* bf16 weights */
   int w_col[N_W];              /* GEMM weights: 1 = b[N][K] (col), 0 = b[K][N] (row) */
   int32_t *bt;                 /* block table [DB][L / PAGE] */
+  int32_t *seq_lens;           /* [DB]: every decode sequence holds L tokens */
   float *ws;                   /* scratch (split-K partials, decode partials) */
   int64_t ws_numel;
   void *o_last;                /* [B][HQ][D] bf16: the prefill's output for each prompt's last token */
@@ -196,6 +198,7 @@ static int step_bufs(int s, const bufs *b, plan_buf *out) {
     out[n++] = (plan_buf){"k_cache", T_(KC), "bf16", act_numel[KC], 0};
     out[n++] = (plan_buf){"v_cache", T_(VC), "bf16", act_numel[VC], 0};
     out[n++] = (plan_buf){"block_table", (uint64_t)(uintptr_t)b->bt, "i32", (int64_t)DB * (L / PAGE), 0};
+    out[n++] = (plan_buf){"seq_lens", (uint64_t)(uintptr_t)b->seq_lens, "i32", DB, 0};
     out[n++] = (plan_buf){"o", T_(OD), "bf16", act_numel[OD], 0};
     out[n++] = (plan_buf){"partial", (uint64_t)(uintptr_t)b->ws, "f32", b->ws_numel, 0};
     break;
@@ -326,6 +329,7 @@ static int alloc_all(bufs *b) {
   }
   for (int i = 0; i < N_W; ++i) TRY("cudaMalloc", cudaMalloc((void **)&b->w[i], (size_t)w_numel[i] * 2));
   TRY("cudaMalloc", cudaMalloc((void **)&b->bt, sizeof(int32_t) * DB * (L / PAGE)));
+  TRY("cudaMalloc", cudaMalloc((void **)&b->seq_lens, sizeof(int32_t) * DB));
   TRY("cudaMalloc", cudaMalloc((void **)&b->ws, (size_t)b->ws_numel * 4));
   TRY("cudaMalloc", cudaMalloc(&b->o_last, (size_t)B * HQ * D * 2));
   return 0;
@@ -361,6 +365,9 @@ static int init_inputs(bufs *b) {
   int rc = (int)cudaMemcpy(b->bt, bt, sizeof(int32_t) * PAGES, cudaMemcpyHostToDevice);
   free(bt);
   TRY("block table", rc);
+  int32_t lens[DB];
+  for (int i = 0; i < DB; ++i) lens[i] = L;
+  TRY("sequence lengths", cudaMemcpy(b->seq_lens, lens, sizeof lens, cudaMemcpyHostToDevice));
   TRY("init", cudaStreamSynchronize((cudaStream_t)stream));
   return 0;
 }

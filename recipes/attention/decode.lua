@@ -1,14 +1,24 @@
 -- attention/decode.lua: split-KV decode attention (one query token per sequence) over a paged
 -- KV cache, templates/attention/decode.cuh. Memory-bound: the figure of merit is GB/s of K + V read.
 --
--- Two kernels per variant, always both launched: attn_decode_split (one block per KV chunk of one
+-- The serving contract (decode.cuh header): per-sequence lengths `seq_lens` in device memory, a
+-- block table [B, max_pages], a runtime page size, strided q and o (an engine's q is often a view of
+-- its fused QKV projection: q_stride_b = (HQ + 2 * HKV) * D) and strided K/V caches. The tuned
+-- problems pass contiguous layouts; tests/gpu/decode_graph_gpu.c runs the strided ones. The grid depends only on B, HQ,
+-- HKV and the config, never on the lengths: one CUDA graph replays the step while lengths change.
+--
+-- Two kernels per variant, always both launched: attn_decode_split (one block per split of one
 -- (sequence, KV head) or (sequence, query head)) writes fp32 partials to the `partial` scratch,
 -- attn_decode_combine merges them. With SPLITS == 1 the split kernel writes o itself and the combine
 -- kernel has a zero grid and is not launched (an empty launch would still add its duration).
 --
--- Contiguous KV is the case page == L (one page per sequence; the block table permutes sequences).
+-- Problems: dims are what stays fixed while an engine replays its decode step (B, HQ, HKV, D,
+-- page_size, max_pages); the lengths are inputs. A batch of several sequences draws each length
+-- uniformly from 1 .. max_pages * page_size (short and long in one batch), a batch of one is a
+-- single sequence of the full length. Every field the runtime needs is an expression, so bundled
+-- variants serve untuned problems whose `requires` hold.
 
-local D = 128            -- head dim of every problem below; the constraints are written for it
+local D = 128            -- head dim the constraints' register budgets are written for (D = 64 reads less)
 local COMBINE_WARPS = 4  -- decode.cuh default (one warp per (sequence, query head))
 
 -- K+V bytes one thread holds per tile: the block's tile (BLOCK_N rows of K and of V, D bf16 each)
@@ -22,10 +32,9 @@ local function ring_bytes(c)
   return c.KV_RING * c.BLOCK_N * D * 2 * 2
 end
 
-local function problem(B, HQ, HKV, L, page)
-  local tag = page == L and "c" or ("p" .. page)
-  return { name = string.format("b%dhq%dhkv%dl%dd%d%s", B, HQ, HKV, L, D, tag),
-           B = B, HQ = HQ, HKV = HKV, L = L, D = D, page = page }
+local function problem(B, HQ, HKV, Dp, page_size, max_pages)
+  return { name = string.format("b%dhq%dhkv%dd%dp%dx%d", B, HQ, HKV, Dp, page_size, max_pages),
+           B = B, HQ = HQ, HKV = HKV, D = Dp, page_size = page_size, max_pages = max_pages }
 end
 
 return {
@@ -78,82 +87,98 @@ return {
     function(c) return c.BLOCK_ORDER == 1 or c.SPLITS > 1 end,
   },
 
-  defines = function(c, p)
-    return { HEAD_DIM = p.D, PAGE_SIZE = p.page, GQA_RATIO = p.HQ // p.HKV }
-  end,
+  -- Compile-time problem constants, as expressions the runtime re-evaluates for a new problem.
+  defines = { HEAD_DIM = "D", GQA_RATIO = "HQ // HKV" },
 
-  applies = function(c, p)
-    if p.D ~= D then return false, "the constraints assume D = " .. D end
-    if p.HQ % p.HKV ~= 0 or p.HQ // p.HKV > 8 then return false, "HQ must be HKV * (1..8)" end
-    if p.L % p.page ~= 0 then return false, "L is not a multiple of the page size" end
-    if p.L % (c.SPLITS * c.BLOCK_N) ~= 0 then return false, "L / SPLITS is not a multiple of BLOCK_N" end
-    return true
-  end,
+  -- What a config needs to run a problem correctly (decode.cuh static_asserts): whole rows per row
+  -- group (a KV row is read by D * 2 / VEC_BYTES lanes, so a block has WARPS * 16 * VEC_BYTES / D
+  -- groups). Lengths, page size and strides are free (any length, any page size >= 1).
+  requires = {
+    "HQ % HKV == 0 and HQ // HKV <= 8",
+    "D * 2 // VEC_BYTES <= 32",
+    "BLOCK_N % (WARPS * 16 * VEC_BYTES // D) == 0",
+  },
+
+  -- The problems the family serves: row indices fit int32 (max_pages * page_size), B fits the
+  -- grid's z (65535), GQA up to 8 query heads per KV head (decode.cuh static_assert).
+  domain = {
+    "D == 64 or D == 128",
+    "HKV >= 1 and HQ % HKV == 0 and HQ // HKV <= 8",
+    "B >= 1 and B <= 65535",
+    "page_size >= 1 and max_pages >= 1 and max_pages * page_size <= 2147483647",
+  },
+  -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio; 4 splits of each
+  -- sequence keep small batches busy without a large merge for big ones.
+  fallback = { SPLITS = 4, BLOCK_N = 32, WARPS = 4, VEC_BYTES = 16, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
+               KV_HINT = 1, BLOCK_ORDER = 1 },
 
   problems = {
-    problem(32, 32, 8, 4096, 16),
-    problem(32, 32, 8, 4096, 4096),     -- contiguous
-    problem(8, 32, 8, 32768, 64),
-    problem(8, 32, 8, 32768, 32768),    -- contiguous
-    problem(128, 32, 8, 1024, 32),
-    problem(128, 32, 8, 1024, 1024),    -- contiguous
+    problem(32, 32, 8, 128, 16, 256),    -- lengths 1..4096, page 16 (the decoder block's step)
+    problem(32, 32, 8, 128, 32, 128),    -- lengths 1..4096, page 32
+    problem(1, 32, 8, 128, 16, 2048),    -- one sequence of 32768
+    problem(128, 32, 8, 128, 16, 64),    -- lengths 1..1024, large batch
+    problem(8, 32, 8, 128, 32, 1024),    -- lengths 1..32768, small batch
+    problem(32, 64, 8, 64, 16, 128),     -- D 64, GQA 8, lengths 1..2048
   },
 
   launch = {
     { kernel = "attn_decode_split",
-      grid = function(c, p)
-        return { c.GQA_PACK == 1 and 1 or p.HQ // p.HKV, c.SPLITS * p.HKV, p.B }
-      end,
-      block = function(c) return { 32 * c.WARPS, 1, 1 } end,
-      shared = function(c) return ring_bytes(c) end },
+      grid = { "GQA_PACK + (1 - GQA_PACK) * (HQ // HKV)", "SPLITS * HKV", "B" },
+      block = { "32 * WARPS", 1, 1 },
+      shared = "KV_RING * BLOCK_N * D * 4" },  -- decode.cuh kRingBytes (0 without the ring)
     { kernel = "attn_decode_combine",
-      grid = function(c, p)
-        if c.SPLITS == 1 then return { 0, 1, 1 } end  -- not launched: the split kernel wrote o
-        return { (p.B * p.HQ + COMBINE_WARPS - 1) // COMBINE_WARPS, 1, 1 }
-      end,
+      -- zero blocks (not launched) when SPLITS == 1: the split kernel wrote o
+      grid = { "min(SPLITS - 1, 1) * ((B * HQ + " .. COMBINE_WARPS - 1 .. ") // " .. COMBINE_WARPS .. ")", 1, 1 },
       block = { 32 * COMBINE_WARPS, 1, 1 },
       shared = 0 },
   },
 
   args = {
     { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 } },
-    { "k_cache", tensor = "bf16", init = { "normal", 0, 1 },
-      shape = function(p) return { p.B * p.L // p.page, p.page, p.HKV, p.D } end },
-    { "v_cache", tensor = "bf16", init = { "normal", 0, 1 },
-      shape = function(p) return { p.B * p.L // p.page, p.page, p.HKV, p.D } end },
-    { "block_table", tensor = "i32", init = { "permutation" },
-      shape = function(p) return { p.B, p.L // p.page } end },
+    { "k_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
+    { "v_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
+    { "block_table", tensor = "i32", shape = { "B", "max_pages" }, init = { "permutation" } },
+    { "seq_lens", tensor = "i32", shape = { "B" },
+      init = { "randint", "B == 1 and max_pages * page_size or 1", "max_pages * page_size" } },
     { "o", tensor = "bf16", shape = { "B", "HQ", "D" }, output = true },
     -- acc [B*HQ*SPLITS, D], then m [B*HQ*SPLITS], then l [B*HQ*SPLITS] (decode.cuh header)
-    { "partial", tensor = "f32", scratch = true,
-      shape = function(p, c) return { p.B * p.HQ * c.SPLITS * (p.D + 2) } end },
+    { "partial", tensor = "f32", scratch = true, shape = { "B * HQ * SPLITS * (D + 2)" } },
     { "B", scalar = "i32", value = "B" },
     { "HQ", scalar = "i32", value = "HQ" },
     { "HKV", scalar = "i32", value = "HKV" },
-    { "L", scalar = "i32", value = "L" },
-    { "max_pages_per_seq", scalar = "i32", value = function(p) return p.L // p.page end },
-    { "scale_log2", scalar = "f32", value = function(p) return 1.4426950408889634 / math.sqrt(p.D) end },
+    { "max_pages", scalar = "i32", value = "max_pages" },
+    { "page_size", scalar = "i32", value = "page_size" },
+    { "q_stride_b", scalar = "i64", value = "HQ * D" },
+    { "q_stride_h", scalar = "i64", value = "D" },
+    { "o_stride_b", scalar = "i64", value = "HQ * D" },
+    { "o_stride_h", scalar = "i64", value = "D" },
+    { "kv_stride_page", scalar = "i64", value = "page_size * HKV * D" },
+    { "kv_stride_row", scalar = "i64", value = "HKV * D" },
+    { "kv_stride_h", scalar = "i64", value = "D" },
+    { "scale_log2", scalar = "f32", value = "1.4426950408889634 / sqrt(D)" },
   },
 
   reference = {
     source = "templates/attention/reference_decode.cuh",
     kernel = "attn_decode_reference",
-    grid = function(p) return { p.HQ, p.B, 1 } end,
-    block = function(p) return { p.D, 1, 1 } end,
+    grid = { "HQ", "B", 1 },
+    block = { "D", 1, 1 },
     shared = 0,
-    defines = function(p) return { HEAD_DIM = p.D, PAGE_SIZE = p.page } end,
+    defines = function(p) return { HEAD_DIM = p.D } end,  -- (a reference table's values are verbatim)
   },
 
   -- Both sides are fp32 math rounded once to bf16; they differ only where the fp32 results straddle a
   -- bf16 rounding boundary (one bf16 ulp, 2^-8 relative), so rel_l2 is expected far below 1e-3.
   -- With random normal q, k, v an output is a softmax average of ~L/e values: |o| is ~0.05 (L 1024)
-  -- to ~0.01 (L 32768) typical, ~0.3 at most, so 1e-2 absolute is ~10 ulps of the largest outputs
-  -- while 5e-2 would exceed most outputs themselves.
+  -- to ~0.01 (L 32768) typical and larger for short sequences (up to |v| itself at L = 1), so 1e-2
+  -- absolute is a few ulps of the largest outputs.
   tolerance = { rel_l2 = 1e-2, max_abs = 1e-2 },
 
   metrics = {
-    -- K + V read once, q read, o written (block table and partials not counted)
-    bytes = function(p) return 2 * p.B * p.L * p.HKV * p.D * 2 + 2 * p.B * p.HQ * p.D * 2 end,
-    flops = function(p) return 4 * p.B * p.HQ * p.L * p.D end,
+    -- K + V of the expected lengths (the mean of the uniform draw, or the full length for B = 1)
+    -- read once, q read, o written (block table and partials not counted)
+    bytes = "2 * B * (B == 1 and max_pages * page_size or (max_pages * page_size + 1) / 2) * HKV * D * 2"
+            .. " + 2 * B * HQ * D * 2",
+    flops = "4 * B * HQ * (B == 1 and max_pages * page_size or (max_pages * page_size + 1) / 2) * D",
   },
 }

@@ -1,16 +1,37 @@
-// decode.cuh: split-KV decode attention over a paged KV cache (one query token per sequence).
+// decode.cuh: split-KV decode attention over a paged KV cache (one query token per sequence), with
+// the arguments serving engines (vLLM, SGLang) pass: per-sequence lengths in device memory, a block
+// table, a runtime page size and strided q, o and caches.
 //
-//   o[b,hq,:] = sum_j softmax_j(q[b,hq,:] . k[b,j,hkv,:] * scale) v[b,j,hkv,:],  hkv = hq / GQA_RATIO
+//   o[b,hq,:] = sum_{j < len_b} softmax_j(q[b,hq,:] . k[b,j,hkv,:] * scale) v[b,j,hkv,:],
+//   hkv = hq / GQA_RATIO,  len_b = seq_lens[b]
 //
-// Layouts (vLLM style): q, o [B, HQ, D] bf16; k_cache, v_cache [NUM_PAGES, PAGE_SIZE, HKV, D] bf16;
-// block_table [B, max_pages_per_seq] int32: KV row j of sequence b is row j % PAGE_SIZE of page
-// block_table[b, j / PAGE_SIZE]. A contiguous cache is the case PAGE_SIZE == L: one page per
-// sequence, the same code path (no separate define); the block table then just permutes sequences.
+// Arguments (both kernels and the reference take the same list, recipes/attention/decode.lua):
+//   q, o          bf16, element (b, hq, d) at b * q_stride_b + hq * q_stride_h + d (o: o_stride_*),
+//                 d contiguous: q may be a view of a fused QKV projection, o any [B, HQ, D] layout.
+//   k_cache,      bf16 [num_pages, page_size, HKV, D] by default: element (page, row, hkv, d) at
+//   v_cache       page * kv_stride_page + row * kv_stride_row + hkv * kv_stride_h + d (K and V share
+//                 the strides: vLLM's NHD caches, FlashInfer's HND ones, K and V interleaved per page).
+//   block_table   int32 [B, max_pages]: KV row j of sequence b is row j % page_size of page
+//                 block_table[b * max_pages + j / page_size]. Only the first ceil(len_b / page_size)
+//                 entries of a row are read.
+//   seq_lens      int32 [B] in device memory: len_b, clamped to [0, max_pages * page_size].
+//   page_size     any size >= 1 (a runtime value; rows are split by a multiply-shift division).
+// Alignment: q, o, k_cache, v_cache 16-byte aligned and every stride a multiple of 8 elements.
+// A sequence of length 0 gets o = 0 (no keys: the empty sum, never NaN).
+//
+// CUDA graphs: the grid depends only on B, HQ, HKV and the config (SPLITS, GQA_PACK); lengths and
+// the block table are read on the device, so one captured launch serves every step of a batch.
+// Split s of sequence b takes tiles [s * per, (s + 1) * per) of that sequence's own length,
+// per = ceil(ceil(len_b / BLOCK_N) / SPLITS): every split of a long sequence works, and a split past
+// a short sequence's end writes the empty partial (m = -inf, l = 0, acc = 0) that the combine
+// weighs 0. The last tile of a split may be partial: its rows past the end are loaded from the
+// last valid row (never out of the sequence's pages) and get the score -inf.
 // Math is fp32. Scores are in log2 units, s = (q . k) * scale_log2 with scale_log2 = scale * log2(e),
-// so every exponential is a single exp2.
+// so every exponential is a single exp2. Every online-softmax step shifts by 0 instead of a max of
+// -inf (a row group that has seen only masked rows), so empty states stay (m = -inf, l = 0, acc = 0).
 //
 // Tunables (recipes/attention/decode.lua):
-//   SPLITS     1 | 2 | 4 | 8 | 16 | 32  chunks of the KV length per (sequence, KV head): more blocks
+//   SPLITS     1 | 2 | 4 | 8 | 16 | 32  chunks of each sequence per (sequence, KV head): more blocks
 //                                      for small B * HKV, one more fp32 partial per chunk to merge
 //   BLOCK_N    16 | 32 | 64 | 128       KV rows per block tile (all loaded before any is used)
 //   WARPS      2 | 4 | 8                warps per block of the split kernel
@@ -32,18 +53,15 @@
 //   BLOCK_ORDER 0 | 1 (default 1)       launch order of the split kernel's blocks: 0 y = split * HKV + hkv
 //                                      (adjacent blocks read the other heads' rows of the same pages at
 //                                      about the same time), 1 y = hkv * SPLITS + split (adjacent blocks
-//                                      walk one head's sequence). Same blocks when SPLITS == 1. On H200
-//                                      either wins by up to ~7% depending on the config; the best
-//                                      configs per problem were within 2%.
+//                                      walk one head's sequence). Same blocks when SPLITS == 1.
 //   COMBINE_WARPS (default 4)           warps per block of the combine kernel
-// Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), PAGE_SIZE, GQA_RATIO (= HQ / HKV).
+// Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
-//   attn_decode_split    grid (GQA_PACK ? 1 : GQA_RATIO, SPLITS * HKV, B), block WARPS * 32, no
-//                        dynamic shared memory. Block (x, y, b) takes KV head hkv and split (rows
-//                        [split * L / SPLITS, (split + 1) * L / SPLITS)) from y by BLOCK_ORDER, and
-//                        query heads hkv * GQA_RATIO + {0 .. GQA_RATIO - 1} (GQA_PACK) or
-//                        hkv * GQA_RATIO + x.
+//   attn_decode_split    grid (GQA_PACK ? 1 : GQA_RATIO, SPLITS * HKV, B), block WARPS * 32, dynamic
+//                        shared memory kRingBytes. Block (x, y, b) takes KV head hkv and split from y
+//                        by BLOCK_ORDER, and query heads hkv * GQA_RATIO + {0 .. GQA_RATIO - 1}
+//                        (GQA_PACK) or hkv * GQA_RATIO + x.
 //                        SPLITS > 1: writes its unnormalised fp32 partial (m, l, acc) to `partial`.
 //                        SPLITS == 1: normalises and writes o itself; `partial` is not touched.
 //   attn_decode_combine  grid (ceil(B * HQ / COMBINE_WARPS)), block COMBINE_WARPS * 32; one warp per
@@ -51,11 +69,11 @@
 //                        SPLITS == 1: returns at once (the recipe gives it a zero grid: not launched).
 // Scratch (floats; R = B * HQ * SPLITS records, record (b * HQ + hq) * SPLITS + split; R * (D + 2)):
 //   partial[0, R*D)          acc = sum_j 2^(s_j - m) v_j (unnormalised), D floats per record
-//   partial[R*D, R*D + R)    m   = max_j s_j over the split (log2 units)
+//   partial[R*D, R*D + R)    m   = max_j s_j over the split (log2 units; -inf: an empty split)
 //   partial[R*D + R, R*D+2R) l   = sum_j 2^(s_j - m)
-// Requirements (recipe `applies` skips other problems): L % (SPLITS * BLOCK_N) == 0,
-// L <= max_pages_per_seq * PAGE_SIZE, HQ == HKV * GQA_RATIO. PAGE_SIZE need not divide BLOCK_N or be
-// divided by it: a tile inside one page looks its page up once, otherwise each row looks up its own.
+// Requirements (recipe `requires`): BLOCK_N a multiple of the block's row groups (static_assert),
+// HQ == HKV * GQA_RATIO. A tile inside one page (page_size % BLOCK_N == 0, a runtime test) looks its
+// page up once, otherwise each row looks up its own.
 //
 // Thread map of the split kernel: the kLanesPerRow lanes of a row group read one KV row (K and V),
 // each lane kVecElems consecutive head-dim elements; a warp holds kRowsPerWarp groups, the block
@@ -63,18 +81,18 @@
 // rows. Each group keeps its own online-softmax state (m, l, acc slice) per query head; q . k is
 // reduced across the group by xor shuffles, so every lane of a group holds the same scores.
 //
-// Stages: tile_setup (indices, q into registers, pre-scaled); per tile page_stage (block-table
-// look-up, one tile ahead), load_stage (16/8-byte K and V loads into registers), compute_stage
-// (scores, online softmax, P V); epilogue (merge groups by shuffles, warps through shared memory,
-// write partial or o). Combine kernel: combine_stage.
+// Stages: tile_setup (length, split rows, q into registers, pre-scaled); per tile page_stage
+// (block-table look-up, one tile ahead), load_stage (16/8-byte K and V loads into registers),
+// compute_stage (scores, mask, online softmax, P V); epilogue (merge groups by shuffles, warps
+// through shared memory, write partial or o). Combine kernel: combine_stage.
 #include <cuda_bf16.h>
 #include "common/bf16.cuh"
 #include "common/cp_async.cuh"
 #include "common/reduce.cuh"
 
 #if !defined(SPLITS) || !defined(BLOCK_N) || !defined(WARPS) || !defined(VEC_BYTES) || !defined(GQA_PACK) || \
-    !defined(HEAD_DIM) || !defined(PAGE_SIZE) || !defined(GQA_RATIO)
-#error "decode.cuh needs -D SPLITS BLOCK_N WARPS VEC_BYTES GQA_PACK HEAD_DIM PAGE_SIZE GQA_RATIO"
+    !defined(HEAD_DIM) || !defined(GQA_RATIO)
+#error "decode.cuh needs -D SPLITS BLOCK_N WARPS VEC_BYTES GQA_PACK HEAD_DIM GQA_RATIO"
 #endif
 #ifndef STAGES
 #define STAGES 1
@@ -105,8 +123,6 @@ constexpr int kThreads = WARPS * 32;
 constexpr int kGroups = WARPS * kRowsPerWarp;        // row groups per block
 constexpr int kRows = BLOCK_N / kGroups;             // rows per group per tile
 constexpr int kHeads = GQA_PACK ? GQA_RATIO : 1;     // query heads per block
-constexpr bool kTileInPage = PAGE_SIZE % BLOCK_N == 0;
-constexpr int kPageIds = kTileInPage ? 1 : kRows;    // block-table entries a thread holds per tile
 constexpr int kChunks = HEAD_DIM / 4;                // float4 chunks of one output row
 constexpr int kSmemBytes = WARPS * kHeads * (kD + 2) * 4;
 constexpr int kKvRegs = 2 * kRows * kWords * STAGES; // registers holding K/V tiles
@@ -123,7 +139,6 @@ static_assert(BLOCK_N % kGroups == 0 && kRows >= 1,
               "every row group needs whole rows: BLOCK_N must be a multiple of WARPS * 32 / lanes-per-row");
 static_assert(GQA_PACK == 0 || GQA_PACK == 1, "GQA_PACK must be 0 or 1");
 static_assert(GQA_RATIO >= 1 && GQA_RATIO <= 8, "GQA_RATIO must be 1..8");
-static_assert(PAGE_SIZE >= 1, "PAGE_SIZE must be positive");
 static_assert(STAGES == 1 || STAGES == 2, "STAGES must be 1 or 2");
 static_assert(KV_HINT >= 0 && KV_HINT <= 2, "KV_HINT must be 0, 1 or 2");
 static_assert(KV_RING == 0 || (KV_RING >= 2 && KV_RING <= 8), "KV_RING must be 0 or 2..8");
@@ -179,21 +194,43 @@ __device__ __forceinline__ void r2g_store_bf16x4(bf16 *p, float a, float b, floa
   *reinterpret_cast<uint2 *>(p) = make_uint2(tune::pack_bf16x2(a, b), tune::pack_bf16x2(c, d));
 }
 
+// n / d and n % d for 0 <= n < 2^31 and a divisor d >= 1 known only at run time, as a multiply-high
+// and a shift (Granlund-Montgomery, as CUTLASS's FastDivmod): mul = ceil(2^p / d), p = 31 + ceil(log2 d).
+struct fast_div {
+  int d;
+  unsigned mul, shr;
+  __device__ __forceinline__ int div(int n) const { return d > 1 ? (int)(__umulhi((unsigned)n, mul) >> shr) : n; }
+};
+
+__device__ __forceinline__ fast_div make_fast_div(int d) {
+  fast_div f{d, 0u, 0u};
+  if (d > 1) {
+    const unsigned p = 31 + (32 - __clz(d - 1));
+    f.mul = (unsigned)(((1ull << p) + (unsigned)d - 1) / (unsigned)d);
+    f.shr = p - 32;
+  }
+  return f;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Split kernel stages.
 
 struct split_ctx {
-  int b;           // sequence
-  int hq0;         // first query head of the block
-  int split;       // KV chunk index
+  int b;                 // sequence
+  int hq0;               // first query head of the block
+  int split;             // KV chunk index
   int warp, lane;
-  int group;       // row group of this thread in the block (0 .. kGroups-1)
-  int row0;        // first KV row (within the sequence) of the split
-  int n_tiles;     // BLOCK_N tiles in the split
-  int row_stride;  // elements between consecutive rows of a page (HKV * D)
-  const int *bt;   // block_table row of sequence b
-  const bf16 *k;   // k_cache + hkv * D + this lane's head-dim offset (page 0, row 0)
-  const bf16 *v;   // same for v_cache
+  int group;             // row group of this thread in the block (0 .. kGroups-1)
+  int row0;              // first KV row (within the sequence) of the split
+  int row_end;           // one past the split's last row (<= the sequence's length)
+  int n_tiles;           // BLOCK_N tiles in the split, the last one possibly partial (0: empty split)
+  bool tile_in_page;     // page_size % BLOCK_N == 0: a tile's rows share one page
+  fast_div page;         // row -> (page index, row in page)
+  long long page_stride; // kv_stride_page [elements]
+  long long row_stride;  // kv_stride_row [elements]
+  const int *bt;         // block_table row of sequence b
+  const bf16 *k;         // k_cache + hkv * kv_stride_h + this lane's head-dim offset (page 0, row 0)
+  const bf16 *v;         // same for v_cache
 };
 
 // Online-softmax state of one row group, per query head: running max m (log2 units), running
@@ -204,12 +241,17 @@ struct softmax_state {
   float acc[kHeads][kVecElems];
 };
 
-// Block -> (b, heads, split, rows); this lane's q slice of every head into qf, pre-scaled.
+// Block -> (b, heads, split, rows of this sequence's length); this lane's q slice of every head
+// into qf, pre-scaled.
 __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache,
                                                 const bf16 *__restrict__ v_cache, const int *__restrict__ block_table,
-                                                int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2,
+                                                const int *__restrict__ seq_lens, int HKV, int max_pages,
+                                                int page_size, long long q_stride_b, long long q_stride_h,
+                                                long long kv_stride_page, long long kv_stride_row,
+                                                long long kv_stride_h, float scale_log2,
                                                 float (&qf)[kHeads][kVecElems]) {
   split_ctx c;
+  c.page = make_fast_div(page_size);
   c.b = blockIdx.z;
   const int hkv = BLOCK_ORDER == 0 ? blockIdx.y % HKV : blockIdx.y / SPLITS;
   c.split = BLOCK_ORDER == 0 ? blockIdx.y / HKV : blockIdx.y % SPLITS;
@@ -218,16 +260,21 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
   c.lane = threadIdx.x % 32;
   c.group = c.warp * kRowsPerWarp + c.lane / kLanesPerRow;
   const int d_off = (c.lane % kLanesPerRow) * kVecElems;
-  const int chunk = L / SPLITS;
-  c.row0 = c.split * chunk;
-  c.n_tiles = chunk / BLOCK_N;
-  c.row_stride = HKV * kD;
-  c.bt = block_table + (long long)c.b * max_pages_per_seq;
-  c.k = k_cache + (long long)hkv * kD + d_off;
-  c.v = v_cache + (long long)hkv * kD + d_off;
+  const int len = max(0, min(__ldg(seq_lens + c.b), max_pages * page_size));
+  const int tiles = (len + BLOCK_N - 1) / BLOCK_N;
+  const int per_split = (tiles + SPLITS - 1) / SPLITS;
+  c.row0 = min(c.split * per_split, tiles) * BLOCK_N;
+  c.row_end = min(c.row0 + per_split * BLOCK_N, len);
+  c.n_tiles = max(0, (c.row_end - c.row0 + BLOCK_N - 1) / BLOCK_N);
+  c.tile_in_page = page_size % BLOCK_N == 0;
+  c.page_stride = kv_stride_page;
+  c.row_stride = kv_stride_row;
+  c.bt = block_table + (long long)c.b * max_pages;
+  c.k = k_cache + (long long)hkv * kv_stride_h + d_off;
+  c.v = v_cache + (long long)hkv * kv_stride_h + d_off;
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
-    const kv_vec qv = *reinterpret_cast<const kv_vec *>(q + ((long long)c.b * HQ + c.hq0 + h) * kD + d_off);
+    const kv_vec qv = *reinterpret_cast<const kv_vec *>(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off);
 #pragma unroll
     for (int w = 0; w < kWords; ++w) {
       qf[h][2 * w] = bf16_lo(qv.w[w]) * scale_log2;
@@ -237,26 +284,38 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
   return c;
 }
 
-// Block-table entries for tile t: one (tile inside a page) or one per row of this thread.
-__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kPageIds]) {
-  const int r0 = c.row0 + t * BLOCK_N;
-  if constexpr (kTileInPage) {
-    pages[0] = __ldg(c.bt + r0 / PAGE_SIZE);
+// Row i of this thread in tile t, clamped to the split's last row: the masked rows of a partial
+// tile read a row of the sequence's own pages (their scores are -inf, compute_stage).
+__device__ __forceinline__ int tile_row(const split_ctx &c, int t, int i) {
+  return min(c.row0 + t * BLOCK_N + i * kGroups + c.group, c.row_end - 1);
+}
+
+// Block-table entries of this thread's rows of tile t (t < n_tiles): one look-up for a tile inside a
+// page, else one per row.
+__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kRows]) {
+  if (c.tile_in_page) {
+    const int p = __ldg(c.bt + c.page.div(c.row0 + t * BLOCK_N));
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) pages[i] = p;
   } else {
 #pragma unroll
-    for (int i = 0; i < kPageIds; ++i) pages[i] = __ldg(c.bt + (r0 + i * kGroups + c.group) / PAGE_SIZE);
+    for (int i = 0; i < kRows; ++i) pages[i] = __ldg(c.bt + c.page.div(tile_row(c, t, i)));
   }
 }
 
+// Element offset of this thread's row i of tile t from c.k / c.v, its page being `page`.
+__device__ __forceinline__ long long row_offset(const split_ctx &c, int t, int i, int page) {
+  const int r = tile_row(c, t, i);
+  const int in_page = r - c.page.div(r) * c.page.d;
+  return page * c.page_stride + in_page * c.row_stride;
+}
+
 // Issue this thread's K and V loads of tile t (kRows rows each); nothing waits here.
-__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kPageIds],
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kRows],
                                            kv_vec (&kb)[kRows], kv_vec (&vb)[kRows]) {
-  const int r0 = c.row0 + t * BLOCK_N;
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    const int r = r0 + i * kGroups + c.group;
-    const int page = pages[kTileInPage ? 0 : i];
-    const long long off = ((long long)page * PAGE_SIZE + r % PAGE_SIZE) * c.row_stride;
+    const long long off = row_offset(c, t, i, pages[i]);
     kb[i] = g2r_load_kv(c.k + off);
     vb[i] = g2r_load_kv(c.v + off);
   }
@@ -269,14 +328,11 @@ __device__ __forceinline__ unsigned ring_addr(unsigned ring, int slot, int j) {
 }
 
 // Issue cp.async copies of this thread's K and V vectors of tile t into ring slot `slot`.
-__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kPageIds],
+__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kRows],
                                                 unsigned ring, int slot) {
-  const int r0 = c.row0 + t * BLOCK_N;
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    const int r = r0 + i * kGroups + c.group;
-    const int page = pages[kTileInPage ? 0 : i];
-    const long long off = ((long long)page * PAGE_SIZE + r % PAGE_SIZE) * c.row_stride;
+    const long long off = row_offset(c, t, i, pages[i]);
     tune::g2s_copy16(ring_addr(ring, slot, i), c.k + off);
     tune::g2s_copy16(ring_addr(ring, slot, kRows + i), c.v + off);
   }
@@ -295,9 +351,15 @@ __device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, kv_vec 
   }
 }
 
-// Scores of the tile's rows for every head, online-softmax update, acc += P V.
+// The shift of an online-softmax step: the running max, or 0 while it is -inf (nothing seen), so
+// that 2^(-inf - shift) = 0 and empty states stay (m = -inf, l = 0, acc = 0) instead of NaN.
+__device__ __forceinline__ float safe_shift(float m) { return m == neg_inf() ? 0.f : m; }
+
+// Scores of the tile's rows for every head (-inf for this thread's rows i with i * kGroups >=
+// valid: past the split's end), online-softmax update, acc += P V. valid = rows of the tile left
+// in the split minus this thread's group.
 __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElems], const kv_vec (&kb)[kRows],
-                                              const kv_vec (&vb)[kRows], softmax_state &st) {
+                                              const kv_vec (&vb)[kRows], int valid, softmax_state &st) {
   float s[kHeads][kRows];
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
@@ -322,6 +384,11 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
     for (int h = 0; h < kHeads; ++h)
 #pragma unroll
       for (int i = 0; i < kRows; ++i) s[h][i] += __shfl_xor_sync(0xffffffffu, s[h][i], off);
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h)
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+      if (i * kGroups >= valid) s[h][i] = neg_inf();
 
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -329,12 +396,13 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 #pragma unroll
     for (int i = 1; i < kRows; ++i) m_tile = fmaxf(m_tile, s[h][i]);
     const float m_new = fmaxf(st.m[h], m_tile);
-    const float alpha = exp2_approx(st.m[h] - m_new);  // 0 on the first tile (m = -inf)
+    const float shift = safe_shift(m_new);
+    const float alpha = exp2_approx(st.m[h] - shift);  // 0 on the first tile (m = -inf)
     st.m[h] = m_new;
     float l = st.l[h] * alpha;
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
-      s[h][i] = exp2_approx(s[h][i] - m_new);
+      s[h][i] = exp2_approx(s[h][i] - shift);
       l += s[h][i];
     }
     st.l[h] = l;
@@ -360,7 +428,8 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 // and write the split's partial (SPLITS > 1) or the normalised output (SPLITS == 1).
 __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, float *__restrict__ s_acc,
                                          float *__restrict__ s_m, float *__restrict__ s_l, bf16 *__restrict__ o,
-                                         float *__restrict__ partial, int B, int HQ) {
+                                         float *__restrict__ partial, int B, int HQ, long long o_stride_b,
+                                         long long o_stride_h) {
   // Groups of one warp: lanes lane and lane ^ off (off a multiple of kLanesPerRow) hold the same slice.
 #pragma unroll
   for (int off = kLanesPerRow; off < 32; off <<= 1) {
@@ -368,8 +437,9 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
     for (int h = 0; h < kHeads; ++h) {
       const float m_o = __shfl_xor_sync(0xffffffffu, st.m[h], off);
       const float l_o = __shfl_xor_sync(0xffffffffu, st.l[h], off);
-      const float m_new = fmaxf(st.m[h], m_o);  // finite: every group saw at least one row
-      const float a = exp2_approx(st.m[h] - m_new), b = exp2_approx(m_o - m_new);
+      const float m_new = fmaxf(st.m[h], m_o);  // -inf when neither group saw a row
+      const float shift = safe_shift(m_new);
+      const float a = exp2_approx(st.m[h] - shift), b = exp2_approx(m_o - shift);
       st.m[h] = m_new;
       st.l[h] = st.l[h] * a + l_o * b;
 #pragma unroll
@@ -399,19 +469,21 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
     float m = neg_inf();
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) m = fmaxf(m, s_m[w * kHeads + h]);
+    const float shift = safe_shift(m);
     float l = 0.f;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) {
-      const float sc = exp2_approx(s_m[w * kHeads + h] - m);
+      const float sc = exp2_approx(s_m[w * kHeads + h] - shift);
       l = fmaf(s_l[w * kHeads + h], sc, l);
       const float4 x = *reinterpret_cast<const float4 *>(s_acc + (w * kHeads + h) * kD + ch * 4);
       a.x = fmaf(x.x, sc, a.x); a.y = fmaf(x.y, sc, a.y); a.z = fmaf(x.z, sc, a.z); a.w = fmaf(x.w, sc, a.w);
     }
     const long long bh = (long long)c.b * HQ + c.hq0 + h;
     if constexpr (SPLITS == 1) {
-      const float inv = 1.f / l;
-      r2g_store_bf16x4(o + bh * kD + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+      const float inv = l > 0.f ? 1.f / l : 0.f;  // l = 0: an empty sequence, o = 0
+      r2g_store_bf16x4(o + c.b * o_stride_b + (c.hq0 + h) * o_stride_h + ch * 4, a.x * inv, a.y * inv, a.z * inv,
+                       a.w * inv);
     } else {
       const long long rec = bh * SPLITS + c.split;
       *reinterpret_cast<float4 *>(partial + rec * kD + ch * 4) = a;
@@ -425,7 +497,9 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
 
 // ---------------------------------------------------------------------------------------------
 // Combine kernel stage: one warp merges the SPLITS partials of record (b * HQ + hq).
-__device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float *__restrict__ partial, int B, int HQ) {
+// Splits past a sequence's end have m = -inf and l = 0: weight 0; all empty (length 0): o = 0.
+__device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float *__restrict__ partial, int B, int HQ,
+                                              long long o_stride_b, long long o_stride_h) {
   const int lane = threadIdx.x % 32;
   const long long bh = (long long)blockIdx.x * COMBINE_WARPS + threadIdx.x / 32;
   if (bh >= (long long)B * HQ) return;
@@ -435,9 +509,10 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
   const float *pl = pm + R;
   const float m = lane < SPLITS ? __ldcg(pm + lane) : neg_inf();
   const float m_all = warp_reduce_max(m);
-  const float w = lane < SPLITS ? exp2_approx(m - m_all) : 0.f;
+  const float w = lane < SPLITS ? exp2_approx(m - safe_shift(m_all)) : 0.f;
   const float l_all = warp_reduce_sum(lane < SPLITS ? __ldcg(pl + lane) * w : 0.f);
-  const float inv = 1.f / l_all;
+  const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
+  bf16 *out = o + (bh / HQ) * o_stride_b + (bh % HQ) * o_stride_h;
   for (int ch = lane; ch < kChunks; ch += 32) {
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
@@ -446,7 +521,7 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
       const float4 x = __ldcg(reinterpret_cast<const float4 *>(acc + s * kD) + ch);
       a.x = fmaf(x.x, ws, a.x); a.y = fmaf(x.y, ws, a.y); a.z = fmaf(x.z, ws, a.z); a.w = fmaf(x.w, ws, a.w);
     }
-    r2g_store_bf16x4(o + bh * kD + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+    r2g_store_bf16x4(out + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
   }
 }
 
@@ -455,16 +530,21 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
 // ---------------------------------------------------------------------------------------------
 // Kernels. Both take the same parameters (recipe args ABI).
 
-extern "C" __global__ void __launch_bounds__(decode::kThreads)
-attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
-                  const int *__restrict__ block_table, bf16 *__restrict__ o, float *__restrict__ partial, int B,
-                  int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2) {
+#define DECODE_PARAMS                                                                                              \
+  const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,                 \
+      const int *__restrict__ block_table, const int *__restrict__ seq_lens, bf16 *__restrict__ o,                \
+      float *__restrict__ partial, int B, int HQ, int HKV, int max_pages, int page_size, long long q_stride_b,   \
+      long long q_stride_h, long long o_stride_b, long long o_stride_h, long long kv_stride_page,                 \
+      long long kv_stride_row, long long kv_stride_h, float scale_log2
+
+extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split(DECODE_PARAMS) {
   using namespace decode;
   __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
 
   float qf[kHeads][kVecElems];
-  const split_ctx c = tile_setup(q, k_cache, v_cache, block_table, HQ, HKV, L, max_pages_per_seq, scale_log2, qf);
+  const split_ctx c = tile_setup(q, k_cache, v_cache, block_table, seq_lens, HKV, max_pages, page_size, q_stride_b,
+                                 q_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, qf);
   softmax_state st;
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -473,9 +553,11 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
 #pragma unroll
     for (int e = 0; e < kVecElems; ++e) st.acc[h][e] = 0.f;
   }
+  // rows of tile t left in the split, minus this thread's group (compute_stage masks the rest)
+  const int valid0 = c.row_end - c.row0 - c.group;
 
-  int pages[kPageIds];
-  page_stage(c, 0, pages);
+  int pages[kRows];
+  if (c.n_tiles > 0) page_stage(c, 0, pages);
 #if KV_RING >= 2
   // Tile t goes to slot t % KV_RING; KV_RING - 1 tiles are in flight while one is computed. One
   // group is committed per tile, empty past the end, so the wait count stays KV_RING - 2.
@@ -500,7 +582,7 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
     tune::cp_async_wait<KV_RING - 1>();
     kv_vec kb[kRows], vb[kRows];
     ring_read_stage(ring, t % KV_RING, kb, vb);
-    compute_stage(qf, kb, vb, st);
+    compute_stage(qf, kb, vb, valid0 - t * BLOCK_N, st);
   }
 #elif STAGES == 1
 #pragma unroll 1
@@ -508,12 +590,12 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
     kv_vec kb[kRows], vb[kRows];
     load_stage(c, t, pages, kb, vb);
     if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
-    compute_stage(qf, kb, vb, st);
+    compute_stage(qf, kb, vb, valid0 - t * BLOCK_N, st);
   }
 #else
   // Register double buffer: tile t+1 is loaded into (kn, vn) before tile t is computed from (kc, vc).
   kv_vec kc[kRows], vc[kRows];
-  load_stage(c, 0, pages, kc, vc);
+  if (c.n_tiles > 0) load_stage(c, 0, pages, kc, vc);
   if (c.n_tiles > 1) page_stage(c, 1, pages);
 #pragma unroll 1
   for (int t = 0; t < c.n_tiles; ++t) {
@@ -522,7 +604,7 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
       load_stage(c, t + 1, pages, kn, vn);
       if (t + 2 < c.n_tiles) page_stage(c, t + 2, pages);
     }
-    compute_stage(qf, kc, vc, st);
+    compute_stage(qf, kc, vc, valid0 - t * BLOCK_N, st);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       kc[i] = kn[i];
@@ -530,12 +612,9 @@ attn_decode_split(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, 
     }
   }
 #endif
-  epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ);
+  epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
 }
 
-extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32)
-attn_decode_combine(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,
-                    const int *__restrict__ block_table, bf16 *__restrict__ o, float *__restrict__ partial, int B,
-                    int HQ, int HKV, int L, int max_pages_per_seq, float scale_log2) {
-  if constexpr (SPLITS > 1) decode::combine_stage(o, partial, B, HQ);
+extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) attn_decode_combine(DECODE_PARAMS) {
+  if constexpr (SPLITS > 1) decode::combine_stage(o, partial, B, HQ, o_stride_b, o_stride_h);
 }

@@ -1,26 +1,33 @@
 // reference_decode.cuh: the plain decode attention every variant of decode.cuh is checked against.
 //
-//   o[b,hq,:] = sum_j p_j v[b,j,hkv,:],  p_j = 2^(s_j - M) / sum_i 2^(s_i - M),
+//   o[b,hq,:] = sum_{j < len_b} p_j v[b,j,hkv,:],  p_j = 2^(s_j - M) / sum_i 2^(s_i - M),
 //   s_j = (q[b,hq,:] . k[b,j,hkv,:]) * scale_log2,  M = max_j s_j,  hkv = hq / (HQ / HKV)
-// (scale_log2 = scale * log2(e), so p is softmax(q . k * scale)). Same layouts and parameters as
-// decode.cuh: q, o [B, HQ, D]; k_cache, v_cache [NUM_PAGES, PAGE_SIZE, HKV, D]; KV row j of sequence b
-// is row j % PAGE_SIZE of page block_table[b * max_pages_per_seq + j / PAGE_SIZE]. `partial` is unused.
+// (scale_log2 = scale * log2(e), so p is softmax(q . k * scale)). Same arguments and contract as
+// decode.cuh: len_b = seq_lens[b] clamped to [0, max_pages * page_size] (0: o = 0); KV row j of
+// sequence b is row j % page_size of page block_table[b * max_pages + j / page_size]; q, o and the
+// caches are addressed through their strides (elements). `partial` is unused.
 //
 // Two exact passes in fp32, no online rescaling: pass 1 finds M, pass 2 sums 2^(s - M) and
 // 2^(s - M) v. One block per (hq, b): grid (HQ, B), block HEAD_DIM threads; thread d owns output
-// element d and, for each chunk of HEAD_DIM rows, the score of row chunk + d. Any L >= 1.
-// Defines: HEAD_DIM, PAGE_SIZE.
+// element d and, for each chunk of HEAD_DIM rows, the score of row chunk + d. Any length.
+// Defines: HEAD_DIM.
 #include <cuda_bf16.h>
 
-#if !defined(HEAD_DIM) || !defined(PAGE_SIZE)
-#error "reference_decode.cuh needs -D HEAD_DIM PAGE_SIZE"
+#if !defined(HEAD_DIM)
+#error "reference_decode.cuh needs -D HEAD_DIM"
 #endif
 static_assert(HEAD_DIM >= 1 && HEAD_DIM <= 1024, "HEAD_DIM must fit one block");
 
-// Element offset of KV row j (head hkv, element 0) of sequence b.
-static __device__ long long ref_kv_row(const int *block_table, int b, int j, int hkv, int HKV, int max_pages_per_seq) {
-  const long long page = block_table[(long long)b * max_pages_per_seq + j / PAGE_SIZE];
-  return ((page * PAGE_SIZE + j % PAGE_SIZE) * HKV + hkv) * HEAD_DIM;
+struct ref_kv {
+  const int *bt;          // block_table row of the sequence
+  int page_size;
+  long long page_stride, row_stride, head_offset;  // elements
+};
+
+// Element offset of KV row j (element 0 of the block's KV head).
+static __device__ long long ref_kv_row(const ref_kv &kv, int j) {
+  const long long page = kv.bt[j / kv.page_size];
+  return page * kv.page_stride + (long long)(j % kv.page_size) * kv.row_stride + kv.head_offset;
 }
 
 // s_j for row j, from q in shared memory.
@@ -32,22 +39,27 @@ static __device__ float ref_score(const float *qs, const __nv_bfloat16 *k_cache,
 
 extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const __nv_bfloat16 *k_cache,
                                                  const __nv_bfloat16 *v_cache, const int *block_table,
-                                                 __nv_bfloat16 *o, float *partial, int B, int HQ, int HKV, int L,
-                                                 int max_pages_per_seq, float scale_log2) {
+                                                 const int *seq_lens, __nv_bfloat16 *o, float *partial, int B, int HQ,
+                                                 int HKV, int max_pages, int page_size, long long q_stride_b,
+                                                 long long q_stride_h, long long o_stride_b, long long o_stride_h,
+                                                 long long kv_stride_page, long long kv_stride_row,
+                                                 long long kv_stride_h, float scale_log2) {
   __shared__ float qs[HEAD_DIM];
   __shared__ float sc[HEAD_DIM];
   const int hq = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const int hkv = hq / (HQ / HKV);
   const float neg_inf = __int_as_float(0xff800000);
-  qs[d] = __bfloat162float(q[((long long)b * HQ + hq) * HEAD_DIM + d]);
+  const int L = max(0, min(seq_lens[b], max_pages * page_size));
+  const ref_kv kv = {block_table + (long long)b * max_pages, page_size, kv_stride_page, kv_stride_row,
+                     hkv * kv_stride_h};
+  qs[d] = __bfloat162float(q[b * q_stride_b + hq * q_stride_h + d]);
   __syncthreads();
 
   // Pass 1: M = max_j s_j.
   float M = neg_inf;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(block_table, b, j, hkv, HKV, max_pages_per_seq), scale_log2)
-                  : neg_inf;
+    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(kv, j), scale_log2) : neg_inf;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM; ++i) M = fmaxf(M, sc[i]);
     __syncthreads();
@@ -57,15 +69,13 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const _
   float sum = 0.f, acc = 0.f;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(block_table, b, j, hkv, HKV, max_pages_per_seq),
-                                    scale_log2) - M)
-                  : 0.f;
+    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(kv, j), scale_log2) - M) : 0.f;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM && j0 + i < L; ++i) {
       sum += sc[i];
-      acc += sc[i] * __bfloat162float(v_cache[ref_kv_row(block_table, b, j0 + i, hkv, HKV, max_pages_per_seq) + d]);
+      acc += sc[i] * __bfloat162float(v_cache[ref_kv_row(kv, j0 + i) + d]);
     }
     __syncthreads();
   }
-  o[((long long)b * HQ + hq) * HEAD_DIM + d] = __float2bfloat16(acc / sum);
+  o[b * o_stride_b + hq * o_stride_h + d] = __float2bfloat16(L > 0 ? acc / sum : 0.f);
 }
