@@ -222,15 +222,17 @@ void tune_report_roofline(FILE *f, const tune_report_data *d) {
     fprintf(f, " (device %lld, ", (long long)id);
     tune_xml_text(f, tune_report_str(dev, "uuid"));
     fputs(")</h3>\n", f);
-    if (r.device) {
+    if (!r.device) fputs("<p class=\"none\">none: no measured limits (peaks) for this device, so no roofline.</p>\n", f);
+    int n_bytes_only = 0;
+    json_array_foreach(d->best, j, row) n_bytes_only += on_device(row, id) && bytes_only(row);
+    if (r.device || n_bytes_only) {
       fputs("<figure class=\"wide\">", f);
-      roofline_chart(f, d, &r);
+      if (r.device) roofline_chart(f, d, &r);
       bandwidth_chart(f, d, &r);
-      fputs("<figcaption>Ceilings: the latest measured limits of this device (peaks).</figcaption></figure>\n", f);
-      peaks_table(f, d, id);
-    } else {
-      fputs("<p class=\"none\">none: no measured limits (peaks) for this device, so no roofline.</p>\n", f);
+      fputs("<figcaption>Ceilings: the latest measured limits of this device (peaks); bars: achieved bandwidth of the "
+            "variants that do no flops.</figcaption></figure>\n", f);
     }
+    if (r.device) peaks_table(f, d, id);
     if (n_best) best_table(f, d, id);
   }
   if (!drawn) fputs("<p class=\"none\">none: no verified results and no measured limits.</p>\n", f);

@@ -70,6 +70,7 @@ void tune_svg_close(FILE *f) { fputs("</svg>\n", f); }
 void tune_svg_num(char *buf, size_t n, double v) {
   double a = fabs(v);
   if (v == 0) snprintf(buf, n, "0");
+  else if (a >= 1000 && a < 1e6) snprintf(buf, n, "%.0f", v);
   else if (a >= 1e-3 && a < 1e6) snprintf(buf, n, "%.3g", v);
   else snprintf(buf, n, "%.2g", v);
 }
