@@ -34,6 +34,7 @@ void tune_svg_axis_fit(tune_svg_axis *a, double lo, double hi, int allow_log, do
   if (lo > hi) { double t = lo; lo = hi; hi = t; }
   if (!isfinite(lo) || !isfinite(hi)) lo = 0, hi = 1;
   a->log = allow_log && lo > 0 && hi / lo > want_log_ratio;
+  a->step = 0;
   if (a->log) {
     a->lo = pow(10, floor(log10(lo)));
     a->hi = pow(10, ceil(log10(hi)));
@@ -47,6 +48,7 @@ void tune_svg_axis_fit(tune_svg_axis *a, double lo, double hi, int allow_log, do
   double step = lin_step(lo, hi);
   a->lo = floor(lo / step) * step;
   a->hi = ceil(hi / step) * step;
+  a->step = step; /* ticks on multiples of it, which the snapped range starts at */
 }
 
 double tune_svg_map(const tune_svg_axis *a, double v) {
@@ -75,6 +77,14 @@ void tune_svg_num(char *buf, size_t n, double v) {
   else snprintf(buf, n, "%.2g", v);
 }
 
+/* A tick's label: on a linear axis with as many decimals as its step needs. */
+static void tick_label(const tune_svg_axis *a, double v, char *buf, size_t n) {
+  double step = a->log ? 0 : a->step > 0 ? a->step : lin_step(a->lo, a->hi);
+  int decimals = step > 0 && step < 1 ? (int)ceil(-log10(step) - 1e-9) : 0;
+  if (a->log || fabs(v) >= 1e6) tune_svg_num(buf, n, v);
+  else snprintf(buf, n, "%.*f", decimals, v);
+}
+
 /* The ticks of an axis into t[max]; returns how many. */
 static int ticks(const tune_svg_axis *a, double *t, int max) {
   int n = 0;
@@ -84,7 +94,7 @@ static int ticks(const tune_svg_axis *a, double *t, int max) {
     for (double v = a->lo; v <= a->hi * 1.0001 && n < max; v *= pow(10, every)) t[n++] = v;
     return n;
   }
-  double step = lin_step(a->lo, a->hi);
+  double step = a->step > 0 ? a->step : lin_step(a->lo, a->hi);
   for (double v = a->lo; v <= a->hi + step * 1e-6 && n < max; v += step) t[n++] = fabs(v) < step * 1e-9 ? 0 : v;
   return n;
 }
@@ -96,7 +106,7 @@ void tune_svg_xaxis(FILE *f, const tune_svg_axis *x, const tune_svg_axis *y) {
   fputs("<g class=\"axis\">", f);
   for (int i = 0; i < n; ++i) {
     double px = tune_svg_map(x, t[i]);
-    tune_svg_num(num, sizeof num, t[i]);
+    tick_label(x, t[i], num, sizeof num);
     fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>",
             px, y->px_lo, px, y->px_hi, px, y->px_lo + 12, num);
@@ -116,7 +126,7 @@ void tune_svg_axes(FILE *f, const tune_svg_axis *x, const tune_svg_axis *y) {
   int n = ticks(y, t, 32);
   for (int i = 0; i < n; ++i) {
     double py = tune_svg_map(y, t[i]);
-    tune_svg_num(num, sizeof num, t[i]);
+    tick_label(y, t[i], num, sizeof num);
     fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
             x->px_lo, py, x->px_hi, py, x->px_lo - 3, py + 3, num);

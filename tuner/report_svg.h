@@ -17,6 +17,7 @@ typedef struct tune_svg_axis {
   int log;              /* 1: logarithmic (base 10) */
   double px_lo, px_hi;  /* pixels of lo and hi */
   const char *label;    /* with its unit, e.g. "best median [us]" */
+  double step;          /* linear tick step (tune_svg_axis_fit sets it); 0: about 5 ticks */
 } tune_svg_axis;
 
 /* Fit the axis to values in [lo, hi] (any order; a single value gets a margin): log when
