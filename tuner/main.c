@@ -7,6 +7,7 @@
 #include "argv.h"
 #include "commands.h"
 #include "compare.h"
+#include "report.h"
 #include "version.h"
 #include "worker.h"
 
@@ -64,6 +65,7 @@ static const verb verbs[] = {
     {"bundle", tune_cmd_bundle, "bundle              export the best variants for libtunert (tune bundle --help)"},
     {"compare", tune_compare_main, "compare RECIPE      tune's best variants against cuBLAS/cuDNN/PyTorch in interleaved\n"
                                    "                      rounds, burst and sustained timing (tune compare --help)"},
+    {"report", tune_cmd_report, "report              one HTML page of a database's searches, roofline, peers (tune report --help)"},
     {"worker", cmd_worker, "worker              the GPU worker process (started by tune run; not for direct use)"},
     {"version", cmd_version, "version             print the version"},
     {"--version", cmd_version, NULL},

@@ -1,0 +1,170 @@
+/* report_peers.c: the page's section on the ratios against the peers (report_int.h).
+ *
+ * From the latest comparison of kind 'compare' per recipe, per problem and timing mode, as the
+ * text table of tune compare --report computes them (compare_report.h): tune's variant and the
+ * peer with the lowest median over the rounds, and their ratio round by round (peer / tune,
+ * above 1 tune is faster) as a median with its min-max range; "faster" only when the whole range
+ * is above 1 (tune_ratio_verdict). */
+#include "report_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare_report.h"
+#include "report_svg.h"
+
+#define MAX_ROUNDS 64
+#define MAX_SIDES 16
+#define MAX_GROUPS 128
+
+typedef struct side {
+  char label[160];
+  double ns[MAX_ROUNDS]; /* by round - 1, 0 not timed */
+} side;
+
+typedef struct group {
+  const char *problem, *timing;
+  side tune[MAX_SIDES], peer[MAX_SIDES];
+  int n_tune, n_peer, rounds;
+  /* results */
+  const side *best_tune, *best_peer;
+  tune_ratio ratio;
+} group;
+
+static side *side_for(side *arr, int *n, const char *label) {
+  for (int i = 0; i < *n; ++i)
+    if (!strcmp(arr[i].label, label)) return &arr[i];
+  if (*n >= MAX_SIDES) return NULL;
+  side *s = &arr[(*n)++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->label, sizeof s->label, "%s", label);
+  return s;
+}
+
+static const side *best_of(const side *arr, int n, int rounds) {
+  const side *best = NULL;
+  double best_ns = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    double m = tune_median(arr[i].ns, rounds);
+    if (m > 0 && m < best_ns) best_ns = m, best = &arr[i];
+  }
+  return best;
+}
+
+/* Rows [*i, end of its (problem, timing)) into g; *i moves past them. */
+static void read_group(const json_t *rows, size_t *i, group *g) {
+  size_t n = json_array_size(rows);
+  const json_t *first = json_array_get(rows, *i);
+  g->problem = tune_report_str(first, "problem");
+  g->timing = tune_report_str(first, "timing");
+  for (; *i < n; ++*i) {
+    const json_t *row = json_array_get(rows, *i);
+    if (strcmp(tune_report_str(row, "problem"), g->problem) || strcmp(tune_report_str(row, "timing"), g->timing)) break;
+    int peer = !strcmp(tune_report_str(row, "side"), "peer"), round = (int)json_integer_value(json_object_get(row, "round"));
+    char label[160];
+    if (peer) snprintf(label, sizeof label, "%s", tune_report_str(json_object_get(row, "params"), "peer"));
+    else snprintf(label, sizeof label, "config %lld", (long long)json_integer_value(json_object_get(row, "config_id")));
+    side *s = peer ? side_for(g->peer, &g->n_peer, label) : side_for(g->tune, &g->n_tune, label);
+    if (!s || round < 1 || round > MAX_ROUNDS) continue;
+    if (round > g->rounds) g->rounds = round;
+    if (!strcmp(tune_report_str(row, "status"), "ok")) s->ns[round - 1] = tune_report_num(row, "median_ns");
+  }
+  g->best_tune = best_of(g->tune, g->n_tune, g->rounds);
+  g->best_peer = best_of(g->peer, g->n_peer, g->rounds);
+  if (g->best_tune && g->best_peer) g->ratio = tune_ratio_of(g->best_peer->ns, g->best_tune->ns, g->rounds);
+}
+
+static void ratio_chart(FILE *f, const json_t *info, const group *g, int n) {
+  double lo = 1, hi = 1;
+  int shown = 0;
+  for (int i = 0; i < n; ++i)
+    if (g[i].ratio.n) lo = fmin(lo, g[i].ratio.lo), hi = fmax(hi, g[i].ratio.hi), shown++;
+  if (!shown) return;
+  int h = 52 + 16 * shown;
+  tune_svg_axis x = {.px_lo = 270, .px_hi = 620, .label = "peer time / tune time (above 1: tune faster)"};
+  tune_svg_axis y = {.lo = 0, .hi = shown, .px_lo = h - 36, .px_hi = 8, .label = ""};
+  tune_svg_axis_fit(&x, lo, hi, 0, 0);
+  char title[256];
+  snprintf(title, sizeof title, "%s: ratio against the peers, median and min-max over the rounds", tune_report_str(info, "recipe"));
+  tune_svg_open(f, 640, h, title);
+  tune_svg_xaxis(f, &x, &y);
+  fprintf(f, "<line class=\"one\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", tune_svg_map(&x, 1), y.px_lo,
+          tune_svg_map(&x, 1), y.px_hi);
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    const tune_ratio *r = &g[i].ratio;
+    if (!r->n) continue;
+    double py = tune_svg_map(&y, shown - k++ - 0.5);
+    const char *cls = strcmp(g[i].timing, "sustained") ? "burst" : "sustained";
+    fprintf(f, "<g class=\"%s\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>"
+               "<title>%.3f (%.3f-%.3f, %d rounds): %s</title></g><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
+            cls, tune_svg_map(&x, r->lo), py, tune_svg_map(&x, r->hi), py, tune_svg_map(&x, r->median), py, r->median, r->lo,
+            r->hi, r->n, tune_ratio_verdict(r), x.px_lo - 4, py + 3);
+    tune_xml_text(f, g[i].problem);
+    fputs(" (", f);
+    tune_xml_text(f, g[i].timing);
+    fputs(")</text>\n", f);
+  }
+  tune_svg_close(f);
+}
+
+static void ratio_table(FILE *f, const group *g, int n) {
+  fputs("<table class=\"ratios\"><tr><th>problem</th><th>timing</th><th>tune [us]</th><th>peer</th><th>peer [us]</th>"
+        "<th>ratio (min-max, rounds)</th><th>verdict</th></tr>\n", f);
+  for (int i = 0; i < n; ++i) {
+    const tune_ratio *r = &g[i].ratio;
+    double tm = g[i].best_tune ? tune_median(g[i].best_tune->ns, g[i].rounds) : 0;
+    double pm = g[i].best_peer ? tune_median(g[i].best_peer->ns, g[i].rounds) : 0;
+    fputs("<tr><td>", f);
+    tune_xml_text(f, g[i].problem);
+    fputs("</td><td>", f);
+    tune_xml_text(f, g[i].timing);
+    if (tm > 0) fprintf(f, "</td><td class=\"num\">%.2f", tm / 1e3); else fputs("</td><td class=\"num\">-", f);
+    fputs("</td><td>", f);
+    tune_xml_text(f, g[i].best_peer ? g[i].best_peer->label : "-");
+    if (pm > 0) fprintf(f, "</td><td class=\"num\">%.2f", pm / 1e3); else fputs("</td><td class=\"num\">-", f);
+    if (r->n)
+      fprintf(f, "</td><td class=\"num\" data-ratio=\"%.3f\" data-lo=\"%.3f\" data-hi=\"%.3f\">%.3f (%.3f-%.3f, %d)</td>"
+                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n, tune_ratio_verdict(r),
+              tune_ratio_verdict(r));
+    else fputs("</td><td>-</td><td>-</td></tr>\n", f);
+  }
+  fputs("</table>\n", f);
+}
+
+static void comparison(FILE *f, const json_t *info, const json_t *rows) {
+  group *g = calloc(MAX_GROUPS, sizeof *g);
+  int n = 0;
+  size_t i = 0;
+  if (!g) { fputs("<p class=\"none\">out of memory drawing this comparison</p>\n", f); return; }
+  while (i < json_array_size(rows) && n < MAX_GROUPS) read_group(rows, &i, &g[n++]);
+  fputs("<h3>", f);
+  tune_xml_text(f, tune_report_str(info, "recipe"));
+  fputs(" on ", f);
+  tune_xml_text(f, tune_report_str(info, "device"));
+  fprintf(f, "</h3>\n<p>Comparison %lld, %s to %s UTC, %lld rounds; command <code>", (long long)json_integer_value(json_object_get(info, "id")),
+          tune_report_str(info, "started_at"), tune_report_str(info, "ended_at"), (long long)json_integer_value(json_object_get(info, "rounds")));
+  tune_xml_text(f, tune_report_str(info, "command"));
+  fputs("</code></p>\n", f);
+  if (!n) fputs("<p class=\"none\">none: this comparison has no measurements.</p>\n", f);
+  else {
+    fputs("<figure class=\"wide\">", f);
+    ratio_chart(f, info, g, n);
+    fputs("<figcaption>Dot: median ratio over the rounds; bar: its min-max range; blue burst, orange sustained.</figcaption></figure>\n", f);
+    ratio_table(f, g, n);
+  }
+  free(g);
+}
+
+void tune_report_peers(FILE *f, const tune_report_data *d) {
+  fputs("<section id=\"peers\"><h2>Against the peers</h2>\n"
+        "<p>The latest <code>tune compare</code> of each recipe: per problem and timing mode, peer time / tune time of tune's "
+        "and the peer's fastest (median over the interleaved rounds), as the median and min-max range of the round-by-round "
+        "ratios. \"faster\" needs the whole range above 1, \"slower\" below; otherwise \"parity\".</p>\n", f);
+  size_t i;
+  const json_t *c;
+  if (!json_array_size(d->comparisons)) fputs("<p class=\"none\">none: the database holds no comparison of kind compare.</p>\n", f);
+  json_array_foreach(d->comparisons, i, c) comparison(f, json_object_get(c, "info"), json_object_get(c, "rows"));
+  fputs("</section>\n", f);
+}
