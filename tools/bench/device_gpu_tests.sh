@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device_gpu_tests.sh OUTDIR: the gpu-labelled tests of tests/CMakeLists.txt, run from a carried
 # build (build/tune, build/tests/tunert_*_gpu) where ctest's absolute paths do not hold.
-# Prints one line per test (passed, FAILED, skipped) and writes each log to OUTDIR.
+# Prints one line per test (passed, FAILED, skipped) and writes each log to OUTDIR. TESTS: a subset.
 set -u
 out=${1:?usage: device_gpu_tests.sh OUTDIR}
 mkdir -p "$out"
@@ -10,8 +10,9 @@ cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export TUNE=$PWD/build/tune SRC=$PWD
 export TUNERT_TMAP_GPU=$PWD/build/tests/tunert_tmap_gpu TUNERT_CLUSTER_GPU=$PWD/build/tests/tunert_cluster_gpu
+export TUNERT_DECODE_GRAPH_GPU=$PWD/build/tests/tunert_decode_graph_gpu
 fails=0
-for t in copy_gpu faults tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu; do
+for t in ${TESTS:-copy_gpu faults tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu decode_graph_gpu}; do
   dir=$(mktemp -d)
   (cd "$dir" && env -u OUT timeout 600 bash "$SRC/tests/gpu/${t}_test.sh") > "$out/gpu-$t.log" 2>&1
   rc=$?
