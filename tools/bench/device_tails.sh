@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device_tails.sh OUTDIR: on a GPU, every variant of the shape-general recipes verified at shapes
 # that are not tile multiples (GEMM tails, vocabulary-length softmax rows, odd RMSNorm rows, paged
-# decode with mixed lengths). Each step has a time cap; its database keeps what it got. Prints the
+# decode with mixed lengths). STEPS: a subset. Each step has a time cap; its database keeps what it got. Prints the
 # result statuses per recipe: anything `wrong` is a broken kernel.
 set -u
 out=${1:?usage: device_tails.sh OUTDIR}
@@ -9,8 +9,10 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 T=build/tune
-step() { # step NAME SECONDS tune-run-args...
+STEPS=${STEPS:-gemm_tails gemm_f16_tails decode softmax rmsnorm}
+step() { # step NAME SECONDS tune-run-args...; only the STEPS named
   local name=$1 secs=$2; shift 2
+  case " $STEPS " in *" $name "*) ;; *) return 0 ;; esac
   timeout -s INT "$secs" "$T" run "$@" --db "$out/$name.db" --quiet > "$out/$name.log" 2>&1
   echo "$name: exit $? ($(tail -1 "$out/$name.log" | cut -c1-120))"
 }
