@@ -513,15 +513,20 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
   const float l_all = warp_reduce_sum(lane < SPLITS ? __ldcg(pl + lane) * w : 0.f);
   const float inv = l_all > 0.f ? 1.f / l_all : 0.f;
   bf16 *out = o + (bh / HQ) * o_stride_b + (bh % HQ) * o_stride_h;
-  for (int ch = lane; ch < kChunks; ch += 32) {
+  // every lane runs every shuffle (a lane past kChunks, as with HEAD_DIM 64, only skips the loads):
+  // a __shfl_sync whose source lane is not executing it reads garbage
+  for (int ch0 = 0; ch0 < kChunks; ch0 += 32) {
+    const int ch = ch0 + lane;
     float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int s = 0; s < SPLITS; ++s) {
       const float ws = __shfl_sync(0xffffffffu, w, s);
-      const float4 x = __ldcg(reinterpret_cast<const float4 *>(acc + s * kD) + ch);
-      a.x = fmaf(x.x, ws, a.x); a.y = fmaf(x.y, ws, a.y); a.z = fmaf(x.z, ws, a.z); a.w = fmaf(x.w, ws, a.w);
+      if (ch < kChunks) {
+        const float4 x = __ldcg(reinterpret_cast<const float4 *>(acc + s * kD) + ch);
+        a.x = fmaf(x.x, ws, a.x); a.y = fmaf(x.y, ws, a.y); a.z = fmaf(x.z, ws, a.z); a.w = fmaf(x.w, ws, a.w);
+      }
     }
-    r2g_store_bf16x4(out + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+    if (ch < kChunks) r2g_store_bf16x4(out + ch * 4, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
   }
 }
 
