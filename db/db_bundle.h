@@ -27,6 +27,7 @@ typedef struct db_bundle_best {
   const char *source_hash;      /* of the recipe source it was measured with */
   const char *config_hash, *created_at;
   json_t *params;               /* the config, {name: value} (borrowed) */
+  json_t *problem_dims;         /* the problem's dims, {name: value} (borrowed) */
   double median_ns, min_ns, stddev_ns; /* [ns]; NAN unknown */
   int samples;
   int64_t result_id;

@@ -33,6 +33,7 @@ static void read_best(json_t *row, int db_index, db_bundle_best *b) {
   b->config_hash = str_at(row, "config_hash");
   b->created_at = str_at(row, "created_at");
   b->params = json_object_get(row, "params");
+  b->problem_dims = json_object_get(row, "problem_dims");
   b->median_ns = num_at(row, "median_ns");
   b->min_ns = num_at(row, "min_ns");
   b->stddev_ns = num_at(row, "stddev_ns");

@@ -115,6 +115,38 @@ static int choose_device(bstate *s, tune_err *err) {
   return TUNE_OK;
 }
 
+/* The problems the databases hold for recipe r on the bundle's device that its file does not list
+ * (a run with --problems-from: a deployment's served shapes) join r's problems, so that their
+ * results are entries like the recipe's own. Called when r's family opens, before any entry
+ * points into r->problems. A problem with other dims than the recipe's is left to take_row's note. */
+static int add_db_problems(bstate *s, tune_recipe *r, tune_err *err) {
+  const char **names = calloc((size_t)s->bests.n + 1, sizeof *names), **dims = calloc((size_t)s->bests.n + 1, sizeof *dims);
+  char **owned = calloc((size_t)s->bests.n + 1, sizeof *owned);
+  int n = 0, rc = names && dims && owned ? TUNE_OK : tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
+  for (int i = 0; !rc && i < s->bests.n; ++i) {
+    const db_bundle_best *row = &s->bests.a[i];
+    if (strcmp(row->recipe, r->name) || strcmp(row->device, s->device_name) || !json_is_object(row->problem_dims)) continue;
+    int known = 0;
+    for (int j = 0; j < r->n_problems && !known; ++j) known = !strcmp(r->problems[j].hash, row->problem_hash);
+    for (int j = 0; j < n && !known; ++j) known = !strcmp(names[j], row->problem);
+    if (known) continue;
+    owned[n] = json_dumps(row->problem_dims, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!owned[n]) { rc = tune_fail(err, TUNE_ENOMEM, "bundle: out of memory"); break; }
+    names[n] = row->problem;
+    dims[n] = owned[n];
+    ++n;
+  }
+  tune_err e;
+  tune_err_clear(&e);
+  /* dims foreign to the recipe: those rows stay "no longer in the recipe" */
+  if (!rc && n && tune_recipe_add_problems(r, names, dims, n, &e) && e.code != TUNE_EINVAL) rc = tune_fail(err, e.code, "%s", e.msg);
+  for (int i = 0; i < n; ++i) free(owned[i]);
+  free(owned);
+  free(names);
+  free(dims);
+  return rc;
+}
+
 /* The family of row (its result res): the one already open, else its recipe found and loaded. */
 static int family_of(bstate *s, const db_bundle_best *row, const db_bundle_result *res, int *fi, tune_err *err) {
   for (int j = 0; j < s->n_families; ++j)
@@ -133,6 +165,7 @@ static int family_of(bstate *s, const db_bundle_best *row, const db_bundle_resul
   for (int j = 0; j < set->n; ++j)
     if (!strcmp(set->r[j].name, row->recipe)) r = &set->r[j];
   if (!r) return tune_fail(err, TUNE_EINVAL, "%s no longer defines recipe %s", path, row->recipe);
+  if (add_db_problems(s, r, err)) return err->code;
   *fi = s->n_families++;
   bfamily *f = &s->fam[*fi];
   memset(f, 0, sizeof *f);

@@ -1582,8 +1582,8 @@ static void json_key_list(const char *json, char *buf, size_t n) {
   json_decref(o);
 }
 
-/* Push dims (a JSON object) as a problem table named after its values. */
-static int push_problem_from_json(lua_State *L, const char *dims_json) {
+/* Push dims (a JSON object) as a problem table named `given`, or after its values when NULL. */
+static int push_problem_from_json(lua_State *L, const char *dims_json, const char *given) {
   json_t *o = json_loads(dims_json, 0, NULL);
   if (!json_is_object(o)) { json_decref(o); return -1; }
   char name[256] = "served";
@@ -1604,14 +1604,15 @@ static int push_problem_from_json(lua_State *L, const char *dims_json) {
     }
     lua_setfield(L, -2, k);
   }
-  lua_pushstring(L, name);
+  lua_pushstring(L, given ? given : name);
   lua_setfield(L, -2, "name");
   json_decref(o);
   return 0;
 }
 
-int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n, tune_err *err) {
-  if (n < 1) return tune_fail(err, TUNE_EINVAL, "recipe '%s': no problems to set", r->name);
+/* The recipe's problems become `keep` of its own (0 or all) followed by n from JSON. */
+static int rebuild_problems(tune_recipe *r, int keep, const char *const *names, const char *const *dims_json, int n,
+                            tune_err *err) {
   char want[512], got[512];
   json_key_list(r->problems[0].dims_json, want, sizeof want);
   for (int i = 0; i < n; ++i) {
@@ -1622,10 +1623,17 @@ int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n
   }
   lua_State *L = r->set->L;
   int top = lua_gettop(L);
-  lua_createtable(L, n, 0);
+  lua_createtable(L, keep + n, 0);
+  for (int j = 0; j < keep; ++j) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, r->problems[j].ref);
+    lua_rawseti(L, -2, j + 1);
+  }
   for (int i = 0; i < n; ++i) {
-    if (push_problem_from_json(L, dims_json[i])) { lua_settop(L, top); return tune_fail(err, TUNE_EINVAL, "recipe '%s': bad dims %s", r->name, dims_json[i]); }
-    lua_rawseti(L, -2, i + 1);
+    if (push_problem_from_json(L, dims_json[i], names ? names[i] : NULL)) {
+      lua_settop(L, top);
+      return tune_fail(err, TUNE_EINVAL, "recipe '%s': bad dims %s", r->name, dims_json[i]);
+    }
+    lua_rawseti(L, -2, keep + i + 1);
   }
   for (int j = 0; j < r->n_problems; ++j) {
     luaL_unref(L, LUA_REGISTRYINDEX, r->problems[j].ref);
@@ -1638,4 +1646,14 @@ int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n
   int rc = parse_problems(L, r, lua_gettop(L), err);
   lua_settop(L, top);
   return rc;
+}
+
+int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n, tune_err *err) {
+  if (n < 1) return tune_fail(err, TUNE_EINVAL, "recipe '%s': no problems to set", r->name);
+  return rebuild_problems(r, 0, NULL, dims_json, n, err);
+}
+
+int tune_recipe_add_problems(tune_recipe *r, const char *const *names, const char *const *dims_json, int n,
+                             tune_err *err) {
+  return n < 1 ? TUNE_OK : rebuild_problems(r, r->n_problems, names, dims_json, n, err);
 }

@@ -169,6 +169,11 @@ void tune_recipes_free(tune_recipes *set);
  * served-problem log, served_log.h), named after their values ("served_K4096_M37_..."). Each must
  * have exactly the dims of the recipe's own problems (TUNE_EINVAL naming both otherwise). */
 int tune_recipe_set_problems(tune_recipe *r, const char *const *dims_json, int n, tune_err *err);
+/* Append n problems (names[i] with dims dims_json[i]) to r's, as a bundle does for the problems a
+ * database holds that the recipe file does not list (tune run --problems-from). Pointers into
+ * r->problems taken before are invalid afterwards. */
+int tune_recipe_add_problems(tune_recipe *r, const char *const *names, const char *const *dims_json, int n,
+                             tune_err *err);
 
 /* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */
 int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bound, tune_err *err);

@@ -252,17 +252,29 @@ class DecodeGraph:
         return self.logits
 
 
-def model_shapes(cfg, prompt_lens, batch):
+def model_shapes(cfg, prompt_lens, batch, decode_lens=()):
     """The problems this model runs, as served-problem log lines (`tune run --problems-from`):
-    GEMMs of every prefill length and of the decode batch, attention prefill per length, decode,
-    RMSNorm rows."""
+    GEMMs of every prefill length and of the decode batch, RMSNorm rows (plain: the first norm of a
+    forward; fused with the residual add: the others), causal GQA prefill per prompt (one sequence
+    at a time) and the batch's paged decode for each cache capacity in decode_lens (tokens)."""
     qkv = (cfg.heads + 2 * cfg.kv_heads) * cfg.head_dim
     lines = []
     mats = [(qkv, cfg.hidden), (cfg.hidden, cfg.heads * cfg.head_dim), (cfg.intermediate, cfg.hidden),
             (cfg.hidden, cfg.intermediate)]
-    for m in sorted(set(prompt_lens) | {batch}):
+    rows = sorted(set(prompt_lens) | {batch})
+    for m in rows:
         for n, k in mats:
             lines.append({"family": "gemm", "dims": {"M": m, "N": n, "K": k, "b_layout": "col"}})
     for m in sorted({1, batch}):
         lines.append({"family": "gemm", "dims": {"M": m, "N": cfg.vocab, "K": cfg.hidden, "b_layout": "col"}})
+    for t in rows:
+        lines.append({"family": "rmsnorm", "dims": {"H": cfg.hidden, "T": t, "residual": False}})
+        lines.append({"family": "rmsnorm.add", "dims": {"H": cfg.hidden, "T": t, "residual": True}})
+    for s in sorted(set(prompt_lens)):
+        lines.append({"family": "attention.prefill_sm90", "dims": {"B": 1, "HQ": cfg.heads, "HKV": cfg.kv_heads,
+                                                                  "S": s, "D": cfg.head_dim, "causal": True}})
+    for n in sorted(set(decode_lens)):
+        lines.append({"family": "attention.decode", "dims": {"B": batch, "HQ": cfg.heads, "HKV": cfg.kv_heads,
+                                                             "D": cfg.head_dim, "page_size": cfg.page_size,
+                                                             "max_pages": (n + cfg.page_size - 1) // cfg.page_size}})
     return lines

@@ -30,7 +30,7 @@ def parse():
     ap.add_argument("--replays", type=int, default=50, help="decode graph replays per round (default 50)")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile(mode='reduce-overhead')")
     ap.add_argument("--strict", action="store_true", help="raise where the bundle cannot serve a problem")
-    ap.add_argument("--shapes-out", help="write the GEMM problems as a served-problem log and exit")
+    ap.add_argument("--shapes-out", help="write the problems to tune as a served-problem log and exit")
     ap.add_argument("--json-out", help="also write the results as JSON")
     return ap.parse_args()
 
@@ -126,9 +126,11 @@ def main():
     prompts = [int(x) for x in a.prompts.split(",")]
     if a.shapes_out:
         with open(a.shapes_out, "w") as f:
-            for line in M.model_shapes(cfg, prompts, len(prompts)):
+            # the caches accuracy() and DecodeBench make: prompts + steps + 1 and prompts + 3 tokens
+            caps = (max(prompts) + a.steps + 1, max(prompts) + 3)
+            for line in M.model_shapes(cfg, prompts, len(prompts), caps):
                 f.write(json.dumps(line) + "\n")
-        print(f"{a.shapes_out}: the model's GEMM problems ({cfg.n_layers} layers, prompts {prompts})")
+        print(f"{a.shapes_out}: the model's problems ({cfg.n_layers} layers, prompts {prompts})")
         return 0
     if not a.bundle:
         print("run.py: --bundle FILE is needed (or --shapes-out FILE)", file=sys.stderr)
