@@ -24,11 +24,18 @@ _TMP = tempfile.TemporaryDirectory(prefix="tunert-py-")
 
 # The recorded databases may predate a template edit: these tests are about the binding, not
 # provenance (tests/integration/bundle_test.sh checks the refusal), hence --allow-source-change.
+# "norm" leaves out softmax and softmax.cluster: the recorded softmax.cluster configs are no longer in
+# its space, and the prefix "softmax" takes all three. "attention" is prefill only: attention.db
+# holds no results for the decode problems of the current recipe (see decode_bundle).
 BUNDLES = {
     "norm": (("rmsnorm.db", "softmax.db"), "rmsnorm,softmax.split"),
-    "attention": (("attention.db", "attention.prefill_sm90.db"), "attention"),
+    "attention": (("attention.db", "attention.prefill_sm90.db"), "attention.prefill,attention.prefill_sm90"),
     "gemm": (("gemm.db",), "gemm"),
 }
+DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
+# the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config
+DECODE_CONFIGS = ("SPLITS=4,BLOCK_N=32,WARPS=4,VEC_BYTES=16,GQA_PACK=1,STAGES=1,KV_RING=0",
+                  "SPLITS=8,BLOCK_N=32,WARPS=4,VEC_BYTES=16,GQA_PACK=1,STAGES=1,KV_RING=3")
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,6 +49,42 @@ def bundle(name):
     r = subprocess.run(cmd, cwd=SRC, capture_output=True, text=True)
     if r.returncode != 0 or not out.exists():
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return str(out)
+
+
+def _run(cmd):
+    r = subprocess.run(cmd, cwd=SRC, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+@functools.lru_cache(maxsize=None)
+def decode_bundle(on_gpu=False):
+    """A bundle of attention.decode for DECODE_PROBLEM. on_gpu: tuned here (`tune run` of
+    DECODE_CONFIGS on cuda:0, verified and measured), as tests/gpu/decode_graph_gpu_test.sh does.
+    Otherwise for selection tests only: the first config compiled (--compile-only) and given a
+    synthetic result on a device named "FAKE GPU" (made-up time: never launch this bundle)."""
+    db = pathlib.Path(_TMP.name) / ("decode_gpu.db" if on_gpu else "decode_fake.db")
+    out = db.with_suffix(".bundle")
+    run = [TUNE, "run", "recipes/attention/decode.lua", "--db", str(db), "--strategy", "exhaustive",
+           "--problem", DECODE_PROBLEM]
+    if on_gpu:
+        for c in DECODE_CONFIGS:
+            _run(run + ["--device", "cuda:0", "--only", c])
+    else:
+        _run(run + ["--compile-only", "--arch", "sm_90a", "--only", DECODE_CONFIGS[0]])
+        import sqlite3
+        con = sqlite3.connect(db)
+        dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
+                          "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
+        con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
+                    "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 50000.0, 1, binary_key "
+                    "from results", (dev,))
+        con.commit()
+        con.close()
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "attention.decode", "--arch", "sm_90a", "--quiet",
+          "-o", str(out)])
     return str(out)
 
 

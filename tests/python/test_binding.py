@@ -6,7 +6,7 @@ import subprocess
 import sys
 import unittest
 
-from common import HAVE_TORCH, SRC, bundle, needs_torch, tmpdir
+from common import HAVE_TORCH, SRC, bundle, decode_bundle, needs_torch, tmpdir
 from fake_dlpack import FakeTensor
 
 import tunert
@@ -96,8 +96,9 @@ class OpenTest(unittest.TestCase):
             f = b.family("rmsnorm.add")
             self.assertEqual(f.dims, ("H", "T", "residual"))
             self.assertEqual(f.dim_types, ("int", "int", "bool"))
-            self.assertEqual(f.arg_names(), ("x", "r", "w", "y", "h", "T", "eps"))
-            self.assertEqual([a.role for a in f.args], ["input", "input", "input", "output", "output", "scalar", "scalar"])
+            self.assertEqual(f.arg_names(), ("x", "r", "w", "y", "h", "T", "H", "eps"))
+            self.assertEqual([a.role for a in f.args],
+                             ["input", "input", "input", "output", "output", "scalar", "scalar", "scalar"])
             self.assertEqual(f.args[0].dtype, "bf16")
             self.assertIn(("t16384h4096add", {"H": 4096, "T": 16384, "residual": True}), f.problems)
 
@@ -129,7 +130,7 @@ class SelectTest(unittest.TestCase):
     def test_exact(self):
         s = self.b.select("rmsnorm", T=16384, H=4096, residual=False)
         i = s.info
-        self.assertEqual((i.family, i.tuned_problem, i.exact, i.distance, i.kind), ("rmsnorm", "t16384h4096", True, 0.0, "kernel"))
+        self.assertEqual((i.family, i.tuned_problem, i.exact, i.distance, i.kind), ("rmsnorm", "t16384h4096", True, 0.0, "tuned"))
         self.assertIn("exact", i.reason)
         self.assertGreater(i.measured_ns, 0)
         self.assertIn("cubin sm_90a", i.binary)
@@ -141,6 +142,7 @@ class SelectTest(unittest.TestCase):
         x = i.arg("x")
         self.assertEqual((x.role, x.dtype, x.shape, x.numel, x.bytes), ("input", "bf16", (16384, 4096), 16384 * 4096, 16384 * 4096 * 2))
         self.assertEqual(i.arg("T").value, 16384)
+        self.assertEqual(i.arg("H").value, 4096)
         self.assertAlmostEqual(i.arg("eps").value, 1e-6)
         self.assertFalse(s.is_vendor)
         self.assertIs(self.b.select("rmsnorm", {"T": 16384}, H=4096, residual=False), s)  # cached
@@ -163,9 +165,34 @@ class SelectTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, 7)
         self.assertIn("outside the domain of softmax.split", str(cm.exception))
 
+    def test_nearest(self):
+        # an untuned problem: a portable entry tuned for another problem, its scalars evaluated here
+        s = self.b.select("rmsnorm", T=7, H=4096, residual=False)
+        i = s.info
+        self.assertEqual((i.kind, i.exact, i.vendor), ("nearest", False, None))
+        self.assertIn(i.tuned_problem, [p for p, _ in self.b.family("rmsnorm").problems])
+        self.assertGreater(i.distance, 0)
+        self.assertGreater(i.measured_ns, 0)
+        self.assertEqual((i.arg("T").value, i.arg("H").value), (7, 4096))
+        self.assertEqual(i.arg("x").shape, (7, 4096))
+        self.assertFalse(s.is_vendor)
+        self.assertIn("nearest", repr(s))
+
+    def test_fallback_entry(self):
+        # H = 40000: no tuned rmsnorm.add entry's compiled row capacity holds it: the generic entry
+        s = self.b.select("rmsnorm.add", T=7, H=40000, residual=True)
+        i = s.info
+        self.assertEqual((i.kind, i.exact, i.measured_ns), ("fallback", False, 0.0))
+        self.assertIn("generic variant", i.reason)
+        self.assertEqual(i.arg("H").value, 40000)
+        self.assertFalse(s.is_vendor)
+
     def test_exact_only(self):
         with open_norm(exact_only=True) as b:
-            b.select("softmax.split", rows=4096, cols=8192)
+            self.assertEqual(b.select("softmax.split", rows=1024, cols=32768).info.kind, "tuned")
+            with self.assertRaises(tunert.NoVariant) as cm:
+                b.select("softmax.split", rows=100, cols=1000)
+            self.assertIn("exact", str(cm.exception))
 
     def test_scratch_bytes(self):
         s = self.b.select("softmax.split", rows=1024, cols=32768)
@@ -199,7 +226,7 @@ class LaunchChecksTest(unittest.TestCase):
         with self.assertRaises(tunert.MissingArgument) as cm:
             self.s.launch(self.args(z=FakeTensor((1,))))
         self.assertIn("'z'", str(cm.exception))
-        self.assertIn("x, w, y, T, eps", str(cm.exception))
+        self.assertIn("x, w, y, T, H, eps", str(cm.exception))
 
     def test_dtype(self):
         with self.assertRaises(tunert.DTypeMismatch) as cm:
@@ -274,8 +301,62 @@ class LaunchChecksTest(unittest.TestCase):
         from tunert._tensors import view
         t = torch.zeros(4, 6, dtype=torch.bfloat16)[:, ::2]
         v = view(_DLPackOnly(t), "t")
-        self.assertEqual((v.dtype, v.shape, v.device, v.contiguous), ("bf16", (4, 3), "cpu", False))
+        self.assertEqual((v.dtype, v.shape, v.strides, v.device, v.contiguous), ("bf16", (4, 3), (6, 2), "cpu", False))
         self.assertEqual(v.ptr, t.data_ptr())
+
+
+class StridedLaunchTest(unittest.TestCase):
+    """Strided arguments (Selection.launch(strided=...)): decode's q and KV caches with their own
+    layout, checked for everything but contiguity and the leading extent."""
+
+    B, HQ, HKV, D, PAGE, MAXP = 32, 32, 8, 128, 16, 256
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = tunert.Bundle(decode_bundle(), no_device=True, arch="sm_90a")
+        cls.s = cls.b.select("attention.decode", B=32, HQ=32, HKV=8, D=128, page_size=16, max_pages=256)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.close()
+
+    def args(self, **over):
+        B, HQ, HKV, D, P = self.B, self.HQ, self.HKV, self.D, self.B * self.MAXP
+        a = {"q": FakeTensor((B, HQ, D), strides=((HQ + 2 * HKV) * D, D, 1)),   # a view of a fused QKV
+             "k_cache": FakeTensor((P + 7, self.PAGE, HKV, D), address=0x7F0010000000),  # a larger pool
+             "v_cache": FakeTensor((P + 7, self.PAGE, HKV, D), address=0x7F0020000000),
+             "block_table": FakeTensor((B, self.MAXP), "i32", address=0x7F0030000000),
+             "seq_lens": FakeTensor((B,), "i32", address=0x7F0040000000),
+             "o": FakeTensor((B, HQ, D), address=0x7F0050000000),
+             "partial": FakeTensor((self.s.scratch_bytes()["partial"] // 4,), "f32", address=0x7F0060000000),
+             "q_stride_b": (HQ + 2 * HKV) * D}
+        a.update(over)
+        return a
+
+    def test_strided_args_pass_the_checks(self):
+        with self.assertRaises(tunert.NoDriver):   # every check passed: only the launch itself fails
+            self.s.launch(self.args(), strided=("q", "k_cache", "v_cache"), stream=0)
+
+    def test_without_strided_they_are_refused(self):
+        with self.assertRaises(tunert.LayoutError) as cm:
+            self.s.launch(self.args(), strided=("k_cache", "v_cache"), stream=0)
+        self.assertIn("'q': not contiguous", str(cm.exception))
+        with self.assertRaises(tunert.ShapeMismatch) as cm:
+            self.s.launch(self.args(), strided=("q",), stream=0)
+        self.assertIn("k_cache", str(cm.exception))
+
+    def test_strided_checks(self):
+        st = ("q", "k_cache", "v_cache")
+        with self.assertRaises(tunert.LayoutError) as cm:
+            self.s.launch(self.args(q=FakeTensor((32, 32, 128), strides=(1, 32 * 32, 32))), strided=st, stream=0)
+        self.assertIn("innermost stride 32", str(cm.exception))
+        with self.assertRaises(tunert.ShapeMismatch) as cm:
+            self.s.launch(self.args(k_cache=FakeTensor((100, 8, 16, 128))), strided=st, stream=0)
+        self.assertIn("any leading extent", str(cm.exception))
+        with self.assertRaises(tunert.DTypeMismatch):
+            self.s.launch(self.args(v_cache=FakeTensor((100, 16, 8, 128), "f16")), strided=st, stream=0)
+        with self.assertRaises(tunert.LayoutError):
+            self.s.launch(self.args(q=FakeTensor((32, 32, 128), address=0x7F0000000001)), strided=st, stream=0)
 
 
 class _DLPackOnly:

@@ -2,16 +2,18 @@
 torch.library.opcheck, torch.compile tracing, and the plans (tuned, fallback, vendor, strict)
 read through explain() with meta tensors against bundles opened without a driver."""
 import math
+import types
 import unittest
 
-from common import HAVE_TORCH, bundle, needs_torch
+from common import HAVE_TORCH, bundle, decode_bundle, needs_torch
+from fake_dlpack import FakeTensor
 
 if HAVE_TORCH:
     import torch
     import torch.nn.functional as F
     import tunert
     import tunert.torch as tt
-    from tunert.torch import _state
+    from tunert.torch import _ops, _state
 
 
 def bf(*shape, device="cpu", scale=1.0):
@@ -26,7 +28,7 @@ def op_samples():
     q4, k4, v4 = torch.randn(B, HQ, S, D), torch.randn(B, HKV, S, D), torch.randn(B, HKV, S, D)
     kc, vc = torch.randn(B * maxp + 1, page, HKV, D), torch.randn(B * maxp + 1, page, HKV, D)
     bt = torch.randperm(B * maxp + 1)[: B * maxp].view(B, maxp).to(torch.int32)
-    lens = torch.tensor([5, 12], dtype=torch.int32)
+    lens = torch.tensor([5, 0], dtype=torch.int32)
     return [
         (torch.ops.tunert.linear.default, (torch.randn(3, 5, 16), torch.randn(24, 16)), {}),
         (torch.ops.tunert.attention.default, (q4, k4, v4), {"causal": True}),
@@ -97,6 +99,15 @@ class ReferenceTest(unittest.TestCase):
                 torch.testing.assert_close(o[b, h], torch.softmax(s, 0) @ v[:, h // 2])
         full = tt.decode(q, kc, vc, bt)
         torch.testing.assert_close(full, tt.decode(q, kc, vc, bt, torch.full((B,), maxp * page, dtype=torch.int32)))
+        # a sequence of length 0 gets zeros (the kernel's empty sum), not NaN
+        o0 = tt.decode(q, kc, vc, bt, torch.tensor([0, 7, 12], dtype=torch.int32))
+        self.assertEqual(o0[0].abs().max().item(), 0.0)
+        torch.testing.assert_close(o0[1:], o[1:])
+        # strided inputs as an engine has them: q a view of a fused QKV, HND caches seen as NHD
+        qkv = torch.randn(B, (HQ + 2 * HKV) * D)
+        qv = qkv[:, : HQ * D].view(B, HQ, D)
+        kh, vh = kc.transpose(1, 2).contiguous().transpose(1, 2), vc.transpose(1, 2).contiguous().transpose(1, 2)
+        torch.testing.assert_close(tt.decode(qv, kh, vh, bt, lens), tt.decode(qv.contiguous(), kc, vc, bt, lens))
 
     def test_shape_errors(self):
         with self.assertRaises(tunert.InvalidArgument):
@@ -163,23 +174,43 @@ class PlanTest(unittest.TestCase):
         p = tt.explain("rmsnorm", self.meta(16384, 4096), self.meta(4096))
         self.assertIsInstance(p, tt.Plan)
         self.assertEqual((p.selection.info.family, p.selection.info.tuned_problem), ("rmsnorm", "t16384h4096"))
-        self.assertEqual(p.scalars, {"eps": 1e-6})
+        self.assertEqual((p.kind, p.selection_kind), ("tuned", "tuned"))
+        self.assertEqual(p.scalars, {"eps": 1e-6})   # T and H: the bundle's values (TUNERT_ARG_AUTO)
         p = tt.explain("rmsnorm_add", self.meta(4, 4096, 4096), self.meta(4, 4096, 4096), self.meta(4096))
         self.assertEqual(p.selection.info.family, "rmsnorm.add")
         self.assertEqual(p.selection.dims, {"H": 4096, "T": 16384, "residual": True})
 
-    def test_softmax_takes_the_fastest_exact_family(self):
-        p = tt.explain("softmax", self.meta(64, 131072))
-        fams = {f: tunert.Bundle(bundle("norm"), no_device=True, arch="sm_90a").select(f, rows=64, cols=131072).info.measured_ns
-                for f in ("softmax", "softmax.split", "softmax.cluster")}
-        self.assertEqual(p.selection.info.family, min(fams, key=fams.get))
+    def test_untuned_problems_run_portable_kernels(self):
+        # rows and cols are kernel arguments: any problem in the domain has a kernel, none is bound by the op
+        p = tt.explain("softmax", self.meta(100, 1000))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.kind, p.selection_kind, p.selection.info.family), ("tuned", "nearest", "softmax.split"))
+        self.assertEqual((p.selection.info.arg("rows").value, p.selection.info.arg("cols").value), (100, 1000))
+        self.assertEqual(p.scalars, {})
+        p = tt.explain("rmsnorm", self.meta(7, 4096), self.meta(4096))
+        self.assertEqual((p.selection_kind, p.selection.info.arg("H").value), ("nearest", 4096))
+        p = tt.explain("rmsnorm_add", self.meta(7, 40000), self.meta(7, 40000), self.meta(40000))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.arg("H").value), ("fallback", 40000))
+
+    def test_preference_across_families(self):
+        def plan(exact, kind, ns):
+            return types.SimpleNamespace(selection=types.SimpleNamespace(
+                info=types.SimpleNamespace(exact=exact, kind=kind, measured_ns=ns)))
+        exact_slow, nearest_fast, nearest_slow = plan(True, "tuned", 9e6), plan(False, "nearest", 1.0), plan(False, "nearest", 2.0)
+        generic = plan(False, "fallback", 0.0)   # not measured: 0 must not make it win
+        vendor = plan(True, "vendor", 5e6)
+        order = sorted([generic, nearest_slow, exact_slow, nearest_fast, vendor], key=_state._preference)
+        self.assertEqual(order, [vendor, exact_slow, nearest_fast, nearest_slow, generic])
 
     def test_fallbacks_say_why(self):
         p = tt.explain("rmsnorm", self.meta(16384, 4096, dtype=torch.float32), self.meta(4096, dtype=torch.float32))
         self.assertEqual(p.kind, "fallback")
         self.assertIn("'x' is bf16 in the bundle, f32 here", p.reason)
-        p = tt.explain("softmax", self.meta(100, 1000))
-        self.assertIn("no variant", p.reason)
+        p = tt.explain("softmax", self.meta(2, 1 << 21))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("outside the domain of softmax.split", p.reason)
+        self.assertIn("no family softmax in the bundle", p.reason)
         p = tt.explain("linear", self.meta(16, 4096), self.meta(4096, 4096))
         self.assertEqual(p.reason, "no family gemm in the bundle")
 
@@ -194,6 +225,10 @@ class PlanTest(unittest.TestCase):
         _state.fallback_or_raise("softmax", fb)
         self.assertEqual(tt.stats()["softmax"]["fallback"], 1)
         self.assertEqual(tt.stats()["softmax"]["reasons"], {"why not": 1})
+        _state.count_tuned("softmax", "nearest")
+        _state.count_tuned("softmax", "fallback")   # the family's generic kernel: ours, so "tuned"
+        self.assertEqual((tt.stats()["softmax"]["tuned"], tt.stats()["softmax"]["fallback"]), (2, 1))
+        self.assertEqual(tt.stats()["softmax"]["kinds"], {"nearest": 1, "fallback": 1})
         tt.set_strict(True)
         try:
             with self.assertRaises(tunert.NoVariant):
@@ -214,22 +249,89 @@ class PlanTest(unittest.TestCase):
         self.assertNotIn("scale_log2", p.scalars)
         p = tt.explain("attention", q, k, k, causal=True, scale=0.5)
         self.assertAlmostEqual(p.scalars["scale_log2"], 0.5 * 1.4426950408889634)
-        # decode, bound by the family's argument names: the recorded b32hq32hkv8l4096d128p16
-        kc = self.meta(32 * 256 + 7, 16, 8, 128)       # a pool larger than the problem's pages
-        bt = self.meta(32, 256, dtype=torch.int32)
-        p = tt.explain("decode", self.meta(32, 32, 128), kc, kc, bt)
-        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
-        self.assertEqual(p.slices["k_cache"], ("flat", 32 * 256 * 16 * 8 * 128))   # stored as an element count
-        self.assertEqual(p.slices["v_cache"], ("flat", 32 * 256 * 16 * 8 * 128))
-        lens = self.meta(32, dtype=torch.int32)
-        p = tt.explain("decode", self.meta(32, 32, 128), kc, kc, bt, lens)
-        if not any(a.name in ("seq_lens", "seqlens", "lens", "context_lens", "cache_seqlens", "kv_lens")
-                   for a in tunert.Bundle(bundle("attention"), no_device=True, arch="sm_90a").family("attention.decode").args):
-            self.assertIn("which this call needs", p.reason)  # a family without lengths cannot serve them
         tt.use_bundle(bundle("gemm"), no_device=True, arch="sm_90a")
         p = tt.explain("linear", self.meta(4096, 4096), self.meta(6144, 4096))
         self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
         self.assertEqual(p.selection.dims["b_layout"], "col")
+        p = tt.explain("linear", self.meta(37, 4096), self.meta(4104, 4096))   # tails: any M, N % 8, K % 8
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.dims["M"]), ("nearest", 37))
+
+    def test_decode_plans(self):
+        tt.use_bundle(decode_bundle(), no_device=True, arch="sm_90a")
+        B, HQ, HKV, D, page, maxp = 32, 32, 8, 128, 16, 256
+        q = self.meta(B, HQ, D)
+        kc = self.meta(B * maxp + 7, page, HKV, D)      # a pool with more pages than the problem's
+        bt = self.meta(B, maxp, dtype=torch.int32)
+        lens = self.meta(B, dtype=torch.int32)
+        p = tt.explain("decode", q, kc, kc, bt, lens)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection_kind, "tuned")
+        self.assertEqual(p.selection.dims, {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "page_size": page, "max_pages": maxp})
+        self.assertEqual(p.strided, {"q", "k_cache", "v_cache"})
+        self.assertEqual(p.slices, {})
+        self.assertIn("seq_lens", p.tensor_names)
+        self.assertEqual(p.scalars, {"q_stride_b": HQ * D, "q_stride_h": D, "o_stride_b": HQ * D, "o_stride_h": D,
+                                     "kv_stride_page": page * HKV * D, "kv_stride_row": HKV * D, "kv_stride_h": D})
+        # without lengths: the same family, the op passes full lengths itself
+        p = tt.explain("decode", q, kc, kc, bt)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertIn("seq_lens", p.tensor_names)
+        # q a view of a fused QKV projection, HND caches seen as [pages, page, HKV, D], a smaller pool
+        qkv = self.meta(B, (HQ + 2 * HKV) * D)
+        hnd = self.meta(100, HKV, page, D).transpose(1, 2)
+        p = tt.explain("decode", qkv[:, : HQ * D].view(B, HQ, D), hnd, hnd, bt, lens, scale=0.1)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.scalars["q_stride_b"], p.scalars["q_stride_h"]), ((HQ + 2 * HKV) * D, D))
+        self.assertEqual((p.scalars["kv_stride_page"], p.scalars["kv_stride_row"], p.scalars["kv_stride_h"]),
+                         (HKV * page * D, D, page * D))
+        self.assertAlmostEqual(p.scalars["scale_log2"], 0.1 * 1.4426950408889634)
+        # a q whose strides the kernel cannot take is copied (dense strides passed)
+        odd = self.meta(B, HQ * D + 4)[:, : HQ * D].view(B, HQ, D)
+        p = tt.explain("decode", odd, kc, kc, bt, lens)
+        self.assertEqual((p.scalars["q_stride_b"], p.scalars["q_stride_h"]), (HQ * D, D))
+        # caches it cannot take, or lengths of another dtype: PyTorch, with the reason
+        p = tt.explain("decode", q, kc, hnd, bt, lens)
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("must be equal", p.reason)
+        p = tt.explain("decode", q, kc, kc, bt, self.meta(B, dtype=torch.int64))
+        self.assertIn("'seq_lens' is i32 in the bundle, i64 here", p.reason)
+        # an untuned problem (another batch, page size and GQA layout of the same head dim)
+        p = tt.explain("decode", self.meta(3, HQ, D), self.meta(40, 7, HKV, D), self.meta(40, 7, HKV, D),
+                       self.meta(3, 5, dtype=torch.int32))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.arg("page_size").value), ("nearest", 7))
+
+    def test_decode_call_binds_every_argument(self):
+        # what a CUDA call passes, from the op's own tensors_fn on CPU tensors re-labelled as CUDA
+        # (fake_dlpack, same addresses and strides): every launch check passes, only the driver is missing
+        tt.use_bundle(decode_bundle(), no_device=True, arch="sm_90a")
+        B, HQ, HKV, D, page, maxp = 32, 32, 8, 128, 16, 256
+        q = torch.zeros(B, (HQ + 2 * HKV) * D, dtype=torch.bfloat16)[:, : HQ * D].view(B, HQ, D)
+        kc = torch.zeros(100, HKV, page, D, dtype=torch.bfloat16).transpose(1, 2)
+        bt = torch.zeros(B, maxp, dtype=torch.int32)
+        key, candidates, tensors_fn, _ = _ops._decode_problem(0, q, kc, kc, bt)
+        p = _state.plan("decode", key, 0, candidates)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        t, out = tensors_fn()
+        self.assertIs(t["q"], q)   # no copy of the strided q
+        self.assertIs(t["seq_lens"], _state.full_lengths(q.device, B, maxp * page))
+        self.assertIs(t["o"], out)
+        names = {"bf16": torch.bfloat16, "i32": torch.int32}
+        dtype = {v: k for k, v in names.items()}
+        args = {n: FakeTensor(tuple(v.shape), dtype[v.dtype], address=v.data_ptr(), strides=v.stride())
+                for n, v in t.items()}
+        args["partial"] = FakeTensor((p.selection.scratch_bytes()["partial"] // 4,), "f32", address=0x7F0000000000)
+        args.update(p.scalars)
+        with self.assertRaises(tunert.NoDriver):
+            p.selection.launch(args, strided=p.strided, stream=0)
+        with self.assertRaises(tunert.LayoutError):   # the same without the plan's strided names
+            p.selection.launch(args, stream=0)
+
+    def test_full_lengths_are_made_once(self):
+        a = _state.full_lengths(torch.device("cpu"), 3, 48)
+        self.assertIs(_state.full_lengths(torch.device("cpu"), 3, 48), a)
+        self.assertEqual((a.dtype, a.tolist()), (torch.int32, [48, 48, 48]))
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ class SelectionInfo(ctypes.Structure):
                 ("param_offsets", ctypes.POINTER(ctypes.c_uint32)), ("param_bytes", ctypes.c_uint32),
                 # since 0.3
                 ("clusters", ctypes.POINTER(ctypes.c_uint * 3)),
-                # VENDOR-ENTRIES: appended by the runtime's vendor entries (h-runtime). A libtunert
-                # without them copies only up to `clusters` and leaves these NULL: kind "kernel".
+                # since 0.4: how the entry was chosen ("tuned", "nearest", "fallback", "vendor") and
+                # the vendor library. A libtunert before 0.4 copies only up to `clusters` and leaves
+                # these NULL (bundle.py then derives the kind from `exact`).
                 ("kind", ctypes.c_char_p), ("vendor", ctypes.c_char_p)]
 
 

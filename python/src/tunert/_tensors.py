@@ -20,11 +20,12 @@ _DL_DTYPES = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16", (0, 32): "i32", (
 
 class TensorView:
     """ptr (int), dtype (tunert name or the foreign name when there is none), shape (tuple),
-    device ("cuda", "cpu", ...), device_index, contiguous (row-major dense), keepalive."""
-    __slots__ = ("ptr", "dtype", "shape", "device", "device_index", "contiguous", "keepalive", "torch")
+    strides (tuple, in elements), device ("cuda", "cpu", ...), device_index, contiguous (row-major
+    dense), keepalive."""
+    __slots__ = ("ptr", "dtype", "shape", "strides", "device", "device_index", "contiguous", "keepalive", "torch")
 
-    def __init__(self, ptr, dtype, shape, device, device_index, contiguous, keepalive=None, torch=None):
-        self.ptr, self.dtype, self.shape = ptr, dtype, shape
+    def __init__(self, ptr, dtype, shape, strides, device, device_index, contiguous, keepalive=None, torch=None):
+        self.ptr, self.dtype, self.shape, self.strides = ptr, dtype, shape, strides
         self.device, self.device_index, self.contiguous = device, device_index, contiguous
         self.keepalive, self.torch = keepalive, torch
 
@@ -52,8 +53,8 @@ def view(obj, name, stream=None):
     if is_torch_tensor(obj):
         torch = sys.modules["torch"]
         dev = obj.device
-        return TensorView(obj.data_ptr(), _torch_dtype_name(torch, obj.dtype), tuple(obj.shape), dev.type,
-                          dev.index if dev.index is not None else 0, obj.is_contiguous(), obj, obj)
+        return TensorView(obj.data_ptr(), _torch_dtype_name(torch, obj.dtype), tuple(obj.shape), tuple(obj.stride()),
+                          dev.type, dev.index if dev.index is not None else 0, obj.is_contiguous(), obj, obj)
     if hasattr(obj, "__dlpack__"):
         return _dlpack_view(obj, name, stream)
     raise InvalidArgument(f"arg '{name}': a {type(obj).__name__} is not a tensor: pass a torch.Tensor or an "
@@ -118,14 +119,17 @@ def _dlpack_view(obj, name, stream=None):
         dtype = f"dlpack(code={t.dtype.code}, bits={t.dtype.bits}, lanes={t.dtype.lanes})"
     else:
         dtype = _DL_DTYPES.get((t.dtype.code, t.dtype.bits), f"dlpack(code={t.dtype.code}, bits={t.dtype.bits})")
-    contiguous = True
-    if t.strides:
-        expect = 1
-        for i in reversed(range(t.ndim)):
-            if shape[i] != 1 and t.strides[i] != expect:
-                contiguous = False
-                break
-            expect *= shape[i]
+    dense = _row_major_strides(shape)
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else dense   # NULL: row-major dense
+    contiguous = all(n == 1 or s == d for n, s, d in zip(shape, strides, dense))
     ptr = (t.data or 0) + t.byte_offset
     device = _DL_DEVICE_NAMES.get(t.device.device_type, f"dlpack-device-{t.device.device_type}")
-    return TensorView(ptr, dtype, shape, device, t.device.device_id, contiguous, (obj, capsule))
+    return TensorView(ptr, dtype, shape, strides, device, t.device.device_id, contiguous, (obj, capsule))
+
+
+def _row_major_strides(shape):
+    out, expect = [], 1
+    for n in reversed(shape):
+        out.append(expect)
+        expect *= n
+    return tuple(reversed(out))

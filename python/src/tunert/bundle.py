@@ -88,7 +88,9 @@ class SelectionInfo:
     measured_ns: float
     measured_on: str
     binary: str
-    kind: str            # "kernel", or "vendor" for a vendor entry (no kernel: call the vendor)
+    kind: str            # how libtunert chose it: "tuned" (this problem's tuned kernel), "nearest" (a
+                         # portable kernel tuned for another problem), "fallback" (the family's generic
+                         # kernel), "vendor" (a vendor entry: no kernel of ours, call the vendor)
     vendor: Optional[str]
     launches: tuple      # LaunchSpec
     args: tuple          # ArgSpec, in launch order
@@ -289,7 +291,8 @@ def _selection_info(handle, lib):
         else:
             args.append(ArgSpec(names[i], role, _s(a.dtype), tuple(a.shape[j] for j in range(a.rank)), a.numel,
                                 a.bytes, maps=maps))
-    kind = _s(si.kind) or "kernel"
+    # a libtunert older than the kinds leaves the field NULL: only exact or nearest kernels existed
+    kind = _s(si.kind) or ("tuned" if si.exact else "nearest")
     return SelectionInfo(_s(si.family), json.loads(_s(si.variant) or "{}"), _s(si.tuned_problem),
                          json.loads(_s(si.tuned_dims) or "{}"), bool(si.exact), si.distance, _s(si.reason),
                          si.measured_ns, _s(si.measured_on), _s(si.binary), kind, _s(si.vendor),
@@ -328,15 +331,18 @@ class Selection:
 
     @property
     def is_vendor(self):
+        """A vendor entry: the bundle measured the vendor library faster for this problem."""
         return self.info.kind == "vendor"
 
     def scratch_bytes(self):
         """{scratch arg name: bytes to provide}."""
         return {a.name: a.bytes for a in self.info.args if a.role == "scratch"}
 
-    def _check_tensor(self, a, tv):
+    def _check_tensor(self, a, tv, strided):
         where = f"{self.info.family} arg '{a.name}'"
-        if a.role == "scratch":
+        if strided:
+            self._check_strided(a, tv, where)
+        elif a.role == "scratch":
             have = DTYPE_BYTES.get(tv.dtype, 0) * _prod(tv.shape)
             if have < a.bytes:
                 raise ShapeMismatch(f"{where}: scratch of {have} bytes, this problem needs {a.bytes}")
@@ -349,7 +355,7 @@ class Selection:
             if tuple(tv.shape) != a.shape and not flat_ok:
                 raise ShapeMismatch(f"{where}: shape {tuple(tv.shape)}, the selection for {self.dims} wants "
                                     f"{a.shape}")
-        if not tv.contiguous:
+        if not strided and not tv.contiguous:
             raise LayoutError(f"{where}: not contiguous (row-major dense); pass .contiguous()")
         align = self._align.get(a.name, DTYPE_BYTES.get(tv.dtype, 1))
         if tv.ptr % align:
@@ -358,9 +364,23 @@ class Selection:
             raise DeviceMismatch(f"{where}: on {tv.device}:{tv.device_index}, but the bundle launches on "
                                  f"cuda:{self.bundle.device}")
 
-    def launch(self, tensors, stream=None):
+    def _check_strided(self, a, tv, where):
+        if tv.dtype != a.dtype:
+            raise DTypeMismatch(f"{where}: dtype {tv.dtype}, the kernel takes {a.dtype}")
+        if len(tv.shape) != len(a.shape) or tuple(tv.shape[1:]) != a.shape[1:]:
+            raise ShapeMismatch(f"{where}: shape {tuple(tv.shape)}, the selection for {self.dims} wants "
+                                f"{a.shape} (any leading extent: a strided argument)")
+        if tv.strides and tv.shape[-1] != 1 and tv.strides[-1] != 1:
+            raise LayoutError(f"{where}: innermost stride {tv.strides[-1]}: a strided argument needs its last "
+                              f"dim contiguous")
+
+    def launch(self, tensors, stream=None, strided=()):
         """Launch on `stream` with `tensors`: {arg name: torch.Tensor or DLPack object} for tensor
         args, and optionally {scalar name: number} to override a scalar the bundle computes.
+        `strided`: names of tensor args the caller passes with its own layout, described to the
+        kernel by the family's stride scalars (which the caller passes too): checked for dtype,
+        device, alignment, a contiguous last dim and the shape but its leading extent (a pool the
+        kernel indexes, e.g. KV-cache pages), not for contiguity.
         Scratch args left out are allocated with torch (the caching allocator) when torch is
         loaded. stream None: torch's current stream when a torch CUDA tensor is given, else the
         default stream. Asynchronous; the caller keeps the tensors alive until the work is done
@@ -410,7 +430,7 @@ class Selection:
                                           f"is missing")
                 v = self._scratch(a, torch, explicit, handle)
             tv = view(v, a.name, dl_stream)
-            self._check_tensor(a, tv)
+            self._check_tensor(a, tv, a.name in strided)
             keep.append(tv)
             slot.kind, slot.v.ptr = C.ARG_PTR, tv.ptr
         err = C.Err()

@@ -5,7 +5,11 @@ Per call: CPU tensors run the PyTorch reference (so opcheck runs anywhere); CUDA
 cached plan of their problem (_state.plan): a tuned selection launches on the current stream
 with outputs and scratch from torch's caching allocator (no host sync, no other allocation:
 CUDA-graph capturable once the op ran before capture), anything else runs the PyTorch equivalent
-and is counted. Inputs that are not contiguous are made so (a copy) before a tuned launch.
+and is counted. Inputs that are not contiguous are made so (a copy) before a tuned launch, except
+where the family takes strides (decode's q and KV caches).
+Scalars are bound by name from the selection (_state._bind): a scalar the bundle computes (its
+recipe value is an expression of the dims) is passed as TUNERT_ARG_AUTO, so a recipe that adds one
+(rmsnorm's H, softmax's cols) needs no change here; an op passes only its knobs (eps, scale, strides).
 """
 import math
 from typing import Optional, Tuple
@@ -17,7 +21,6 @@ from .._tensors import _torch_dtype_name
 from . import _state
 
 LOG2E = 1.4426950408889634
-_SEQ_LENS_NAMES = ("seq_lens", "seqlens", "lens", "context_lens", "cache_seqlens", "kv_lens")
 
 
 def _dt(t):
@@ -46,7 +49,7 @@ def _run(op, dev, problem):
         return reference()
     tensors, result = tensors_fn()
     _launch(p, dev, tensors)
-    _state.count(op, "tuned")
+    _state.count_tuned(op, p.selection_kind)
     return result
 
 
@@ -76,7 +79,7 @@ def _linear_problem(dev, x, w):
     def candidates():
         dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
         tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
-        return [("gemm", dims, tensors, {}, {}, ())]
+        return [("gemm", dims, tensors, dims, {}, ())]
 
     def tensors_fn():
         out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
@@ -128,7 +131,7 @@ def _attention_problem(dev, q, k, v, causal=False, scale=None):
         tensors = {"q": ((B, HQ, S, D), _dt(q)), "k": ((B, HKV, S, D), _dt(k)), "v": ((B, HKV, S, D), _dt(v)),
                    "o": ((B, HQ, S, D), _dt(q))}
         knobs = {} if scale is None else {"scale_log2": scale * LOG2E}
-        return [(f, dims, tensors, {}, knobs, ()) for f in ("attention.prefill_sm90", "attention.prefill")]
+        return [(f, dims, tensors, dims, knobs, ()) for f in ("attention.prefill_sm90", "attention.prefill")]
 
     def tensors_fn():
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -142,7 +145,7 @@ def _(q, k, v, causal=False, scale=None):
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-# ---- decode over a paged KV cache ----
+# ---- decode over a paged KV cache (recipes/attention/decode.lua's serving contract) ----
 
 def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
     B, HQ, D = q.shape
@@ -151,20 +154,23 @@ def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
     idx = block_table.long()
     k = k_cache[idx].reshape(B, L, HKV, D).transpose(1, 2)   # [B, HKV, L, D]
     v = v_cache[idx].reshape(B, L, HKV, D).transpose(1, 2)
-    mask = None
-    if seq_lens is not None:
-        pos = torch.arange(L, device=q.device)
-        mask = (pos[None, :] < seq_lens.to(q.device).long()[:, None]).view(B, 1, 1, L)
-    return _sdpa(q.unsqueeze(2), k, v, False, scale, mask).squeeze(2)
+    if seq_lens is None:
+        return _sdpa(q.unsqueeze(2), k, v, False, scale).squeeze(2)
+    lens = seq_lens.to(q.device).long()
+    mask = (torch.arange(L, device=q.device)[None, :] < lens[:, None]).view(B, 1, 1, L)
+    o = _sdpa(q.unsqueeze(2), k, v, False, scale, mask).squeeze(2)
+    return o.masked_fill((lens <= 0).view(B, 1, 1), 0)   # no keys: the empty sum, as the kernel gives
 
 
 @torch.library.custom_op("tunert::decode", mutates_args=())
 def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
            seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
-    """One decode step over a paged KV cache: q [B, HQ, D], k_cache and v_cache [pages, page_size,
-    HKV, D], block_table [B, max_pages] (int32 page ids), seq_lens [B] (int32; None: every
-    sequence is max_pages * page_size long). Through the attention.decode family, bound by its
-    argument names."""
+    """One decode step over a paged KV cache: q [B, HQ, D] (any strides with d contiguous, e.g. a
+    view of a fused QKV projection), k_cache and v_cache [pages, page_size, HKV, D] (a pool of any
+    number of pages, any strides with d contiguous, the same for both: NHD or a permuted HND
+    cache), block_table [B, max_pages] (int32 page ids), seq_lens [B] (int32 in device memory,
+    clamped to max_pages * page_size; None: every sequence is max_pages * page_size long).
+    Through the attention.decode family."""
     _state.check(q.dim() == 3 and k_cache.dim() == 4 and v_cache.shape == k_cache.shape and block_table.dim() == 2
                  and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
                  and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
@@ -179,35 +185,49 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
     return _run("decode", dev, _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens, scale))
 
 
+def _kernel_strides_ok(t):
+    """decode.cuh's layout rule: d contiguous, every other stride a multiple of 8 elements, the
+    address 16-byte aligned (meta tensors have no address: taken as aligned)."""
+    st = t.stride()
+    aligned = t.device.type == "meta" or t.data_ptr() % 16 == 0
+    return aligned and st[-1] == 1 and all(x % 8 == 0 for x in st[:-1])
+
+
 def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None):
     B, HQ, D = q.shape
-    P, page, HKV = k_cache.shape[0], k_cache.shape[1], k_cache.shape[2]
+    page, HKV = k_cache.shape[1], k_cache.shape[2]
     maxp = block_table.shape[1]
     L = maxp * page
+    q_direct = _kernel_strides_ok(q)   # else q is copied to a dense one
+    q_strides = tuple(q.stride()[:2]) if q_direct else (HQ * D, D)
+    kv_strides = tuple(k_cache.stride())
+    kv_ok = _kernel_strides_ok(k_cache) and _kernel_strides_ok(v_cache) and kv_strides == tuple(v_cache.stride())
     lens_dt = None if seq_lens is None else seq_lens.dtype
-    key = ("decode", dev, B, HQ, HKV, D, P, page, maxp, lens_dt, scale, q.dtype, k_cache.dtype, block_table.dtype)
+    key = ("decode", dev, B, HQ, HKV, D, page, maxp, q_strides, kv_strides, kv_ok, lens_dt, scale, q.dtype,
+           k_cache.dtype, v_cache.dtype, block_table.dtype)
 
     def candidates():
-        known = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "L": L, "page": page, "page_size": page,
-                 "max_pages": maxp, "max_pages_per_seq": maxp, "pages": P, "num_pages": P}
-        tensors = {"q": ((B, HQ, D), _dt(q)), "k_cache": (tuple(k_cache.shape), _dt(k_cache)),
-                   "v_cache": (tuple(v_cache.shape), _dt(v_cache)),
-                   "block_table": (tuple(block_table.shape), _dt(block_table)), "o": ((B, HQ, D), _dt(q))}
-        needs = ()
-        if seq_lens is not None:
-            for n in _SEQ_LENS_NAMES:
-                tensors[n] = ((B,), _dt(seq_lens))
-            needs = (_SEQ_LENS_NAMES,)
-        knobs = {} if scale is None else {"scale_log2": scale * LOG2E}
-        return [("attention.decode", known, tensors, dict(known), knobs, needs)]
+        if not kv_ok:
+            return [f"attention.decode: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} "
+                    f"must be equal, multiples of 8 elements with d contiguous, on 16-byte aligned addresses"]
+        dims = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "page_size": page, "max_pages": maxp}
+        tensors = {"q": ((B, HQ, D), _dt(q), "strided"), "k_cache": (tuple(k_cache.shape), _dt(k_cache), "strided"),
+                   "v_cache": (tuple(v_cache.shape), _dt(v_cache), "strided"),
+                   "block_table": ((B, maxp), _dt(block_table)),
+                   "seq_lens": ((B,), "i32" if seq_lens is None else _dt(seq_lens)), "o": ((B, HQ, D), _dt(q))}
+        knobs = {"q_stride_b": q_strides[0], "q_stride_h": q_strides[1], "o_stride_b": HQ * D, "o_stride_h": D,
+                 "kv_stride_page": kv_strides[0], "kv_stride_row": kv_strides[1], "kv_stride_h": kv_strides[2]}
+        if scale is not None:
+            knobs["scale_log2"] = scale * LOG2E
+        # a family that took no lengths would attend to every page: it cannot serve given lengths
+        needs = () if seq_lens is None else (("seq_lens",),)
+        return [("attention.decode", dims, tensors, dims, knobs, needs)]
 
     def tensors_fn():
         out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)
-        t = {"q": q.contiguous(), "k_cache": k_cache, "v_cache": v_cache, "block_table": block_table.contiguous(),
-             "o": out}
-        if seq_lens is not None:
-            for n in _SEQ_LENS_NAMES:
-                t[n] = seq_lens
+        lens = _state.full_lengths(q.device, B, L) if seq_lens is None else seq_lens.contiguous()
+        t = {"q": q if q_direct else q.contiguous(), "k_cache": k_cache, "v_cache": v_cache,
+             "block_table": block_table.contiguous(), "seq_lens": lens, "o": out}
         return t, out
 
     return key, candidates, tensors_fn, lambda: _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
@@ -215,7 +235,7 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
 
 @decode.register_fake
 def _(q, k_cache, v_cache, block_table, seq_lens=None, scale=None):
-    return torch.empty_like(q, memory_format=torch.contiguous_format)
+    return q.new_empty(q.shape)
 
 
 # ---- RMSNorm, and with the residual add fused ----
@@ -257,7 +277,8 @@ def _rmsnorm_problem(dev, x, w, eps=1e-6):
 
     def candidates():
         tensors = {"x": ((T, H), _dt(x)), "w": ((H,), _dt(w)), "y": ((T, H), _dt(x))}
-        return [("rmsnorm", {"T": T, "H": H, "residual": False}, tensors, {}, {"eps": eps}, ())]
+        dims = {"T": T, "H": H, "residual": False}
+        return [("rmsnorm", dims, tensors, dims, {"eps": eps}, ())]
 
     def tensors_fn():
         y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -292,7 +313,8 @@ def _rmsnorm_add_problem(dev, x, residual, w, eps=1e-6):
     def candidates():
         tensors = {"x": ((T, H), _dt(x)), "r": ((T, H), _dt(residual)), "w": ((H,), _dt(w)),
                    "y": ((T, H), _dt(x)), "h": ((T, H), _dt(x))}
-        return [("rmsnorm.add", {"T": T, "H": H, "residual": True}, tensors, {}, {"eps": eps}, ())]
+        dims = {"T": T, "H": H, "residual": True}
+        return [("rmsnorm.add", dims, tensors, dims, {"eps": eps}, ())]
 
     def tensors_fn():
         y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -342,7 +364,8 @@ def _softmax_problem(dev, x):
 
     def candidates():
         tensors = {"x": ((rows, cols), _dt(x)), "y": ((rows, cols), _dt(x))}
-        return [(f, {"rows": rows, "cols": cols}, tensors, {}, {}, ())
+        dims = {"rows": rows, "cols": cols}
+        return [(f, dims, tensors, dims, {}, ())
                 for f in ("softmax", "softmax.split", "softmax.cluster")]
 
     def tensors_fn():

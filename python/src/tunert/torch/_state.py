@@ -18,7 +18,9 @@ _strict = False
 _bundles = {}      # device index -> Bundle
 _plans = {}        # plan key -> Plan | Fallback
 _counts = collections.defaultdict(collections.Counter)    # op -> {"tuned", "vendor", "fallback", "cpu"}
+_kinds = collections.defaultdict(collections.Counter)     # op -> {selection kind of its tuned calls: calls}
 _reasons = collections.defaultdict(collections.Counter)   # op -> {reason: calls}
+_full_lengths = {}  # (device index, B, L) -> int32 [B] filled with L: decode without seq_lens
 
 
 def use_bundle(path, *, strict=None, **open_kwargs):
@@ -66,26 +68,47 @@ def bundle_for(device_index):
     return b
 
 
+def full_lengths(device, B, L):
+    """An int32 [B] tensor of L on `device`, made once per (device, B, L) so that the calls after
+    the first (and a CUDA graph capture) allocate nothing for it. Never written to."""
+    import torch
+    key = (device.index, B, L)
+    t = _full_lengths.get(key)
+    if t is None:
+        t = _full_lengths.setdefault(key, torch.full((B,), L, dtype=torch.int32, device=device))
+    return t
+
+
 def count(op, how, reason=None):
     _counts[op][how] += 1
     if reason:
         _reasons[op][reason] += 1
 
 
+def count_tuned(op, kind):
+    _counts[op]["tuned"] += 1
+    _kinds[op][kind] += 1
+
+
 def stats():
-    """{op: {"tuned": n, "vendor": n, "fallback": n, "cpu": n, "reasons": {why: n}}}: calls since
-    the last reset_stats(). Counted when the op's Python body runs: a CUDA graph replay or a
-    compiled graph's replay runs none, so it counts at capture only."""
+    """{op: {"tuned": n, "vendor": n, "fallback": n, "cpu": n, "kinds": {kind: n}, "reasons":
+    {why: n}}}: calls since the last reset_stats(). "tuned": our kernel ran, and "kinds" says how
+    libtunert chose it ("tuned": this problem's, "nearest": a portable one tuned for another
+    problem, "fallback": the family's generic one); "vendor": the bundle chose the vendor library
+    and PyTorch ran it; "fallback": the bundle could not serve the problem and PyTorch ran it;
+    "cpu": CPU tensors. Counted when the op's Python body runs: a CUDA graph replay or a compiled
+    graph's replay runs none, so it counts at capture only."""
     out = {}
     for op in sorted(set(_counts) | set(_reasons)):
         c = _counts[op]
         out[op] = {"tuned": c["tuned"], "vendor": c["vendor"], "fallback": c["fallback"], "cpu": c["cpu"],
-                   "reasons": dict(_reasons[op])}
+                   "kinds": dict(_kinds[op]), "reasons": dict(_reasons[op])}
     return out
 
 
 def reset_stats():
     _counts.clear()
+    _kinds.clear()
     _reasons.clear()
 
 
@@ -103,13 +126,15 @@ class Fallback:
 
 class Plan:
     """A Selection bound to an op: which of the op's tensors go to which argument (inputs sliced
-    to the selection's leading dim where the op's is larger, e.g. a KV-cache pool), and the scalar
-    values the op passes."""
-    __slots__ = ("selection", "tensor_names", "slices", "scalars", "kind", "reason")
+    to the selection's leading dim where the op's is larger), which go with their own strides
+    (`strided`: the op passes the family's stride scalars), and the scalar values the op passes.
+    `kind` is "tuned" (our kernel runs); `selection_kind` says how libtunert chose it."""
+    __slots__ = ("selection", "tensor_names", "slices", "strided", "scalars", "kind", "selection_kind", "reason")
 
-    def __init__(self, selection, tensor_names, slices, scalars):
+    def __init__(self, selection, tensor_names, slices, scalars, strided=frozenset()):
         self.selection, self.tensor_names, self.slices, self.scalars = selection, tensor_names, slices, scalars
-        self.kind, self.reason = "tuned", selection.info.reason
+        self.strided = frozenset(strided)
+        self.kind, self.selection_kind, self.reason = "tuned", selection.info.kind, selection.info.reason
 
     def __repr__(self):
         return f"<tunert.torch plan {self.selection!r}>"
@@ -122,16 +147,18 @@ class Plan:
             if how is not None:
                 t = t[:how[1]] if how[0] == "rows" else t.reshape(-1)[:how[1]]
             args[name] = t
-        self.selection.launch(args)
+        self.selection.launch(args, strided=self.strided)
 
 
 def plan(op, key, device_index, candidates):
     """The cached Plan or Fallback for `key`; `candidates` (called only on a miss) gives, per
-    family to try in order, (family, dims, tensors, scalars, knobs, needs): dims and tensors as the
-    op can give them (a superset: each family takes what it names), tensors as {name: (shape,
-    dtype)}, scalars {name: value} passed where the bundle has no value, knobs {name: value} always
-    passed, needs: groups of tensor names of which the family must take one (an input the op
-    cannot drop, e.g. per-sequence lengths under whichever name the family gives them)."""
+    family to try in order, (family, dims, tensors, scalars, knobs, needs), or a string: why the
+    op cannot use the bundle for this call. dims and tensors as the op can give them (a superset:
+    each family takes what it names), tensors as {name: (shape, dtype)} or {name: (shape, dtype,
+    "strided")} for one passed with its own strides (see Selection.launch), scalars {name: value}
+    passed where the bundle has no value, knobs {name: value} always passed (where the family has
+    that scalar), needs: groups of tensor names of which the family must take one (an input the
+    op cannot drop, e.g. per-sequence lengths)."""
     p = _plans.get(key)
     if p is not None:
         return p
@@ -146,7 +173,11 @@ def _make_plan(device_index, candidates):
         return Fallback("fallback", "no bundle: call tunert.torch.use_bundle(path)")
     have = set(b.families)
     reasons, found = [], []
-    for family, dims, tensors, scalars, knobs, needs in candidates:
+    for cand in candidates:
+        if isinstance(cand, str):
+            reasons.append(cand)
+            continue
+        family, dims, tensors, scalars, knobs, needs = cand
         if family not in have:
             reasons.append(f"no family {family} in the bundle")
             continue
@@ -154,12 +185,18 @@ def _make_plan(device_index, candidates):
         (found if isinstance(r, Plan) else reasons).append(r)
     if not found:
         return Fallback("fallback", "; ".join(reasons) or "no candidate family")
-    # an exact tuned problem first, then the fastest measured
-    best = min(found, key=lambda p: (not p.selection.info.exact, p.selection.info.measured_ns))
+    best = min(found, key=_preference)
     if best.selection.is_vendor:
         return Fallback("vendor", f"{best.selection.info.family}: the bundle chose the vendor "
                                   f"({best.selection.info.vendor or 'vendor'}) for this problem", best.selection)
     return best
+
+
+def _preference(p):
+    """An exact tuned problem first, then a nearest portable entry, then a family's generic entry
+    (not measured: measured_ns 0); among equals the fastest measured."""
+    i = p.selection.info
+    return (0 if i.exact else 2 if i.kind == "fallback" else 1, i.measured_ns)
 
 
 def _bind(b, family, dims, tensors, scalars, knobs, needs):
@@ -171,16 +208,20 @@ def _bind(b, family, dims, tensors, scalars, knobs, needs):
         sel = b.select(family, {d: dims[d] for d in f.dims})
     except TunertError as e:
         return str(e) if str(e).startswith(family) else f"{family}: {e}"
-    names, slices, sc = [], {}, {}
+    names, slices, strided, sc = [], {}, set(), {}
     for a in sel.info.args:
         if a.role in ("input", "output"):
             if a.name not in tensors:
                 return f"{family}: takes tensor '{a.name}' that this op does not have"
-            shape, dtype = tensors[a.name]
+            shape, dtype, *how = tensors[a.name]
             if dtype != a.dtype:
                 return f"{family}: '{a.name}' is {a.dtype} in the bundle, {dtype} here"
             shape = tuple(shape)
-            if shape != a.shape:
+            if how == ["strided"]:
+                if len(shape) != len(a.shape) or shape[1:] != a.shape[1:]:
+                    return f"{family}: '{a.name}' has shape {shape}, the selection wants {a.shape} (any leading extent)"
+                strided.add(a.name)
+            elif shape != a.shape:
                 how = _fit(a, shape)
                 if how is None:
                     return f"{family}: '{a.name}' has shape {shape}, the selection wants {a.shape}"
@@ -190,13 +231,13 @@ def _bind(b, family, dims, tensors, scalars, knobs, needs):
             if a.name in knobs:
                 sc[a.name] = knobs[a.name]
             elif a.value is None:
-                if a.name not in scalars:
+                if not isinstance(scalars.get(a.name), (int, float)):
                     return f"{family}: scalar '{a.name}' has no value in the bundle and this op cannot give it"
                 sc[a.name] = scalars[a.name]
     for group in needs:
         if not any(n in names for n in group):
             return f"{family}: takes none of {', '.join(group)}, which this call needs"
-    return Plan(sel, tuple(names), slices, sc)
+    return Plan(sel, tuple(names), slices, sc, strided)
 
 
 def _fit(a, shape):
