@@ -11,5 +11,10 @@ TUNE="$TUNE" bash "$SRC/tools/bench/benchmarks_tables.sh" > "$got" 2>&1
 check "the page has a tables section" test -s "$want"
 check "the tables match data/compare (regenerate: tools/bench/benchmarks_tables.sh)" diff -qB "$want" "$got"
 [ "$FAIL" -eq 0 ] || diff -B "$want" "$got" | head -20
+# the serving tables: tools/bench/serve_tables.py from data/serve/
+sed -n '/^<!-- serve tables:/,/^<!-- end serve tables -->/p' "$page" | sed '1d;$d' > "$want"
+python3 "$SRC/tools/bench/serve_tables.py" > "$got" 2>&1
+check "the page has a serving section" test -s "$want"
+check "the serving tables match data/serve (regenerate: tools/bench/serve_tables.py)" diff -qB "$want" "$got"
 rm -f "$want" "$got"
 finish
