@@ -31,6 +31,8 @@ TUNERT_API const char *tunert_status_name(int code) {
   return code >= 0 && code <= TUNERT_ECONTEXT ? names[code] : "unknown";
 }
 
+TUNERT_API const char *tunert_version(void) { return TUNERT_VERSION_STRING; }
+
 /* ---- arena ----------------------------------------------------------------------- */
 
 static void *sys_alloc(void *ud, size_t n) { (void)ud; return malloc(n); }

@@ -34,9 +34,14 @@ extern "C" {
 #define TUNERT_API __attribute__((visibility("default")))
 #endif
 
+/* libtunert's version, which is tune's: the CMake project version is the one
+ * source (CMakeLists.txt); configuring fails when these lines disagree with it,
+ * and tests/unit/version_test.c checks them against tunert_version(), the
+ * pkg-config file and the CMake package. */
 #define TUNERT_VERSION_MAJOR 0
 #define TUNERT_VERSION_MINOR 4
 #define TUNERT_VERSION_PATCH 0
+#define TUNERT_VERSION_STRING "0.4.0"
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
  * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
  * 1.2 clusters, 1.3 domains, fallback and vendor entries. */
@@ -71,6 +76,11 @@ typedef struct tunert_err {
 
 /* The short name of a status ("ok", "no variant", ...). Static storage. */
 TUNERT_API const char *tunert_status_name(int code);
+
+/* The version of the libtunert the program runs with ("0.4.0"), which may
+ * differ from the TUNERT_VERSION_STRING it was compiled against when the
+ * shared library was replaced. Static storage. */
+TUNERT_API const char *tunert_version(void);
 
 /* Optional host allocator for everything the context allocates. alloc returns
  * NULL on failure; free gets the size given to alloc. Note: SQLite's own

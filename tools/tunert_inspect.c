@@ -3,6 +3,7 @@
  *
  *   tunert_inspect BUNDLE                         families, tuned problems, provenance
  *   tunert_inspect BUNDLE --select FAMILY K=V,... the selection for a problem, and why
+ *   tunert_inspect --version                      the libtunert it runs with
  *   options: --arch sm_90a (check against this arch instead of the device's)
  *            --exact (TUNERT_OPEN_EXACT_ONLY)  --try-launch (only where there is no
  *            driver: shows the error a launch gives there)
@@ -52,8 +53,14 @@ static void print_selection(const tunert_selection *s) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
-    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch]]\n");
+    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch]]\n"
+                    "       tunert_inspect --version\n");
     return 2;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("libtunert %s (compiled against %s; reads bundle format %d.x up to %d.%d)\n", tunert_version(),
+           TUNERT_VERSION_STRING, TUNERT_FORMAT_MAJOR, TUNERT_FORMAT_MAJOR, TUNERT_FORMAT_MINOR);
+    return 0;
   }
   tunert_options o;
   tunert_options_init(&o);
@@ -72,9 +79,10 @@ int main(int argc, char **argv) {
   tunert_bundle_info bi = {.struct_size = sizeof bi};
   tunert_bundle_info_get(ctx, &bi);
   if (!family) {
-    printf("bundle %s: format %d.%d, made %s by tune %s (NVRTC %s)\nmeasured on %s (%s); binaries %s; checked against %s; opened in %.2f ms\n",
+    printf("bundle %s: format %d.%d, made %s by tune %s (NVRTC %s)\nmeasured on %s (%s); binaries %s; checked against %s; opened in %.2f ms"
+           " by libtunert %s\n",
            argv[1], bi.format_major, bi.format_minor, bi.created_at, bi.tool_version, bi.nvrtc_version, bi.device_name,
-           bi.device_arch, bi.archs, bi.device_arch_here, bi.open_ms);
+           bi.device_arch, bi.archs, bi.device_arch_here, bi.open_ms, tunert_version());
     for (int f = 0; f < tunert_family_count(ctx); ++f) {
       tunert_family_info fi = {.struct_size = sizeof fi};
       tunert_family_info_get(ctx, tunert_family_name(ctx, f), &fi, &e);
