@@ -159,7 +159,6 @@ typedef struct opener {
 } opener;
 
 #define OFAIL(code, ...) do { rc = rt_fail(o->err, (code), __VA_ARGS__); goto fail; } while (0)
-#define NOMEM() OFAIL(TUNERT_ENOMEM, "tunert_open %s: out of memory", o->path)
 
 static int sql_fail(opener *o, const char *what) {
   int ec = sqlite3_errcode(o->ctx->db);
@@ -763,44 +762,74 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
 
 /* ---- tunert_open ---------------------------------------------------------------------------- */
 
-TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tunert_ctx **out, tunert_err *err) {
-  double t0 = now_ms();
-  if (!out) return rt_fail(err, TUNERT_EINVAL, "tunert_open: out is NULL");
-  *out = NULL;
-  if (!path) return rt_fail(err, TUNERT_EINVAL, "tunert_open: path is NULL");
-  tunert_options opt;
-  tunert_options_init(&opt);
+/* Checks the options and allocates the context from the chosen allocator: the
+ * first step of every open. On failure *ctx_out is NULL and nothing is allocated. */
+static int ctx_new(const char *fn, const tunert_options *opt_in, tunert_options *opt, tunert_ctx **ctx_out, tunert_err *err) {
+  *ctx_out = NULL;
+  tunert_options_init(opt);
   if (opt_in) {
     if (opt_in->struct_size < offsetof(tunert_options, allocator) || opt_in->struct_size > 4096)
-      return rt_fail(err, TUNERT_EINVAL, "tunert_open: options.struct_size %u: call tunert_options_init first", opt_in->struct_size);
-    memcpy(&opt, opt_in, opt_in->struct_size < sizeof opt ? opt_in->struct_size : sizeof opt);
-    opt.struct_size = sizeof opt;
+      return rt_fail(err, TUNERT_EINVAL, "%s: options.struct_size %u: call tunert_options_init first", fn, opt_in->struct_size);
+    memcpy(opt, opt_in, opt_in->struct_size < sizeof *opt ? opt_in->struct_size : sizeof *opt);
+    opt->struct_size = sizeof *opt;
   }
   tunert_allocator al = {sys_alloc, sys_free, NULL};
-  if (opt.allocator) {
-    if (!opt.allocator->alloc || !opt.allocator->free) return rt_fail(err, TUNERT_EINVAL, "tunert_open: allocator needs alloc and free");
-    al = *opt.allocator;
+  if (opt->allocator) {
+    if (!opt->allocator->alloc || !opt->allocator->free) return rt_fail(err, TUNERT_EINVAL, "%s: allocator needs alloc and free", fn);
+    al = *opt->allocator;
   }
   tunert_ctx *ctx = al.alloc(al.ud, sizeof *ctx);
-  if (!ctx) return rt_fail(err, TUNERT_ENOMEM, "tunert_open: out of memory");
+  if (!ctx) return rt_fail(err, TUNERT_ENOMEM, "%s: out of memory", fn);
   memset(ctx, 0, sizeof *ctx);
   ctx->arena.al = al;
-  ctx->flags = opt.flags;
-  ctx->device = opt.device;
-  ctx->max_selections = opt.max_selections > 0 ? opt.max_selections : 64;
-
+  ctx->flags = opt->flags;
+  ctx->device = opt->device;
+  ctx->max_selections = opt->max_selections > 0 ? opt->max_selections : 64;
   pthread_mutex_init(&ctx->lock, NULL);
-  opener op = {.ctx = ctx, .path = path, .err = err};
-  opener *o = &op;
+  *ctx_out = ctx;
+  return 0;
+}
+
+/* The device: given (options.arch), queried through libcuda, or unknown; then the
+ * binary of each variant for it, and TUNERT_EARCH for a family with none. */
+static int choose_device(opener *o, const tunert_options *opt) {
+  tunert_ctx *ctx = o->ctx;
+  if (opt->arch) {
+    int is_ptx, maj, min, spec;
+    if (rt_parse_arch(opt->arch, &is_ptx, &maj, &min, &spec) || is_ptx)
+      return rt_fail(o->err, TUNERT_EINVAL, "tunert_open: options.arch '%s': want sm_XY (e.g. sm_90a)", opt->arch);
+    ctx->dev_known = 1;
+    ctx->dev_major = maj;
+    ctx->dev_minor = min;
+    snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "sm_%d%d", maj, min);
+  } else if (!(opt->flags & TUNERT_OPEN_NO_DEVICE)) {
+    tunert_err derr;
+    if (rt_device_open(ctx, &derr)) snprintf(ctx->dev_note, sizeof ctx->dev_note, "%.250s", derr.msg);
+  } else snprintf(ctx->dev_note, sizeof ctx->dev_note, "TUNERT_OPEN_NO_DEVICE");
+  if (!ctx->dev_known) snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "unknown");
+  ctx->sm_count = ctx->dev_sm_count > 0 ? ctx->dev_sm_count : ctx->meta_sm_count;
+  rt_choose_binaries(ctx);
+  if (ctx->dev_known && !(opt->flags & TUNERT_OPEN_ANY_ARCH)) {
+    for (int i = 0; i < ctx->n_families; ++i) {
+      rt_family *f = &ctx->families[i];
+      int any = 0;
+      for (int j = 0; j < f->n_variants; ++j) any |= f->variants[j].chosen >= 0;
+      if (!any)
+        return rt_fail(o->err, TUNERT_EARCH, "%s: family %s: %s; make the bundle with --arch %s (or open with TUNERT_OPEN_ANY_ARCH)",
+                       o->path, f->name, f->variants[0].binary_desc, ctx->dev_arch);
+    }
+  }
+  return 0;
+}
+
+/* Everything after ctx->db is open, shared by tunert_open and tunert_open_memory:
+ * identity (application_id), size against the header's page count (bytes: the
+ * file's or the buffer's; truncation), format version, the tables, the binaries'
+ * hashes, the selection caches, the device. */
+static int open_bundle(opener *o, const tunert_options *opt, int64_t bytes) {
+  tunert_ctx *ctx = o->ctx;
+  const char *path = o->path;
   int rc = 0;
-  const char *log = getenv("TUNERT_LOG_UNTUNED"); /* docs/runtime.md: the shapes served without a tuned entry */
-  if (log && *log && !(ctx->log_path = rt_strdup(&ctx->arena, log))) NOMEM();
-  struct stat sb;
-  if (stat(path, &sb)) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, strerror(errno));
-  if (!S_ISREG(sb.st_mode)) OFAIL(TUNERT_EIO, "%s: not a regular file", path);
-  int src = sqlite3_open_v2(path, &ctx->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-  if (src != SQLITE_OK) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, ctx->db ? sqlite3_errmsg(ctx->db) : sqlite3_errstr(src));
-  /* identity, size (truncation), version */
   sqlite3_stmt *st = NULL;
   int64_t app = 0, page_size = 0, page_count = 0;
   const char *pragmas[3] = {"PRAGMA application_id", "PRAGMA page_size", "PRAGMA page_count"};
@@ -808,67 +837,104 @@ TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tuner
   for (int i = 0; i < 3; ++i) {
     if (sqlite3_prepare_v2(ctx->db, pragmas[i], -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
       int ec = sqlite3_errcode(ctx->db);
-      rc = rt_fail(err, TUNERT_EFORMAT, "%s: %s (%s)", path,
+      rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: %s (%s)", path,
                    ec == SQLITE_CORRUPT ? "damaged or truncated: not a usable bundle" : "not a tune bundle", sqlite3_errmsg(ctx->db));
       sqlite3_finalize(st);
-      goto fail;
+      return rc;
     }
     *dst[i] = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     st = NULL;
   }
   if (app == TUNERT_TUNE_DB_APPLICATION_ID)
-    OFAIL(TUNERT_EFORMAT, "%s: this is a tune results database, not a bundle: make one with `tune bundle --db %s --recipe NAME -o FILE`", path, path);
+    return rt_fail(o->err, TUNERT_EFORMAT, "%s: this is a tune results database, not a bundle: make one with "
+                   "`tune bundle --db %s --recipe NAME -o FILE`", path, path);
   if (app != TUNERT_APPLICATION_ID)
-    OFAIL(TUNERT_EFORMAT, "%s: not a tune bundle (SQLite application_id 0x%llx, want 0x%x)", path, (unsigned long long)app, TUNERT_APPLICATION_ID);
-  if (page_size * page_count != (int64_t)sb.st_size)
-    OFAIL(TUNERT_EFORMAT, "%s: truncated or damaged: the file has %lld bytes, its header says %lld", path,
-          (long long)sb.st_size, (long long)(page_size * page_count));
-  if ((rc = read_meta(o))) goto fail;
-  if ((rc = read_families(o))) goto fail;
-  if ((rc = read_args(o))) goto fail;
-  if ((rc = read_variants(o))) goto fail;
-  if ((rc = read_binaries(o))) goto fail;
-  if ((rc = read_entries(o))) goto fail;
-  if ((rc = read_tensormaps(o))) goto fail;
+    return rt_fail(o->err, TUNERT_EFORMAT, "%s: not a tune bundle (SQLite application_id 0x%llx, want 0x%x)", path,
+                   (unsigned long long)app, TUNERT_APPLICATION_ID);
+  if (page_size * page_count != bytes)
+    return rt_fail(o->err, TUNERT_EFORMAT, "%s: truncated or damaged: it has %lld bytes, its header says %lld", path,
+                   (long long)bytes, (long long)(page_size * page_count));
+  if ((rc = read_meta(o)) || (rc = read_families(o)) || (rc = read_args(o)) || (rc = read_variants(o)) ||
+      (rc = read_binaries(o)) || (rc = read_entries(o)) || (rc = read_tensormaps(o)))
+    return rc;
   for (int i = 0; i < ctx->n_families; ++i) {
     rt_family *f = &ctx->families[i];
     for (int j = 0; j < f->n_variants; ++j)
-      if (!f->variants[j].n_bins) OFAIL(TUNERT_EFORMAT, "%s: family %s: variant %lld has no binary", path, f->name, (long long)f->variants[j].id);
+      if (!f->variants[j].n_bins)
+        return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: variant %lld has no binary", path, f->name, (long long)f->variants[j].id);
     size_t cap = 16;
     while (cap < (size_t)ctx->max_selections * 2) cap *= 2;
     sel_table *t = rt_alloc(&ctx->arena, sizeof(sel_table) + cap * sizeof(tunert_selection *));
-    if (!t) NOMEM();
+    if (!t) return rt_fail(o->err, TUNERT_ENOMEM, "tunert_open %s: out of memory", path);
     t->cap = cap;
     atomic_store(&f->cache, t);
   }
-  /* the device: given, queried, or unknown */
-  if (opt.arch) {
-    int is_ptx, maj, min, spec;
-    if (rt_parse_arch(opt.arch, &is_ptx, &maj, &min, &spec) || is_ptx)
-      OFAIL(TUNERT_EINVAL, "tunert_open: options.arch '%s': want sm_XY (e.g. sm_90a)", opt.arch);
-    ctx->dev_known = 1;
-    ctx->dev_major = maj;
-    ctx->dev_minor = min;
-    snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "sm_%d%d", maj, min);
-  } else if (!(opt.flags & TUNERT_OPEN_NO_DEVICE)) {
-    tunert_err derr;
-    if (rt_device_open(ctx, &derr)) snprintf(ctx->dev_note, sizeof ctx->dev_note, "%.250s", derr.msg);
-  } else snprintf(ctx->dev_note, sizeof ctx->dev_note, "TUNERT_OPEN_NO_DEVICE");
-  if (!ctx->dev_known) snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "unknown");
-  ctx->sm_count = ctx->dev_sm_count > 0 ? ctx->dev_sm_count : ctx->meta_sm_count;
-  rt_choose_binaries(ctx);
-  if (ctx->dev_known && !(opt.flags & TUNERT_OPEN_ANY_ARCH)) {
-    for (int i = 0; i < ctx->n_families; ++i) {
-      rt_family *f = &ctx->families[i];
-      int any = 0;
-      for (int j = 0; j < f->n_variants; ++j) any |= f->variants[j].chosen >= 0;
-      if (!any)
-        OFAIL(TUNERT_EARCH, "%s: family %s: %s; make the bundle with --arch %s (or open with TUNERT_OPEN_ANY_ARCH)",
-              path, f->name, f->variants[0].binary_desc, ctx->dev_arch);
-    }
-  }
-  if (ctx->arena.failed) NOMEM();
+  if ((rc = choose_device(o, opt))) return rc;
+  if (ctx->arena.failed) return rt_fail(o->err, TUNERT_ENOMEM, "tunert_open %s: out of memory", path);
+  return 0;
+}
+
+/* The shapes served without a tuned entry are logged where TUNERT_LOG_UNTUNED says (docs/runtime.md). */
+static int log_path_from_env(opener *o) {
+  const char *log = getenv("TUNERT_LOG_UNTUNED");
+  if (log && *log && !(o->ctx->log_path = rt_strdup(&o->ctx->arena, log)))
+    return rt_fail(o->err, TUNERT_ENOMEM, "tunert_open %s: out of memory", o->path);
+  return 0;
+}
+
+TUNERT_API int tunert_open(const char *path, const tunert_options *opt_in, tunert_ctx **out, tunert_err *err) {
+  double t0 = now_ms();
+  if (!out) return rt_fail(err, TUNERT_EINVAL, "tunert_open: out is NULL");
+  *out = NULL;
+  if (!path) return rt_fail(err, TUNERT_EINVAL, "tunert_open: path is NULL");
+  tunert_options opt;
+  tunert_ctx *ctx;
+  int rc = ctx_new("tunert_open", opt_in, &opt, &ctx, err);
+  if (rc) return rc;
+  opener op = {.ctx = ctx, .path = path, .err = err};
+  opener *o = &op;
+  if ((rc = log_path_from_env(o))) goto fail;
+  struct stat sb;
+  if (stat(path, &sb)) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, strerror(errno));
+  if (!S_ISREG(sb.st_mode)) OFAIL(TUNERT_EIO, "%s: not a regular file", path);
+  int src = sqlite3_open_v2(path, &ctx->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+  if (src != SQLITE_OK) OFAIL(TUNERT_EIO, "%s: cannot open the bundle: %s", path, ctx->db ? sqlite3_errmsg(ctx->db) : sqlite3_errstr(src));
+  if ((rc = open_bundle(o, &opt, (int64_t)sb.st_size))) goto fail;
+  ctx->open_ms = now_ms() - t0;
+  *out = ctx;
+  return TUNERT_OK;
+fail:
+  tunert_close(ctx);
+  return rc;
+}
+
+TUNERT_API int tunert_open_memory(const void *data, size_t size, const tunert_options *opt_in, tunert_ctx **out,
+                                  tunert_err *err) {
+  double t0 = now_ms();
+  if (!out) return rt_fail(err, TUNERT_EINVAL, "tunert_open_memory: out is NULL");
+  *out = NULL;
+  if (!data) return rt_fail(err, TUNERT_EINVAL, "tunert_open_memory: data is NULL");
+  if ((uint64_t)size > (uint64_t)INT64_MAX) return rt_fail(err, TUNERT_EINVAL, "tunert_open_memory: size %zu too large", size);
+  tunert_options opt;
+  tunert_ctx *ctx;
+  int rc = ctx_new("tunert_open_memory", opt_in, &opt, &ctx, err);
+  if (rc) return rc;
+  char label[64]; /* stands for the path in messages */
+  snprintf(label, sizeof label, "bundle in memory (%zu bytes)", size);
+  opener op = {.ctx = ctx, .path = label, .err = err};
+  opener *o = &op;
+  if ((rc = log_path_from_env(o))) goto fail;
+  /* an in-memory database over the caller's buffer, not a copy (docs/runtime.md): read-only,
+   * so SQLite never writes to or reallocates it */
+  int src = sqlite3_open_v2(":memory:", &ctx->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+  if (src == SQLITE_OK)
+    src = sqlite3_deserialize(ctx->db, "main", (unsigned char *)(uintptr_t)data, (sqlite3_int64)size, (sqlite3_int64)size,
+                              SQLITE_DESERIALIZE_READONLY);
+  if (src != SQLITE_OK)
+    OFAIL(src == SQLITE_NOMEM ? TUNERT_ENOMEM : TUNERT_EIO, "%s: cannot open it: %s", label,
+          ctx->db ? sqlite3_errmsg(ctx->db) : sqlite3_errstr(src));
+  if ((rc = open_bundle(o, &opt, (int64_t)size))) goto fail;
   ctx->open_ms = now_ms() - t0;
   *out = ctx;
   return TUNERT_OK;

@@ -129,6 +129,15 @@ TUNERT_API void tunert_options_init(tunert_options *o);
  * launch of a variant). */
 TUNERT_API int tunert_open(const char *path, const tunert_options *opt, tunert_ctx **out,
                            tunert_err *err);
+/* Open a bundle held in memory (data[0..size): a bundle file's bytes, e.g.
+ * embedded in the program or mapped by it), with the checks of tunert_open;
+ * messages name it "bundle in memory (N bytes)". The buffer is not copied: it
+ * is read in place, so it must stay valid and unchanged until tunert_close
+ * (binaries are read from it at their first launch). libtunert never writes to
+ * it. A buffer shorter than the bundle's header says is TUNERT_EFORMAT
+ * ("truncated"), one that is not a bundle TUNERT_EFORMAT. */
+TUNERT_API int tunert_open_memory(const void *data, size_t size, const tunert_options *opt, tunert_ctx **out,
+                                  tunert_err *err);
 /* Unload the modules, free everything. NULL is ignored. No other call on ctx
  * may be in flight. */
 TUNERT_API void tunert_close(tunert_ctx *ctx);

@@ -3,8 +3,9 @@
  * requirements, compile-time defines, exact-only entries, architectures), the
  * selection cache (same pointer, growth, threads), argument layout, launch
  * without a driver, and bundles that are corrupt, truncated, of another
- * version or not bundles at all (a clear error, never a crash), and the
- * allocator (balanced, every allocation failure handled).
+ * version or not bundles at all (a clear error, never a crash), the
+ * allocator (balanced, every allocation failure handled), and opening from
+ * memory (the file's bytes, truncated buffers, garbage).
  * Prints "N passed, M failed"; exits nonzero on any failure. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -538,6 +539,114 @@ static void test_allocator(void) {
   CHECK(all_ok);
 }
 
+/* ---- open from memory ------------------------------------------------------------------------------- */
+
+/* The file's bytes in a malloc'd buffer (*n its size); caller frees. */
+static unsigned char *read_all(const char *path, size_t *n) {
+  struct stat sb;
+  if (stat(path, &sb)) return NULL;
+  unsigned char *data = malloc((size_t)sb.st_size + 1);
+  FILE *f = fopen(path, "rb");
+  *n = f ? fread(data + 0, 1, (size_t)sb.st_size, f) : 0;
+  if (f) fclose(f);
+  return data;
+}
+
+static int open_mem_code(const void *data, size_t n, tunert_err *e) {
+  tunert_options o;
+  tunert_options_init(&o);
+  o.arch = "sm_90a";
+  o.flags = TUNERT_OPEN_NO_DEVICE;
+  tunert_ctx *ctx = NULL;
+  int rc = tunert_open_memory(data, n, &o, &ctx, e);
+  CHECK((rc == 0) == (ctx != NULL));
+  tunert_close(ctx);
+  return rc;
+}
+
+static void test_open_memory(void) {
+  char path[300];
+  path_in(path, sizeof path, "mem.bundle");
+  mk m = {0};
+  make_bundle(path, &m);
+  size_t n = 0;
+  unsigned char *data = read_all(path, &n);
+  CHECK(data && n > 4096);
+  unsigned char *copy = malloc(n);
+  memcpy(copy, data, n);
+  tunert_options o;
+  tunert_options_init(&o);
+  o.arch = "sm_90a";
+  o.flags = TUNERT_OPEN_NO_DEVICE;
+  tunert_ctx *ctx = NULL, *fctx = open_arch(path, "sm_90a", 0, &(tunert_err){0});
+  tunert_err e;
+  CHECK_MSG(tunert_open_memory(data, n, &o, &ctx, &e) == 0, e.msg);
+  CHECK(ctx && tunert_family_count(ctx) == 2 && !strcmp(tunert_family_name(ctx, 1), "copy"));
+  /* the same selections as the file gives */
+  const tunert_selection *s = NULL, *fs = NULL;
+  int64_t dims[3] = {2048, 1024, 1};
+  CHECK(ctx && tunert_select(ctx, "attn", dims, 3, &s, &e) == 0 && tunert_select(fctx, "attn", dims, 3, &fs, &e) == 0);
+  tunert_selection_info si = {.struct_size = sizeof si}, fsi = {.struct_size = sizeof fsi};
+  if (s && fs) {
+    tunert_selection_info_get(s, &si);
+    tunert_selection_info_get(fs, &fsi);
+    CHECK(!strcmp(si.variant, fsi.variant) && !strcmp(si.tuned_problem, fsi.tuned_problem) && !strcmp(si.reason, fsi.reason));
+  }
+  tunert_bundle_info bi = {.struct_size = sizeof bi};
+  CHECK(ctx && tunert_bundle_info_get(ctx, &bi) == 0 && !strcmp(bi.device_name, "Test GPU") && bi.format_major == 1);
+  tunert_close(ctx);
+  tunert_close(fctx);
+  CHECK(memcmp(copy, data, n) == 0); /* read in place, never written */
+  /* any alignment */
+  unsigned char *odd = malloc(n + 1);
+  memcpy(odd + 1, data, n);
+  CHECK_MSG(open_mem_code(odd + 1, n, &e) == 0, e.msg);
+  free(odd);
+  /* truncated: refused, at every 1/8 and inside the header */
+  for (int k = 1; k < 8; ++k) {
+    int rc = open_mem_code(data, n * (size_t)k / 8, &e);
+    CHECK_MSG(rc == TUNERT_EFORMAT && strstr(e.msg, "bundle in memory (") && (strstr(e.msg, "truncated") || strstr(e.msg, "not a")), e.msg);
+  }
+  CHECK(open_mem_code(data, n - 1, &e) == TUNERT_EFORMAT && strstr(e.msg, "truncated"));
+  CHECK(open_mem_code(data, 50, &e) == TUNERT_EFORMAT);
+  CHECK(open_mem_code(data, 0, &e) == TUNERT_EFORMAT && strstr(e.msg, "not a tune bundle"));
+  /* garbage: refused */
+  unsigned char junk[8192];
+  for (size_t i = 0; i < sizeof junk; ++i) junk[i] = (unsigned char)(i * 2654435761u >> 13);
+  CHECK_MSG(open_mem_code(junk, sizeof junk, &e) == TUNERT_EFORMAT && strstr(e.msg, "not a tune bundle"), e.msg);
+  memcpy(junk, data, 100); /* a bundle's header over garbage pages */
+  CHECK_MSG(open_mem_code(junk, sizeof junk, &e) == TUNERT_EFORMAT, e.msg);
+  CHECK(open_mem_code(NULL, n, &e) == TUNERT_EINVAL);
+  CHECK(tunert_open_memory(data, n, &o, NULL, &e) == TUNERT_EINVAL);
+  /* other versions: the same checks as tunert_open */
+  char bad[300];
+  path_in(bad, sizeof bad, "mem_v2.bundle");
+  mk mv = {.format_major = 2};
+  make_bundle(bad, &mv);
+  size_t nv = 0;
+  unsigned char *v2 = read_all(bad, &nv);
+  CHECK_MSG(open_mem_code(v2, nv, &e) == TUNERT_EVERSION && strstr(e.msg, "bundle format 2."), e.msg);
+  free(v2);
+  /* every allocation of the open can fail: ENOMEM, nothing leaked */
+  int all_ok = 1;
+  for (long k = 1; all_ok && k < 100000; ++k) {
+    counting f = {.fail_at = k};
+    tunert_allocator fa = {c_alloc, c_free, &f};
+    o.allocator = &fa;
+    ctx = NULL;
+    int rc = tunert_open_memory(data, n, &o, &ctx, &e);
+    if (rc == 0 && f.n_alloc < k) { tunert_close(ctx); CHECK(f.n_alloc == f.n_free && f.bytes == 0); break; } /* past the last */
+    if (rc != TUNERT_ENOMEM || ctx != NULL || f.n_alloc != f.n_free || f.bytes != 0) {
+      all_ok = 0;
+      fprintf(stderr, "open_memory, allocation %ld failing: rc %d (%s)\n", k, rc, e.msg);
+      tunert_close(ctx);
+    }
+  }
+  CHECK(all_ok);
+  free(copy);
+  free(data);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/tunert_test.XXXXXX");
   if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
@@ -545,6 +654,7 @@ int main(void) {
   test_threads();
   test_bad_files();
   test_allocator();
+  test_open_memory();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd)) {}
