@@ -151,10 +151,20 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* A binary row and what owns it, in id order: the hash check's index (open only). */
+typedef struct bin_ref {
+  int64_t id;
+  rt_binary *b;
+  const rt_variant *v;
+  const rt_family *f;
+} bin_ref;
+
 typedef struct opener {
   tunert_ctx *ctx;
   const char *path;
   tunert_err *err;
+  bin_ref *bins;                /* every binary, by id (arena) */
+  int n_bins;
   char msg[768];
 } opener;
 
@@ -425,7 +435,7 @@ static int read_binaries(opener *o) {
   tunert_ctx *ctx = o->ctx;
   rt_arena *a = &ctx->arena;
   sqlite3_stmt *st = NULL;
-  int rc = 0, step;
+  int rc = 0, step, total = 0;
   if ((rc = prepare(o, "SELECT variant_id, count(*) FROM binaries GROUP BY variant_id", &st))) return rc;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
     rt_variant *v = variant_any(ctx, sqlite3_column_int64(st, 0), NULL);
@@ -433,14 +443,18 @@ static int read_binaries(opener *o) {
     if (!v || n <= 0 || n > 64) { sqlite3_finalize(st); return rt_fail(o->err, TUNERT_EFORMAT, "%s: binaries of an unknown variant", o->path); }
     v->bins = rt_alloc(a, sizeof(rt_binary) * (size_t)n);
     if (!v->bins) { sqlite3_finalize(st); return rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); }
+    total += n;
   }
   sqlite3_finalize(st);
   if (step != SQLITE_DONE) return sql_fail(o, "binaries");
+  if (!(o->bins = rt_alloc(a, sizeof(bin_ref) * (size_t)(total + 1)))) return rt_fail(o->err, TUNERT_ENOMEM, "out of memory");
   if ((rc = prepare(o, "SELECT id, variant_id, kind, arch, size, hash FROM binaries ORDER BY id", &st))) return rc;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    rt_variant *v = variant_any(ctx, sqlite3_column_int64(st, 1), NULL);
-    if (!v || !v->bins) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: a binary of an unknown variant", o->path); break; }
+    rt_family *f = NULL;
+    rt_variant *v = variant_any(ctx, sqlite3_column_int64(st, 1), &f);
+    if (!v || !v->bins || o->n_bins >= total) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: a binary of an unknown variant", o->path); break; }
     rt_binary *b = &v->bins[v->n_bins++];
+    o->bins[o->n_bins++] = (bin_ref){sqlite3_column_int64(st, 0), b, v, f};
     b->id = sqlite3_column_int64(st, 0);
     b->arch = rt_strdup(a, col_text(st, 3));
     b->size = sqlite3_column_int64(st, 4);
@@ -454,6 +468,97 @@ static int read_binaries(opener *o) {
   }
   if (!rc && step != SQLITE_DONE) rc = sql_fail(o, "binaries");
   sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- binary hashes ------------------------------------------------------------------------ */
+
+/* Every blob is checked against its stored FNV-1a hash at open, so a damaged bundle is refused
+ * before it serves (rather than at a variant's first launch, in production). FNV-1a is one serial
+ * multiply per byte, so a single blob cannot go faster; HASH_LANES blobs are hashed side by side,
+ * each lane its own statement over the ids congruent to it, so the multiplies overlap. */
+#define HASH_LANES 4            /* the hashing loop below is written for 4 */
+#define HASH_CHUNK 4096         /* bytes per lane per round at most */
+#define FNV_BASIS 1469598103934665603ull
+#define FNV_PRIME 1099511628211ull
+
+typedef struct hash_lane {
+  sqlite3_stmt *st;
+  const bin_ref *ref;           /* the blob being hashed; NULL: the lane is done */
+  const unsigned char *p;       /* its bytes not hashed yet (valid until st steps) */
+  int64_t left, n;              /* bytes not hashed yet, and all of them */
+  uint64_t h;
+} hash_lane;
+
+static const bin_ref *bin_by_id(const opener *o, int64_t id) {
+  int lo = 0, hi = o->n_bins - 1; /* read in id order */
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (o->bins[mid].id == id) return &o->bins[mid];
+    if (o->bins[mid].id < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return NULL;
+}
+
+static int lane_next(opener *o, hash_lane *l) {
+  int step = sqlite3_step(l->st);
+  l->ref = NULL;
+  if (step == SQLITE_DONE) return 0;
+  if (step != SQLITE_ROW) return sql_fail(o, "binaries");
+  l->p = sqlite3_column_blob(l->st, 1);
+  l->n = l->left = sqlite3_column_bytes(l->st, 1);
+  if (!l->p && sqlite3_errcode(o->ctx->db) == SQLITE_NOMEM) return rt_fail(o->err, TUNERT_ENOMEM, "out of memory");
+  l->h = FNV_BASIS;
+  if (!(l->ref = bin_by_id(o, sqlite3_column_int64(l->st, 0))))
+    return rt_fail(o->err, TUNERT_EFORMAT, "%s: binaries changed while reading", o->path);
+  return 0;
+}
+
+static int lane_check(opener *o, const hash_lane *l) {
+  const bin_ref *r = l->ref;
+  if (l->n == r->b->size && l->h == r->b->hash) return 0;
+  return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: variant %lld %s: its %s binary (id %lld) is damaged: %lld bytes hashing "
+                 "to %016llx, the bundle recorded %lld bytes, FNV-1a %016llx; make the bundle again", o->path, r->f->name,
+                 (long long)r->v->id, r->v->params_json, r->b->arch, (long long)r->id, (long long)l->n, (unsigned long long)l->h,
+                 (long long)r->b->size, (unsigned long long)r->b->hash);
+}
+
+static int check_binary_hashes(opener *o) {
+  hash_lane lane[HASH_LANES] = {{0}};
+  int rc = 0;
+  for (int k = 0; k < HASH_LANES && !rc; ++k) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT id, data FROM binaries WHERE id %% %d = %d ORDER BY id", HASH_LANES, k);
+    if (!(rc = prepare(o, sql, &lane[k].st))) rc = lane_next(o, &lane[k]);
+  }
+  static const unsigned char idle[HASH_CHUNK]; /* what a finished lane hashes, into nothing */
+  while (!rc) {
+    int active = 0;
+    int64_t m = HASH_CHUNK;
+    const unsigned char *p[HASH_LANES];
+    uint64_t h[HASH_LANES];
+    for (int k = 0; k < HASH_LANES; ++k) {
+      p[k] = lane[k].ref ? lane[k].p : idle;
+      h[k] = lane[k].h;
+      if (lane[k].ref) { ++active; if (lane[k].left < m) m = lane[k].left; }
+    }
+    if (!active) break;
+    for (int64_t i = 0; i < m; ++i) { /* the lanes' multiplies are independent: they overlap */
+      h[0] = (h[0] ^ p[0][i]) * FNV_PRIME;
+      h[1] = (h[1] ^ p[1][i]) * FNV_PRIME;
+      h[2] = (h[2] ^ p[2][i]) * FNV_PRIME;
+      h[3] = (h[3] ^ p[3][i]) * FNV_PRIME;
+    }
+    for (int k = 0; k < HASH_LANES && !rc; ++k) {
+      if (!lane[k].ref) continue;
+      lane[k].h = h[k];
+      lane[k].p += m;
+      lane[k].left -= m;
+      if (lane[k].left == 0 && !(rc = lane_check(o, &lane[k]))) rc = lane_next(o, &lane[k]);
+    }
+  }
+  for (int k = 0; k < HASH_LANES; ++k) sqlite3_finalize(lane[k].st);
   return rc;
 }
 
@@ -856,7 +961,7 @@ static int open_bundle(opener *o, const tunert_options *opt, int64_t bytes) {
     return rt_fail(o->err, TUNERT_EFORMAT, "%s: truncated or damaged: it has %lld bytes, its header says %lld", path,
                    (long long)bytes, (long long)(page_size * page_count));
   if ((rc = read_meta(o)) || (rc = read_families(o)) || (rc = read_args(o)) || (rc = read_variants(o)) ||
-      (rc = read_binaries(o)) || (rc = read_entries(o)) || (rc = read_tensormaps(o)))
+      (rc = read_binaries(o)) || (rc = check_binary_hashes(o)) || (rc = read_entries(o)) || (rc = read_tensormaps(o)))
     return rc;
   for (int i = 0; i < ctx->n_families; ++i) {
     rt_family *f = &ctx->families[i];

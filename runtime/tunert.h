@@ -120,13 +120,15 @@ TUNERT_API void tunert_options_init(tunert_options *o);
 
 /* Open a bundle: checks that it is a tune bundle of a known format version
  * (TUNERT_EVERSION names both versions otherwise), that it is intact
- * (TUNERT_EFORMAT for a truncated or corrupt file), compiles its expressions,
+ * (TUNERT_EFORMAT for a truncated or corrupt file, or a binary whose bytes do
+ * not match its stored hash: every binary is read and hashed here, the message
+ * names its variant), compiles its expressions,
  * and checks that every family has a binary for the device (TUNERT_EARCH
  * unless TUNERT_OPEN_ANY_ARCH). Without a driver (or with TUNERT_OPEN_NO_DEVICE)
  * the device is unknown: opening and selection work, launches fail with
  * TUNERT_ENODRIVER. opt may be NULL (defaults). On failure *out is NULL and
- * nothing is left allocated. Binaries are read and loaded lazily (first
- * launch of a variant). */
+ * nothing is left allocated. Binaries are loaded into the driver lazily
+ * (first launch of a variant). */
 TUNERT_API int tunert_open(const char *path, const tunert_options *opt, tunert_ctx **out,
                            tunert_err *err);
 /* Open a bundle held in memory (data[0..size): a bundle file's bytes, e.g.

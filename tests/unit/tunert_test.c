@@ -438,6 +438,36 @@ static void test_bad_files(void) {
   make_bundle(bad, &m0);
   sql(bad, "DELETE FROM entries WHERE family_id = 2");
   CHECK(open_code(bad, &e) == TUNERT_EFORMAT && strstr(e.msg, "no tuned problem"));
+  /* one byte of one binary changed: refused at open, naming the variant */
+  make_bundle(bad, &m0);
+  {
+    sqlite3 *db;
+    sqlite3_blob *blob = NULL;
+    sqlite3_int64 bid = 0;
+    sqlite3_open(bad, &db);
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(db, "SELECT id FROM binaries WHERE variant_id = 2 AND kind = 'cubin'", -1, &st, NULL);
+    if (sqlite3_step(st) == SQLITE_ROW) bid = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    unsigned char byte = 0;
+    CHECK(bid > 0 && sqlite3_blob_open(db, "main", "binaries", "data", bid, 1, &blob) == SQLITE_OK);
+    sqlite3_blob_read(blob, &byte, 1, 1234);
+    byte ^= 0x01;
+    CHECK(sqlite3_blob_write(blob, &byte, 1, 1234) == SQLITE_OK);
+    sqlite3_blob_close(blob);
+    sqlite3_close(db);
+    CHECK_MSG(open_code(bad, &e) == TUNERT_EFORMAT && strstr(e.msg, "family attn: variant 2 {\"BM\":128,\"PACK\":false}") &&
+                  strstr(e.msg, "sm_90a binary") && strstr(e.msg, "is damaged") && strstr(e.msg, "make the bundle again"), e.msg);
+    byte ^= 0x01; /* restored: opens again (the check is of the bytes, not of the file) */
+    sqlite3_open(bad, &db);
+    sqlite3_blob_open(db, "main", "binaries", "data", bid, 1, &blob);
+    sqlite3_blob_write(blob, &byte, 1, 1234);
+    sqlite3_blob_close(blob);
+    sqlite3_close(db);
+    CHECK_MSG(open_code(bad, &e) == 0, e.msg);
+    sql(bad, "UPDATE binaries SET hash = '0123456789abcdef' WHERE variant_id = 3"); /* the recorded hash damaged */
+    CHECK_MSG(open_code(bad, &e) == TUNERT_EFORMAT && strstr(e.msg, "family copy: variant 3") && strstr(e.msg, "0123456789abcdef"), e.msg);
+  }
   /* truncated: at every 1/8 of the file, and inside the header */
   struct stat sb;
   stat(path, &sb);
