@@ -18,10 +18,7 @@ struct rt_vendor {
   struct rt_vendor_plan *plans; /* every plan made, for rt_vendor_close */
 };
 
-/* One GEMM problem as cuBLASLt sees it. Row-major c[M][N] = a[M][K] @ B is, column-major,
- * c^T (N x M) = B^T (N x K) a^T (K x M): cuBLASLt's A is our b, its B is our a, its C and D our c.
- * b stored [K][N] (row) is B^T column-major as it is (N x K, ld N, no transpose); b stored
- * [N][K] (col) is the K x N column-major matrix B itself (ld K), transposed by the op. */
+/* One GEMM problem's descriptors (rt_cublaslt_shape says how they are laid out). */
 struct rt_vendor_plan {
   struct rt_vendor_plan *next;
   cublasLtMatmulDesc_t op;
@@ -67,6 +64,17 @@ static const char *lt_status(const rt_cublaslt_lib *l, cublasStatus_t st, char *
   snprintf(buf, n, "%s (%d): %s", l->cublasLtGetStatusName ? l->cublasLtGetStatusName(st) : "CUBLAS_STATUS", (int)st,
            l->cublasLtGetStatusString ? l->cublasLtGetStatusString(st) : "");
   return buf;
+}
+
+/* Row-major c[M][N] is, column-major, c^T (N x M, ld N); likewise a^T (K x M, ld K). So
+ * c^T = B^T a^T: cuBLASLt's A is our b, its B our a. b stored [K][N] (row) is B^T column-major as
+ * it is (N x K, ld N); b stored [N][K] (col) is the K x N column-major matrix B (ld K), which the
+ * op transposes. */
+void rt_cublaslt_shape(int64_t M, int64_t N, int64_t K, int b_row, rt_lt_shape *out) {
+  out->trans_a = !b_row;
+  out->rows[0] = (uint64_t)(b_row ? N : K), out->cols[0] = (uint64_t)(b_row ? K : N), out->ld[0] = b_row ? N : K;
+  out->rows[1] = (uint64_t)K, out->cols[1] = (uint64_t)M, out->ld[1] = K;
+  out->rows[2] = (uint64_t)N, out->cols[2] = (uint64_t)M, out->ld[2] = N;
 }
 
 /* ---- is it a GEMM cuBLASLt runs? ------------------------------------------------------------ */
@@ -171,13 +179,14 @@ static int plan_make(struct rt_vendor *v, const char *family, struct rt_vendor_p
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   cublasLtMatmulPreference_t pref = NULL;
   char failed[64] = "";
-  cublasOperation_t op_b = b_row ? CUBLAS_OP_N : CUBLAS_OP_T;
+  rt_lt_shape sh;
+  rt_cublaslt_shape(p->dim[0], p->dim[1], p->dim[2], b_row, &sh);
+  cublasOperation_t op_a = sh.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   LT_TRY("cublasLtMatmulDescCreate", l->cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  LT_TRY("TRANSA", l->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
-  LT_TRY("layout of b", b_row ? l->cublasLtMatrixLayoutCreate(&p->lay_b, dt, N, K, (int64_t)N)
-                              : l->cublasLtMatrixLayoutCreate(&p->lay_b, dt, K, N, (int64_t)K));
-  LT_TRY("layout of a", l->cublasLtMatrixLayoutCreate(&p->lay_a, dt, K, M, (int64_t)K));
-  LT_TRY("layout of c", l->cublasLtMatrixLayoutCreate(&p->lay_c, dt, N, M, (int64_t)N));
+  LT_TRY("TRANSA", l->cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  LT_TRY("layout of b", l->cublasLtMatrixLayoutCreate(&p->lay_b, dt, sh.rows[0], sh.cols[0], sh.ld[0]));
+  LT_TRY("layout of a", l->cublasLtMatrixLayoutCreate(&p->lay_a, dt, sh.rows[1], sh.cols[1], sh.ld[1]));
+  LT_TRY("layout of c", l->cublasLtMatrixLayoutCreate(&p->lay_c, dt, sh.rows[2], sh.cols[2], sh.ld[2]));
   LT_TRY("cublasLtMatmulPreferenceCreate", l->cublasLtMatmulPreferenceCreate(&pref));
   uint32_t align = RT_CUBLASLT_ALIGN;
   cublasLtMatmulPreferenceAttributes_t aligns[4] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,

@@ -32,6 +32,16 @@ typedef struct rt_cublaslt_lib {
 #undef RT_CUBLASLT_FIELD
 } rt_cublaslt_lib;
 
+/* cuBLASLt's column-major view of row-major c[M][N] = a[M][K] @ B, B stored [K][N] (b_row) or
+ * [N][K]: operand 0 is cuBLASLt's A (our b, transposed when trans_a), 1 its B (our a), 2 its C
+ * and D (our c); each a rows x cols matrix with leading dimension ld [elements]. */
+typedef struct rt_lt_shape {
+  int trans_a;
+  uint64_t rows[3], cols[3];
+  int64_t ld[3];
+} rt_lt_shape;
+void rt_cublaslt_shape(int64_t M, int64_t N, int64_t K, int b_row, rt_lt_shape *out);
+
 /* dlopen the first of names[0..n) that opens and resolve every entry point. 0, or -1 with why in
  * msg (no library: the names tried and dlerror's text; a missing function: its name). */
 int rt_cublaslt_open(rt_cublaslt_lib *l, const char *const *names, int n, char *msg, size_t msg_n);
