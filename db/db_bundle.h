@@ -31,6 +31,7 @@ typedef struct db_bundle_best {
   double median_ns, min_ns, stddev_ns; /* [ns]; NAN unknown */
   int samples;
   int64_t result_id;
+  const char *timing;           /* "burst" or "sustained" (docs/measurement.md) */
 } db_bundle_best;
 
 typedef struct db_bundle_bests {
@@ -43,6 +44,42 @@ typedef struct db_bundle_bests {
  * what was appended before. */
 int db_bundle_bests_add(db_bundle_bests *set, db_conn *db, int db_index, tune_err *err);
 void db_bundle_bests_free(db_bundle_bests *set);
+
+/* ---- the peers' timings a bundle weighs its entries against (db_bundle_peers.c) ------------- */
+
+/* A peer's best verified timing (tune compare: configs of origin "peer:NAME") of one recipe,
+ * problem, GPU model and timing mode. */
+typedef struct db_bundle_peer {
+  int db_index;
+  const char *recipe, *problem_hash, *device, *timing;
+  const char *peer;             /* "cublas", "cudnn-sdpa", "torch"... */
+  double median_ns;             /* [ns] */
+} db_bundle_peer;
+
+/* One round of the latest comparison with a peer side of a recipe, problem, GPU model and
+ * timing mode: a side's candidate and its median that round. */
+typedef struct db_bundle_round {
+  int db_index;
+  const char *recipe, *problem_hash, *device, *timing;
+  int64_t comparison_id;
+  int peer;                     /* 1: a peer's timing, 0: one of tune's variants */
+  const char *label;            /* the peer's name, or tune's config hash */
+  int round;                    /* 1-based */
+  double median_ns;             /* [ns] */
+} db_bundle_round;
+
+typedef struct db_bundle_peers {
+  db_bundle_peer *a;            /* [n] */
+  int n, cap;
+  db_bundle_round *rounds;      /* [n_rounds], grouped by (recipe, problem, device, timing) */
+  int n_rounds, cap_rounds;
+  json_t *rows;                 /* owns the strings */
+} db_bundle_peers;
+
+/* Append db's peer timings and comparison rounds, tagged db_index (a database without peers or
+ * comparisons adds none). Zero-initialize the set first. */
+int db_bundle_peers_add(db_bundle_peers *set, db_conn *db, int db_index, tune_err *err);
+void db_bundle_peers_free(db_bundle_peers *set);
 
 /* What a bundle records of one result besides its time (db_query_show). Strings are never NULL
  * and live until db_bundle_result_free. */

@@ -39,6 +39,7 @@ static void read_best(json_t *row, int db_index, db_bundle_best *b) {
   b->stddev_ns = num_at(row, "stddev_ns");
   b->samples = (int)int_at(row, "samples");
   b->result_id = int_at(row, "result_id");
+  b->timing = *str_at(row, "timing") ? str_at(row, "timing") : "burst";
 }
 
 int db_bundle_bests_add(db_bundle_bests *set, db_conn *db, int db_index, tune_err *err) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "tunert_int.h"
+#include "tunert_vendor_cublaslt.h"
 
 /* ---- errors -------------------------------------------------------------------- */
 
@@ -27,8 +28,8 @@ TUNERT_API const char *tunert_status_name(int code) {
   static const char *names[] = {"ok",          "invalid argument", "out of memory", "i/o",
                                 "bad bundle",  "bundle version",   "no family",     "no variant",
                                 "no binary for this architecture", "no driver",    "cuda",
-                                "expression",  "cuda context"};
-  return code >= 0 && code <= TUNERT_ECONTEXT ? names[code] : "unknown";
+                                "expression",  "cuda context",     "vendor entry"};
+  return code >= 0 && code <= TUNERT_EVENDOR ? names[code] : "unknown";
 }
 
 TUNERT_API const char *tunert_version(void) { return TUNERT_VERSION_STRING; }
@@ -1051,6 +1052,7 @@ fail:
 TUNERT_API void tunert_close(tunert_ctx *ctx) {
   if (!ctx) return;
   if (ctx->cu_state == 1) {
+    rt_vendor_close(ctx); /* cuBLASLt's handle goes before the context it was made in */
     for (int i = 0; i < ctx->n_families; ++i)
       for (int j = 0; j < ctx->families[i].n_variants; ++j)
         if (ctx->families[i].variants[j].module) ctx->cu.cuModuleUnload(ctx->families[i].variants[j].module);

@@ -63,8 +63,10 @@ typedef enum tunert_status {
   TUNERT_ENODRIVER = 9,   /* libcuda cannot be opened or reports no device */
   TUNERT_ECUDA = 10,      /* a CUDA driver call failed (message has the driver's error) */
   TUNERT_EEXPR = 11,      /* an expression of the bundle failed for this problem (e.g. n // 0) */
-  TUNERT_ECONTEXT = 12    /* the calling thread's current CUDA context is not the one of the
+  TUNERT_ECONTEXT = 12,   /* the calling thread's current CUDA context is not the one of the
                              bundle's device (see tunert_launch) */
+  TUNERT_EVENDOR = 13     /* the selection is a vendor entry libtunert does not run (an attention
+                             library, eager torch): nothing was launched; call your own path */
 } tunert_status;
 
 /* A failure: code and "where: what". Caller-owned; functions only write it on
@@ -342,7 +344,16 @@ static inline tunert_arg tunert_arg_auto(void) {
  * the PTX through the driver's JIT) under a lock; later launches take no lock
  * and allocate nothing. Launches use the calling thread's current CUDA
  * context; a thread with none gets the device's primary context made current
- * (as the CUDA runtime does); another context is TUNERT_ECONTEXT. */
+ * (as the CUDA runtime does); another context is TUNERT_ECONTEXT.
+ * A vendor selection (tunert_selection_info.kind "vendor") launches no kernel
+ * of the bundle: a "cublaslt" entry of a GEMM family (dims M, N, K, b_layout;
+ * tensor args a, b, c of one dtype, bf16 or f16) runs one cuBLASLt matmul on
+ * `stream` (fp32 compute, no workspace; a, b, c 16-byte aligned), libcublasLt
+ * being opened with dlopen (.so.13, then .so.12) at its first launch
+ * (TUNERT_ENODRIVER when it cannot be; a failing cuBLASLt call is
+ * TUNERT_ECUDA with cuBLASLt's status); its descriptors are made once per
+ * context and problem, so later launches take no lock and allocate nothing.
+ * Any other vendor entry returns TUNERT_EVENDOR and launches nothing. */
 TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void *stream,
                              const tunert_arg *args, int n_args, tunert_err *err);
 

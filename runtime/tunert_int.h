@@ -179,6 +179,9 @@ struct tunert_selection {
   rt_tmap_cache *tm_cache;             /* n_tmaps */
   tunert_tensormap_info *tm_info;      /* f->n_args */
   atomic_int ready;            /* 1: variant loaded and shared-memory limits set for this selection */
+  /* kind vendor run by libtunert (tunert_vendor_cublaslt.c): its descriptors, made once under
+     ctx->lock and published with release order; NULL until the first launch */
+  _Atomic(struct rt_vendor_plan *) vendor_plan;
 };
 
 struct tunert_ctx {
@@ -213,6 +216,8 @@ struct tunert_ctx {
   const char *log_path;
   uint64_t *logged;
   int n_logged;
+  struct rt_vendor *vendor;    /* cuBLASLt for vendor entries (tunert_vendor_cublaslt.c), under lock;
+                                  NULL until a vendor entry's first launch */
 };
 
 /* Fill err (when given) and return code. */

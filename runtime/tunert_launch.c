@@ -1,5 +1,6 @@
 /* tunert_launch.c: lazy loading of a variant's binary (cubin, else PTX through
- * the driver's JIT) and the launch hot path. */
+ * the driver's JIT) and the launch hot path; vendor selections go to
+ * tunert_vendor_cublaslt.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "tunert_cluster.h"
 #include "tunert_launch_config.h"
 #include "tunert_int.h"
+#include "tunert_vendor_cublaslt.h"
 
 /* Read, check and load the chosen binary of v; under ctx->lock with the
  * bundle's primary context current. Sets v->loaded. */
@@ -80,23 +82,38 @@ fail:
   atomic_store_explicit(&v->loaded, -1, memory_order_release);
 }
 
+int rt_context_retain_locked(tunert_ctx *ctx, tunert_err *err) {
+  char e[256];
+  int was_known = ctx->dev_known;
+  int rc = rt_device_open(ctx, err);
+  if (rc) return rc;
+  if (!was_known) rt_choose_binaries(ctx); /* the device became known only now */
+  if (ctx->cuctx) return TUNERT_OK;
+  CUresult r = ctx->cu.cuDevicePrimaryCtxRetain(&ctx->cuctx, ctx->cudev);
+  if (r == CUDA_SUCCESS) return TUNERT_OK;
+  ctx->cuctx = NULL;
+  return rt_fail(err, TUNERT_ECUDA, "cuDevicePrimaryCtxRetain(device %d): %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+}
+
+int rt_context_use(tunert_ctx *ctx, const char *family, tunert_err *err) {
+  CUcontext cur = NULL;
+  CUresult r = ctx->cu.cuCtxGetCurrent(&cur);
+  if (r == CUDA_SUCCESS && cur != ctx->cuctx) {
+    if (cur) return rt_fail(err, TUNERT_ECONTEXT, "tunert_launch %s: the thread's current CUDA context is not device %d's primary context", family, ctx->device);
+    r = ctx->cu.cuCtxSetCurrent(ctx->cuctx);
+  }
+  char e[256];
+  if (r != CUDA_SUCCESS) return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: context: %s", family, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
+  return TUNERT_OK;
+}
+
 /* Slow path of a launch: driver, context, binary, shared-memory limits. */
 static int prepare(tunert_ctx *ctx, tunert_selection *s, tunert_err *err) {
   int rc = TUNERT_OK;
   char e[256];
   pthread_mutex_lock(&ctx->lock);
   if (atomic_load_explicit(&s->ready, memory_order_acquire)) goto out;
-  int was_known = ctx->dev_known;
-  if ((rc = rt_device_open(ctx, err))) goto out;
-  if (!was_known) rt_choose_binaries(ctx); /* the device became known only now */
-  if (!ctx->cuctx) {
-    CUresult r = ctx->cu.cuDevicePrimaryCtxRetain(&ctx->cuctx, ctx->cudev);
-    if (r != CUDA_SUCCESS) {
-      ctx->cuctx = NULL;
-      rc = rt_fail(err, TUNERT_ECUDA, "cuDevicePrimaryCtxRetain(device %d): %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
-      goto out;
-    }
-  }
+  if ((rc = rt_context_retain_locked(ctx, err))) goto out;
   CUcontext prev = NULL;
   ctx->cu.cuCtxGetCurrent(&prev);
   if (prev != ctx->cuctx) ctx->cu.cuCtxSetCurrent(ctx->cuctx);
@@ -191,18 +208,15 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
   const rt_family *f = s->f;
   if (n_args != f->n_args || (n_args && !args))
     return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: %d args given, the family has %d", f->name, n_args, f->n_args);
+  if (s->vendor) return rt_vendor_launch(ctx, s, stream, args, n_args, err); /* no kernel of ours */
   if (!atomic_load_explicit(&s->ready, memory_order_acquire)) {
     int rc = prepare(ctx, s, err);
     if (rc) return rc;
   }
-  CUcontext cur = NULL;
-  CUresult r = ctx->cu.cuCtxGetCurrent(&cur);
-  if (r == CUDA_SUCCESS && cur != ctx->cuctx) {
-    if (cur) return rt_fail(err, TUNERT_ECONTEXT, "tunert_launch %s: the thread's current CUDA context is not device %d's primary context", f->name, ctx->device);
-    r = ctx->cu.cuCtxSetCurrent(ctx->cuctx);
-  }
+  int crc = rt_context_use(ctx, f->name, err);
+  if (crc) return crc;
+  CUresult r;
   char e[256];
-  if (r != CUDA_SUCCESS) return rt_fail(err, TUNERT_ECUDA, "tunert_launch %s: context: %s", f->name, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
   _Alignas(64) unsigned char buf[4096];
   for (int a = 0; a < n_args; ++a) {
     unsigned char *dst = buf + s->offset[a];

@@ -73,7 +73,7 @@ static void print_summary(const bstate *s, double secs) {
       if (be->kind == BUNDLE_VENDOR) {
         char vt[32];
         fmt_ns(be->vendor_ns, vt, sizeof vt);
-        printf("  %-22s %10s  vendor entry: %s measured faster (%s)\n", "", "", be->vendor, vt);
+        printf("  %-22s %10s  vendor entry: %s measured faster (%s; %s)\n", "", "", be->vendor, vt, be->vendor_why);
       }
     }
   }
@@ -103,7 +103,7 @@ static int run_stages(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
   if (bundle_collect(s, err)) return err->code;
   if (parse_archs(s, o->archs ? o->archs : s->fam[0].measured_arch, err)) return err->code;
-  if (bundle_evaluate(s, err) || bundle_add_fallbacks(s, err)) return err->code;
+  if (bundle_evaluate(s, err) || (!o->no_vendor && bundle_mark_vendors(s, err)) || bundle_add_fallbacks(s, err)) return err->code;
   if (!o->quiet)
     printf("bundling %d famil%s, %d tuned problems, %d variants measured on %s; compiling for %s%s on %d threads\n",
            s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->device_name,

@@ -33,6 +33,7 @@ typedef struct tune_bundle_opts {
   int jobs;                   /* compile threads */
   int allow_source_change;    /* take results measured with another recipe source */
   int no_ptx;                 /* cubins only */
+  int no_vendor;              /* no vendor entries: every tuned problem keeps its kernel */
   const char *exe;            /* this binary: recipes are also looked up next to it */
   int quiet;
 } tune_bundle_opts;

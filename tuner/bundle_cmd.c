@@ -26,6 +26,8 @@ static const char *usage_bundle =
     "  --arch LIST            architectures to compile for, e.g. sm_90a,sm_80\n"
     "                         (default: the one the results were measured on)\n"
     "  --no-ptx               cubins only (no JIT fallback)\n"
+    "  --no-vendor            keep tune's kernel where a vendor library (tune compare's\n"
+    "                         peers) measured faster, instead of a vendor entry\n"
     "  --allow-source-change  take results measured with an older recipe or template\n"
     "                         source (the bundle records both hashes)\n"
     "  --jobs N               compile threads (default: cores)\n"
@@ -58,6 +60,7 @@ static int parse_bundle_opts(int argc, char **argv, tune_bundle_opts *o, char (*
     } else if (tune_argv_str(&ap, "--device", &o->device) || tune_argv_str(&ap, "--arch", &o->archs)) {}
     else if (tune_argv_int(&ap, "--jobs", &o->jobs)) { if (o->jobs < 1) tune_argv_bad(&ap, "want a positive count"); }
     else if (tune_argv_flag(&ap, "--no-ptx")) o->no_ptx = 1;
+    else if (tune_argv_flag(&ap, "--no-vendor")) o->no_vendor = 1;
     else if (tune_argv_flag(&ap, "--allow-source-change")) o->allow_source_change = 1;
     else if (tune_argv_flag(&ap, "--quiet")) o->quiet = 1;
     else tune_argv_unknown(&ap);

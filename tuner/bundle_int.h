@@ -3,6 +3,8 @@
  *   collect  (bundle_collect.c)  the best verified result per family and tuned problem of the
  *                                databases, for one device; each entry evaluated by its recipe and
  *                                grouped into variants (config + defines);
+ *   vendor   (bundle_vendor.c)   entries where a peer library measured faster become vendor
+ *                                entries (unless --no-vendor);
  *   compile  (bundle_compile.c)  a cubin per arch and PTX per variant, on the compile pool;
  *   express  (bundle_expr.c)     the family's dims and params, and each entry's launch geometry,
  *                                shapes, values, requirements and defines as expressions libtunert
@@ -54,6 +56,7 @@ typedef struct bentry {
                                   tuned problem p), BUNDLE_VENDOR (a peer measured faster at p) */
   char vendor[32];             /* BUNDLE_VENDOR: "cublaslt", "cudnn-sdpa", "sdpa", "torch" */
   double vendor_ns;            /* BUNDLE_VENDOR: the peer's median [ns] */
+  char vendor_why[200];        /* BUNDLE_VENDOR: the measurement that decided it, in words */
   char fallback_hash[17];      /* BUNDLE_FALLBACK: its config hash (best->config_hash points here) */
   const tune_problem *p;
   const db_bundle_best *best;  /* the best result (borrowed from bstate.bests) */
@@ -127,6 +130,12 @@ int bundle_evaluate(bstate *s, tune_err *err);
 int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err);
 /* The variant of be: one of the same family, config and defines, else a new one (vi: its config). */
 int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
+
+/* vendor (bundle_vendor.c): each tuned entry weighed against the databases' peer timings of its
+ * problem on the bundle's device in its result's timing mode; where the peer was faster (the latest
+ * comparison's verdict "slower", else the peer's median below the entry's) it becomes BUNDLE_VENDOR
+ * with the library libtunert names (cublaslt, sdpa, cudnn-sdpa, torch). After bundle_evaluate. */
+int bundle_mark_vendors(bstate *s, tune_err *err);
 
 /* fallback (bundle_fallback.c): per family with a `fallback` config, that config checked on every
  * tuned problem (it must run there; its expressions must give Lua's values) and one entry per

@@ -198,6 +198,64 @@ static void test_write_and_read_back(void) {
   bundle_state_free(s);
 }
 
+/* A vendor entry (a peer measured faster at the 64MiB problem): selected as kind vendor exactly
+ * there, its kernel serving nearby problems; a launch runs none of the bundle's kernels: copy is
+ * no GEMM cuBLASLt runs, and an attention library's entry goes back to the caller, both
+ * TUNERT_EVENDOR with or without a driver. */
+static void test_vendor_entry(void) {
+  tune_err err;
+  tune_err_clear(&err);
+  char out[512];
+  snprintf(out, sizeof out, "%s/v.bundle", dir);
+  tune_bundle_opts o = {.out = out, .no_ptx = 1, .jobs = 1, .quiet = 1};
+  db_bundle_best bests[2];
+  bstate *s = make_plan(&o, bests, &err);
+  s->ent[0].kind = BUNDLE_VENDOR;
+  snprintf(s->ent[0].vendor, sizeof s->ent[0].vendor, "cublaslt");
+  s->ent[0].vendor_ns = 30000;
+  CHECK(bundle_write(s, &err) == 0);
+  if (err.code) fprintf(stderr, "  %s\n", err.msg);
+  tunert_options opt;
+  tunert_options_init(&opt);
+  opt.arch = "sm_90a";
+  opt.flags = TUNERT_OPEN_NO_DEVICE;
+  tunert_ctx *ctx = NULL;
+  tunert_err te;
+  CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  if (ctx) {
+    const tunert_selection *sel;
+    tunert_selection_info info = {.struct_size = sizeof info};
+    int64_t n64 = 16 * 1024 * 1024, n_near = 20 * 1000 * 1000;
+    CHECK(tunert_select(ctx, "copy", &n64, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(info.exact && !strcmp(info.kind, "vendor") && info.vendor && !strcmp(info.vendor, "cublaslt"));
+    CHECK(!strcmp(info.variant, s->var[s->ent[0].variant].params_json)); /* the kernel stays, for older readers */
+    CHECK(strstr(info.reason, "vendor: ") == info.reason && strstr(info.reason, "cublaslt (30.00 us)"));
+    tunert_arg args[3] = {tunert_arg_devptr(0x1000), tunert_arg_devptr(0x2000), tunert_arg_auto()};
+    int rc = tunert_launch(ctx, sel, NULL, args, 3, &te);
+    CHECK(rc == TUNERT_EVENDOR && strstr(te.msg, "vendor entry (cublaslt): call your own path (not a GEMM"));
+    CHECK(!strcmp(tunert_status_name(TUNERT_EVENDOR), "vendor entry"));
+    CHECK(tunert_select(ctx, "copy", &n_near, 1, &sel, &te) == 0);
+    tunert_selection_info_get(sel, &info);
+    CHECK(!info.exact && !strcmp(info.kind, "nearest") && !info.vendor && !strcmp(info.tuned_problem, "64MiB"));
+    tunert_close(ctx);
+  }
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"update entries set vendor = 'sdpa' where kind = 'vendor'\"", out);
+  CHECK(system(cmd) == 0);
+  ctx = NULL;
+  CHECK(tunert_open(out, &opt, &ctx, &te) == 0);
+  if (ctx) {
+    const tunert_selection *sel;
+    int64_t n64 = 16 * 1024 * 1024;
+    tunert_arg args[3] = {tunert_arg_devptr(0x1000), tunert_arg_devptr(0x2000), tunert_arg_auto()};
+    CHECK(tunert_select(ctx, "copy", &n64, 1, &sel, &te) == 0);
+    CHECK(tunert_launch(ctx, sel, NULL, args, 3, &te) == TUNERT_EVENDOR && strstr(te.msg, "vendor entry (sdpa): call your own path"));
+    tunert_close(ctx);
+  }
+  bundle_state_free(s);
+}
+
 static void test_failed_write_leaves_nothing(void) {
   tune_err err;
   tune_err_clear(&err);
@@ -258,6 +316,7 @@ int main(void) {
   if (!src || make_root(src)) { fprintf(stderr, "bundle_write_test: set SRC to the source tree\n"); return 1; }
   test_recipe_keys();
   test_write_and_read_back();
+  test_vendor_entry();
   test_failed_write_leaves_nothing();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
