@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .._tensors import _torch_dtype_name
+from ..errors import InvalidArgument
 from . import _state
 
 LOG2E = 1.4426950408889634
@@ -27,16 +28,30 @@ def _dt(t):
     return _torch_dtype_name(torch, t.dtype)
 
 
+# the current CUDA device's index (torch.cuda.current_device without its lazy-init check: a
+# CUDA tensor exists, so CUDA is initialized)
+_cuda_device = torch._C._cuda_getDevice if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device
+
+
 def _device_index(t):
-    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+    i = t.device.index
+    return i if i is not None else _cuda_device()
 
 
 def _launch(plan, device_index, tensors):
-    if device_index != torch.cuda.current_device():
+    # libtunert launches in the current context, which must be the device's
+    if device_index != _cuda_device():
         with torch.cuda.device(device_index):
             plan.launch(tensors)
     else:
         plan.launch(tensors)
+
+
+def _cuda_kernel(qualname, fn):
+    """Register fn as op's kernel for CUDA tensors straight at the dispatcher's CUDA key (the
+    op's own body serves the other devices): register_kernel would wrap it in two more Python
+    layers per call (an aliasing check of a fresh output, a dynamo guard)."""
+    torch.library.impl(qualname, "CUDA", fn)
 
 
 def _run(op, dev, problem):
@@ -44,7 +59,7 @@ def _run(op, dev, problem):
     where tensors_fn() allocates the outputs and returns ({arg name: tensor}, result)."""
     key, candidates, tensors_fn, reference = problem
     p = _state.plan(op, key, dev, candidates)
-    if isinstance(p, _state.Fallback):
+    if p.__class__ is not _state.Plan:
         _state.fallback_or_raise(op, p)
         return reference()
     tensors, result = tensors_fn()
@@ -59,16 +74,52 @@ def _linear_ref(x, w):
     return F.linear(x, w)
 
 
+def _linear_check(x, w):
+    if not (w.dim() == 2 and x.shape[-1] == w.shape[1]):
+        raise InvalidArgument(f"tunert.torch.linear: x {tuple(x.shape)} and w {tuple(w.shape)}: want "
+                                     f"x [..., K], w [N, K]")
+
+
 @torch.library.custom_op("tunert::linear", mutates_args=())
 def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family."""
-    _state.check(w.dim() == 2 and x.shape[-1] == w.shape[1],
-                 f"tunert.torch.linear: x {tuple(x.shape)} and w {tuple(w.shape)}: want x [..., K], w [N, K]")
-    if not x.is_cuda:
-        _state.count("linear", "cpu")
-        return _linear_ref(x, w)
+    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family.
+    This body serves tensors on other devices than CUDA: the PyTorch reference."""
+    _linear_check(x, w)
+    _state.count("linear", "cpu")
+    return _linear_ref(x, w)
+
+
+def linear_cuda(x, w):
+    """linear on CUDA: the cached plan of (device, M, N, K, dtypes), written out rather than
+    through _run because it is the op a model calls most."""
+    _linear_check(x, w)
+    N, K = w.shape
+    M = x.numel() // K if K else 0
     dev = _device_index(x)
-    return _run("linear", dev, _linear_problem(dev, x, w))
+    key = ("linear", dev, M, N, K, x.dtype, w.dtype)
+    p = _state.plans.get(key)
+    if p is None:
+        p = _state.plan("linear", key, dev, lambda: _linear_candidates(M, N, K, x, w))
+    if p.__class__ is not _state.Plan:
+        _state.fallback_or_raise("linear", p)
+        return _linear_ref(x, w)
+    if x.dim() == 2:
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+        _launch(p, dev, {"a": x.contiguous(), "b": w.contiguous(), "c": out})
+    else:
+        out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
+        _launch(p, dev, {"a": x.contiguous().view(M, K), "b": w.contiguous(), "c": out.view(M, N)})
+    _state.count_tuned("linear", p.selection_kind)
+    return out
+
+
+_cuda_kernel("tunert::linear", linear_cuda)
+
+
+def _linear_candidates(M, N, K, x, w):
+    dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
+    tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
+    return [("gemm", dims, tensors, dims, {}, ())]
 
 
 def _linear_problem(dev, x, w):
@@ -77,9 +128,7 @@ def _linear_problem(dev, x, w):
     key = ("linear", dev, M, N, K, x.dtype, w.dtype)
 
     def candidates():
-        dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
-        tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
-        return [("gemm", dims, tensors, dims, {}, ())]
+        return _linear_candidates(M, N, K, x, w)
 
     def tensors_fn():
         out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
