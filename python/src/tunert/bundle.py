@@ -415,7 +415,7 @@ class Selection:
 
     def _launch(self, b, values, stream):
         """Fill a copy of b's argument array from `values` ({name: tensor or number}) and launch."""
-        args = b.array_type.from_buffer_copy(b.template)
+        args = b.array_type.from_buffer_copy(b.template)   # as 64-bit words: slot i's value is word 2i+1
         seen, torch_type = b.seen, _torch_tensor_type()
         torch_dev = None
         deferred = None
@@ -433,7 +433,7 @@ class Selection:
                 ptr = t.data_ptr()
                 if ptr % align:
                     self._check_tensor(a, view(t, a.name), is_strided)
-                args[i].v.ptr = ptr
+                args[2 * i + 1] = ptr
                 if torch_dev is None:
                     torch_dev = meta[4]
             else:
@@ -450,8 +450,10 @@ class Selection:
         keep = None
         if deferred is not None:
             keep = self._pack_other(args, b, deferred, values, explicit, handle, torch_dev)
-        for i, a in b.scalars:
-            self._pack_scalar(args[i], a, values.get(a.name))
+        if b.scalars:
+            slots = (C.Arg * b.n).from_buffer(args)
+            for i, a in b.scalars:
+                self._pack_scalar(slots[i], a, values.get(a.name))
         err = C.Err()
         rc = self._launch_c(self.bundle._handle(), self._handle, handle or None, args, b.n, ctypes.byref(err))
         del keep
@@ -472,12 +474,12 @@ class Selection:
                 # made here to this arg's size on the checked device: nothing to check
                 t = self._scratch(a, sys.modules.get("torch"), explicit, handle, torch_dev)
                 keep.append(t)
-                args[i].v.ptr = t.data_ptr()
+                args[2 * i + 1] = t.data_ptr()
                 continue
             tv = view(t, a.name, dl_stream)
             self._check_tensor(a, tv, is_strided)
             keep.append(tv)
-            args[i].v.ptr = tv.ptr
+            args[2 * i + 1] = tv.ptr
         return keep
 
     def _pack_scalar(self, slot, a, v):
@@ -518,8 +520,9 @@ class _Binding:
     def __init__(self, sel, names, strided, constants):
         info, given = sel.info, set(names)
         self.n = len(info.args)
-        self.array_type = C.Arg * self.n
-        arr = self.array_type()
+        arr = (C.Arg * self.n)()
+        # filled per call as 64-bit words (an address is one store, not three attribute lookups)
+        self.array_type = ctypes.c_uint64 * (2 * self.n)
         self.tensors, self.scalars, self.seen = [], [], {}
         for i, a in enumerate(info.args):
             if a.role == "tensormap":

@@ -152,20 +152,23 @@ def _sdpa(q, k, v, causal, scale, mask=None):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
 
 
-@torch.library.custom_op("tunert::attention", mutates_args=())
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              scale: Optional[float] = None) -> torch.Tensor:
+def _attention_body(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: Optional[float] = None) -> torch.Tensor:
     """Prefill attention, dense [B, H, S, D] q/k/v (GQA: HQ a multiple of HKV), through the
     attention.prefill_sm90 or attention.prefill family; scale None: 1/sqrt(D)."""
     _state.check(q.dim() == 4 and k.dim() == 4 and v.shape == k.shape and q.shape[0] == k.shape[0]
                  and q.shape[3] == k.shape[3] and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0,
-                 f"tunert.torch.attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want "
+                 lambda: f"tunert.torch.attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want "
                  f"q [B, HQ, S, D], k and v [B, HKV, S, D], HQ a multiple of HKV")
     if not q.is_cuda:
         _state.count("attention", "cpu")
         return _sdpa(q, k, v, causal, scale)
     dev = _device_index(q)
     return _run("attention", dev, _attention_problem(dev, q, k, v, causal, scale))
+
+
+attention = torch.library.custom_op("tunert::attention", mutates_args=())(_attention_body)
+_cuda_kernel("tunert::attention", _attention_body)
 
 
 def _attention_problem(dev, q, k, v, causal=False, scale=None):
@@ -211,9 +214,8 @@ def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
     return o.masked_fill((lens <= 0).view(B, 1, 1), 0)   # no keys: the empty sum, as the kernel gives
 
 
-@torch.library.custom_op("tunert::decode", mutates_args=())
-def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
-           seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
+def _decode_body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+                 seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
     """One decode step over a paged KV cache: q [B, HQ, D] (any strides with d contiguous, e.g. a
     view of a fused QKV projection), k_cache and v_cache [pages, page_size, HKV, D] (a pool of any
     number of pages, any strides with d contiguous, the same for both: NHD or a permuted HND
@@ -224,7 +226,7 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
                  and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
                  and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
                  and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
-                 f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
+                 lambda: f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
                  f"{tuple(v_cache.shape)}, block_table {tuple(block_table.shape)}: want q [B, HQ, D], caches "
                  f"[pages, page_size, HKV, D], block_table [B, max_pages], seq_lens [B]")
     if not q.is_cuda:
@@ -232,6 +234,10 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
         return _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
     dev = _device_index(q)
     return _run("decode", dev, _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens, scale))
+
+
+decode = torch.library.custom_op("tunert::decode", mutates_args=())(_decode_body)
+_cuda_kernel("tunert::decode", _decode_body)
 
 
 def _kernel_strides_ok(t):
@@ -303,13 +309,12 @@ def _rmsnorm_add_ref(x, r, w, eps):
 def _norm_check(op, x, w, r=None):
     _state.check(x.dim() >= 1 and w.dim() == 1 and w.shape[0] == x.shape[-1]
                  and (r is None or r.shape == x.shape),
-                 f"tunert.torch.{op}: x {tuple(x.shape)}, w {tuple(w.shape)}"
+                 lambda: f"tunert.torch.{op}: x {tuple(x.shape)}, w {tuple(w.shape)}"
                  + ("" if r is None else f", residual {tuple(r.shape)}") + ": want x [..., H], w [H]"
                  + ("" if r is None else ", residual like x"))
 
 
-@torch.library.custom_op("tunert::rmsnorm", mutates_args=())
-def rmsnorm_op(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def _rmsnorm_op_body(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """y = x * rsqrt(mean(x^2, -1) + eps) * w, family rmsnorm."""
     _norm_check("rmsnorm", x, w)
     if not x.is_cuda:
@@ -317,6 +322,10 @@ def rmsnorm_op(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Ten
         return _rmsnorm_ref(x, w, eps)
     dev = _device_index(x)
     return _run("rmsnorm", dev, _rmsnorm_problem(dev, x, w, eps))
+
+
+rmsnorm_op = torch.library.custom_op("tunert::rmsnorm", mutates_args=())(_rmsnorm_op_body)
+_cuda_kernel("tunert::rmsnorm", _rmsnorm_op_body)
 
 
 def _rmsnorm_problem(dev, x, w, eps=1e-6):
@@ -341,9 +350,8 @@ def _(x, w, eps=1e-6):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("tunert::rmsnorm_add", mutates_args=())
-def rmsnorm_add(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
-                eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]:
+def _rmsnorm_add_body(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
+                      eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]:
     """h = x + residual (the new residual stream), y = rmsnorm(h) * w; returns (y, h). Family
     rmsnorm.add."""
     _norm_check("rmsnorm_add", x, w, residual)
@@ -352,6 +360,10 @@ def rmsnorm_add(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
         return _rmsnorm_add_ref(x, residual, w, eps)
     dev = _device_index(x)
     return _run("rmsnorm_add", dev, _rmsnorm_add_problem(dev, x, residual, w, eps))
+
+
+rmsnorm_add = torch.library.custom_op("tunert::rmsnorm_add", mutates_args=())(_rmsnorm_add_body)
+_cuda_kernel("tunert::rmsnorm_add", _rmsnorm_add_body)
 
 
 def _rmsnorm_add_problem(dev, x, residual, w, eps=1e-6):
@@ -394,8 +406,7 @@ def _softmax_ref(x):
     return torch.softmax(x, dim=-1)
 
 
-@torch.library.custom_op("tunert::softmax", mutates_args=())
-def softmax_op(x: torch.Tensor) -> torch.Tensor:
+def _softmax_op_body(x: torch.Tensor) -> torch.Tensor:
     """softmax over the last dim, families softmax, softmax.split, softmax.cluster (an exact tuned
     problem first, then the fastest measured)."""
     _state.check(x.dim() >= 1, "tunert.torch.softmax: x must have a dim")
@@ -404,6 +415,10 @@ def softmax_op(x: torch.Tensor) -> torch.Tensor:
         return _softmax_ref(x)
     dev = _device_index(x)
     return _run("softmax", dev, _softmax_problem(dev, x))
+
+
+softmax_op = torch.library.custom_op("tunert::softmax", mutates_args=())(_softmax_op_body)
+_cuda_kernel("tunert::softmax", _softmax_op_body)
 
 
 def _softmax_problem(dev, x):
