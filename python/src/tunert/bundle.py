@@ -387,8 +387,8 @@ class Selection:
         loaded. stream None: torch's current stream when a torch CUDA tensor is given, else the
         default stream. Asynchronous; the caller keeps the tensors alive until the work is done
         (torch's stream semantics do that for torch tensors).
-        Every check runs on every call; a torch tensor's dtype, shape, strides and device are
-        checked once per distinct combination (its address on every call)."""
+        Every call is checked; for a torch tensor the checks of its dtype, shape, strides and device
+        are remembered per distinct combination, its address is checked on every call."""
         if strided.__class__ is not frozenset:
             strided = frozenset(strided)
         key = (tuple(tensors), strided)
@@ -449,7 +449,7 @@ class Selection:
             handle = 0
         keep = None
         if deferred is not None:
-            keep = self._pack_other(args, b, deferred, values, explicit, handle, torch_dev)
+            keep = self._pack_other(args, deferred, explicit, handle, torch_dev)
         if b.scalars:
             slots = (C.Arg * b.n).from_buffer(args)
             for i, a in b.scalars:
@@ -460,7 +460,7 @@ class Selection:
         if rc:
             _raise(rc, err)
 
-    def _pack_other(self, args, b, deferred, values, explicit, handle, torch_dev):
+    def _pack_other(self, args, deferred, explicit, handle, torch_dev):
         """Pack what the fast path leaves: DLPack objects, missing tensors (scratch is allocated,
         anything else raises) and anything that is no tensor. Returns what must live until the
         launch is issued."""
