@@ -305,6 +305,89 @@ class LaunchChecksTest(unittest.TestCase):
         self.assertEqual(v.ptr, t.data_ptr())
 
 
+@needs_torch
+class LaunchCacheTest(unittest.TestCase):
+    """The fast path of a launch with torch tensors: layouts checked once per (arg, dtype, shape,
+    strides, device), yet every call still refuses what does not fit and packs its own addresses
+    and scalars. CPU tensors pass for CUDA here (LAUNCH_DEVICE_TYPES) and tunert_launch is a
+    recorder: nothing is launched."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = tunert.Bundle(bundle("gemm"), no_device=True, arch="sm_90a")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.close()
+
+    def setUp(self):
+        import torch
+        from tunert import bundle as tb
+        self.torch, self.tb = torch, tb
+        self.saved = tb.LAUNCH_DEVICE_TYPES
+        tb.LAUNCH_DEVICE_TYPES = frozenset(self.saved | {"cpu"})
+        self.s = self.b.select("gemm", M=16, N=256, K=128, b_layout="col")
+        self.calls = []
+        self.s._launch_c = lambda ctx, sel, stream, args, n, err: self.calls.append(list(args)) or 0
+
+    def tearDown(self):
+        self.tb.LAUNCH_DEVICE_TYPES = self.saved
+        del self.s._launch_c
+
+    def args(self, **over):
+        bf = self.torch.bfloat16
+        a = {"a": self.torch.zeros(16, 128, dtype=bf), "b": self.torch.zeros(256, 128, dtype=bf),
+             "c": self.torch.zeros(16, 256, dtype=bf), "ws": self.torch.zeros(self.s.scratch_bytes()["ws"] + 1,
+                                                                               dtype=self.torch.uint8)}
+        a.update(over)
+        return a
+
+    def words(self, name):
+        i = self.s._index[name]
+        return self.calls[-1][2 * i] & 0xFFFFFFFF, self.calls[-1][2 * i + 1]
+
+    def test_each_call_packs_its_own_addresses_and_scalars(self):
+        from tunert import _capi as C
+        for _ in range(2):
+            a = self.args()
+            self.s.launch(dict(a, K=128))
+            for n in ("a", "b", "c", "ws"):
+                self.assertEqual(self.words(n), (C.ARG_PTR, a[n].data_ptr()), n)
+            self.assertEqual(self.words("K"), (C.ARG_INT, 128))
+            self.assertEqual(self.words("tmA")[0], C.ARG_AUTO)
+        self.s.launch(dict(self.args(), K=64))
+        self.assertEqual(self.words("K"), (C.ARG_INT, 64))
+        self.s.launch(self.args())   # K left out: the bundle computes it
+        self.assertEqual(self.words("K")[0], C.ARG_AUTO)
+        self.assertEqual(len(self.calls), 4)
+
+    def test_checks_hold_after_a_layout_was_seen(self):
+        torch = self.torch
+        self.s.launch(self.args())
+        with self.assertRaises(tunert.ShapeMismatch):
+            self.s.launch(self.args(a=torch.zeros(16, 127, dtype=torch.bfloat16)))
+        with self.assertRaises(tunert.DTypeMismatch):
+            self.s.launch(self.args(b=torch.zeros(256, 128, dtype=torch.float16)))
+        with self.assertRaises(tunert.LayoutError):
+            self.s.launch(self.args(c=torch.zeros(256, 16, dtype=torch.bfloat16).t()))
+        # the same dtype, shape and strides as the launch above, at an address the tensor map refuses
+        off = torch.zeros(16 * 128 + 1, dtype=torch.bfloat16)[1:].view(16, 128)
+        with self.assertRaises(tunert.LayoutError) as cm:
+            self.s.launch(self.args(a=off))
+        self.assertIn("16-byte aligned", str(cm.exception))
+        self.assertEqual(len(self.calls), 1)
+
+    def test_missing_and_unknown_names_are_refused_every_time(self):
+        a = self.args()
+        del a["c"]
+        for _ in range(2):
+            with self.assertRaises(tunert.MissingArgument):
+                self.s.launch(a)
+            with self.assertRaises(tunert.MissingArgument):
+                self.s.launch(self.args(z=1))
+        self.assertEqual(self.calls, [])
+
+
 class StridedLaunchTest(unittest.TestCase):
     """Strided arguments (Selection.launch(strided=...)): decode's q and KV caches with their own
     layout, checked for everything but contiguity and the leading extent."""

@@ -104,6 +104,9 @@ class Arg(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int), ("v", _ArgValue)]
 
 
+assert ctypes.sizeof(Arg) == 16 and Arg.v.offset == 8   # bundle.py writes addresses as word 2i+1
+
+
 _P = ctypes.POINTER
 _PROTOTYPES = {
     "tunert_status_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -118,8 +121,9 @@ _PROTOTYPES = {
     "tunert_select": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, _P(ctypes.c_int64), ctypes.c_int,
                                      _P(ctypes.c_void_p), _P(Err)]),
     "tunert_selection_info_get": (ctypes.c_int, [ctypes.c_void_p, _P(SelectionInfo)]),
-    "tunert_launch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _P(Arg), ctypes.c_int,
-                                     _P(Err)]),
+    # args: an array of Arg, or of 2 * n_args c_uint64 laid out as Arg (bundle.py fills it so)
+    "tunert_launch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                     ctypes.c_int, _P(Err)]),
     "tunert_bundle_info_get": (ctypes.c_int, [ctypes.c_void_p, _P(BundleInfo)]),
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import _capi as C
-from ._tensors import DTYPE_BYTES, is_torch_tensor, view
+from ._tensors import DTYPE_BYTES, view
 from .errors import (DeviceMismatch, DTypeMismatch, InvalidArgument, LayoutError, MissingArgument,
                      ShapeMismatch, TunertError, from_status)
 
@@ -323,6 +323,8 @@ class Selection:
         self.info = _selection_info(handle, bundle._lib)
         self._index = {a.name: i for i, a in enumerate(self.info.args)}
         self._align = {a.maps: 16 for a in self.info.args if a.maps}
+        self._bindings = {}   # (names passed, strided names) -> _Binding
+        self._launch_c = bundle._lib.tunert_launch
 
     def __repr__(self):
         i = self.info
@@ -357,10 +359,10 @@ class Selection:
                                     f"{a.shape}")
         if not strided and not tv.contiguous:
             raise LayoutError(f"{where}: not contiguous (row-major dense); pass .contiguous()")
-        align = self._align.get(a.name, DTYPE_BYTES.get(tv.dtype, 1))
+        align = self._alignment(a, tv)
         if tv.ptr % align:
             raise LayoutError(f"{where}: address {tv.ptr:#x} is not {align}-byte aligned")
-        if tv.device not in ("cuda", "cuda_managed") or tv.device_index != self.bundle.device:
+        if tv.device not in LAUNCH_DEVICE_TYPES or tv.device_index != self.bundle.device:
             raise DeviceMismatch(f"{where}: on {tv.device}:{tv.device_index}, but the bundle launches on "
                                  f"cuda:{self.bundle.device}")
 
@@ -384,70 +386,182 @@ class Selection:
         Scratch args left out are allocated with torch (the caching allocator) when torch is
         loaded. stream None: torch's current stream when a torch CUDA tensor is given, else the
         default stream. Asynchronous; the caller keeps the tensors alive until the work is done
-        (torch's stream semantics do that for torch tensors)."""
+        (torch's stream semantics do that for torch tensors).
+        Every call is checked; for a torch tensor the checks of its dtype, shape, strides and device
+        are remembered per distinct combination, its address is checked on every call."""
+        if strided.__class__ is not frozenset:
+            strided = frozenset(strided)
+        key = (tuple(tensors), strided)
+        b = self._bindings.get(key)
+        if b is None:
+            b = self._binding(key[0], strided)
+        self._launch(b, tensors, stream)
+
+    def _binding(self, names, strided, constants=None):
+        """The _Binding of a call that passes `names` (checked here: unknown or missing names
+        raise), cached when `constants` is None; `constants`: {scalar name: value} the same on
+        every call (a plan's), packed once instead of per call."""
         info = self.info
-        unknown = [k for k in tensors if k not in self._index]
+        unknown = [k for k in names if k not in self._index]
         if unknown:
             raise MissingArgument(f"{info.family}: no argument named {', '.join(map(repr, unknown))} (arguments: "
                                   f"{', '.join(a.name for a in info.args)})")
+        b = _Binding(self, names, strided, constants or {})
+        if constants is None:
+            if len(self._bindings) >= _MAX_CACHED:
+                self._bindings.clear()
+            self._bindings[(tuple(names), strided)] = b
+        return b
+
+    def _launch(self, b, values, stream):
+        """Fill a copy of b's argument array from `values` ({name: tensor or number}) and launch."""
+        args = b.array_type.from_buffer_copy(b.template)   # as 64-bit words: slot i's value is word 2i+1
+        seen, torch_type = b.seen, _torch_tensor_type()
         torch_dev = None
-        for v in tensors.values():
-            if is_torch_tensor(v) and v.is_cuda:
-                torch_dev = v.device
-                break
-        torch = sys.modules.get("torch")
+        deferred = None
+        for i, a, is_strided in b.tensors:
+            t = values.get(a.name)
+            if t.__class__ is torch_type or (torch_type is not None and isinstance(t, torch_type)):
+                meta = (i, t.dtype, t.shape, t.stride(), t.device)
+                align = seen.get(meta)
+                if align is None:
+                    tv = view(t, a.name)
+                    self._check_tensor(a, tv, is_strided)
+                    if len(seen) >= _MAX_CACHED:
+                        seen.clear()
+                    align = seen[meta] = self._alignment(a, tv)
+                ptr = t.data_ptr()
+                if ptr % align:
+                    self._check_tensor(a, view(t, a.name), is_strided)
+                args[2 * i + 1] = ptr
+                if torch_dev is None:
+                    torch_dev = meta[4]
+            else:
+                if deferred is None:
+                    deferred = []
+                deferred.append((i, a, is_strided, t))
         explicit = stream is not None
-        if not explicit and torch_dev is not None:
-            handle = torch.cuda.current_stream(torch_dev).cuda_stream
-        else:
+        if explicit:
             handle = _stream_handle(stream)
-        dl_stream = handle if handle else 1  # DLPack: 1 is the legacy default stream
-        n = len(info.args)
-        args = (C.Arg * n)()
-        keep = []
-        for i, a in enumerate(info.args):
-            slot = args[i]
-            if a.role == "tensormap":
-                slot.kind = C.ARG_AUTO
-                continue
-            v = tensors.get(a.name)
-            if a.role == "scalar":
-                if v is None:
-                    if a.value is None:
-                        raise MissingArgument(f"{info.family}: scalar '{a.name}' has no value in the bundle for "
-                                              f"{self.dims}: pass it")
-                    slot.kind = C.ARG_AUTO
-                elif a.dtype.startswith("f"):
-                    slot.kind, slot.v.f = C.ARG_FLOAT, float(v)
-                else:
-                    if isinstance(v, float) and not v.is_integer():
-                        raise InvalidArgument(f"{info.family}: scalar '{a.name}' is {a.dtype}, not {v!r}")
-                    slot.kind, slot.v.i = C.ARG_INT, int(v)
-                continue
-            if v is None:
-                if a.role != "scratch":
-                    raise MissingArgument(f"{info.family}: tensor '{a.name}' ({a.role}, {a.dtype} {list(a.shape)}) "
-                                          f"is missing")
-                v = self._scratch(a, torch, explicit, handle)
-            tv = view(v, a.name, dl_stream)
-            self._check_tensor(a, tv, a.name in strided)
-            keep.append(tv)
-            slot.kind, slot.v.ptr = C.ARG_PTR, tv.ptr
+        elif torch_dev is not None and torch_dev.type == "cuda":
+            handle = _current_stream(torch_dev.index)
+        else:
+            handle = 0
+        keep = None
+        if deferred is not None:
+            keep = self._pack_other(args, deferred, explicit, handle, torch_dev)
+        if b.scalars:
+            slots = (C.Arg * b.n).from_buffer(args)
+            for i, a in b.scalars:
+                self._pack_scalar(slots[i], a, values.get(a.name))
         err = C.Err()
-        rc = self.bundle._lib.tunert_launch(self.bundle._handle(), self._handle, handle or None, args, n,
-                                            ctypes.byref(err))
+        rc = self._launch_c(self.bundle._handle(), self._handle, handle or None, args, b.n, ctypes.byref(err))
+        del keep
         if rc:
             _raise(rc, err)
 
-    def _scratch(self, a, torch, explicit, handle):
+    def _pack_other(self, args, deferred, explicit, handle, torch_dev):
+        """Pack what the fast path leaves: DLPack objects, missing tensors (scratch is allocated,
+        anything else raises) and anything that is no tensor. Returns what must live until the
+        launch is issued."""
+        keep = []
+        dl_stream = handle if handle else 1  # DLPack: 1 is the legacy default stream
+        for i, a, is_strided, t in deferred:
+            if t is None:
+                if a.role != "scratch":
+                    raise MissingArgument(f"{self.info.family}: tensor '{a.name}' ({a.role}, {a.dtype} "
+                                          f"{list(a.shape)}) is missing")
+                # made here to this arg's size on the checked device: nothing to check
+                t = self._scratch(a, sys.modules.get("torch"), explicit, handle, torch_dev)
+                keep.append(t)
+                args[2 * i + 1] = t.data_ptr()
+                continue
+            tv = view(t, a.name, dl_stream)
+            self._check_tensor(a, tv, is_strided)
+            keep.append(tv)
+            args[2 * i + 1] = tv.ptr
+        return keep
+
+    def _pack_scalar(self, slot, a, v):
+        if v is None:
+            if a.value is None:
+                raise MissingArgument(f"{self.info.family}: scalar '{a.name}' has no value in the bundle for "
+                                      f"{self.dims}: pass it")
+            slot.kind = C.ARG_AUTO
+        elif a.dtype.startswith("f"):
+            slot.kind, slot.v.f = C.ARG_FLOAT, float(v)
+        else:
+            if isinstance(v, float) and not v.is_integer():
+                raise InvalidArgument(f"{self.info.family}: scalar '{a.name}' is {a.dtype}, not {v!r}")
+            slot.kind, slot.v.i = C.ARG_INT, int(v)
+
+    def _alignment(self, a, tv):
+        return self._align.get(a.name, DTYPE_BYTES.get(tv.dtype, 1))
+
+    def _scratch(self, a, torch, explicit, handle, device=None):
         if torch is None:
             raise MissingArgument(f"{self.info.family}: scratch '{a.name}' ({a.bytes} bytes) is missing: pass a "
                                   f"device buffer of at least that many bytes")
-        buf = torch.empty(max(a.bytes, 1), dtype=torch.uint8, device=f"cuda:{self.bundle.device}")
+        # `device`: that of the torch tensors given, which the checks above found to be the bundle's
+        buf = torch.empty(max(a.bytes, 1), dtype=torch.uint8, device=device or f"cuda:{self.bundle.device}")
         if explicit and handle:
             # freed after this call: tell the caching allocator which stream still uses it
             buf.record_stream(torch.cuda.ExternalStream(handle, device=buf.device))
         return buf
+
+
+class _Binding:
+    """How a call that passes the same argument names fills tunert_arg[]: a packed template
+    (tensor maps, scalars the bundle computes, constants), the tensor slots to fill with
+    addresses and the scalar slots to fill with the values passed; and the torch tensor layouts
+    already checked for each slot ({(slot, dtype, shape, strides, device): alignment})."""
+    __slots__ = ("n", "array_type", "template", "tensors", "scalars", "seen")
+
+    def __init__(self, sel, names, strided, constants):
+        info, given = sel.info, set(names)
+        self.n = len(info.args)
+        arr = (C.Arg * self.n)()
+        # filled per call as 64-bit words (an address is one store, not three attribute lookups)
+        self.array_type = ctypes.c_uint64 * (2 * self.n)
+        self.tensors, self.scalars, self.seen = [], [], {}
+        for i, a in enumerate(info.args):
+            if a.role == "tensormap":
+                arr[i].kind = C.ARG_AUTO
+            elif a.role == "scalar":
+                if a.name in constants:
+                    sel._pack_scalar(arr[i], a, constants[a.name])
+                elif a.name in given:
+                    self.scalars.append((i, a))
+                else:
+                    sel._pack_scalar(arr[i], a, None)
+            else:
+                if a.name not in given and a.role != "scratch":
+                    raise MissingArgument(f"{info.family}: tensor '{a.name}' ({a.role}, {a.dtype} {list(a.shape)}) "
+                                          f"is missing")
+                arr[i].kind = C.ARG_PTR
+                self.tensors.append((i, a, a.name in strided))
+        self.template = bytes(arr)
+
+
+# torch tensor layouts and call shapes kept per selection before the cache starts over
+_MAX_CACHED = 4096
+# device types (tunert TensorView.device) a launch takes
+LAUNCH_DEVICE_TYPES = frozenset({"cuda", "cuda_managed"})
+
+
+def _torch_tensor_type():
+    torch = sys.modules.get("torch")
+    return None if torch is None else torch.Tensor
+
+
+def _current_stream(device_index):
+    """torch's current CUDA stream on `device_index` as an int handle, without the Stream object
+    torch.cuda.current_stream builds."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
 
 
 def _prod(shape):

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .._tensors import _torch_dtype_name
+from ..errors import InvalidArgument
 from . import _state
 
 LOG2E = 1.4426950408889634
@@ -27,16 +28,30 @@ def _dt(t):
     return _torch_dtype_name(torch, t.dtype)
 
 
+# the current CUDA device's index (torch.cuda.current_device without its lazy-init check: a
+# CUDA tensor exists, so CUDA is initialized)
+_cuda_device = torch._C._cuda_getDevice if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device
+
+
 def _device_index(t):
-    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+    i = t.device.index
+    return i if i is not None else _cuda_device()
 
 
 def _launch(plan, device_index, tensors):
-    if device_index != torch.cuda.current_device():
+    # libtunert launches in the current context, which must be the device's
+    if device_index != _cuda_device():
         with torch.cuda.device(device_index):
             plan.launch(tensors)
     else:
         plan.launch(tensors)
+
+
+def _cuda_kernel(qualname, fn):
+    """Register fn as op's kernel for CUDA tensors straight at the dispatcher's CUDA key (the
+    op's own body serves the other devices): register_kernel would wrap it in two more Python
+    layers per call (an aliasing check of a fresh output, a dynamo guard)."""
+    torch.library.impl(qualname, "CUDA", fn)
 
 
 def _run(op, dev, problem):
@@ -44,7 +59,7 @@ def _run(op, dev, problem):
     where tensors_fn() allocates the outputs and returns ({arg name: tensor}, result)."""
     key, candidates, tensors_fn, reference = problem
     p = _state.plan(op, key, dev, candidates)
-    if isinstance(p, _state.Fallback):
+    if p.__class__ is not _state.Plan:
         _state.fallback_or_raise(op, p)
         return reference()
     tensors, result = tensors_fn()
@@ -59,16 +74,52 @@ def _linear_ref(x, w):
     return F.linear(x, w)
 
 
+def _linear_check(x, w):
+    if not (w.dim() == 2 and x.shape[-1] == w.shape[1]):
+        raise InvalidArgument(f"tunert.torch.linear: x {tuple(x.shape)} and w {tuple(w.shape)}: want "
+                                     f"x [..., K], w [N, K]")
+
+
 @torch.library.custom_op("tunert::linear", mutates_args=())
 def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family."""
-    _state.check(w.dim() == 2 and x.shape[-1] == w.shape[1],
-                 f"tunert.torch.linear: x {tuple(x.shape)} and w {tuple(w.shape)}: want x [..., K], w [N, K]")
-    if not x.is_cuda:
-        _state.count("linear", "cpu")
-        return _linear_ref(x, w)
+    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family.
+    This body serves tensors on other devices than CUDA: the PyTorch reference."""
+    _linear_check(x, w)
+    _state.count("linear", "cpu")
+    return _linear_ref(x, w)
+
+
+def linear_cuda(x, w):
+    """linear on CUDA: the cached plan of (device, M, N, K, dtypes), written out rather than
+    through _run because it is the op a model calls most."""
+    _linear_check(x, w)
+    N, K = w.shape
+    M = x.numel() // K if K else 0
     dev = _device_index(x)
-    return _run("linear", dev, _linear_problem(dev, x, w))
+    key = ("linear", dev, M, N, K, x.dtype, w.dtype)
+    p = _state.plans.get(key)
+    if p is None:
+        p = _state.plan("linear", key, dev, lambda: _linear_candidates(M, N, K, x, w))
+    if p.__class__ is not _state.Plan:
+        _state.fallback_or_raise("linear", p)
+        return _linear_ref(x, w)
+    if x.dim() == 2:
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+        _launch(p, dev, {"a": x.contiguous(), "b": w.contiguous(), "c": out})
+    else:
+        out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
+        _launch(p, dev, {"a": x.contiguous().view(M, K), "b": w.contiguous(), "c": out.view(M, N)})
+    _state.count_tuned("linear", p.selection_kind)
+    return out
+
+
+_cuda_kernel("tunert::linear", linear_cuda)
+
+
+def _linear_candidates(M, N, K, x, w):
+    dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
+    tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
+    return [("gemm", dims, tensors, dims, {}, ())]
 
 
 def _linear_problem(dev, x, w):
@@ -77,9 +128,7 @@ def _linear_problem(dev, x, w):
     key = ("linear", dev, M, N, K, x.dtype, w.dtype)
 
     def candidates():
-        dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
-        tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
-        return [("gemm", dims, tensors, dims, {}, ())]
+        return _linear_candidates(M, N, K, x, w)
 
     def tensors_fn():
         out = torch.empty(x.shape[:-1] + (N,), dtype=x.dtype, device=x.device)
@@ -103,20 +152,23 @@ def _sdpa(q, k, v, causal, scale, mask=None):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale)
 
 
-@torch.library.custom_op("tunert::attention", mutates_args=())
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              scale: Optional[float] = None) -> torch.Tensor:
+def _attention_body(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: Optional[float] = None) -> torch.Tensor:
     """Prefill attention, dense [B, H, S, D] q/k/v (GQA: HQ a multiple of HKV), through the
     attention.prefill_sm90 or attention.prefill family; scale None: 1/sqrt(D)."""
     _state.check(q.dim() == 4 and k.dim() == 4 and v.shape == k.shape and q.shape[0] == k.shape[0]
                  and q.shape[3] == k.shape[3] and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0,
-                 f"tunert.torch.attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want "
+                 lambda: f"tunert.torch.attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want "
                  f"q [B, HQ, S, D], k and v [B, HKV, S, D], HQ a multiple of HKV")
     if not q.is_cuda:
         _state.count("attention", "cpu")
         return _sdpa(q, k, v, causal, scale)
     dev = _device_index(q)
     return _run("attention", dev, _attention_problem(dev, q, k, v, causal, scale))
+
+
+attention = torch.library.custom_op("tunert::attention", mutates_args=())(_attention_body)
+_cuda_kernel("tunert::attention", _attention_body)
 
 
 def _attention_problem(dev, q, k, v, causal=False, scale=None):
@@ -162,9 +214,8 @@ def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
     return o.masked_fill((lens <= 0).view(B, 1, 1), 0)   # no keys: the empty sum, as the kernel gives
 
 
-@torch.library.custom_op("tunert::decode", mutates_args=())
-def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
-           seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
+def _decode_body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+                 seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
     """One decode step over a paged KV cache: q [B, HQ, D] (any strides with d contiguous, e.g. a
     view of a fused QKV projection), k_cache and v_cache [pages, page_size, HKV, D] (a pool of any
     number of pages, any strides with d contiguous, the same for both: NHD or a permuted HND
@@ -175,7 +226,7 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
                  and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
                  and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
                  and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
-                 f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
+                 lambda: f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
                  f"{tuple(v_cache.shape)}, block_table {tuple(block_table.shape)}: want q [B, HQ, D], caches "
                  f"[pages, page_size, HKV, D], block_table [B, max_pages], seq_lens [B]")
     if not q.is_cuda:
@@ -183,6 +234,10 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
         return _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
     dev = _device_index(q)
     return _run("decode", dev, _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens, scale))
+
+
+decode = torch.library.custom_op("tunert::decode", mutates_args=())(_decode_body)
+_cuda_kernel("tunert::decode", _decode_body)
 
 
 def _kernel_strides_ok(t):
@@ -254,13 +309,12 @@ def _rmsnorm_add_ref(x, r, w, eps):
 def _norm_check(op, x, w, r=None):
     _state.check(x.dim() >= 1 and w.dim() == 1 and w.shape[0] == x.shape[-1]
                  and (r is None or r.shape == x.shape),
-                 f"tunert.torch.{op}: x {tuple(x.shape)}, w {tuple(w.shape)}"
+                 lambda: f"tunert.torch.{op}: x {tuple(x.shape)}, w {tuple(w.shape)}"
                  + ("" if r is None else f", residual {tuple(r.shape)}") + ": want x [..., H], w [H]"
                  + ("" if r is None else ", residual like x"))
 
 
-@torch.library.custom_op("tunert::rmsnorm", mutates_args=())
-def rmsnorm_op(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def _rmsnorm_op_body(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """y = x * rsqrt(mean(x^2, -1) + eps) * w, family rmsnorm."""
     _norm_check("rmsnorm", x, w)
     if not x.is_cuda:
@@ -268,6 +322,10 @@ def rmsnorm_op(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Ten
         return _rmsnorm_ref(x, w, eps)
     dev = _device_index(x)
     return _run("rmsnorm", dev, _rmsnorm_problem(dev, x, w, eps))
+
+
+rmsnorm_op = torch.library.custom_op("tunert::rmsnorm", mutates_args=())(_rmsnorm_op_body)
+_cuda_kernel("tunert::rmsnorm", _rmsnorm_op_body)
 
 
 def _rmsnorm_problem(dev, x, w, eps=1e-6):
@@ -292,9 +350,8 @@ def _(x, w, eps=1e-6):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("tunert::rmsnorm_add", mutates_args=())
-def rmsnorm_add(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
-                eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]:
+def _rmsnorm_add_body(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
+                      eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]:
     """h = x + residual (the new residual stream), y = rmsnorm(h) * w; returns (y, h). Family
     rmsnorm.add."""
     _norm_check("rmsnorm_add", x, w, residual)
@@ -303,6 +360,10 @@ def rmsnorm_add(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
         return _rmsnorm_add_ref(x, residual, w, eps)
     dev = _device_index(x)
     return _run("rmsnorm_add", dev, _rmsnorm_add_problem(dev, x, residual, w, eps))
+
+
+rmsnorm_add = torch.library.custom_op("tunert::rmsnorm_add", mutates_args=())(_rmsnorm_add_body)
+_cuda_kernel("tunert::rmsnorm_add", _rmsnorm_add_body)
 
 
 def _rmsnorm_add_problem(dev, x, residual, w, eps=1e-6):
@@ -345,8 +406,7 @@ def _softmax_ref(x):
     return torch.softmax(x, dim=-1)
 
 
-@torch.library.custom_op("tunert::softmax", mutates_args=())
-def softmax_op(x: torch.Tensor) -> torch.Tensor:
+def _softmax_op_body(x: torch.Tensor) -> torch.Tensor:
     """softmax over the last dim, families softmax, softmax.split, softmax.cluster (an exact tuned
     problem first, then the fastest measured)."""
     _state.check(x.dim() >= 1, "tunert.torch.softmax: x must have a dim")
@@ -355,6 +415,10 @@ def softmax_op(x: torch.Tensor) -> torch.Tensor:
         return _softmax_ref(x)
     dev = _device_index(x)
     return _run("softmax", dev, _softmax_problem(dev, x))
+
+
+softmax_op = torch.library.custom_op("tunert::softmax", mutates_args=())(_softmax_op_body)
+_cuda_kernel("tunert::softmax", _softmax_op_body)
 
 
 def _softmax_problem(dev, x):

@@ -16,7 +16,7 @@ _path = None
 _open_kwargs = {}
 _strict = False
 _bundles = {}      # device index -> Bundle
-_plans = {}        # plan key -> Plan | Fallback
+plans = {}         # plan key -> Plan | Fallback (read without the lock: a dict get is atomic)
 _counts = collections.defaultdict(collections.Counter)    # op -> {"tuned", "vendor", "fallback", "cpu"}
 _kinds = collections.defaultdict(collections.Counter)     # op -> {selection kind of its tuned calls: calls}
 _reasons = collections.defaultdict(collections.Counter)   # op -> {reason: calls}
@@ -34,7 +34,7 @@ def use_bundle(path, *, strict=None, **open_kwargs):
         for b in _bundles.values():
             b.close()
         _bundles.clear()
-        _plans.clear()
+        plans.clear()
         _path = None if path is None else str(path)
         _open_kwargs = dict(open_kwargs)
         if strict is not None:
@@ -129,25 +129,28 @@ class Plan:
     to the selection's leading dim where the op's is larger), which go with their own strides
     (`strided`: the op passes the family's stride scalars), and the scalar values the op passes.
     `kind` is "tuned" (our kernel runs); `selection_kind` says how libtunert chose it."""
-    __slots__ = ("selection", "tensor_names", "slices", "strided", "scalars", "kind", "selection_kind", "reason")
+    __slots__ = ("selection", "tensor_names", "slices", "strided", "scalars", "kind", "selection_kind", "reason",
+                 "binding")
 
     def __init__(self, selection, tensor_names, slices, scalars, strided=frozenset()):
         self.selection, self.tensor_names, self.slices, self.scalars = selection, tensor_names, slices, scalars
         self.strided = frozenset(strided)
         self.kind, self.selection_kind, self.reason = "tuned", selection.info.kind, selection.info.reason
+        # the scalars are the same on every call: packed once into the binding's template
+        self.binding = selection._binding(tuple(tensor_names), self.strided, dict(scalars))
 
     def __repr__(self):
         return f"<tunert.torch plan {self.selection!r}>"
 
     def launch(self, tensors):
-        args = dict(self.scalars)
-        for name in self.tensor_names:
-            t = tensors[name]
-            how = self.slices.get(name)
-            if how is not None:
-                t = t[:how[1]] if how[0] == "rows" else t.reshape(-1)[:how[1]]
-            args[name] = t
-        self.selection.launch(args, strided=self.strided)
+        """Launch on torch's current stream with `tensors` ({arg name: tensor}, a superset of
+        tensor_names), each checked as Selection.launch checks it."""
+        if self.slices:
+            tensors = dict(tensors)
+            for name, (how, n) in self.slices.items():
+                t = tensors[name]
+                tensors[name] = t[:n] if how == "rows" else t.reshape(-1)[:n]
+        self.selection._launch(self.binding, tensors, None)
 
 
 def plan(op, key, device_index, candidates):
@@ -159,12 +162,12 @@ def plan(op, key, device_index, candidates):
     passed where the bundle has no value, knobs {name: value} always passed (where the family has
     that scalar), needs: groups of tensor names of which the family must take one (an input the
     op cannot drop, e.g. per-sequence lengths)."""
-    p = _plans.get(key)
+    p = plans.get(key)
     if p is not None:
         return p
     p = _make_plan(device_index, candidates())
     with _lock:
-        return _plans.setdefault(key, p)
+        return plans.setdefault(key, p)
 
 
 def _make_plan(device_index, candidates):
@@ -268,5 +271,6 @@ def fallback_or_raise(op, p):
 
 
 def check(cond, msg):
+    """Raise InvalidArgument(msg) unless cond; msg may be a function giving it (made only then)."""
     if not cond:
-        raise InvalidArgument(msg)
+        raise InvalidArgument(msg() if callable(msg) else msg)
