@@ -167,8 +167,8 @@ class PlanTest(unittest.TestCase):
     def tearDown(self):
         tt.use_bundle(None, strict=False)
 
-    def meta(self, *shape, dtype=torch.bfloat16):
-        return torch.empty(*shape, dtype=dtype, device="meta")
+    def meta(self, *shape, dtype=None):   # (no torch in a default: this file loads without torch)
+        return torch.empty(*shape, dtype=dtype or torch.bfloat16, device="meta")
 
     def test_tuned(self):
         p = tt.explain("rmsnorm", self.meta(16384, 4096), self.meta(4096))
