@@ -1,4 +1,4 @@
-/* db_cmd.c: `tune db best|list|show|export`: a results database queried from the command line.
+/* db_cmd.c: `tune db best|list|show|export|merge`: a results database queried from the command line.
  * The queries are db/'s (db_query_*); this file parses options and prints tables or JSON. */
 #include <jansson.h>
 #include <stdio.h>
@@ -9,9 +9,10 @@
 #include "argv.h"
 #include "commands.h"
 #include "db.h"
+#include "db_merge.h"
 
 static const char *usage_db =
-    "usage: tune db <best|list|show|export> [options]\n"
+    "usage: tune db <best|list|show|export|merge> [options]\n"
     "\n"
     "  best [--where K=V ...]                fastest verified variant per recipe,\n"
     "                                        problem and device\n"
@@ -22,6 +23,7 @@ static const char *usage_db =
     "  export --format kernel_tuner|t4 --recipe R --problem P [-o FILE]\n"
     "                                        one problem's results in Kernel Tuner's\n"
     "                                        cache format or the T4 results schema\n"
+    "  merge OUT IN...                       combine databases (tune db merge --help)\n"
     "options:\n"
     "  --db FILE         database (default tune.db)\n"
     "  --where KEY=VALUE only results whose KEY is VALUE (repeatable; keys: " DB_FILTER_KEYS ");\n"
@@ -256,7 +258,7 @@ static int run_db_verb(db_conn *db, const db_cmd_opts *o, tune_err *err) {
   } else if (!strcmp(o->verb, "export")) {
     rc = tune_cmd_db_export(db, o->format, o->recipe, o->problem, o->out_path);
   } else {
-    fprintf(stderr, "tune db: unknown verb %s (best, list, show, export)\n", o->verb);
+    fprintf(stderr, "tune db: unknown verb %s (best, list, show, export, merge)\n", o->verb);
     rc = 2;
   }
 out:
@@ -264,11 +266,150 @@ out:
   return rc;
 }
 
+/* ---- tune db merge ---------------------------------------------------------------------- */
+
+static const char *usage_merge =
+    "usage: tune db merge OUT IN... [--no-binaries] [--strict] [--json]\n"
+    "\n"
+    "Copies every IN database into OUT (created, or migrated, when needed) with its provenance:\n"
+    "recipes with their source hashes, problems, configs, devices, runs, results, peaks,\n"
+    "proposals, comparisons, measurements, selections and the compile cache; ids are mapped.\n"
+    "A row OUT already holds is not copied again (a result: same recipe source, problem,\n"
+    "config, device, timing mode, time stamp and median), so merging twice adds nothing.\n"
+    "IN files are read only and may be of older schemas; each is merged in one transaction.\n"
+    "Results stay keyed by device: different GPU models are never pooled. Problems that OUT\n"
+    "then holds verified results of from several device models, drivers of one model or\n"
+    "recipe sources are listed after the counts (merged all the same).\n"
+    "Typical use: the databases of `tune run --shard I/N` (docs/cluster.md).\n"
+    "\n"
+    "options:\n"
+    "  --no-binaries  leave the compile cache (binaries) out\n"
+    "  --strict       refuse (leave OUT as it was before it) an IN that makes such a mix;\n"
+    "                 exit status 1\n"
+    "  --json         the counts and the list as JSON\n";
+
+/* counts of one input as "T n" for the tables that added rows, other than results */
+static void print_added(const db_merge_stats *st) {
+  int any = 0;
+  for (int t = 0; t < DB_MERGE_N_TABLES; ++t)
+    if (t != DB_MERGE_RESULTS && st->t[t].added)
+      printf("%s%s %lld", any++ ? ", " : "; added: ", db_merge_table_name(t), st->t[t].added);
+  puts("");
+}
+
+static json_t *stats_json(const char *path, const db_merge_stats *st) {
+  json_t *tabs = json_object();
+  for (int t = 0; t < DB_MERGE_N_TABLES; ++t)
+    json_object_set_new(tabs, db_merge_table_name(t), json_pack("{sI sI sI}", "read", (json_int_t)st->t[t].read,
+                                                                 "added", (json_int_t)st->t[t].added,
+                                                                 "duplicates", (json_int_t)st->t[t].duplicates));
+  return json_pack("{ss so}", "path", path, "tables", tabs);
+}
+
+static void strings_text(json_t *arr, char *b, size_t n) {
+  size_t i, len = 0;
+  json_t *v;
+  b[0] = 0;
+  json_array_foreach(arr, i, v) len += (size_t)snprintf(b + len, len < n ? n - len : 0, "%s%s", i ? ", " : "",
+                                                        json_string_value(v));
+}
+
+/* The mixes, each with what differs (device models, drivers of one model, recipe sources); the
+ * first MIXES_SHOWN of them (--json lists all). */
+#define MIXES_SHOWN 20
+static void print_mixes(json_t *mixes) {
+  size_t n = json_array_size(mixes), i;
+  if (!n) return;
+  printf("%zu problem%s with results of several device models, drivers or recipe sources (merged; compare\n"
+         "results within one device model, driver and source only):\n", n, n == 1 ? "" : "s");
+  json_t *r;
+  json_array_foreach(mixes, i, r) {
+    if (i == MIXES_SHOWN) { printf("  ... and %zu more (--json lists them all)\n", n - i); break; }
+    json_t *dev = json_object_get(r, "devices"), *drv = json_object_get(r, "drivers"), *src = json_object_get(r, "sources");
+    char text[1024];
+    printf("  %s %s:", json_string_value(json_object_get(r, "recipe")), json_string_value(json_object_get(r, "problem")));
+    const char *sep = " ";
+    if (json_array_size(dev) > 1) strings_text(dev, text, sizeof text), printf("%sdevice models %s", sep, text), sep = "; ";
+    if (json_array_size(drv) > json_array_size(dev)) strings_text(drv, text, sizeof text), printf("%sdrivers %s", sep, text), sep = "; ";
+    if (json_array_size(src) > 1) strings_text(src, text, sizeof text), printf("%srecipe sources %s", sep, text);
+    puts("");
+  }
+}
+
+/* tune db merge OUT IN...: the exit status. */
+static int run_merge(int argc, char **argv) {
+  tune_argv ap;
+  db_merge_opts mo = {0};
+  const char *paths[1024];
+  int n = 0, json = 0;
+  tune_argv_init(&ap, "tune db merge", argc, argv);
+  while (tune_argv_next(&ap)) {
+    const char *pos;
+    if (tune_argv_flag(&ap, "--help") || tune_argv_flag(&ap, "-h")) { fputs(usage_merge, stdout); return 0; }
+    if (tune_argv_flag(&ap, "--no-binaries")) mo.no_binaries = 1;
+    else if (tune_argv_flag(&ap, "--strict")) mo.strict = 1;
+    else if (tune_argv_flag(&ap, "--json")) json = 1;
+    else if (!tune_argv_positional(&ap, &pos)) tune_argv_unknown(&ap);
+    else if (n == (int)(sizeof paths / sizeof paths[0])) tune_argv_error(&ap, "too many databases");
+    else paths[n++] = pos;
+  }
+  if (ap.failed) { fprintf(stderr, "%s\n", ap.msg); return 2; }
+  /* paths[0] is the verb */
+  if (n < 3) { fputs(usage_merge, stderr); return 2; }
+  tune_err err;
+  tune_err_clear(&err);
+  db_merger *m = NULL;
+  db_merge_stats st, total;
+  memset(&total, 0, sizeof total);
+  json_t *inputs = json_array(), *mixes = NULL;
+  int rc = db_merger_open(paths[1], &mo, &m, &err) ? 1 : 0;
+  for (int i = 2; !rc && i < n; ++i) {
+    if (db_merger_add(m, paths[i], &st, &err)) { rc = 1; break; }
+    for (int t = 0; t < DB_MERGE_N_TABLES; ++t) {
+      total.t[t].read += st.t[t].read;
+      total.t[t].added += st.t[t].added;
+      total.t[t].duplicates += st.t[t].duplicates;
+    }
+    json_array_append_new(inputs, stats_json(paths[i], &st));
+    if (json) continue;
+    const db_merge_count *r = &st.t[DB_MERGE_RESULTS];
+    printf("%s: results %lld read, %lld added, %lld duplicates", paths[i], r->read, r->added, r->duplicates);
+    print_added(&st);
+  }
+  if (m && db_merger_mixes(m, &mixes, &err)) rc = 1;
+  if (json && mixes) {
+    json_t *o = json_pack("{ss sO so sO}", "out", paths[1], "inputs", inputs, "total", stats_json(paths[1], &total),
+                          "mixes", mixes);
+    print_json(o);
+    json_decref(o);
+  } else if (!rc && n > 3) {
+    const db_merge_count *r = &total.t[DB_MERGE_RESULTS];
+    printf("%s: results %lld read, %lld added, %lld duplicates from %d databases\n", paths[1], r->read, r->added,
+           r->duplicates, n - 2);
+  }
+  if (!json) print_mixes(mixes);
+  if (rc) fprintf(stderr, "tune %s\n", err.msg); /* "db merge: ..." or "db: FILE: ..." */
+  json_decref(inputs);
+  json_decref(mixes);
+  db_merger_close(m);
+  return rc;
+}
+
+/* The verb: the first argument that is not an option (merge parses its own options). */
+static const char *first_positional(int argc, char **argv) {
+  for (int i = 0; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return NULL;
+}
+
 int tune_cmd_db(int argc, char **argv) {
+  const char *verb = first_positional(argc, argv);
+  if (verb && !strcmp(verb, "merge")) return run_merge(argc, argv);
   db_cmd_opts o = {.db_path = "tune.db", .id = -1};
   int prc = parse_db_opts(argc, argv, &o);
   if (prc) return prc < 0 ? 0 : prc;
   if (!o.verb) { fputs(usage_db, stderr); return 2; }
+  if (!strcmp(o.verb, "merge")) { fprintf(stderr, "tune db merge: takes OUT IN..., not --db (tune db merge --help)\n"); return 2; }
   if ((prc = settle_opts(&o))) return prc;
   if (access(o.db_path, R_OK)) { fprintf(stderr, "tune db: %s: no such database (tune run creates it; --db FILE names another)\n", o.db_path); return 1; }
   tune_err err;

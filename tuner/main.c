@@ -61,7 +61,7 @@ typedef struct verb {
 
 static const verb verbs[] = {
     {"run", tune_cmd_run, "run RECIPE          tune the kernels a Lua recipe describes (tune run --help)"},
-    {"db", tune_cmd_db, "db best|list|show|export  query a results database (tune db --help)"},
+    {"db", tune_cmd_db, "db best|list|show|export|merge  query or merge results databases (tune db --help)"},
     {"bundle", tune_cmd_bundle, "bundle              export the best variants for libtunert (tune bundle --help)"},
     {"compare", tune_compare_main, "compare RECIPE      tune's best variants against cuBLAS/cuDNN/PyTorch in interleaved\n"
                                    "                      rounds, burst and sustained timing (tune compare --help)"},

@@ -9,6 +9,7 @@
 #include "argv.h"
 #include "commands.h"
 #include "session.h"
+#include "shard.h"
 
 static const char *usage_run =
     "usage: tune run RECIPE [options]\n"
@@ -70,6 +71,17 @@ static const char *usage_run =
     "                       it when TUNERT_LOG_UNTUNED=FILE; one JSON object per line,\n"
     "                       docs/runtime.md); recipes FILE does not name are skipped\n"
     "  --only K=V[,K=V]     only configs whose parameters match; repeatable\n"
+    "  --shard I/N          run share I of N (1 <= I <= N), so that N processes with the\n"
+    "                       same command line and their own --db cover the work once\n"
+    "                       (Slurm job arrays, Kubernetes Indexed Jobs: docs/cluster.md).\n"
+    "                       The problems --problem keeps are numbered in recipe order across\n"
+    "                       the file; when N divides their count P, or P >= 4N, shard I\n"
+    "                       takes whole problems I, I+N, I+2N, ...; otherwise each problem\n"
+    "                       is cut into S = N/gcd(P,N) parts by config hash (hash mod S)\n"
+    "                       and the parts go round robin, so every shard gets P*S/N parts.\n"
+    "                       An exhaustive run's shards hold exactly its configs; --budget\n"
+    "                       counts per shard's part of a problem. Resume: run the same\n"
+    "                       shard again on its database; tune db merge combines them\n"
     "  --jobs N             compile threads (default: number of cores)\n"
     "  --compile-only       compile every variant and store its resource usage; no GPU\n"
     "  --arch ARCH          target for --compile-only (default sm_90a)\n"
@@ -152,6 +164,11 @@ static int run_option(tune_argv *ap, tune_run_opts *o) {
   else if (tune_argv_str(ap, "--only", &v)) add_value(ap, v, o->only, &o->n_only, TUNE_MAX_PROBLEM_FILTERS);
   else if (tune_argv_int(ap, "--jobs", &o->jobs)) { if (o->jobs < 1) tune_argv_bad(ap, "want a positive count"); }
   else if (tune_argv_flag(ap, "--compile-only")) o->compile_only = 1;
+  else if (tune_argv_str(ap, "--shard", &v)) {
+    tune_err e;
+    tune_err_clear(&e);
+    if (tune_shard_parse(v, &o->shard_index, &o->shard_count, &e)) tune_argv_bad(ap, "want I/N with 1 <= I <= N (e.g. 2/8)");
+  }
   else if (tune_argv_u64(ap, "--seed", &o->seed)) o->seed_given = 1;
   else if (tune_argv_int(ap, "--timeout", &o->timeout_ms)) { if (o->timeout_ms < 0) tune_argv_bad(ap, "want milliseconds"); }
   else if (tune_argv_flag(ap, "--quiet")) o->quiet = 1;

@@ -26,6 +26,7 @@
 #include "search.h"
 #include "search_config.h"
 #include "served_log.h"
+#include "shard.h"
 #include "speculate.h"
 #include "version.h"
 #include "warm_start.h"
@@ -200,47 +201,87 @@ static double halving_margin(const tune_run_opts *o, const tune_search_config *s
 
 /* ---- a problem's space ---------------------------------------------------- */
 
+/* --shard I/N (shard.h): which problems and parts of problems this run takes. */
+typedef struct shard_cursor {
+  int index, count;  /* I and N; count 0: no sharding */
+  int parts;         /* S: the parts each problem is cut into */
+  int next;          /* the ordinal of the next problem --problem keeps, across the file's recipes */
+} shard_cursor;
+
+/* The points of space whose config is in part `part` of `parts` (shard.h), as a new space. */
+static int shard_cut(const tune_recipe *r, const search_space *space, int parts, int part, search_space **out,
+                     tune_err *err) {
+  unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
+  if (!keep) return tune_fail(err, TUNE_ENOMEM, "session: out of memory");
+  int vi[SEARCH_MAX_PARAMS];
+  char hash[17];
+  for (size_t i = 0; i < space->n_points; ++i) {
+    search_point_decode(space, space->points[i], vi);
+    tune_recipe_config_hash(r, vi, hash);
+    keep[i] = (unsigned char)tune_shard_keeps_config(hash, parts, part);
+  }
+  int rc = search_space_subset(space, keep, out, err);
+  free(keep);
+  return rc;
+}
+
 /* A problem over the configs that apply to it (problem_space.h): the strategy walks only
  * those; `recipe_space` is the recipe's constrained space. *before (n_before points,
  * ascending; NULL for a sweep) unites the spaces of the recipe's problems before p: p opens a
  * new regime when it shares no config with them (warm_start.h), and its space joins them.
- * With run 0 p is only added to *before. */
+ * With run 0 p is only added to *before. parts > 1: only the configs of part `part` run (a
+ * shard's share, shard.h); the union takes the whole space, as every shard computes it. */
 static int run_problem_space(const tune_recipe_run *rr, int pi, const search_space *recipe_space, int sweep,
-                             uint64_t **before, size_t *n_before, int run, tune_err *err) {
+                             uint64_t **before, size_t *n_before, int run, int parts, int part, tune_err *err) {
   tune_problem *p = &rr->r->problems[pi];
   tune_device_facts facts;
   tune_device_facts_from(rr->dev, &facts);
-  search_space *space = NULL;
+  search_space *space = NULL, *share = NULL;
   tune_rejections rej;
   if (tune_problem_space(rr->r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
   int project = 0, rc = TUNE_OK;
   if (before && tune_warm_next_problem(before, n_before, space, &project))
     rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
-  if (!rc && run) rc = tune_run_problem(rr, p, pi, space, &rej, sweep, project, err);
+  if (!rc && run && parts > 1) {
+    rc = shard_cut(rr->r, space, parts, part, &share, err);
+    if (!rc && !rr->o->quiet)
+      printf("shard %d/%d: %s %s: %zu of its %zu configs (config hash mod %d = %d)\n", rr->o->shard_index,
+             rr->o->shard_count, rr->r->name, p->name, share->n_points, space->n_points, parts, part);
+    if (!rc && !share->n_points) run = 0;
+  }
+  if (!rc && run) rc = tune_run_problem(rr, p, pi, share ? share : space, &rej, sweep, project, err);
+  search_space_free(share);
   search_space_free(space);
   return rc;
 }
 
-/* The recipe's problems that pass --problem (the others, with the warm start on, only join the
- * union of spaces before the next), then the code proposals on every problem of the recipe (a
- * region that is right only for some sizes must not win elsewhere): the problems tuned before
- * they came, and those --problem left out. *selected: how many problems passed --problem. */
-static int run_problems(const tune_recipe_run *rr, const search_space *space, int *selected, tune_err *err) {
+/* The recipe's problems that pass --problem and are in this shard (the others, with the warm start
+ * on, only join the union of spaces before the next), then the code proposals on every problem of
+ * the recipe (a region that is right only for some sizes must not win elsewhere): the problems
+ * tuned before they came, and those --problem left out. *selected: how many problems passed
+ * --problem; *taken: how many of them this shard runs (a part of, with parts > 1). */
+static int run_problems(const tune_recipe_run *rr, const search_space *space, shard_cursor *sh, int *selected,
+                        int *taken, tune_err *err) {
   const tune_run_opts *o = rr->o;
   tune_recipe *r = rr->r;
   uint64_t *before = NULL; /* the union of the spaces of the problems so far (warm_start.h: a new regime) */
   size_t n_before = 0;
   int warm_on = !o->no_warm_start && !o->compile_only, rc = TUNE_OK;
   for (int pi = 0; pi < r->n_problems && !tune_interrupted; ++pi) {
-    int sel = problem_selected(o, &r->problems[pi]);
-    if (!sel && !warm_on) continue;
+    int sel = problem_selected(o, &r->problems[pi]), part = 0;
     *selected += sel;
-    rc = run_problem_space(rr, pi, space, 0, warm_on ? &before : NULL, &n_before, sel, err);
+    if (sel && sh->count) {
+      part = tune_shard_part(sh->index, sh->count, sh->parts, sh->next++);
+      sel = part >= 0;
+    }
+    if (!sel && !warm_on) continue;
+    *taken += sel;
+    rc = run_problem_space(rr, pi, space, 0, warm_on ? &before : NULL, &n_before, sel, sh->parts, part, err);
     if (rc) break;
   }
   free(before);
   for (int pi = 0; !rc && pi < r->n_problems && !tune_interrupted; ++pi)
-    if (tune_code_set_pending(rr->codes, pi)) rc = run_problem_space(rr, pi, space, 1, NULL, NULL, 1, err);
+    if (tune_code_set_pending(rr->codes, pi)) rc = run_problem_space(rr, pi, space, 1, NULL, NULL, 1, 1, 0, err);
   return rc;
 }
 
@@ -258,6 +299,7 @@ typedef struct session {
   char replay_path[PATH_MAX + 64];
   uint64_t seed;
   unsigned char *not_served;       /* --problems-from: 1 for recipes the log has no problem of */
+  shard_cursor shard;              /* --shard I/N */
 } session;
 
 /* The recipe's constrained space, its run row (strategy, budgets, seed) and the device's
@@ -286,7 +328,10 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   run.device_id = rr->device_id;
   snprintf(run.backend, sizeof run.backend, "%.63s", s->be ? s->be->name : "compile-only");
   if (tune_search_config_get(r, o->strategy, o->min_occupancy_given ? o->min_occupancy : -1, -1, sc, err)) return err->code;
-  snprintf(run.strategy, sizeof run.strategy, "%s", sc->strategy);
+  /* runs has no field of its own for the shard (a schema change is the integrator's): its
+     strategy text carries it, "exhaustive shard 2/3", which nothing parses back */
+  if (o->shard_count) snprintf(run.strategy, sizeof run.strategy, "%.15s shard %d/%d", sc->strategy, o->shard_index, o->shard_count);
+  else snprintf(run.strategy, sizeof run.strategy, "%s", sc->strategy);
   rr->halving = halving_margin(o, sc);
   if (s->be && rr->halving > 0)
     printf("halving: each variant is verified and timed with %d samples first; the full timing only for those within "
@@ -333,7 +378,7 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
   }
   rr.deadline = o->budget_s > 0 ? tune_now_s() + o->budget_s : 0;
   double t_recipe = tune_now_s();
-  int selected = 0, rc = TUNE_OK;
+  int selected = 0, taken = 0, rc = TUNE_OK;
   tune_code_set_init(&codes, r->n_problems);
   /* the recipe's compiles ahead of the strategy (speculate.h): may outlive a problem */
   if (tune_spec_new(&rr.spec, err)) {
@@ -341,7 +386,7 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
     search_space_free(space);
     return err->code;
   }
-  rc = run_problems(&rr, space, &selected, err);
+  rc = run_problems(&rr, space, &s->shard, &selected, &taken, err);
   if (rc && tune_interrupted) rc = stopped(err);
   if (!rc && codes.n) rc = tune_code_set_finish(&codes, s->db, o->quiet, err);
   tune_code_set_free(&codes);
@@ -355,6 +400,8 @@ static int run_recipe(session *s, tune_recipe *r, const db_device *dev, tune_err
   search_space_free(space);
   if (rc) return rc;
   if (!selected) printf("%s: no problem matches --problem\n", r->name);
+  else if (!taken) printf("%s: shard %d/%d: none of its %d problems is in this shard\n", r->name, o->shard_index,
+                          o->shard_count, selected);
   tune_progress_recipe(r->name, &st, rr.halving, tune_now_s() - t_recipe, s->be, sc.strategy);
   return TUNE_OK;
 }
@@ -449,6 +496,24 @@ static int recipe_device(session *s, tune_recipe *r, db_device *dev, int *skip, 
   return TUNE_OK;
 }
 
+/* --shard I/N: the file's problems that --problem keeps (of the recipes --problems-from keeps),
+ * and the parts each is cut into (shard.h). */
+static void shard_plan(session *s) {
+  const tune_run_opts *o = s->o;
+  int n = 0;
+  for (int ri = 0; ri < s->set->n; ++ri)
+    for (int pi = 0; !(s->not_served && s->not_served[ri]) && pi < s->set->r[ri].n_problems; ++pi)
+      n += problem_selected(o, &s->set->r[ri].problems[pi]);
+  s->shard = (shard_cursor){.index = o->shard_index, .count = o->shard_count,
+                            .parts = tune_shard_parts(n, o->shard_count)};
+  if (!o->shard_count) return;
+  if (s->shard.parts == 1)
+    printf("shard %d/%d: whole problems, round robin in recipe order (%d problems)\n", o->shard_index, o->shard_count, n);
+  else
+    printf("shard %d/%d: each of the %d problems cut into %d parts by config hash, parts round robin\n", o->shard_index,
+           o->shard_count, n, s->shard.parts);
+}
+
 /* --problems-from: each recipe's problems become the log's problems of its family; recipes the
  * log does not name are skipped. */
 static int apply_served_log(session *s, tune_err *err) {
@@ -490,6 +555,7 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
     tune_recipes_root_line(s.set, line, sizeof line);
     printf("%s\n", line);
   }
+  shard_plan(&s);
   s.db_path = o->db_path ? o->db_path : "tune.db";
   s.run_lock_fd = -1;
   int rc = db_open(s.db_path, 0, &s.db, err), n_reaped = 0;

@@ -41,6 +41,7 @@ typedef struct tune_run_opts {
   const char *root;            /* --root: the project root (else TUNE_ROOT, else found: project_root.h) */
   const char *problems_from;   /* --problems-from: a served-problem log (served_log.h) as the problem list */
   int sustained;               /* --timing sustained: every variant timed back to back (docs/measurement.md) */
+  int shard_index, shard_count; /* --shard I/N: this run's share of the work (shard.h); 0/0: all of it */
   /* --strategy llm (docs/llm-hook.md) */
   const char *proposer;        /* the proposer command, run as sh -c */
   int n_proposer_env;
