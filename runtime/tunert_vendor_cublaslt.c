@@ -37,7 +37,9 @@ int rt_cublaslt_open(rt_cublaslt_lib *l, const char *const *names, int n, char *
   size_t len = 0;
   msg[0] = 0;
   for (int i = 0; i < n && !l->lib; ++i) {
-    l->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    /* never unloaded: cuBLASLt brings the C++ runtime, which does not come apart cleanly (its
+       exception-handling pool would be lost with it) */
+    l->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (l->lib) { snprintf(l->name, sizeof l->name, "%s", names[i]); break; }
     const char *why = dlerror();
     if (len < msg_n) len += (size_t)snprintf(msg + len, msg_n - len, "%s%s", len ? "; " : "cuBLASLt cannot be opened: ", why ? why : names[i]);
