@@ -14,8 +14,8 @@
 #include "bundle_int.h"
 #include "compare_report.h"
 
-#define VENDOR_MAX_ROUNDS 64
-#define VENDOR_MAX_SIDES 32
+#define VENDOR_MAX_ROUNDS TUNE_CMP_MAX_ROUNDS
+#define VENDOR_MAX_SIDES TUNE_CMP_MAX_SIDES
 
 /* The library libtunert names for a peer: the one it runs, or the caller's own path. */
 static const char *vendor_of(const char *peer) {
@@ -43,11 +43,6 @@ static const db_bundle_peer *best_peer(const db_bundle_peers *ps, const vkey *k,
   return best;
 }
 
-typedef struct side {
-  const char *label;
-  double ns[VENDOR_MAX_ROUNDS];  /* by round - 1; 0 not timed */
-} side;
-
 typedef struct verdict {
   tune_ratio r;                  /* peer / tune over the rounds; r.n 0: no comparison */
   const char *peer;              /* the comparison's fastest peer */
@@ -55,20 +50,11 @@ typedef struct verdict {
   int64_t comparison_id;
 } verdict;
 
-static const side *fastest(const side *a, int n, int rounds) {
-  const side *best = NULL;
-  double best_ns = INFINITY;
-  for (int i = 0; i < n; ++i) {
-    double m = tune_median(a[i].ns, rounds);
-    if (m > 0 && m < best_ns) best_ns = m, best = &a[i];
-  }
-  return best;
-}
-
 /* The latest comparison's rounds of k (the first database's that has them): each side's fastest
  * candidate over the rounds and their ratio round by round, as tune compare reports it. */
 static void comparison_verdict(const db_bundle_peers *ps, const vkey *k, verdict *v) {
-  side sides[2][VENDOR_MAX_SIDES];
+  tune_cmp_side sides[2][VENDOR_MAX_SIDES];
+  const char *names[2][VENDOR_MAX_SIDES]; /* the rows' labels, which outlive this call */
   int n[2] = {0, 0}, rounds = 0, db = -1;
   memset(v, 0, sizeof *v);
   for (int i = 0; i < ps->n_rounds; ++i) {
@@ -76,22 +62,23 @@ static void comparison_verdict(const db_bundle_peers *ps, const vkey *k, verdict
     if (!key_is(k, r->recipe, r->problem_hash, r->device, r->timing) || r->round < 1 || r->round > VENDOR_MAX_ROUNDS) continue;
     if (db < 0) db = r->db_index, v->comparison_id = r->comparison_id;
     if (r->db_index != db) continue;
-    side *arr = sides[r->peer != 0];
+    tune_cmp_side *arr = sides[r->peer != 0];
     int *cnt = &n[r->peer != 0], j = 0;
     while (j < *cnt && strcmp(arr[j].label, r->label)) ++j;
     if (j == *cnt) {
       if (*cnt == VENDOR_MAX_SIDES) continue;
       memset(&arr[j], 0, sizeof arr[j]);
-      arr[j].label = r->label;
+      snprintf(arr[j].label, sizeof arr[j].label, "%s", r->label);
+      names[r->peer != 0][j] = r->label;
       ++*cnt;
     }
     arr[j].ns[r->round - 1] = r->median_ns;
     if (r->round > rounds) rounds = r->round;
   }
-  const side *t = fastest(sides[0], n[0], rounds), *p = fastest(sides[1], n[1], rounds);
+  const tune_cmp_side *t = tune_cmp_best(sides[0], n[0], rounds), *p = tune_cmp_best(sides[1], n[1], rounds);
   if (!t || !p) return;
   v->r = tune_ratio_of(p->ns, t->ns, rounds);
-  v->peer = p->label;
+  v->peer = names[1][p - sides[1]];
   v->peer_ns = tune_median(p->ns, rounds);
 }
 

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ROUNDS 64
-#define MAX_SIDES 32
+#define MAX_ROUNDS TUNE_CMP_MAX_ROUNDS
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -67,33 +66,19 @@ double tune_rank_correlation(const double *x, const double *y, int n) {
   return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
-/* One side's candidates in a (problem, timing) group: their round times and clocks. */
-typedef struct side {
-  char label[160];
-  double ns[MAX_ROUNDS];       /* by round - 1, 0 not timed */
-  int sm_mhz, power_w;         /* lowest clock, highest power over the rounds */
-} side;
-
-typedef struct group {
-  const char *problem, *timing;
-  side tune[MAX_SIDES], peer[MAX_SIDES];
-  int n_tune, n_peer, rounds;
-} group;
-
-static side *side_for(side *arr, int *n, const char *label) {
+static tune_cmp_side *side_for(tune_cmp_side *arr, int *n, const char *label) {
   for (int i = 0; i < *n; ++i)
     if (!strcmp(arr[i].label, label)) return &arr[i];
-  if (*n >= MAX_SIDES) return NULL;
-  side *s = &arr[(*n)++];
+  if (*n >= TUNE_CMP_MAX_SIDES) return NULL;
+  tune_cmp_side *s = &arr[(*n)++];
   memset(s, 0, sizeof *s);
   snprintf(s->label, sizeof s->label, "%s", label);
   s->sm_mhz = -1;
   return s;
 }
 
-/* The candidate with the lowest median over the rounds, NULL if none was timed. */
-static const side *best_of(const side *arr, int n, int rounds) {
-  const side *best = NULL;
+const tune_cmp_side *tune_cmp_best(const tune_cmp_side *arr, int n, int rounds) {
+  const tune_cmp_side *best = NULL;
   double best_ns = INFINITY;
   for (int i = 0; i < n; ++i) {
     double m = tune_median(arr[i].ns, rounds);
@@ -110,10 +95,41 @@ static void row_label(const json_t *row, int peer, char *buf, size_t n) {
   else snprintf(buf, n, "config %lld", (long long)json_integer_value(json_object_get(row, "config_id")));
 }
 
-static int print_group(FILE *f, const group *g) {
-  const side *t = best_of(g->tune, g->n_tune, g->rounds), *p = best_of(g->peer, g->n_peer, g->rounds);
-  tune_ratio r = {0, 0, 0, 0};
-  if (t && p) r = tune_ratio_of(p->ns, t->ns, g->rounds);
+static const char *str_of(const json_t *row, const char *key) {
+  return json_string_value(json_object_get(row, key)) ?: "?";
+}
+
+void tune_cmp_group_read(const json_t *rows, size_t *i, tune_cmp_group *g) {
+  size_t n = json_array_size(rows);
+  memset(g, 0, sizeof *g);
+  const json_t *first = json_array_get(rows, *i);
+  g->problem = str_of(first, "problem");
+  g->timing = str_of(first, "timing");
+  for (; *i < n; ++*i) {
+    const json_t *row = json_array_get(rows, *i);
+    if (strcmp(str_of(row, "problem"), g->problem) || strcmp(str_of(row, "timing"), g->timing)) break;
+    int peer = !strcmp(str_of(row, "side"), "peer");
+    char label[160];
+    row_label(row, peer, label, sizeof label);
+    tune_cmp_side *s = peer ? side_for(g->peer, &g->n_peer, label) : side_for(g->tune, &g->n_tune, label);
+    int round = (int)json_integer_value(json_object_get(row, "round"));
+    if (!s || round < 1 || round > MAX_ROUNDS) continue;
+    if (round > g->rounds) g->rounds = round;
+    if (strcmp(str_of(row, "status"), "ok")) continue;
+    s->ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
+    int sm = (int)json_integer_value(json_object_get(row, "sm_mhz"));
+    int w = (int)json_integer_value(json_object_get(row, "power_w"));
+    if (sm > 0 && (s->sm_mhz < 0 || sm < s->sm_mhz)) s->sm_mhz = sm;
+    if (w > s->power_w) s->power_w = w;
+  }
+  g->best_tune = tune_cmp_best(g->tune, g->n_tune, g->rounds);
+  g->best_peer = tune_cmp_best(g->peer, g->n_peer, g->rounds);
+  if (g->best_tune && g->best_peer) g->ratio = tune_ratio_of(g->best_peer->ns, g->best_tune->ns, g->rounds);
+}
+
+static int print_group(FILE *f, const tune_cmp_group *g) {
+  const tune_cmp_side *t = g->best_tune, *p = g->best_peer;
+  tune_ratio r = g->ratio;
   double tm = t ? tune_median(t->ns, g->rounds) : 0, pm = p ? tune_median(p->ns, g->rounds) : 0;
   fprintf(f, "| %s | %s | ", g->problem, g->timing);
   if (tm > 0) fprintf(f, "%.2f", tm / 1e3); else fprintf(f, "-");
@@ -206,7 +222,7 @@ static void print_rank_agreement(FILE *f, const json_t *rows) {
 }
 
 int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
-  group *g = calloc(1, sizeof *g);
+  tune_cmp_group *g = calloc(1, sizeof *g);
   int n_rows = 0;
   if (!g) return 0;
   if (!json_array_size(rows)) { /* a recipe of the file with none of the problems asked for */
@@ -216,29 +232,7 @@ int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
   print_header(f, info);
   size_t i = 0, n = json_array_size(rows);
   while (i < n) {
-    memset(g, 0, sizeof *g);
-    const json_t *first = json_array_get(rows, i);
-    g->problem = json_string_value(json_object_get(first, "problem")) ?: "?";
-    g->timing = json_string_value(json_object_get(first, "timing")) ?: "?";
-    for (; i < n; ++i) {
-      const json_t *row = json_array_get(rows, i);
-      if (strcmp(json_string_value(json_object_get(row, "problem")) ?: "?", g->problem) ||
-          strcmp(json_string_value(json_object_get(row, "timing")) ?: "?", g->timing))
-        break;
-      int peer = !strcmp(json_string_value(json_object_get(row, "side")) ?: "", "peer");
-      char label[160];
-      row_label(row, peer, label, sizeof label);
-      side *s = peer ? side_for(g->peer, &g->n_peer, label) : side_for(g->tune, &g->n_tune, label);
-      int round = (int)json_integer_value(json_object_get(row, "round"));
-      if (!s || round < 1 || round > MAX_ROUNDS) continue;
-      if (round > g->rounds) g->rounds = round;
-      if (strcmp(json_string_value(json_object_get(row, "status")) ?: "", "ok")) continue;
-      s->ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
-      int sm = (int)json_integer_value(json_object_get(row, "sm_mhz"));
-      int w = (int)json_integer_value(json_object_get(row, "power_w"));
-      if (sm > 0 && (s->sm_mhz < 0 || sm < s->sm_mhz)) s->sm_mhz = sm;
-      if (w > s->power_w) s->power_w = w;
-    }
+    tune_cmp_group_read(rows, &i, g);
     n_rows += print_group(f, g);
   }
   print_rank_agreement(f, rows);

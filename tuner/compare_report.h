@@ -29,6 +29,34 @@ const char *tune_ratio_verdict(const tune_ratio *r);
 /* Spearman's rank correlation of x[n] and y[n] (ties get their mean rank); NAN for n < 3. */
 double tune_rank_correlation(const double *x, const double *y, int n);
 
+#define TUNE_CMP_MAX_ROUNDS 64
+#define TUNE_CMP_MAX_SIDES 32
+
+/* One side's candidate in a (problem, timing) group: its round times and clocks. */
+typedef struct tune_cmp_side {
+  char label[160];                    /* the peer's name, or "config ID" for tune */
+  double ns[TUNE_CMP_MAX_ROUNDS];     /* by round - 1, 0 not timed */
+  int sm_mhz, power_w;                /* lowest clock (-1 unknown), highest power over the rounds */
+} tune_cmp_side;
+
+/* The rows of one (problem, timing) of a comparison, as both the text table and `tune report`
+ * read them: each side's candidates, the one with the lowest median over the rounds per side,
+ * and their ratio. */
+typedef struct tune_cmp_group {
+  const char *problem, *timing;       /* borrowed from the rows */
+  tune_cmp_side tune[TUNE_CMP_MAX_SIDES], peer[TUNE_CMP_MAX_SIDES];
+  int n_tune, n_peer, rounds;
+  const tune_cmp_side *best_tune, *best_peer; /* NULL: that side timed nothing */
+  tune_ratio ratio;                   /* best peer / best tune, n 0 without both */
+} tune_cmp_group;
+
+/* The candidate of arr[n] with the lowest median over the rounds, NULL if none was timed. */
+const tune_cmp_side *tune_cmp_best(const tune_cmp_side *arr, int n, int rounds);
+
+/* Read rows [*i, the end of its (problem, timing)) of db_comparison_rows into g (zeroed here);
+ * *i moves past them. */
+void tune_cmp_group_read(const json_t *rows, size_t *i, tune_cmp_group *g);
+
 /* Print the comparison's table as Markdown: a header from info (db_comparison_info) and one
  * row per problem and timing from rows (db_comparison_rows), then, where both modes timed 3 or
  * more of tune's variants of a problem, the rank correlation of their burst and sustained

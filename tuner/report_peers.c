@@ -14,66 +14,9 @@
 #include "compare_report.h"
 #include "report_svg.h"
 
-#define MAX_ROUNDS 64
-#define MAX_SIDES 16
 #define MAX_GROUPS 128
 
-typedef struct side {
-  char label[160];
-  double ns[MAX_ROUNDS]; /* by round - 1, 0 not timed */
-} side;
-
-typedef struct group {
-  const char *problem, *timing;
-  side tune[MAX_SIDES], peer[MAX_SIDES];
-  int n_tune, n_peer, rounds;
-  /* results */
-  const side *best_tune, *best_peer;
-  tune_ratio ratio;
-} group;
-
-static side *side_for(side *arr, int *n, const char *label) {
-  for (int i = 0; i < *n; ++i)
-    if (!strcmp(arr[i].label, label)) return &arr[i];
-  if (*n >= MAX_SIDES) return NULL;
-  side *s = &arr[(*n)++];
-  memset(s, 0, sizeof *s);
-  snprintf(s->label, sizeof s->label, "%s", label);
-  return s;
-}
-
-static const side *best_of(const side *arr, int n, int rounds) {
-  const side *best = NULL;
-  double best_ns = INFINITY;
-  for (int i = 0; i < n; ++i) {
-    double m = tune_median(arr[i].ns, rounds);
-    if (m > 0 && m < best_ns) best_ns = m, best = &arr[i];
-  }
-  return best;
-}
-
-/* Rows [*i, end of its (problem, timing)) into g; *i moves past them. */
-static void read_group(const json_t *rows, size_t *i, group *g) {
-  size_t n = json_array_size(rows);
-  const json_t *first = json_array_get(rows, *i);
-  g->problem = tune_report_str(first, "problem");
-  g->timing = tune_report_str(first, "timing");
-  for (; *i < n; ++*i) {
-    const json_t *row = json_array_get(rows, *i);
-    if (strcmp(tune_report_str(row, "problem"), g->problem) || strcmp(tune_report_str(row, "timing"), g->timing)) break;
-    int peer = !strcmp(tune_report_str(row, "side"), "peer"), round = (int)json_integer_value(json_object_get(row, "round"));
-    char label[160];
-    if (peer) snprintf(label, sizeof label, "%s", tune_report_str(json_object_get(row, "params"), "peer"));
-    else snprintf(label, sizeof label, "config %lld", (long long)json_integer_value(json_object_get(row, "config_id")));
-    side *s = peer ? side_for(g->peer, &g->n_peer, label) : side_for(g->tune, &g->n_tune, label);
-    if (!s || round < 1 || round > MAX_ROUNDS) continue;
-    if (round > g->rounds) g->rounds = round;
-    if (!strcmp(tune_report_str(row, "status"), "ok")) s->ns[round - 1] = tune_report_num(row, "median_ns");
-  }
-  g->best_tune = best_of(g->tune, g->n_tune, g->rounds);
-  g->best_peer = best_of(g->peer, g->n_peer, g->rounds);
-  if (g->best_tune && g->best_peer) g->ratio = tune_ratio_of(g->best_peer->ns, g->best_tune->ns, g->rounds);
-}
+typedef tune_cmp_group group; /* read by tune_cmp_group_read, as the text table reads them */
 
 static void ratio_chart(FILE *f, const json_t *info, const group *g, int n) {
   double lo = 1, hi = 1;
@@ -138,7 +81,7 @@ static void comparison(FILE *f, const json_t *info, const json_t *rows) {
   int n = 0;
   size_t i = 0;
   if (!g) { fputs("<p class=\"none\">out of memory drawing this comparison</p>\n", f); return; }
-  while (i < json_array_size(rows) && n < MAX_GROUPS) read_group(rows, &i, &g[n++]);
+  while (i < json_array_size(rows) && n < MAX_GROUPS) tune_cmp_group_read(rows, &i, &g[n++]);
   fputs("<h3>", f);
   tune_xml_text(f, tune_report_str(info, "recipe"));
   fputs(" on ", f);
