@@ -45,13 +45,13 @@ def run(cmd):
     return p.stdout
 
 
-def served_name(dims):
-    """The problem name tune run gives a served shape (tuner/recipe.c tune_recipe_set_problems)."""
-    parts = ["served"]
-    for k in sorted(dims):
-        v = dims[k]
-        parts.append(f"{k}{int(v)}" if isinstance(v, bool) else f"{k}{v}" if isinstance(v, int) else str(v))
-    return "_".join(parts)
+def problem_name(db, dims):
+    """The name tune run gave the problem with these dims (matched by value, not by naming rule)."""
+    with sqlite3.connect(db) as c:
+        for name, dj in c.execute("SELECT name, dims_json FROM problems"):
+            if json.loads(dj) == dims:
+                return name
+    return None
 
 
 def medians(db, problem, params=None):
@@ -75,7 +75,7 @@ def main():
     for s in shapes:
         sel = b.select(a.family, **s["dims"])
         i = sel.info
-        name = served_name(s["dims"])
+        name = problem_name(a.db, s["dims"])
         row = {"shape": s["dims"], "problem": name, "pick": i.variant, "kind": i.kind,
                "tuned_for": i.tuned_problem, "distance": i.distance}
         if i.kind != "vendor":
