@@ -599,7 +599,8 @@ int tune_run_problem(const tune_recipe_run *rr, tune_problem *p, int pi, const s
     rc = run_batch(x, want, &more, err);
   }
   if (!rc) tune_progress_problem_end(&x->pg, p->name, sweep, x->best.ns, x->best.label);
-  if (!rc && !sweep && !tune_interrupted && rr->be && rr->be->needs_binaries) {
+  /* a run that only resumed leaves the last selection standing: nothing new to choose among */
+  if (!rc && !sweep && !tune_interrupted && rr->be && rr->be->needs_binaries && x->evaluated > 0) {
     tune_reselect_req q = {.db = rr->db, .be = rr->be, .r = rr->r, .p = p, .setup = &x->setup, .facts = &x->facts,
                            .run_id = rr->run_id, .recipe_id = rr->recipe_id, .problem_id = x->problem_id,
                            .device_id = rr->device_id, .sustained = rr->o->sustained};
