@@ -247,6 +247,7 @@ static int dtype_size(const char *s) {
   if (!strcmp(s, "f32") || !strcmp(s, "i32")) return 4;
   if (!strcmp(s, "f16") || !strcmp(s, "bf16")) return 2;
   if (!strcmp(s, "i64") || !strcmp(s, "f64")) return 8;
+  if (!strcmp(s, "e4m3")) return 1;
   return -1;
 }
 

@@ -172,7 +172,7 @@ typedef struct tunert_family_info {
   int n_args;                  /* kernel arguments, in the order tunert_launch takes them */
   const char *const *arg_names;
   const int *arg_roles;        /* TUNERT_ROLE_* */
-  const char *const *arg_dtypes; /* "f32", "f16", "bf16", "i32", "i64", "f64" */
+  const char *const *arg_dtypes; /* "f32", "f16", "bf16", "i32", "i64", "f64", "e4m3" (fp8, tensors only) */
   int n_problems;              /* tuned problems (see tunert_family_problem) */
   int n_variants;              /* distinct compiled variants */
   const char *source_hash;     /* of the recipe and templates the variants were measured with */

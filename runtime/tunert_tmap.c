@@ -11,6 +11,7 @@ int rt_tmap_dtype(const char *d) {
   if (!strcmp(d, "i32")) return CU_TENSOR_MAP_DATA_TYPE_INT32;
   if (!strcmp(d, "i64")) return CU_TENSOR_MAP_DATA_TYPE_INT64;
   if (!strcmp(d, "f64")) return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  if (!strcmp(d, "e4m3")) return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   return -1;
 }
 

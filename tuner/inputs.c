@@ -29,6 +29,29 @@ static inline float bf16_to_f32(uint16_t h) {
   return f;
 }
 
+/* fp8 e4m3 (OCP "fn": bias 7, no infinities, 0x7f NaN), round to nearest even, saturated at 448
+ * (what a quantizer that clamps to the format's range stores). */
+static uint8_t f64_to_e4m3(double v) {
+  uint8_t sign = signbit(v) ? 0x80 : 0;
+  double a = fabs(v);
+  if (isnan(v)) return 0x7f;
+  if (a >= 448.0) return sign | 0x7e;
+  if (a < 0x1p-6) return sign | (uint8_t)nearbyint(a * 0x1p9); /* subnormal steps of 2^-9; 8 is 2^-6 */
+  int e;
+  double m = frexp(a, &e) * 2.0 - 1.0; /* a = (1 + m) * 2^(e - 1) */
+  double q = nearbyint(m * 8.0);
+  if (q == 8.0) { q = 0; ++e; }
+  uint8_t bits = (uint8_t)(((e - 1 + 7) << 3) | (int)q);
+  return sign | (bits > 0x7e ? 0x7e : bits);
+}
+static double e4m3_to_f64(uint8_t b) {
+  int ex = (b >> 3) & 15, m = b & 7;
+  double a;
+  if ((b & 0x7f) == 0x7f) return NAN;
+  a = ex ? ldexp(1.0 + m / 8.0, ex - 7) : ldexp(m, -9);
+  return (b & 0x80) ? -a : a;
+}
+
 static void store(tune_dtype t, void *dst, int64_t i, double v) {
   switch (t) {
   case TUNE_F32: ((float *)dst)[i] = (float)v; break;
@@ -37,6 +60,7 @@ static void store(tune_dtype t, void *dst, int64_t i, double v) {
   case TUNE_BF16: ((uint16_t *)dst)[i] = f32_to_bf16((float)v); break;
   case TUNE_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
   case TUNE_I64: ((int64_t *)dst)[i] = (int64_t)v; break;
+  case TUNE_E4M3: ((uint8_t *)dst)[i] = f64_to_e4m3(v); break;
   }
 }
 
@@ -48,11 +72,27 @@ double tune_inputs_get(tune_dtype t, const void *buf, int64_t i) {
   case TUNE_BF16: return bf16_to_f32(((const uint16_t *)buf)[i]);
   case TUNE_I32: return ((const int32_t *)buf)[i];
   case TUNE_I64: return (double)((const int64_t *)buf)[i];
+  case TUNE_E4M3: return e4m3_to_f64(((const uint8_t *)buf)[i]);
   }
   return NAN;
 }
 
 static void fill_range(const tune_arg_def *def, uint64_t base, int64_t lo, int64_t hi, void *dst);
+
+/* numel - 1 parts of min_part plus a share of the rest weighted by u^3 (u uniform): most parts short,
+ * a few long. Prefix sums from 0 to exactly total (the recipe checked parts * min_part <= total). */
+static void fill_offsets(const tune_arg_def *def, int64_t numel, uint64_t base, void *dst) {
+  int64_t parts = numel - 1, total = (int64_t)def->init_a, min_part = (int64_t)def->init_b;
+  double spare = (double)(total - parts * min_part), wsum = 0, w = 0;
+  for (int64_t i = 0; i < parts; ++i) { double u = uniform01(base + (uint64_t)i); wsum += u * u * u; }
+  store(def->dtype, dst, 0, 0);
+  for (int64_t i = 0; i < parts; ++i) {
+    double u = uniform01(base + (uint64_t)i);
+    w += u * u * u;
+    int64_t o = (i + 1) * min_part + (i + 1 == parts ? (int64_t)spare : (int64_t)floor(spare * (w / wsum)));
+    store(def->dtype, dst, i + 1, (double)o);
+  }
+}
 
 void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
   uint64_t base = splitmix64(seed ^ splitmix64((uint64_t)arg_index + 1));
@@ -64,6 +104,10 @@ void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int
       store(def->dtype, dst, i, b);
       store(def->dtype, dst, j, a);
     }
+    return;
+  }
+  if (def->init == TUNE_INIT_OFFSETS) {
+    fill_offsets(def, numel, base, dst);
     return;
   }
   fill_range(def, base, 0, numel, dst);
@@ -79,7 +123,7 @@ static void *fill_main(void *a) {
 void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = ncpu > 32 ? 32 : (int)ncpu;
-  if (def->init == TUNE_INIT_PERMUTATION || numel < (1 << 22) || nt < 2) {
+  if (def->init == TUNE_INIT_PERMUTATION || def->init == TUNE_INIT_OFFSETS || numel < (1 << 22) || nt < 2) {
     tune_inputs_fill(def, numel, seed, arg_index, dst);
     return;
   }

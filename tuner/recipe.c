@@ -27,15 +27,15 @@ void tune_hash_hex(const void *data, size_t n, char out[17]) {
 }
 
 int tune_dtype_size(tune_dtype t) {
-  static const int s[] = {4, 2, 2, 4, 8, 8};
+  static const int s[] = {4, 2, 2, 4, 8, 8, 1};
   return s[t];
 }
 const char *tune_dtype_name(tune_dtype t) {
-  static const char *n[] = {"f32", "f16", "bf16", "i32", "i64", "f64"};
+  static const char *n[] = {"f32", "f16", "bf16", "i32", "i64", "f64", "e4m3"};
   return n[t];
 }
 static int dtype_parse(const char *s, tune_dtype *t) {
-  for (int i = 0; i <= TUNE_F64; ++i)
+  for (int i = 0; i <= TUNE_E4M3; ++i)
     if (!strcmp(s, tune_dtype_name((tune_dtype)i))) { *t = (tune_dtype)i; return 0; }
   return -1;
 }
@@ -619,7 +619,8 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     if (lua_getfield(L, e, "tensor") == LUA_TSTRING) { a->is_tensor = 1; dt = lua_tostring(L, -1); }
     lua_pop(L, 1);
     if (!dt) { if (lua_getfield(L, e, "scalar") == LUA_TSTRING) dt = lua_tostring(L, -1); lua_pop(L, 1); }
-    if (!dt || dtype_parse(dt, &a->dtype)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: needs tensor = or scalar = one of f32, f16, bf16, i32, i64, f64", r->file, a->name);
+    if (!dt || dtype_parse(dt, &a->dtype)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: needs tensor = or scalar = one of f32, f16, bf16, i32, i64, f64 (tensors also e4m3)", r->file, a->name);
+    if (!a->is_tensor && a->dtype == TUNE_E4M3) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: e4m3 is a tensor dtype (pass fp8 scalars as f32)", r->file, a->name);
     lua_getfield(L, e, "output"); a->output = lua_toboolean(L, -1); lua_pop(L, 1);
     lua_getfield(L, e, "scratch"); a->scratch = lua_toboolean(L, -1); lua_pop(L, 1);
     lua_getfield(L, e, "zero"); a->zero = lua_toboolean(L, -1); lua_pop(L, 1);
@@ -634,11 +635,12 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
         lua_rawgeti(L, -2, 2); a->init_a = lua_tonumber(L, -1);
         lua_rawgeti(L, -3, 3); a->init_b = lua_tonumber(L, -1);
         lua_pop(L, 3);
-        if (!k) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init must be {\"uniform\", lo, hi}, {\"normal\", mean, std}, {\"randint\", lo, hi} or {\"permutation\"}", r->file, a->name);
+        if (!k) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init must be {\"uniform\", lo, hi}, {\"normal\", mean, std}, {\"randint\", lo, hi}, {\"permutation\"} or {\"offsets\", total, min_part}", r->file, a->name);
         if (!strcmp(k, "uniform")) a->init = TUNE_INIT_UNIFORM;
         else if (!strcmp(k, "normal")) { a->init = TUNE_INIT_NORMAL; if (a->init_b == 0) a->init_b = 1; }
         else if (!strcmp(k, "randint")) a->init = TUNE_INIT_RANDINT;
         else if (!strcmp(k, "permutation")) a->init = TUNE_INIT_PERMUTATION;
+        else if (!strcmp(k, "offsets")) a->init = TUNE_INIT_OFFSETS;
         else return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown init '%s'", r->file, a->name, k);
         /* lo, hi may be expressions over problem dims, evaluated per problem (tune_recipe_eval_problem) */
         int lo_num = lua_rawgeti(L, -1, 2) == LUA_TNUMBER, hi_num = lua_rawgeti(L, -2, 3) == LUA_TNUMBER;
@@ -1432,7 +1434,7 @@ done:
 /* An input's init range {"randint"|"uniform", lo, hi} whose bounds are expressions or functions of
  * the problem: their values for this problem into def (the args entry is on the top of the stack). */
 static int eval_init_range(lua_State *L, tune_recipe *r, int i, int prob, int dev, tune_arg_def *def, tune_err *err) {
-  if (def->init != TUNE_INIT_RANDINT && def->init != TUNE_INIT_UNIFORM) return TUNE_OK;
+  if (def->init != TUNE_INIT_RANDINT && def->init != TUNE_INIT_UNIFORM && def->init != TUNE_INIT_OFFSETS) return TUNE_OK;
   lua_getfield(L, -1, "init");
   double *bound[2] = {&def->init_a, &def->init_b};
   for (int k = 0; k < 2; ++k) {
@@ -1445,7 +1447,20 @@ static int eval_init_range(lua_State *L, tune_recipe *r, int i, int prob, int de
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
+  if (def->init == TUNE_INIT_OFFSETS) return TUNE_OK; /* {total, min_part}: checked against the shape */
   if (!(def->init_b >= def->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init range is empty (lo > hi)", r->file, r->args[i].name);
+  return TUNE_OK;
+}
+
+/* offsets {total, min_part} over numel = parts + 1 entries: integers, parts * min_part <= total. */
+static int check_offsets(const tune_recipe *r, const tune_arg_def *def, int64_t numel, const char *problem, tune_err *err) {
+  double total = def->init_a, min_part = def->init_b;
+  if (def->dtype != TUNE_I32 && def->dtype != TUNE_I64) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: offsets are i32 or i64", r->file, def->name);
+  if (numel < 2) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: offsets need a shape of parts + 1 >= 2 entries", r->file, def->name);
+  if (total != floor(total) || min_part != floor(min_part) || min_part < 0 || total > (def->dtype == TUNE_I32 ? 2147483647.0 : 9.0e15))
+    return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: offsets {total, min_part} must be non-negative integers (total within the dtype) for problem %s", r->file, def->name, problem);
+  if ((double)(numel - 1) * min_part > total)
+    return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: %lld parts of at least %.0f exceed total %.0f for problem %s", r->file, def->name, (long long)(numel - 1), min_part, total, problem);
   return TUNE_OK;
 }
 
@@ -1487,6 +1502,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
       out->numel[i] = numel;
       lua_pop(L, 1);
       if ((rc = eval_init_range(L, r, i, prob, dev, &out->def[i], err))) goto done;
+      if (out->def[i].init == TUNE_INIT_OFFSETS && (rc = check_offsets(r, &out->def[i], numel, p->name, err))) goto done;
     } else if (!r->args[i].is_tensor && !r->args[i].is_tmap) { /* tensor maps: per variant */
       lua_getfield(L, -1, "value");
       if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, r->args[i].name, r); goto done; }

@@ -23,12 +23,16 @@
 #define TUNE_MAX_DEFINES 64
 #define TUNE_MAX_FALLBACK_PARAMS 64
 
-typedef enum tune_dtype { TUNE_F32, TUNE_F16, TUNE_BF16, TUNE_I32, TUNE_I64, TUNE_F64 } tune_dtype;
+/* TUNE_E4M3: fp8 e4m3 (the OCP 'fn' variant: no infinities, 0x7f NaN, largest finite 448); tensors only */
+typedef enum tune_dtype { TUNE_F32, TUNE_F16, TUNE_BF16, TUNE_I32, TUNE_I64, TUNE_F64, TUNE_E4M3 } tune_dtype;
 int tune_dtype_size(tune_dtype t);
 const char *tune_dtype_name(tune_dtype t);
 
+/* TUNE_INIT_OFFSETS {"offsets", total, min_part}: a tensor of n + 1 integers 0 = o_0 <= ... <= o_n = total,
+ * the prefix sums of n parts of at least min_part each, skewed (a few long parts, many short: the
+ * lengths of a serving batch, the tokens per expert of a routed batch). */
 typedef enum tune_init { TUNE_INIT_NONE, TUNE_INIT_UNIFORM, TUNE_INIT_NORMAL, TUNE_INIT_RANDINT,
-                         TUNE_INIT_PERMUTATION } tune_init;
+                         TUNE_INIT_PERMUTATION, TUNE_INIT_OFFSETS } tune_init;
 
 typedef struct tune_value {
   char kind;        /* 'i' integer, 'b' boolean, 's' string */

@@ -119,7 +119,8 @@ CUresult tune_tmap_encode(CUtensorMap *map, const tune_tmap_def *d, const tune_t
   static const CUtensorMapDataType types[] = {
       [TUNE_F32] = CU_TENSOR_MAP_DATA_TYPE_FLOAT32, [TUNE_F16] = CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
       [TUNE_BF16] = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, [TUNE_I32] = CU_TENSOR_MAP_DATA_TYPE_INT32,
-      [TUNE_I64] = CU_TENSOR_MAP_DATA_TYPE_INT64, [TUNE_F64] = CU_TENSOR_MAP_DATA_TYPE_FLOAT64};
+      [TUNE_I64] = CU_TENSOR_MAP_DATA_TYPE_INT64, [TUNE_F64] = CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+      [TUNE_E4M3] = CU_TENSOR_MAP_DATA_TYPE_UINT8};
   encode_fn fn = encode_entry();
   if (!fn) {
     snprintf(why, why_n, "the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or later needed)");

@@ -150,6 +150,7 @@ static int poison_outputs(wstate *w, tune_err *err) {
     case TUNE_F32: case TUNE_I32: CU_TRY(err, cuMemsetD32(w->ptr[i], 0x7fc00000u, (size_t)w->numel[i])); break;
     case TUNE_BF16: CU_TRY(err, cuMemsetD16(w->ptr[i], 0x7fc0, (size_t)w->numel[i])); break;
     case TUNE_F16: CU_TRY(err, cuMemsetD16(w->ptr[i], 0x7e00, (size_t)w->numel[i])); break;
+    case TUNE_E4M3: CU_TRY(err, cuMemsetD8(w->ptr[i], 0x7f, w->bytes[i])); break;
     default: CU_TRY(err, cuMemsetD8(w->ptr[i], 0xff, w->bytes[i])); break;
     }
   }

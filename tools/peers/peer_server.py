@@ -292,11 +292,41 @@ def _set_bytes(family, d, opts):
     raise AssertionError(family)
 
 
+def _family_modules():
+    """The peer_family_*.py modules next to this file, imported once: each family that is not one of
+    the above keeps its peers in a module of its own, with
+      peers(recipe, dims, api) -> None when the recipe is not its own, else a list of api.Peer
+      BUILDERS = {family: build(torch, peer, n_sets, seed) -> api.TorchOp}
+    where api is this module (Peer, PeerError, TorchOp, _gen, _normal, _uniform, _loaded_version).
+    Modules must not import torch at import time (the unit tests run without it)."""
+    global _FAMILY_MODULES
+    if _FAMILY_MODULES is None:
+        import glob
+        import importlib.util
+        _FAMILY_MODULES = []
+        here = os.path.dirname(os.path.abspath(__file__))
+        for path in sorted(glob.glob(os.path.join(here, "peer_family_*.py"))):
+            name = os.path.splitext(os.path.basename(path))[0]
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            _FAMILY_MODULES.append(mod)
+            BUILDERS.update(mod.BUILDERS)
+    return _FAMILY_MODULES
+
+
+_FAMILY_MODULES = None
+
+
 def peers_for(recipe, dims):
     """The peers of a problem of this recipe ([] when there is none). PeerError when the dims
     lack what the family needs."""
     family, opts = family_of(recipe)
     if family is None:
+        for mod in _family_modules():
+            found = mod.peers(recipe, dims, sys.modules[__name__])
+            if found is not None:
+                return found
         return []
     missing = [k for k in FAMILY_DIMS[family] if k not in dims]
     if missing:

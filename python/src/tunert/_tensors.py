@@ -9,13 +9,14 @@ import sys
 from .errors import InvalidArgument
 
 # tunert dtype names (tunert_family_info.arg_dtypes) and their sizes in bytes
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "f64": 8, "u8": 1, "i8": 1}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "f64": 8, "u8": 1, "i8": 1, "e4m3": 1}
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_DEVICE_NAMES = {_DL_CPU: "cpu", _DL_CUDA: "cuda", _DL_CUDA_HOST: "cuda_host", _DL_CUDA_MANAGED: "cuda_managed"}
-# (DLDataTypeCode, bits) -> tunert dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
+# (DLDataTypeCode, bits) -> tunert dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
+# kDLFloat8_e4m3fn 10
 _DL_DTYPES = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64",
-              (2, 64): "f64", (1, 8): "u8", (0, 8): "i8"}
+              (2, 64): "f64", (1, 8): "u8", (0, 8): "i8", (10, 8): "e4m3"}
 
 
 class TensorView:
@@ -39,6 +40,8 @@ def _torch_dtype_name(torch, dt):
         _torch_dtypes = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
                          torch.int32: "i32", torch.int64: "i64", torch.float64: "f64",
                          torch.uint8: "u8", torch.int8: "i8"}
+        if hasattr(torch, "float8_e4m3fn"):
+            _torch_dtypes[torch.float8_e4m3fn] = "e4m3"
     return _torch_dtypes.get(dt, str(dt).replace("torch.", ""))
 
 
