@@ -321,12 +321,12 @@ _FAMILY_MODULES = None
 def peers_for(recipe, dims):
     """The peers of a problem of this recipe ([] when there is none). PeerError when the dims
     lack what the family needs."""
+    for mod in _family_modules():  # first: a module may own a name the rules of family_of would take
+        found = mod.peers(recipe, dims, sys.modules[__name__])
+        if found is not None:
+            return found
     family, opts = family_of(recipe)
     if family is None:
-        for mod in _family_modules():
-            found = mod.peers(recipe, dims, sys.modules[__name__])
-            if found is not None:
-                return found
         return []
     missing = [k for k in FAMILY_DIMS[family] if k not in dims]
     if missing:
