@@ -525,6 +525,7 @@ static int record(tune_problem_run *x, const candidate *c, db_result *res, int q
   ++x->evaluated;
   rr->st->total++;
   rr->st->n_status[res->status]++;
+  rr->st->compile_only += res->status == DB_SKIPPED && !strcmp(res->error_text, DB_REASON_COMPILE_ONLY);
   tune_source_chain_observe(&x->sources, &c->prop, c->json, res);
   tune_best_offer(&x->best, res, quick_only, &c->prop, c->label);
   tune_progress_result(&x->pg, res, c->label, c->v.launch[0].shared, quick_only, x->evaluated, x->resumed,

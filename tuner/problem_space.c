@@ -45,6 +45,10 @@ static void sort_reasons(tune_rejections *rej) { /* most frequent first (a handf
 int tune_problem_space(tune_recipe *r, const tune_problem *p, const tune_device_facts *f, const search_space *space,
                        search_space **out, tune_rejections *rej, tune_err *err) {
   *out = NULL;
+  if (space->n_points > TUNE_PROBLEM_FILTER_MAX) { /* streamed: rejections are found when proposed */
+    if (rej) memset(rej, 0, sizeof *rej);
+    return TUNE_OK;
+  }
   unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
   tune_variant *v = malloc(sizeof *v); /* ~30 KiB: not on the stack */
   if (!keep || !v) {

@@ -28,9 +28,14 @@ typedef struct tune_rejections {
   size_t n_other;                              /* rejected for a reason not kept */
 } tune_rejections;
 
+/* Above this many configs a problem's space is not filtered ahead (evaluating every config for
+ * every problem would take minutes before the first measurement): it is the recipe's space, and a
+ * config the problem rejects is recorded as skipped, with its reason, when a strategy proposes it. */
+#define TUNE_PROBLEM_FILTER_MAX ((size_t)1 << 20)
+
 /* The points of `space` (the recipe's constrained space) that problem p
- * accepts, as a new space (search_space_free). rej (may be NULL): how many
- * were rejected and why. */
+ * accepts, as a new space (search_space_free); *out = NULL above TUNE_PROBLEM_FILTER_MAX: the
+ * problem's space is `space` itself. rej (may be NULL): how many were rejected and why. */
 int tune_problem_space(tune_recipe *r, const tune_problem *p, const tune_device_facts *f, const search_space *space,
                        search_space **out, tune_rejections *rej, tune_err *err);
 

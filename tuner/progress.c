@@ -80,7 +80,7 @@ static void result_text(const tune_progress *pg, const db_result *res, unsigned 
     tune_print_metrics(res->median_ns, pg->setup, line, n);
     if (quick_only) snprintf(line + strlen(line), n - strlen(line), "  (quick: %d samples, not a contender)", res->samples);
   } else if (res->status == DB_SKIPPED && !strcmp(res->error_text, DB_REASON_COMPILE_ONLY)) {
-    snprintf(line, n, "compiled: %d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
+    snprintf(line, n, "%d registers, %d B static smem, %u B dynamic, %d B stack, %d B spilled",
              res->registers, res->shared_bytes, dyn_shared, res->local_bytes,
              (res->spill_stores > 0 ? res->spill_stores : 0) + (res->spill_loads > 0 ? res->spill_loads : 0));
   } else {
@@ -97,8 +97,10 @@ void tune_progress_result(const tune_progress *pg, const db_result *res, const c
   if (pg->tty) printf("\r\033[K"); /* erase the progress bar */
   size_t limit;
   long long done = tune_progress_done(pg->budget, pg->n_points, evaluated, resumed, &limit);
-  if (!pg->quiet)
-    printf("[%*lld/%zu] %-13s %s %s\n", pg->n_width, done, limit, db_status_name(res->status), label, line);
+  int compiled_only = res->status == DB_SKIPPED && !strcmp(res->error_text, DB_REASON_COMPILE_ONLY);
+  if (!pg->quiet) /* stored as skipped (not timed), shown as what it is */
+    printf("[%*lld/%zu] %-13s %s %s\n", pg->n_width, done, limit, compiled_only ? "compiled" : db_status_name(res->status),
+           label, line);
   if (pg->tty) progress_bar(done, evaluated, limit, tune_now_s() - pg->t_start, best, pg->setup, st, 0);
   else if (!pg->quiet && limit >= 20 && done % (long long)((limit + 9) / 10) == 0) /* every ~10 % */
     progress_bar(done, evaluated, limit, tune_now_s() - pg->t_start, best, pg->setup, st, 1);
@@ -132,6 +134,7 @@ void tune_progress_recipe(const char *recipe, const tune_run_stats *st, double h
   printf("\n%s: %d results", recipe, st->total + st->resumed); /* the statuses below count both */
   for (int s = 0; s < DB_STATUS_COUNT; ++s)
     if (st->n_status[s]) printf(", %d %s", st->n_status[s], db_status_name((db_status)s));
+  if (st->compile_only) printf(" (%d of them compiled only, not timed)", st->compile_only);
   printf("; %d resumed from the database\n", st->resumed);
   printf("compile: %d compiled, %d from the compile cache%s\n", st->compiled, st->cached,
          st->compiled == 0 && st->cached > 0 ? " (nothing to compile)" : "");

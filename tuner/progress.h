@@ -21,6 +21,7 @@ typedef struct tune_run_stats {
   int compiled, cached, resumed, total; /* binaries compiled / from the cache; results resumed / stored */
   int guessed;                /* compiles started ahead of the strategy and then proposed (speculate.h) */
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
+  int compile_only;           /* of the skipped: compiled fine, not timed (--compile-only) */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
 } tune_run_stats;

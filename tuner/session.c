@@ -239,17 +239,21 @@ static int run_problem_space(const tune_recipe_run *rr, int pi, const search_spa
   search_space *space = NULL, *share = NULL;
   tune_rejections rej;
   if (tune_problem_space(rr->r, p, &facts, recipe_space, &space, &rej, err)) return err->code;
+  const search_space *own = space ? space : recipe_space; /* NULL: too large to filter ahead */
   int project = 0, rc = TUNE_OK;
-  if (before && tune_warm_next_problem(before, n_before, space, &project))
+  if (!space && !rr->o->quiet && run)
+    printf("%s %s: %zu configs, more than %zu: not filtered ahead; a config this problem rejects is recorded "
+           "as skipped when proposed\n", rr->r->name, p->name, recipe_space->n_points, TUNE_PROBLEM_FILTER_MAX);
+  if (before && tune_warm_next_problem(before, n_before, own, &project))
     rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
   if (!rc && run && parts > 1) {
-    rc = shard_cut(rr->r, space, parts, part, &share, err);
+    rc = shard_cut(rr->r, own, parts, part, &share, err);
     if (!rc && !rr->o->quiet)
       printf("shard %d/%d: %s %s: %zu of its %zu configs (config hash mod %d = %d)\n", rr->o->shard_index,
-             rr->o->shard_count, rr->r->name, p->name, share->n_points, space->n_points, parts, part);
+             rr->o->shard_count, rr->r->name, p->name, share->n_points, own->n_points, parts, part);
     if (!rc && !share->n_points) run = 0;
   }
-  if (!rc && run) rc = tune_run_problem(rr, p, pi, share ? share : space, &rej, sweep, project, err);
+  if (!rc && run) rc = tune_run_problem(rr, p, pi, share ? share : own, &rej, sweep, project, err);
   search_space_free(share);
   search_space_free(space);
   return rc;

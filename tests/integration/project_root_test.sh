@@ -13,7 +13,7 @@ compiles() { # name recipe: the run compiles its variant without error
   "$TUNE" run "$2" --compile-only --budget 1 --jobs 2 --db "$1.db" >"$1.txt" 2>&1
   check "$1 runs" test $? -eq 0
   check "$1 compiled its own templates" lacks "$1.txt" "wrong root"
-  check "$1 compiled a variant" contains "$1.txt" "compiled:"
+  check "$1 compiled a variant" contains "$1.txt" "\] compiled "
 }
 checkout x bad                       # x/templates is wrong for anything below x/recipes/
 rm x/.tune-root

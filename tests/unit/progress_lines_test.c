@@ -104,7 +104,7 @@ static void result_lines(void) {
   c.res.spill_stores = 4;
   c.res.spill_loads = -1;
   capture(print_line, &c);
-  CHECK(strstr(captured, "compiled: 32 registers, 0 B static smem, 1024 B dynamic, 0 B stack, 4 B spilled\n") != NULL);
+  CHECK(!strcmp(captured, "[ 9/40] compiled      {\"A\":1} 32 registers, 0 B static smem, 1024 B dynamic, 0 B stack, 4 B spilled\n"));
   /* quiet: no result lines, no progress lines */
   c.pg.quiet = 1;
   capture(print_line, &c);
