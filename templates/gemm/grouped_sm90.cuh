@@ -1,0 +1,304 @@
+// grouped_sm90.cuh: bf16 grouped GEMM for Mixture-of-Experts on Hopper, one launch over all experts:
+//
+//   c_e = a_e @ w[e]^T for every expert e,  w [E][N][K] bf16 (nn.Linear weights, K contiguous),
+//   fp32 accumulation, bf16 output. LAYOUT selects where expert e's rows are:
+//   LAYOUT 0 (contiguous): a [M][K] and c [M][N] hold the rows of all experts sorted by expert;
+//     groups = offsets, i32 [E + 1]: expert e owns rows offsets[e] .. offsets[e + 1] (M = offsets[E]).
+//   LAYOUT 1 (masked): a [E][M][K], c [E][M][N] with a capacity of M rows per expert; groups =
+//     counts, i32 [E]: rows 0 .. counts[e] of expert e are valid (a count is clamped to 0 .. M).
+//     With ZERO_PAD [1] the rows past the count are written with zeros (the producer warpgroup's
+//     idle warps store them while the mainloop runs), so that every element of c is defined; with
+//     ZERO_PAD 0 they are not written.
+//
+// Kernel (extern "C"; recipes/moe/grouped.lua packs the arguments in this order):
+//   grouped_gemm_bf16(a, w, c, groups, E, M, N, K, tmA, tmW, tmC)
+// Both layouts are one 2-D view: a rows [rows][K] with rows = M (contiguous) or E * M (masked), w
+// rows [E * N][K], c rows [rows][N]; expert e's rows are [row0(e), row0(e) + count(e)) of it. The
+// tensor maps (`const __grid_constant__ tune::tensormap`, docs/tensormap-args.md) cover these 2-D
+// views with 128-byte swizzle: tmA boxes of 64 k x min(BLOCK_M, rows), tmW 64 k x min(BLOCK_N, E * N)
+// (a box at row e * N + n0: rows past N belong to the next expert and only feed columns that are
+// never stored), tmC 64 x min(64, rows). Variants without USE_TMA take the maps and never read them.
+//
+// Scheduling: the output tiles are (expert, m tile, n tile) with ceil(count(e) / BLOCK_M) m tiles per
+// expert. Every block first builds the prefix sums of the experts' m tiles in shared memory (E <= 256,
+// one scan over the counts), so that tile t of the flattened list (common/tile_order.cuh over
+// total m tiles x n tiles, RASTER) maps to its expert by a binary search. The grid depends on the
+// problem's dims only, never on the counts (one CUDA graph serves every routing): an upper bound of
+// the tile count, (M // BLOCK_M + E) * ceil(N / BLOCK_N) (contiguous: sum of ceil(c_e / BLOCK_M) <=
+// M // BLOCK_M + E) or E * ceil(M / BLOCK_M) * ceil(N / BLOCK_N) (masked); blocks past the real tile
+// count do nothing. PERSISTENT 1: at most one wave of blocks, block b takes tiles b, b + gridDim.x, ...
+// A tile that runs past its expert's rows reads the next expert's rows of a (or TMA zero fill past
+// the tensor, cp.async zero fill past the expert); those rows of the accumulator are never stored.
+//
+// Mainloop and epilogues are templates/gemm/gemm_sm90.cuh's (WS 1 or 2: a producer warpgroup with
+// TMA (USE_TMA 1) or cp.async (PRODUCER_WARPS copying warps), setmaxnreg, consumer warpgroups on
+// wgmma; WS 2 is its ping-pong), with B_COL 1 and SPLIT_K 1. Epilogue: a tile whose BLOCK_M rows all
+// belong to its expert goes out through gemm_sm90's TMA epilogue (USE_TMA, N >= 64); any other tile
+// through its direct stores, which skip rows past the expert's last row and columns past N.
+//
+// Tunables: BLOCK_M 64 | 128, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 1 | 2,
+// USE_TMA 0 | 1, PRODUCER_WARPS (cp.async copying warps), PERSISTENT 0 | 1, RASTER; ranges as
+// gemm_sm90.cuh static_asserts them. Shapes: N % 8 == 0, K % 8 == 0 (USE_TMA: K >= 64), E 1..256.
+// Launch: block = 128 * (CONSUMERS + 1); dynamic shared memory = gemm90::kSmemBytes + kTableBytes (the
+// expert table after the ring's barriers): recipes/moe/grouped.lua.
+#include <cuda_bf16.h>
+
+typedef __nv_bfloat16 bf16;
+
+#if !defined(LAYOUT)
+#error "grouped_sm90.cuh needs -D LAYOUT=0 (contiguous) | 1 (masked)"
+#endif
+#ifndef ZERO_PAD
+#define ZERO_PAD 1
+#endif
+#ifndef RASTER
+#define RASTER 1
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef USE_TMA
+#define USE_TMA 0
+#endif
+// gemm_sm90.cuh's knobs that the grouped kernel fixes: weights are stored [N][K], no split-K, and the
+// producer warpgroup always hands its registers to the consumers
+#define B_COL 1
+#define SPLIT_K 1
+#define SETMAXNREG 1
+
+#include "common/tma.cuh"
+#include "gemm/gemm_sm90.cuh"
+
+namespace grouped90 {
+
+using namespace gemm90;
+
+constexpr int kMaxExperts = 256;
+constexpr int kTableBytes = (kMaxExperts + 1 + 8) * 4;  // the m-tile prefix sums and the scan's warp sums
+constexpr bool kMasked = LAYOUT == 1;
+constexpr int kLoadWarps = USE_TMA ? 1 : PRODUCER_WARPS;  // producer warps that fill the ring
+
+static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT must be 0 (contiguous) or 1 (masked)");
+static_assert(kWS, "the grouped GEMM runs with a producer warpgroup (WS 1 or 2)");
+static_assert(kBM <= 128, "BLOCK_M must be 64 or 128");
+static_assert(kThreads >= kMaxExperts, "one thread per expert builds the tile table");
+static_assert(kSmemBytes + kTableBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+
+// The experts: where their rows are and how many m tiles each has (tile0, in shared memory).
+struct Groups {
+  const int *g;        // offsets [E + 1] or counts [E]
+  int E, M;            // experts; rows (contiguous) or capacity per expert (masked)
+  const int *tile0;    // tile0[e]: the first m tile of expert e; tile0[E]: all m tiles
+  __device__ __forceinline__ int row0(int e) const { return kMasked ? e * M : g[e]; }
+  __device__ __forceinline__ int count(int e) const {
+    return kMasked ? min(max(g[e], 0), M) : max(g[e + 1] - g[e], 0);
+  }
+  __device__ __forceinline__ int rows() const { return kMasked ? E * M : M; }  // rows of the 2-D views
+};
+
+// tile0 from the counts: thread e < E holds expert e's m tiles, a block-wide inclusive scan (warp
+// shuffles, then the 8 warp sums) gives tile0[e + 1]. Every thread of the block calls it; tile0 is
+// read after the block's next __syncthreads.
+__device__ __forceinline__ void build_table(const Groups &gr, int *tile0, int *warp_sum) {
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  int v = t < gr.E ? (gr.count(t) + kBM - 1) / kBM : 0;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += u;
+  }
+  if (lane == 31 && w < kMaxExperts / 32) warp_sum[w] = v;
+  __syncthreads();
+  if (t < kMaxExperts) {
+    for (int i = 0; i < w; ++i) v += warp_sum[i];
+    tile0[t + 1] = v;
+  }
+  if (t == 0) tile0[0] = 0;
+}
+
+struct Tile {
+  int m0, n0;     // first row (of the 2-D views) and first column
+  int row_end;    // one past the expert's last row: rows from here on are not stored
+  int w_row;      // first row of the tile's weights in the [E * N][K] view: e * N + n0
+};
+
+struct Sched {
+  Groups gr;
+  int N, tiles_m, tiles_n, tiles;
+  __device__ __forceinline__ Sched(const Groups &g, int N_) : gr(g), N(N_) {
+    tiles_m = gr.tile0[gr.E];
+    tiles_n = (N + kBN - 1) / kBN;
+    tiles = tiles_m * tiles_n;
+  }
+  __device__ __forceinline__ int step() const { return PERSISTENT ? (int)gridDim.x : tiles; }
+  __device__ __forceinline__ Tile at(int tile) const {
+    const tune::tile_rc rc = tune::tile_order_grouped(tile, tiles_m, tiles_n, RASTER);
+    // the expert: the last e with tile0[e] <= rc.m (experts without tiles share their tile0 with the next)
+    int lo = 0, hi = gr.E - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (gr.tile0[mid] <= rc.m) lo = mid;
+      else hi = mid - 1;
+    }
+    Tile t;
+    const int r0 = gr.row0(lo);
+    t.m0 = r0 + (rc.m - gr.tile0[lo]) * kBM;
+    t.row_end = r0 + gr.count(lo);
+    t.n0 = rc.n * kBN;
+    t.w_row = lo * N + t.n0;
+    return t;
+  }
+};
+
+// ZERO_PAD (masked): rows count(e) .. M - 1 of every expert's c, zeroed by thread t of nt of this block
+// (the whole grid shares the work). Rows of a 16-byte aligned run: N % 8 == 0.
+__device__ __forceinline__ void zero_padding(bf16 *__restrict__ c, const Groups &gr, int N, int t, int nt) {
+  const long long first = (long long)blockIdx.x * nt + t, stride = (long long)gridDim.x * nt;
+  for (int e = 0; e < gr.E; ++e) {
+    const int cnt = gr.count(e);
+    uint4 *base = reinterpret_cast<uint4 *>(c + ((size_t)e * gr.M + cnt) * N);
+    const long long n = (long long)(gr.M - cnt) * (N / 8);
+    for (long long i = first; i < n; i += stride) base[i] = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+// The producer warpgroup: as gemm90::producer, over this block's tiles of the grouped list.
+__device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
+                                         const Sched &s, int K, unsigned ring, unsigned full, unsigned empty,
+                                         const tune::tensormap *tmA, const tune::tensormap *tmW) {
+  const int t = threadIdx.x - kCons * 128;
+  if constexpr (kMasked && ZERO_PAD) {
+    if (kLoadWarps < 4 && t >= kLoadWarps * 32) {  // the warps that do not load
+      zero_padding(c, s.gr, s.N, t - kLoadWarps * 32, 128 - kLoadWarps * 32);
+      return;
+    }
+    if (kLoadWarps == 4) zero_padding(c, s.gr, s.N, t, 128);  // every warp loads: zero first
+  }
+  if (t >= kProdThreads) return;
+  const int k_tiles = (K + kBK - 1) / kBK;
+#if USE_TMA
+  tune::tma_prefetch_desc(*tmA);
+  tune::tma_prefetch_desc(*tmW);
+  // boxes clipped to the tensors (the recipe's maps): what a slot's copies complete
+  const unsigned slot_bytes = (unsigned)(min(kBM, s.gr.rows()) + min(kBN, s.gr.E * s.N)) * 128u;
+#else
+  (void)tmA;
+  (void)tmW;
+#endif
+  int it = 0;
+  for (int tile = (int)blockIdx.x; tile < s.tiles; tile += s.step()) {
+    const Tile tl = s.at(tile);
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const int st = it % kStages;
+      if (it >= kStages) tune::mbar_wait(empty + st * 8, ((it / kStages) - 1) & 1);
+      const unsigned slot = ring + st * kStageBytes;
+      const int k0 = kt * kBK;
+#if USE_TMA
+      tune::mbar_arrive_expect_tx(full + st * 8, slot_bytes);
+      tune::tma_load_2d(slot, *tmA, k0, tl.m0, full + st * 8);
+      tune::tma_load_2d(slot + kABytes, *tmW, k0, tl.w_row, full + st * 8);
+#else
+      load_stage<kProdThreads>(slot, slot + kABytes, a, w + (size_t)(tl.w_row - tl.n0) * K, tl.m0, tl.n0, k0,
+                               tl.row_end, s.N, K, t);
+      tune::cp_async_mbar_arrive_noinc(full + st * 8);
+#endif
+    }
+  }
+  tune::cp_async_wait<0>();
+}
+
+// The consumer warpgroups: as gemm90::consumer (WS 1 and ping-pong), with the grouped tiles and their
+// row bound in the epilogue.
+__device__ __forceinline__ void consumer(bf16 *__restrict__ c, const Sched &s, int K, unsigned ring, unsigned full,
+                                         unsigned empty, unsigned order, const tune::tensormap *tmC,
+                                         unsigned staging) {
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const int k_tiles = (K + kBK - 1) / kBK;
+  float acc[kMT][kAcc];
+  int box = 0;  // epilogue_tma's boxes so far
+  (void)tmC;
+  (void)staging;
+  (void)box;
+  const int first = kPingPong ? wg : 0;
+  for (int i = first, tile = (int)blockIdx.x + first * s.step(); tile < s.tiles;
+       i += kTileStride, tile += kTileStride * s.step()) {
+    const Tile tl = s.at(tile);
+    zero_acc(acc);
+    if (kPingPong && i > 0) tune::mbar_wait(order + wg * 8, ((i >> 1) - (wg == 0)) & 1);
+    int it = i * k_tiles;
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+      const int st = it % kStages;
+      tune::mbar_wait(full + st * 8, (it / kStages) & 1);
+      if (kPingPong && kt == k_tiles - 1 && (tid & 127) == 0) tune::mbar_arrive(order + (wg ^ 1) * 8);
+      if constexpr (!USE_TMA) tune::fence_proxy_async_smem();
+      const unsigned slot = ring + st * kStageBytes;
+      fence_acc(acc);
+      tune::wgmma_arrive();
+      compute_stage(acc, slot, slot + kABytes, wg);
+      tune::wgmma_commit();
+      tune::wgmma_wait<1>();
+      fence_acc(acc);
+      if (kt > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+    }
+    tune::wgmma_wait<0>();
+    fence_acc(acc);
+    if (k_tiles > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+#if USE_TMA
+    // a whole tile of the expert's rows: TMA boxes (64 columns each, clipped at N by tmC)
+    if (s.N >= 64 && tl.m0 + kBM <= tl.row_end) {
+      epilogue_tma(acc, tl.m0, tl.n0, tmC, staging, box, tid);
+      continue;
+    }
+#endif
+    epilogue(acc, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
+  }
+#if USE_TMA
+  if ((tid & 127) == 0) tune::bulk_wait_group<0>();
+#endif
+}
+
+__device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
+                                    const int *__restrict__ groups, int E, int M, int N, int K,
+                                    const tune::tensormap *tmA, const tune::tensormap *tmW,
+                                    const tune::tensormap *tmC) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned base = tune::smem_u32(smem_raw);
+  const unsigned ring = (base + 1023u) & ~1023u;
+  const unsigned staging = ring + kStages * kStageBytes;
+  const unsigned full = staging + kEpiBytes, empty = full + kStages * 8, order = empty + kStages * 8;
+  // the tile table after the barriers (dynamic: static shared memory would be padded to the ring's
+  // 1024-byte alignment)
+  int *tile0 = reinterpret_cast<int *>(smem_raw + (full + kBarBytes - base));
+  int *warp_sum = tile0 + kMaxExperts + 1;
+  const Groups gr{groups, E, M, tile0};
+  build_table(gr, tile0, warp_sum);
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      tune::mbar_init(full + st * 8, kProdThreads);
+      tune::mbar_init(empty + st * 8, (kPingPong ? 1 : kCons) * 4);
+    }
+    if (kPingPong) {
+      tune::mbar_init(order, 1);
+      tune::mbar_init(order + 8, 1);
+    }
+    tune::fence_mbar_init();
+  }
+  __syncthreads();  // the barriers and the tile table
+  const Sched s(gr, N);
+  if (threadIdx.x >= kCons * 128) {
+    tune::setmaxnreg_dec<kProducerRegs>();
+    producer(a, w, c, s, K, ring, full, empty, tmA, tmW);
+  } else {
+    tune::setmaxnreg_inc<kConsumerRegs>();
+    consumer(c, s, K, ring, full, empty, order, tmC, staging);
+  }
+}
+
+}  // namespace grouped90
+
+extern "C" __global__ void __launch_bounds__(gemm90::kThreads, 1)
+grouped_gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
+                  const int *__restrict__ groups, int E, int M, int N, int K, const __grid_constant__ tune::tensormap tmA,
+                  const __grid_constant__ tune::tensormap tmW, const __grid_constant__ tune::tensormap tmC) {
+  grouped90::run(a, w, c, groups, E, M, N, K, &tmA, &tmW, &tmC);
+}

@@ -1,0 +1,154 @@
+"""peer_family_moe.py: the peers of the MoE grouped GEMM recipes (recipes/moe/grouped.lua), loaded by
+peer_server.py (docs/peers.md).
+
+moe.grouped (contiguous: a [T, K] sorted by expert, offsets [E + 1], w [E, N, K], c [T, N]):
+  torch-grouped-mm  torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:]): one launch, offs the
+                    int32 cumulative ends of the experts' rows (no leading 0)
+  cublas-loop       torch.matmul(a[lo:hi], w[e].t(), out=c[lo:hi]) per expert with rows: the baseline
+                    of an engine without a grouped GEMM; the row ranges are known on the host (an
+                    engine would copy the offsets to the host first: that sync is not timed)
+moe.grouped_masked (a [E, cap, K], counts [E], c [E, cap, N]):
+  cublas-bmm-padded torch.bmm(a, w.transpose(1, 2), out=c): every expert's cap rows, the padding
+                    past the counts included (tune's kernel computes only the counted rows and writes
+                    zeros in the others)
+
+The inputs are those of tune's worker for the same seed: a and w normal(0, 1) from torch's generator
+(other values, same distribution), and the routing itself exactly: offsets and counts are computed
+here as tuner/inputs.c computes them (fill_offsets, randint) from the seed and the arg's index in the
+recipe's args, so both sides time the same token distribution. torch is imported by the caller only.
+"""
+import math
+
+# The args' positions in recipes/moe/grouped.lua (the worker seeds each input by its index)
+GROUPS_ARG_INDEX = 3
+
+_MASK = (1 << 64) - 1
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def _uniform01(key):
+    return ((splitmix64(key & _MASK) >> 11) + 0.5) * 2.0 ** -53
+
+
+def _base(seed, arg_index):
+    return splitmix64((seed & _MASK) ^ splitmix64(arg_index + 1))
+
+
+def fill_offsets(seed, arg_index, parts, total, min_part):
+    """tuner/inputs.c fill_offsets: parts + 1 prefix sums 0 .. total, each part >= min_part, the rest
+    spread by weights u^3 (most parts short, a few long)."""
+    base = _base(seed, arg_index)
+    spare = float(total - parts * min_part)
+    cubes = [_uniform01(base + i) ** 3 for i in range(parts)]
+    wsum = 0.0
+    for c in cubes:
+        wsum += c
+    out, w = [0], 0.0
+    for i in range(parts):
+        w += cubes[i]
+        share = int(spare) if i + 1 == parts else math.floor(spare * (w / wsum))
+        out.append((i + 1) * min_part + share)
+    return out
+
+
+def fill_randint(seed, arg_index, n, lo, hi):
+    """tuner/inputs.c randint: element i from key base + 2 i, lo + splitmix64(key) % (hi - lo + 1)."""
+    base = _base(seed, arg_index)
+    return [lo + splitmix64((base + 2 * i) & _MASK) % (hi - lo + 1) for i in range(n)]
+
+
+DIMS = {"moe_grouped": ("E", "N", "K", "T", "min_tokens"), "moe_grouped_masked": ("E", "N", "K", "cap", "min_count")}
+FAMILIES = {"moe.grouped": "moe_grouped", "moe.grouped_masked": "moe_grouped_masked"}
+
+
+def set_bytes(family, d):
+    """Bytes of every input and output of one call, each counted once."""
+    E, N, K = d["E"], d["N"], d["K"]
+    if family == "moe_grouped":
+        return 2 * (d["T"] * K + E * N * K + d["T"] * N) + 4 * (E + 1)
+    return 2 * (E * d["cap"] * K + E * N * K + E * d["cap"] * N) + 4 * E
+
+
+def peers(recipe, dims, api):
+    family = FAMILIES.get(recipe)
+    if family is None:
+        return None
+    missing = [k for k in DIMS[family] if k not in dims]
+    if missing:
+        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    nbytes = set_bytes(family, dims)
+    if family == "moe_grouped":
+        return [api.Peer("torch-grouped-mm", family, dims, nbytes, impl="grouped_mm", api=api),
+                api.Peer("cublas-loop", family, dims, nbytes, impl="loop", api=api)]
+    return [api.Peer("cublas-bmm-padded", family, dims, nbytes, impl="bmm", api=api)]
+
+
+def _blas(api):
+    return api._loaded_version("libcublas.so", "cublasGetProperty") or "?"
+
+
+def build_contiguous(torch, peer, n_sets, seed, api):
+    d = peer.dims
+    E, N, K, T = d["E"], d["N"], d["K"], d["T"]
+    offs = fill_offsets(seed, GROUPS_ARG_INDEX, E, T, d["min_tokens"])
+    ends = torch.tensor(offs[1:], dtype=torch.int32, device="cuda")
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        sets.append({"a": api._normal(torch, g, (T, K), torch.bfloat16),
+                     "w": api._normal(torch, g, (E, N, K), torch.bfloat16),
+                     "c": torch.empty(T, N, dtype=torch.bfloat16, device="cuda")})
+    if peer.opts["impl"] == "grouped_mm":
+        if not hasattr(torch, "_grouped_mm"):
+            raise api.PeerError(f"torch {torch.__version__} has no torch._grouped_mm")
+        fn = (lambda s: torch._grouped_mm(s["a"], s["w"].transpose(-2, -1), offs=ends))
+        expr = "torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:] (int32 ends)), bf16 in and out"
+        return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(T, N)],
+                           lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}")
+    # the loop: per set, the slices of the experts that have rows, built once (not timed)
+    for s in sets:
+        s["calls"] = [(s["a"][lo:hi], s["w"][e].t(), s["c"][lo:hi])
+                      for e, (lo, hi) in enumerate(zip(offs[:-1], offs[1:])) if hi > lo]
+
+    def fn(s):
+        for a_e, wt_e, c_e in s["calls"]:
+            torch.matmul(a_e, wt_e, out=c_e)
+    n_calls = len(sets[0]["calls"])
+    return api.TorchOp(sets, fn, lambda s: [s["c"]], lambda s, r: [s["c"]], [(T, N)],
+                       lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
+                                f"torch.matmul(a[lo:hi], w[e].t(), out=c[lo:hi]) for the {n_calls} of {E} experts "
+                                f"with rows, one launch each, row ranges known on the host, bf16"))
+
+
+def build_masked(torch, peer, n_sets, seed, api):
+    d = peer.dims
+    E, N, K, cap = d["E"], d["N"], d["K"], d["cap"]
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        sets.append({"a": api._normal(torch, g, (E, cap, K), torch.bfloat16),
+                     "w": api._normal(torch, g, (E, N, K), torch.bfloat16),
+                     "c": torch.empty(E, cap, N, dtype=torch.bfloat16, device="cuda")})
+    counts = fill_randint(seed, GROUPS_ARG_INDEX, E, d["min_count"], cap)
+    valid = sum(counts)
+    return api.TorchOp(sets, lambda s: torch.bmm(s["a"], s["w"].transpose(1, 2), out=s["c"]),
+                       lambda s: [s["c"]], lambda s, r: [s["c"]], [(E, cap, N)],
+                       lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
+                                f"torch.bmm(a, w.transpose(1, 2), out=c) over all {E} x {cap} rows, the padding "
+                                f"past the counts included ({valid} of {E * cap} rows are counted), bf16"))
+
+
+def _build(kind):
+    """build(torch, peer, n_sets, seed) with the api that peers() was given (peer.opts["api"])."""
+    def build(torch, peer, n_sets, seed):
+        return kind(torch, peer, n_sets, seed, peer.opts["api"])
+    return build
+
+
+BUILDERS = {"moe_grouped": _build(build_contiguous), "moe_grouped_masked": _build(build_masked)}
