@@ -24,18 +24,19 @@ gemm_fp8_reference(const unsigned char *a, const unsigned char *b, bf16 *c, cons
                    const __grid_constant__ tune::tensormap tmB) {
   (void)tmA;
   (void)tmB;
-  __shared__ float sa[16][17];  // sa[i][kk] = a[m0 + i][k0 + kk]
-  __shared__ float sb[16][17];  // sb[kk][j] = b[n0 + j][k0 + kk]
+  // decoded once per element, in fp64 (exact), so that the inner loop is one fp64 FMA
+  __shared__ double sa[16][17];  // sa[i][kk] = a[m0 + i][k0 + kk]
+  __shared__ double sb[16][17];  // sb[kk][j] = b[n0 + j][k0 + kk]
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 16;
   const int m = m0 + ty, n = n0 + tx;
   const int k_blocks = (K + 127) / 128;
   double total = 0.0, block = 0.0;
   for (int k0 = 0; k0 < K; k0 += 16) {
-    sa[ty][tx] = (m < M && k0 + tx < K) ? tune::e4m3_to_f32(a[(size_t)m * K + k0 + tx]) : 0.f;
-    sb[tx][ty] = (n0 + ty < N && k0 + tx < K) ? tune::e4m3_to_f32(b[(size_t)(n0 + ty) * K + k0 + tx]) : 0.f;
+    sa[ty][tx] = (m < M && k0 + tx < K) ? (double)tune::e4m3_to_f32(a[(size_t)m * K + k0 + tx]) : 0.0;
+    sb[tx][ty] = (n0 + ty < N && k0 + tx < K) ? (double)tune::e4m3_to_f32(b[(size_t)(n0 + ty) * K + k0 + tx]) : 0.0;
     __syncthreads();
-    for (int kk = 0; kk < 16; ++kk) block += (double)sa[ty][kk] * (double)sb[kk][tx];
+    for (int kk = 0; kk < 16; ++kk) block = fma(sa[ty][kk], sb[kk][tx], block);
     __syncthreads();
     // a 128-wide K block (or the last, partial one) ends here: scale it into the total
     if ((k0 + 16) % 128 == 0 || k0 + 16 >= K) {
