@@ -1,0 +1,365 @@
+// fp8_sm90.cuh: the FP8 GEMM of Hopper (sm_90a): wgmma e4m3 x e4m3 -> fp32 from 128-byte-swizzled
+// shared memory that a TMA producer fills, scaled to a bf16 output.
+//
+//   c[m][n] = bf16( sum_k sa(m, k) * sb(n, k) * a[m][k] * b[n][k] ),  a [M][K], b [N][K] e4m3 (K-major,
+//   the only layout fp8 wgmma reads: b is stored as nn.Linear keeps its weight), c [M][N] bf16.
+// SCALE_MODE picks sa and sb (f32, device memory, so that an engine's scales never leave the GPU):
+//   0 tensor  sa = scale_a[0], sb = scale_b[0]                               (applied in the epilogue)
+//   1 row     sa = scale_a[m] ([M]), sb = scale_b[n] ([N]), per token / channel (epilogue)
+//   2 block   sa = scale_a[m * KB + k / 128] ([M][KB], 1 x 128 blocks), sb = scale_b[(n / 128) * KB +
+//             k / 128] ([ceil(N / 128)][KB], 128 x 128 blocks), KB = ceil(K / 128): DeepGEMM's scales,
+//             applied between K blocks (below)
+//
+// A ring slot holds one 128-wide K block: an a tile [BLOCK_M][128] and a b tile [BLOCK_N][128], rows
+// of 128 bytes whose 16-byte chunk c lies at c ^ (row % 8) (the maps' 128-byte swizzle), so a k32
+// step is 32 bytes along a row, as a bf16 k16 step is in gemm_sm90.cuh (common/wgmma.cuh descriptors).
+// Warp roles: warpgroup CONSUMERS is the producer (one thread issues the TMA of a slot once its
+// `empty` barrier says the consumers released it; the slot's `full` barrier completes on the bytes),
+// warpgroups 0 .. CONSUMERS - 1 compute BLOCK_M / CONSUMERS rows each (MT = 1 or 2 m64 tiles).
+// setmaxnreg moves registers from the producer to the consumers.
+//
+// Accumulation. FP8 wgmma does not accumulate in full fp32 (the DeepSeek-V3 report measures ~14
+// bits kept), so by default (FAST_ACCUM 0) each K block is accumulated in a fresh wgmma accumulator
+// `part` (4 k32 steps), then promoted into the fp32 register accumulator `acc`:
+//   acc += part (tensor, row: their scales do not depend on k) or acc += sa * sb * part (block).
+// The consumer waits for each block's wgmma before promoting it (wgmma_wait<0>); with CONSUMERS 2
+// the other warpgroup's wgmma fill that gap. Two accumulator sets per thread: MT * BLOCK_N fp32
+// registers (at most 192, recipes/gemm/fp8.lua). FAST_ACCUM 1 (tensor and row only): one accumulator
+// over all of K, one batch kept in flight, as cuBLAS's "fast accumulation" (torch._scaled_mm
+// use_fast_accum=True): MT * BLOCK_N / 2 registers, fewer waits, less precision at large K (the
+// recipe's tolerance is what says whether it is good enough).
+//
+// Tunables: BLOCK_M 64 | 128, BLOCK_N 32 | 64 | 128 | 160 | 192 | 256, CONSUMERS 1 | 2, STAGES 2..6,
+// FAST_ACCUM 0 | 1 [0], PERSISTENT 0 | 1 [0] (a grid of at most one wave; block i takes tiles i,
+// i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh).
+// Tails: any M >= 1; N % 16 == 0, K % 16 == 0 (16-byte rows for TMA), K >= 128. The maps' boxes are
+// {128, min(BLOCK_M, M)} (a) and {128, min(BLOCK_N, N)} (b): TMA zero-fills what lies past M, N or K
+// in a box and the transaction counts the box whole; with M < BLOCK_M (N < BLOCK_N) the rows of the
+// slot past the box keep stale bytes, which reach only rows (columns) of c past M (N), never stored.
+// A K % 128 tail is the last block's zero-filled columns (block mode: the last scale column).
+// Launch: block = 128 * (CONSUMERS + 1); grid = tiles = ceil(M / BLOCK_M) * ceil(N / BLOCK_N), or
+// min(tiles, sm_count) with PERSISTENT; dynamic shared memory = kSmemBytes.
+// Kernel: gemm_fp8(a, b, c, scale_a, scale_b, M, N, K, tmA, tmB) (recipes/gemm/fp8.lua).
+#include <cuda_bf16.h>
+
+#include "common/bf16.cuh"
+#include "common/cp_async.cuh"
+#include "common/frag_store.cuh"
+#include "common/mbarrier.cuh"
+#include "common/tile_order.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+#include "common/wgmma_ops_fp8.cuh"
+
+#if !defined(SCALE_MODE) || !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(CONSUMERS) || !defined(STAGES)
+#error "fp8_sm90.cuh needs -D SCALE_MODE BLOCK_M BLOCK_N CONSUMERS STAGES"
+#endif
+#ifndef FAST_ACCUM
+#define FAST_ACCUM 0
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef RASTER
+#define RASTER 1
+#endif
+
+typedef __nv_bfloat16 bf16;
+
+namespace fp8gemm {
+
+enum { kScaleTensor = 0, kScaleRow = 1, kScaleBlock = 2 };
+
+constexpr int kMode = SCALE_MODE;
+constexpr int kBM = BLOCK_M, kBN = BLOCK_N, kBK = 128;  // kBK: e4m3 per 128-byte row = the scale block
+constexpr int kCons = CONSUMERS;
+constexpr int kThreads = (kCons + 1) * 128;
+constexpr int kStages = STAGES;
+constexpr int kWgRows = kBM / kCons;  // rows per consumer warpgroup
+constexpr int kMT = kWgRows / 64;     // wgmma m64 tiles per consumer warpgroup
+constexpr int kAcc = kBN / 2;         // fp32 accumulators per thread per m64 tile
+constexpr bool kFast = FAST_ACCUM != 0;
+constexpr int kABytes = kBM * 128;
+constexpr int kBBytes = kBN * 128;
+constexpr int kStageBytes = kABytes + kBBytes;
+constexpr int kBarBytes = 2 * kStages * 8;                             // full, empty
+constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
+// setmaxnreg budgets: (kCons + 1) * 128 threads x the register cap at entry hold the totals after
+constexpr int kConsumerRegs = kCons == 1 ? 240 : 232;
+constexpr int kProducerRegs = kCons == 1 ? 56 : 40;
+
+static_assert(kMode == kScaleTensor || kMode == kScaleRow || kMode == kScaleBlock, "SCALE_MODE must be 0, 1 or 2");
+static_assert(kBM == 64 || kBM == 128, "BLOCK_M must be 64 or 128");
+static_assert(kBN == 32 || kBN == 64 || kBN == 128 || kBN == 160 || kBN == 192 || kBN == 256,
+              "BLOCK_N must be 32, 64, 128, 160, 192 or 256");
+static_assert(kCons == 1 || kCons == 2, "CONSUMERS must be 1 or 2");
+static_assert(kWgRows % 64 == 0 && (kMT == 1 || kMT == 2), "each consumer warpgroup owns 64 or 128 rows");
+static_assert(kStages >= 2 && kStages <= 6, "STAGES must be 2..6");
+static_assert(FAST_ACCUM == 0 || FAST_ACCUM == 1, "FAST_ACCUM must be 0 or 1");
+static_assert(!(kFast && kMode == kScaleBlock), "block scales are applied per K block: FAST_ACCUM needs SCALE_MODE 0 or 1");
+static_assert((kFast ? 1 : 2) * kMT * kAcc <= 192, "accumulators over 192 fp32 registers per thread");
+static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
+static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+
+struct Geometry {
+  int tiles_m, tiles_n, tiles;  // output tiles
+  int k_blocks;                 // 128-wide K blocks (the last one may be partial)
+};
+
+__device__ __forceinline__ Geometry geometry(int M, int N, int K) {
+  Geometry g;
+  g.tiles_m = (M + kBM - 1) / kBM;
+  g.tiles_n = (N + kBN - 1) / kBN;
+  g.tiles = g.tiles_m * g.tiles_n;
+  g.k_blocks = (K + kBK - 1) / kBK;
+  return g;
+}
+
+__device__ __forceinline__ void tile_origin(int tile, const Geometry &g, int &m0, int &n0) {
+  const tune::tile_rc rc = tune::tile_order_grouped(tile, g.tiles_m, g.tiles_n, RASTER);
+  m0 = rc.m * kBM;
+  n0 = rc.n * kBN;
+}
+
+__device__ __forceinline__ int tile_step(const Geometry &g) { return PERSISTENT ? (int)gridDim.x : g.tiles; }
+
+// The tile row of consumer thread ctid's accumulators acc[mt][4 j + 2 h + {0, 1}] (columns
+// 8 j + 2 (lane % 4) + {0, 1}): common/wgmma.cuh's fragment layout.
+__device__ __forceinline__ int frag_row(int ctid, int mt, int h) {
+  const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
+  return wg * kWgRows + mt * 64 + w * 16 + (lane >> 2) + 8 * h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// load_stage (the producer's one thread): K block kb of tile (m0, n0) -> slot, completing on `full`.
+// The transaction is the two boxes, counted whole (docs/tensormap-args.md).
+__device__ __forceinline__ void load_stage(unsigned slot, unsigned full, const tune::tensormap &tmA,
+                                           const tune::tensormap &tmB, int m0, int n0, int kb, int M, int N) {
+  const unsigned tx = (unsigned)((min(kBM, M) + min(kBN, N)) * kBK);
+  tune::mbar_arrive_expect_tx(full, tx);
+  tune::tma_load_2d(slot, tmA, kb * kBK, m0, full);
+  tune::tma_load_2d(slot + kABytes, tmB, kb * kBK, n0, full);
+}
+
+__device__ __forceinline__ void producer(int M, int N, int K, unsigned ring, unsigned full, unsigned empty,
+                                         const tune::tensormap &tmA, const tune::tensormap &tmB) {
+  if (threadIdx.x != kCons * 128) return;  // one thread issues every copy
+  tune::tma_prefetch_desc(tmA);
+  tune::tma_prefetch_desc(tmB);
+  const Geometry g = geometry(M, N, K);
+  int it = 0;  // k iteration over all tiles of the block: slot it % kStages, its use it / kStages
+  for (int tile = (int)blockIdx.x; tile < g.tiles; tile += tile_step(g)) {
+    int m0, n0;
+    tile_origin(tile, g, m0, n0);
+    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+      const int s = it % kStages;
+      if (it >= kStages) tune::mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
+      load_stage(ring + s * kStageBytes, full + s * 8, tmA, tmB, m0, n0, kb, M, N);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// compute_stage: issue (not wait for) the 4 k32 steps x MT m64 tiles of one slot for warpgroup wg;
+// accumulate onto d when `accumulate`, else start from the slot's first product. Descriptors move
+// by adding bytes >> 4 to their low word (common/wgmma.cuh).
+__device__ __forceinline__ void compute_stage(float (&d)[kMT][kAcc], unsigned slot, int wg, bool accumulate) {
+  const unsigned long long da0 = tune::wgmma_desc(slot + wg * kWgRows * 128, 16, 1024, tune::kWgmmaSwizzle128B);
+  const unsigned long long db0 = tune::wgmma_desc(slot + kABytes, 16, 1024, tune::kWgmmaSwizzle128B);
+  const unsigned alo = (unsigned)da0, ahi = (unsigned)(da0 >> 32);
+  const unsigned blo = (unsigned)db0, bhi = (unsigned)(db0 >> 32);
+#pragma unroll
+  for (int kk = 0; kk < kBK / 32; ++kk) {
+    const unsigned long long db = tune::wgmma_desc_words(blo + kk * 32 / 16, bhi);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const unsigned long long da = tune::wgmma_desc_words(alo + (mt * 64 * 128 + kk * 32) / 16, ahi);
+      tune::wgmma_ss_e4m3<kBN>(d[mt], da, db, (accumulate || kk > 0) ? 1 : 0);
+    }
+  }
+}
+
+template <int R> __device__ __forceinline__ void fence_acc(float (&d)[R][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < R; ++mt) tune::wgmma_fence_acc(d[mt]);
+}
+
+__device__ __forceinline__ void zero_acc(float (&d)[kMT][kAcc]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) d[mt][i] = 0.f;
+}
+
+// Block scales of K block kb for this thread's fragments: sa of its 2 MT rows, sb of the (at most
+// two) 128-column blocks the tile touches; rows past M get 0 (their products are never stored).
+struct BlockScales {
+  float a[kMT][2];
+  float b0, b1;  // blocks n0 / 128 and n0 / 128 + 1
+};
+
+__device__ __forceinline__ BlockScales load_block_scales(const float *__restrict__ scale_a,
+                                                         const float *__restrict__ scale_b, int m0, int n0, int kb,
+                                                         int M, int N, int k_blocks, int ctid) {
+  BlockScales s;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + frag_row(ctid, mt, h);
+      s.a[mt][h] = row < M ? __ldg(scale_a + (size_t)row * k_blocks + kb) : 0.f;
+    }
+  const int nb = n0 / 128, n_blocks = (N + 127) / 128;
+  s.b0 = __ldg(scale_b + (size_t)nb * k_blocks + kb);
+  s.b1 = nb + 1 < n_blocks ? __ldg(scale_b + (size_t)(nb + 1) * k_blocks + kb) : 0.f;
+  return s;
+}
+
+// promote: acc += part (tensor, row) or acc += sa * sb * part (block). Column chunk j (8 columns,
+// never across a 128-column block) lies in block n0 / 128 while 8 j < 128 - n0 % 128.
+__device__ __forceinline__ void promote(float (&acc)[kMT][kAcc], const float (&part)[kMT][kAcc], const BlockScales &s,
+                                        int n0) {
+  const int split = 128 - n0 % 128;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      if constexpr (kMode == kScaleBlock) {
+        const float sb = 8 * j < split ? s.b0 : s.b1;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float f = s.a[mt][h] * sb;
+          acc[mt][4 * j + 2 * h] = fmaf(f, part[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h]);
+          acc[mt][4 * j + 2 * h + 1] = fmaf(f, part[mt][4 * j + 2 * h + 1], acc[mt][4 * j + 2 * h + 1]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][4 * j + i] += part[mt][4 * j + i];
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// epilogue: acc (scaled here in tensor and row modes) -> bf16 c. Each quad's words are transposed so
+// that a lane stores one 8-column chunk's 16 bytes (common/frag_store.cuh); rows past M and chunks
+// past N (N % 16 == 0: a chunk is whole or out) are skipped.
+__device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const float *__restrict__ scale_a,
+                                         const float *__restrict__ scale_b, bf16 *__restrict__ c, int m0, int n0, int M,
+                                         int N, int ctid) {
+  const int q = ctid & 3;
+  const float st = kMode == kScaleTensor ? __ldg(scale_a) * __ldg(scale_b) : 1.f;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + frag_row(ctid, mt, h);
+      const float sr = kMode == kScaleRow ? (row < M ? __ldg(scale_a + row) : 0.f) : st;
+      bf16 *out = c + (size_t)row * N + n0 + 8 * q;
+#pragma unroll
+      for (int j0 = 0; j0 < kBN / 8; j0 += 4) {
+        unsigned v[4];
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const int j = j0 + p, col = n0 + 8 * j + 2 * q;
+          float2 sc = make_float2(sr, sr);
+          if constexpr (kMode == kScaleRow) {
+            const float2 sb = col < N ? __ldg(reinterpret_cast<const float2 *>(scale_b + col)) : make_float2(0.f, 0.f);
+            sc = make_float2(sr * sb.x, sr * sb.y);
+          }
+          v[p] = tune::pack_bf16x2(sc.x * acc[mt][4 * j + 2 * h], sc.y * acc[mt][4 * j + 2 * h + 1]);
+        }
+        tune::quad_transpose(v, q);  // every lane shuffles: rows past M only skip the store
+        if (row < M && n0 + 8 * (j0 + q) < N) *reinterpret_cast<uint4 *>(out + j0 * 8) = make_uint4(v[0], v[1], v[2], v[3]);
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// consumer: warpgroup wg's rows of each of the block's tiles. Slot s of k iteration `it` (over all
+// tiles of the block) completes phase it / kStages of full[s]; each consumer warp arrives on
+// empty[s] once it no longer reads the slot.
+__device__ __forceinline__ void consumer(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
+                                         bf16 *__restrict__ c, int M, int N, int K, unsigned ring, unsigned full,
+                                         unsigned empty) {
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const Geometry g = geometry(M, N, K);
+  float acc[kMT][kAcc];
+  int it = 0;
+  for (int tile = (int)blockIdx.x; tile < g.tiles; tile += tile_step(g)) {
+    int m0, n0;
+    tile_origin(tile, g, m0, n0);
+    if constexpr (kFast) {
+      // one accumulator over K; the batch of block kb - 1 is waited for (and its slot released)
+      // while block kb's runs
+      for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+        const int s = it % kStages;
+        tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+        fence_acc(acc);
+        tune::wgmma_arrive();
+        compute_stage(acc, ring + s * kStageBytes, wg, kb > 0);
+        tune::wgmma_commit();
+        tune::wgmma_wait<1>();
+        fence_acc(acc);
+        if (kb > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+      }
+      tune::wgmma_wait<0>();
+      fence_acc(acc);
+      if (lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+    } else {
+      float part[kMT][kAcc];
+      zero_acc(acc);
+      for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
+        const int s = it % kStages;
+        tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+        fence_acc(part);
+        tune::wgmma_arrive();
+        compute_stage(part, ring + s * kStageBytes, wg, false);
+        tune::wgmma_commit();
+        BlockScales bs{};
+        if constexpr (kMode == kScaleBlock)  // loads in flight while the wgmma run
+          bs = load_block_scales(scale_a, scale_b, m0, n0, kb, M, N, g.k_blocks, tid);
+        tune::wgmma_wait<0>();
+        fence_acc(part);
+        if (lane == 0) tune::mbar_arrive(empty + s * 8);
+        promote(acc, part, bs, n0);
+      }
+    }
+    epilogue(acc, scale_a, scale_b, c, m0, n0, M, N, tid);
+  }
+}
+
+__device__ __forceinline__ void run(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
+                                    bf16 *__restrict__ c, int M, int N, int K, const tune::tensormap &tmA,
+                                    const tune::tensormap &tmB) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // 128-byte swizzled tiles need 1024-byte alignment: align the ring by hand
+  const unsigned ring = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
+  const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      tune::mbar_init(full + s * 8, 1);             // the producer's arrive.expect_tx
+      tune::mbar_init(empty + s * 8, kCons * 4);    // one arrival per consumer warp
+    }
+    tune::fence_mbar_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= kCons * 128) {
+    tune::setmaxnreg_dec<kProducerRegs>();
+    producer(M, N, K, ring, full, empty, tmA, tmB);
+  } else {
+    tune::setmaxnreg_inc<kConsumerRegs>();
+    consumer(scale_a, scale_b, c, M, N, K, ring, full, empty);
+  }
+}
+
+}  // namespace fp8gemm
+
+// a, b: e4m3 bytes (read through tmA and tmB only); scale_a, scale_b: f32 (SCALE_MODE's shapes).
+extern "C" __global__ void __launch_bounds__(fp8gemm::kThreads, 1)
+gemm_fp8(const unsigned char *__restrict__ a, const unsigned char *__restrict__ b, bf16 *__restrict__ c,
+         const float *__restrict__ scale_a, const float *__restrict__ scale_b, int M, int N, int K,
+         const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB) {
+  (void)a;
+  (void)b;
+  fp8gemm::run(scale_a, scale_b, c, M, N, K, tmA, tmB);
+}
