@@ -3,7 +3,8 @@
 # the recipe loads with its domain and fallback, its requires reject what cannot run, and one
 # variant of each kind compiles with NVRTC (no GPU): the fallback (cp.async, strided rows), TMA
 # with GQA packing and the batch-wide tile order, two lean blocks per SM, D 64 without GQA, not
-# causal. The whole space is compiled by `tune run recipes/attention/varlen.lua --compile-only`.
+# causal; and a bundle of them (synthetic times) is portable. The whole space is compiled by
+# `tune run recipes/attention/varlen.lua --compile-only`.
 . "$(dirname "$0")/lib.sh"
 R="$SRC/recipes/attention/varlen.lua"
 compile() { # compile OUT PROBLEM ONLY...
@@ -35,4 +36,13 @@ check "not causal: one tile order" contains nc.txt "requires causal or SCHED == 
 
 n_err=$(sql v.db "select count(*) from results where status = 'compile_error'")
 check "no compile errors ($n_err)" test "$n_err" = 0
+
+# Every field is an expression: bundled entries (SYNTHETIC times, lib.sh synth_ok) serve nearby
+# problems, and the fallback is shipped for each set of defines (causal D 128, D 64, not causal).
+synth_ok v.db
+"$TUNE" bundle --recipe attention.varlen --db v.db -o v.bundle --arch sm_90a --no-ptx >bundle.txt 2>&1
+check "bundle written" test $? -eq 0
+check "no exact-only entry" lacks bundle.txt "exact-only"
+n_fb=$(grep -c "^  fallback (" bundle.txt)
+check "three fallback entries ($n_fb)" test "$n_fb" = 3
 finish

@@ -4,9 +4,9 @@ peer_server.py (docs/peers.md; the module contract is in peer_server._family_mod
 The problem: B sequences packed into T tokens, q [T, HQ, D], k and v [T, HKV, D], bf16, causal or
 not within each sequence. The lengths come from cu_seqlens drawn like the recipe's {"offsets", "T",
 1} init (tuner/inputs.c fill_offsets, reimplemented below with the same splitmix64 stream and arg
-index, so the same seed gives the same lengths as the worker; the server's seed is its own, so
-what is shared is the distribution: most sequences short, a few long). Every input set of one
-measurement has the same lengths; only q, k, v differ.
+index: the same seed gives the same lengths, and `tune compare` sends the peer server the seed it
+gives the worker, so the peers see the very batch tune's variants see; most sequences short, a
+few long). Every input set of one measurement has the same lengths; only q, k, v differ.
 
 Peers (each skipped with its reason where this torch lacks it):
   flash-varlen        torch.ops.aten._flash_attention_forward with cum_seq_q/cum_seq_k (the
