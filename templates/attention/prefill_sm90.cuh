@@ -3,8 +3,17 @@
 //   o[b,h,i,:] = sum_j softmax_j(q[b,h,i,:] . k[b,kvh,j,:] * scale) v[b,kvh,j,:]
 //   (causal: only j <= i), kvh = h / (HQ / HKV) (GQA; HQ a multiple of HKV).
 //
-// Layout: q, o [B, HQ, S, D]; k, v [B, HKV, S, D]; contiguous bf16 (same arguments as prefill.cuh).
-// Any S >= 1: rows past S are zero-filled on load and not stored, keys past S are masked.
+// Two entries over one mainloop (VARLEN picks the one a compile emits):
+// attn_prefill_sm90 (VARLEN 0): q, o [B, HQ, S, D]; k, v [B, HKV, S, D]; contiguous bf16 (same
+//   arguments as prefill.cuh).
+// attn_varlen_sm90 (VARLEN 1): packed variable-length sequences (FlashAttention's varlen layout, THD):
+//   q [T, HQ, D], k and v [T, HKV, D], o [T, HQ, D], sequence b is tokens [cu_seqlens[b],
+//   cu_seqlens[b + 1]) (i32 [B + 1], the same for queries and keys: self-attention prefill), causal
+//   within each sequence. Rows (tokens) are q_ld, k_ld, v_ld, o_ld elements apart (i64; heads are D
+//   apart), so a view of an engine's fused QKV projection needs no copy; row strides and the base
+//   pointers must be multiples of 8 elements (16-byte copies).
+// Any length >= 1: rows past a sequence's end are zero-filled on load (cp.async) or read but masked
+// (TMA) and never stored; keys past it are masked.
 //
 // Block: CONSUMERS consumer warpgroups (warpgroup w owns query rows [64 w, 64 w + 64) of the block's
 // BLOCK_M = 64 * CONSUMERS rows) and one producer warpgroup (the last; PRODUCER_WARPS of its warps
@@ -77,6 +86,25 @@
 // (T * HQ * B, 1, 1) for SCHED 2 with T = ceil(S / BLOCK_M), (any count <= T * HQ * B, 1, 1) when
 // PERSISTENT; dynamic shared memory =
 // attn_prefill_sm90_smem_bytes (kSmemBytes below).
+//
+// VARLEN 1 (recipes/attention/varlen.lua), what differs:
+//   GQA_PACK    0 | 1 [0]       1: a tile packs the G = GQA_RATIO query heads of one KV head, row by
+//                               row (row r: token r / G, head r % G), so that a short sequence fills
+//                               G times more of the tile and its K/V are read once for G heads;
+//                               G must divide 64 (TMA: the Q box is {64, G, BLOCK_M / G, 1}).
+//   GQA_RATIO   HQ / HKV        (GQA_PACK only) compile-time G.
+//   SCHED       0 | 1 | 2       0: grid (TILES, HQ / G, 1), blockIdx.x the tile in sequence order,
+//                               tiles of a sequence first to last; 1: same, last (longest causal)
+//                               tile of each sequence first; 2: grid (TILES * HQ / G, 1, 1), heads
+//                               fastest, tiles of every sequence by index, highest first (the
+//                               heaviest causal work of the whole batch starts first).
+//   The grid depends on T and B only, never on the lengths (a CUDA graph replays it while they
+//   change): TILES = T * G / BLOCK_M + B >= sum over sequences of ceil(len * G / BLOCK_M). Warp 0
+//   maps the block to (sequence, tile) from cu_seqlens (a warp scan over per-lane chunks of the
+//   sequences; SCHED 2 a binary search over the tile index) and the block exits past the last tile.
+//   USE_TMA: 4-D maps {D, heads, T, 1} (token stride = the row stride; box {64, 1, rows, 1}, the Q
+//   box {64, G, BLOCK_M / G, 1}); rows past T read as zeros, rows of the next sequence are masked.
+//   PERSISTENT must be 0. Shared memory: 16 more bytes (the block's work, written by warp 0).
 #include <cuda_bf16.h>
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
@@ -123,6 +151,15 @@
 #if USE_TMA && !TMA_ARGS
 #error "USE_TMA needs TMA_ARGS (the tensor map parameters)"
 #endif
+#ifndef VARLEN
+#define VARLEN 0
+#endif
+#ifndef GQA_PACK
+#define GQA_PACK 0
+#endif
+#if GQA_PACK && !defined(GQA_RATIO)
+#error "GQA_PACK needs -D GQA_RATIO (HQ / HKV)"
+#endif
 
 typedef __nv_bfloat16 bf16;
 
@@ -146,7 +183,13 @@ constexpr int kKOff = kQBytes;
 constexpr int kVOff = kKOff + kStages * kKVBytes;
 constexpr int kBarOff = kVOff + kStages * kKVBytes;
 constexpr int kBarBytes = (1 + 4 * kStages + PERSISTENT) * 8;  // PERSISTENT: + q_empty
-constexpr int kSmemBytes = 1024 + kBarOff + kBarBytes;  // + slack to align the base to 1024
+constexpr int kWorkOff = kBarOff + kBarBytes;      // VARLEN: the block's work (4 ints)
+constexpr int kSmemBytes = 1024 + kWorkOff + (VARLEN ? 16 : 0);  // + slack to align the base to 1024
+#if GQA_PACK
+constexpr int kG = GQA_RATIO;                      // query heads per tile row group
+#else
+constexpr int kG = 1;
+#endif
 // MIN_BLOCKS 2 (one consumer warpgroup): two blocks share an SM, so one's prologue and epilogue
 // overlap the other's matmuls; each starts with 65536 / (2 * 256) = 128 registers per thread.
 // setmaxnreg acts on whole warpgroups: a lean producer (one warp) has none to give back.
@@ -186,6 +229,9 @@ static_assert(!kSetMaxNReg || 128 * kProducerRegs + kCons * 128 * kConsumerRegs 
 static_assert(USE_TMA == 0 || USE_TMA == 1, "USE_TMA must be 0 or 1");
 static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT must be 0 or 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+static_assert(VARLEN == 0 || VARLEN == 1, "VARLEN must be 0 or 1");
+static_assert(!VARLEN || !PERSISTENT, "VARLEN has no persistent schedule");
+static_assert(kG == 1 || (VARLEN && kG >= 1 && 64 % kG == 0), "GQA_PACK: VARLEN only, GQA_RATIO dividing 64");
 
 constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
 
@@ -196,6 +242,7 @@ struct Smem {
   unsigned q, k, v;
   unsigned q_full, k_full, k_empty, v_full, v_empty;  // barrier arrays: + 8 * slot
   unsigned q_empty;                                   // PERSISTENT only
+  unsigned work;                                      // VARLEN only: m_blk, head, first token, length
 };
 __device__ __forceinline__ Smem smem_layout(unsigned base) {
   Smem s;
@@ -208,6 +255,7 @@ __device__ __forceinline__ Smem smem_layout(unsigned base) {
   s.v_full = s.k_empty + 8 * kStages;
   s.v_empty = s.v_full + 8 * kStages;
   s.q_empty = s.v_empty + 8 * kStages;
+  s.work = base + kWorkOff;
   return s;
 }
 
@@ -247,18 +295,51 @@ __device__ __forceinline__ Work block_work(int HQ, int B, int S, int lin) {
   return w;
 }
 
-// K/V tiles the block visits: [0, n_end).
+// What the mainloop sees of a block's work, in either layout: one sequence of S tokens and one query
+// head (GQA_PACK: the kG query heads of one KV head, interleaved row by row: query row r is token
+// r / kG, head r % kG), as base pointers at its first token and row strides in elements.
+struct Tile {
+  const bf16 *q, *k, *v;  // first token: q at its (first) query head, k and v at its KV head
+  bf16 *o;                // first token at its (first) query head
+  long long q_ld, k_ld, v_ld, o_ld;  // elements from one token to the next
+  int S;                  // tokens (queries and keys)
+  int m_blk;              // query tile: rows [m_blk * kBM, + kBM) of S * kG
+  int row0, h, kvh, b;    // TMA coordinates: first token in the map, query head, KV head, batch
+};
+
+// The dense layout's tile: heads are S * D apart, tokens D.
+__device__ __forceinline__ Tile dense_tile(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *o, const Work &w, int HQ,
+                                           int HKV, int S) {
+  Tile t;
+  const int kvh = w.h / (HQ / HKV);
+  t.q = q + (size_t)(w.b * HQ + w.h) * S * kD;
+  t.o = o + (size_t)(w.b * HQ + w.h) * S * kD;
+  t.k = k + (size_t)(w.b * HKV + kvh) * S * kD;
+  t.v = v + (size_t)(w.b * HKV + kvh) * S * kD;
+  t.q_ld = t.k_ld = t.v_ld = t.o_ld = kD;
+  t.S = S;
+  t.m_blk = w.m_blk;
+  t.row0 = 0;
+  t.h = w.h;
+  t.kvh = kvh;
+  t.b = w.b;
+  return t;
+}
+
+// K/V tiles the block visits: [0, n_end). m0: its first query row (token m0 / kG).
 __device__ __forceinline__ int block_n_end(int m0, int S) {
   const int n_tiles = (S + kBN - 1) / kBN;
-  return IS_CAUSAL ? min(n_tiles, (m0 + kBM + kBN - 1) / kBN) : n_tiles;
+  return IS_CAUSAL ? min(n_tiles, ((m0 + kBM - 1) / kG + kBN) / kBN) : n_tiles;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Producer: ROWS rows starting at row0 of one head (row stride D) -> a tile at dst, by thread t of
-// kProdThreads. Thread t copies 16-byte chunk t % 8 of each 128-byte column block of rows
-// t / 8 + i * (kProdThreads / 8); rows >= S are zero-filled (they may not even be mapped).
-template <int ROWS>
-__device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__ head, int row0, int S, int t) {
+// Producer: ROWS rows starting at row0 -> a tile at dst, by thread t of kProdThreads. Row r is token
+// r / G (ld elements apart), head r % G (D apart) from `head`. Thread t copies 16-byte chunk t % 8 of
+// each 128-byte column block of rows t / 8 + i * (kProdThreads / 8); rows >= n_rows are zero-filled
+// (they may not even be mapped).
+template <int ROWS, int G>
+__device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__ head, long long ld, int row0,
+                                          int n_rows, int t) {
   constexpr int kStep = kProdThreads / 8;
   const int ch = t & 7, r0 = t >> 3;
 #pragma unroll
@@ -266,27 +347,37 @@ __device__ __forceinline__ void load_rows(unsigned dst, const bf16 *__restrict__
 #pragma unroll 4
     for (int i = 0; i < ROWS / kStep; ++i) {
       const int r = r0 + i * kStep;
-      const bool ok = row0 + r < S;
-      const bf16 *src = ok ? head + (size_t)(row0 + r) * kD + blk * 64 + ch * 8 : head;
+      const int row = row0 + r;
+      const bool ok = row < n_rows;
+      const bf16 *src = ok ? head + (row / G) * ld + (row % G) * kD + blk * 64 + ch * 8 : head;
       tune::g2s_copy16_zfill(dst + blk * ROWS * 128 + r * 128 + ((ch ^ (r & 7)) << 4), src, ok);
     }
   }
 }
 
+#if USE_TMA
+// One 64-column block of a tile by TMA: the map's rows [row, + box rows) of head `head` (dense:
+// batch b; the box spans heads too when GQA_PACK).
+__device__ __forceinline__ void tma_rows(unsigned dst, const tune::tensormap &m, int col, int row, int head, int b,
+                                         unsigned bar) {
+#if VARLEN
+  (void)b;
+  tune::tma_load_4d(dst, m, col, head, row, 0, bar);  // map {D, heads, T, 1}
+#else
+  tune::tma_load_4d(dst, m, col, row, head, b, bar);  // map {D, S, heads, B}
+#endif
+}
+#endif
+
 // tmQ, tmK, tmV: the tensor map parameters (USE_TMA), else null. it: the block's tile count so far
 // (0 unless PERSISTENT), ring: K/V ring slots used so far (the ring's phases run on across tiles).
-__device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
-                                         const bf16 *__restrict__ v, const Work &w, int HQ, int HKV, int S,
-                                         const Smem &sm, int t, const tune::tensormap *tmQ,
+__device__ __forceinline__ void producer(const Tile &w, const Smem &sm, int t, const tune::tensormap *tmQ,
                                          const tune::tensormap *tmK, const tune::tensormap *tmV, int it,
                                          int ring) {
   if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
-  const int kvh = w.h / (HQ / HKV);
+  const int S = w.S;
   const int m0 = w.m_blk * kBM;
 #if USE_TMA
-  (void)q;
-  (void)k;
-  (void)v;
   if (it == 0) {
     tune::tma_prefetch_desc(*tmQ);
     tune::tma_prefetch_desc(*tmK);
@@ -300,7 +391,8 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
     tune::mbar_arrive_expect_tx(sm.q_full, kQBytes);
 #pragma unroll
-    for (int blk = 0; blk < kDB; ++blk) tune::tma_load_4d(sm.q + blk * kBM * 128, *tmQ, blk * 64, m0, w.h, w.b, sm.q_full);
+    for (int blk = 0; blk < kDB; ++blk)
+      tma_rows(sm.q + blk * kBM * 128, *tmQ, blk * 64, w.row0 + m0 / kG, w.h, w.b, sm.q_full);
   };
 #if PERSISTENT
   const int n_pre = min(kStages, n_end);
@@ -318,12 +410,12 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     tune::mbar_arrive_expect_tx(sm.k_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tune::tma_load_4d(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, jj * kBN, kvh, w.b, sm.k_full + 8 * s);
+      tma_rows(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, w.row0 + jj * kBN, w.kvh, w.b, sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
     tune::mbar_arrive_expect_tx(sm.v_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tune::tma_load_4d(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, jj * kBN, kvh, w.b, sm.v_full + 8 * s);
+      tma_rows(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, w.row0 + jj * kBN, w.kvh, w.b, sm.v_full + 8 * s);
   }
 #if PERSISTENT
   if (n_pre == n_end) load_q();  // every K/V tile went first (n_end <= kStages)
@@ -334,10 +426,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
   (void)tmV;
   // PERSISTENT: the consumers' epilogue of the previous tile reads O from the Q tile
   if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
-  const bf16 *q_head = q + (size_t)(w.b * HQ + w.h) * S * kD;
-  const bf16 *k_head = k + (size_t)(w.b * HKV + kvh) * S * kD;
-  const bf16 *v_head = v + (size_t)(w.b * HKV + kvh) * S * kD;
-  load_rows<kBM>(sm.q, q_head, m0, S, t);
+  load_rows<kBM, kG>(sm.q, w.q, w.q_ld, m0, S * kG, t);
   tune::cp_async_mbar_arrive_noinc(sm.q_full);
   const int n_end = block_n_end(m0, S);
   for (int jj = 0; jj < n_end; ++jj) {
@@ -345,10 +434,10 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ q, const bf16 
     const int s = j % kStages;
     const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
     if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
-    load_rows<kBN>(sm.k + s * kKVBytes, k_head, jj * kBN, S, t);
+    load_rows<kBN, 1>(sm.k + s * kKVBytes, w.k, w.k_ld, jj * kBN, S, t);
     tune::cp_async_mbar_arrive_noinc(sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
-    load_rows<kBN>(sm.v + s * kKVBytes, v_head, jj * kBN, S, t);
+    load_rows<kBN, 1>(sm.v + s * kKVBytes, w.v, w.v_ld, jj * kBN, S, t);
     tune::cp_async_mbar_arrive_noinc(sm.v_full + 8 * s);
   }
   tune::cp_async_wait<0>();
@@ -405,16 +494,16 @@ __device__ __forceinline__ void issue_pv(float (&o)[kOAcc], const unsigned (&p)[
   }
 }
 
-// Scores -> -inf where key > row (causal) or key >= S. row_g: the thread's row for h = 0 (row g of
-// its warp's 16), key_t: the key of its first column (tile start + 2 t).
+// Scores -> -inf where key > the row's token (causal) or key >= S. row_g: the thread's row for h = 0
+// (row g of its warp's 16), key_t: the key of its first column (tile start + 2 t).
 __device__ __forceinline__ void apply_mask(float (&s)[kSAcc], int row_g, int key_t, int S) {
 #pragma unroll
   for (int jj = 0; jj < kBN / 8; ++jj)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = row_g + 8 * (e >> 1);
+      const int tok = (row_g + 8 * (e >> 1)) / kG;
       const int key = key_t + 8 * jj + (e & 1);
-      if ((IS_CAUSAL && key > row) || key >= S) s[4 * jj + e] = neg_inf();
+      if ((IS_CAUSAL && key > tok) || key >= S) s[4 * jj + e] = neg_inf();
     }
 }
 
@@ -468,9 +557,10 @@ __device__ __forceinline__ void pack_p(unsigned (&p)[kPK][4], const float (&s)[k
 }
 
 // O / l -> bf16 over this warpgroup's Q rows (swizzled like Q; conflict-free: row % 8 == g), then
-// 16-byte coalesced stores of rows < S.
+// 16-byte coalesced stores of rows < n_rows (row r: token r / kG, ld elements apart, head r % kG).
 __device__ __forceinline__ void epilogue(const float (&o)[kOAcc], const float (&l)[2], const Smem &sm,
-                                         bf16 *__restrict__ o_head, int m0, int wg, int S, int wt) {
+                                         bf16 *__restrict__ o_head, long long ld, int m0, int wg, int n_rows,
+                                         int wt) {
   const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
   tune::named_bar_sync(1 + wg, 128);  // every warp of the warpgroup is past its last wgmma on Q
 #pragma unroll
@@ -494,14 +584,15 @@ __device__ __forceinline__ void epilogue(const float (&o)[kOAcc], const float (&
     const int idx = wt + i * 128;
     const int rr = idx / kChunks, c = idx % kChunks;
     const int r = wg * 64 + rr;
-    if (m0 + r >= S) continue;
+    const int row = m0 + r;
+    if (row >= n_rows) continue;
     const unsigned addr = sm.q + (c >> 3) * (kBM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
     uint4 val;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
                  : "r"(addr)
                  : "memory");
-    *reinterpret_cast<uint4 *>(o_head + (size_t)(m0 + r) * kD + c * 8) = val;
+    *reinterpret_cast<uint4 *>(o_head + (row / kG) * ld + (row % kG) * kD + c * 8) = val;
   }
 }
 
@@ -518,16 +609,18 @@ __device__ __forceinline__ void release(unsigned bar, int j, int lane) {
 }
 
 // it, ring: as for producer().
-__device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w, int HQ, int S, float scale_log2,
-                                        const Smem &sm, int wg, int wt, int it, int ring) {
+__device__ __forceinline__ void consumer(const Tile &w, float scale_log2, const Smem &sm, int wg, int wt, int it,
+                                         int ring) {
   const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
+  const int S = w.S;
   const int m0 = w.m_blk * kBM;
   const int r0 = m0 + wg * 64;  // first query row of this warpgroup
   const int n_tiles = (S + kBN - 1) / kBN;
   const int n_end = block_n_end(m0, S);
-  // Tiles this warpgroup computes, and those of them that need no mask.
-  const int n_end_wg = (IS_CAUSAL && !PINGPONG) ? min(n_tiles, (r0 + 64 + kBN - 1) / kBN) : n_end;
-  const int n_plain = min(IS_CAUSAL ? (r0 + 1) / kBN : n_tiles, S / kBN);
+  // Tiles this warpgroup computes (up to its last row's token), and those of them that need no mask
+  // (every key at most its first row's token).
+  const int n_end_wg = (IS_CAUSAL && !PINGPONG) ? min(n_tiles, ((r0 + 63) / kG + kBN) / kBN) : n_end;
+  const int n_plain = min(IS_CAUSAL ? (r0 / kG + 1) / kBN : n_tiles, S / kBN);
   const int row_g = r0 + warp * 16 + g;
   const unsigned sq_wg = sm.q + wg * 64 * 128;
 
@@ -645,7 +738,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
     wait_full(sm.v_full, ring + j);
     release(sm.v_empty, ring + j, lane);
   }
-  epilogue(o, l, sm, o_out + (size_t)(w.b * HQ + w.h) * S * kD, m0, wg, S, wt);
+  epilogue(o, l, sm, w.o, w.o_ld, m0, wg, S * kG, wt);
 #if PERSISTENT
   // This warp has read its O rows back from the Q tile: the producer may reload it (generic-proxy
   // reads before the next tile's async-proxy writes).
@@ -655,11 +748,127 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ o_out, const Work &w
 #endif
 }
 
+// Barriers, by thread 0, before the block's __syncthreads.
+__device__ __forceinline__ void init_barriers(const Smem &sm) {
+  tune::mbar_init(sm.q_full, kProdThreads);
+  for (int s = 0; s < kStages; ++s) {
+    tune::mbar_init(sm.k_full + 8 * s, kProdThreads);
+    tune::mbar_init(sm.v_full + 8 * s, kProdThreads);
+    tune::mbar_init(sm.k_empty + 8 * s, kCons * 4);  // one arrival per consumer warp
+    tune::mbar_init(sm.v_empty + 8 * s, kCons * 4);
+  }
+  if (PERSISTENT) tune::mbar_init(sm.q_empty, kCons * 4);
+  tune::fence_mbar_init();
+}
+
+// One tile, both roles (not PERSISTENT): the producer warpgroup loads, the consumers compute.
+__device__ __forceinline__ void run_tile(const Tile &w, const Smem &sm, const tune::tensormap *const (&maps)[3],
+                                         float scale_log2) {
+  const int wg = (int)threadIdx.x >> 7;
+  const int pt = (int)threadIdx.x - kCons * 128, ct = (int)threadIdx.x & 127;  // producer, consumer thread
+  if (wg == kCons) {
+    if constexpr (kSetMaxNReg) tune::setmaxnreg_dec<kProducerRegs>();
+    producer(w, sm, pt, maps[0], maps[1], maps[2], 0, 0);
+  } else {
+    if constexpr (kSetMaxNReg) tune::setmaxnreg_inc<kConsumerRegs>();
+    consumer(w, scale_log2, sm, wg, ct, 0, 0);
+  }
+}
+
+#if VARLEN
+// ---------------------------------------------------------------------------------------------
+// Varlen: which (sequence, query tile) a block computes, from cu_seqlens, by one warp.
+
+__device__ __forceinline__ int warp_sum(int x) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
+  return x;
+}
+
+// Query tiles of sequence i: its len * kG rows in tiles of kBM.
+__device__ __forceinline__ int seq_tiles(const int *__restrict__ cu, int i) {
+  return ((cu[i + 1] - cu[i]) * kG + kBM - 1) / kBM;
+}
+
+// Sequence i holds count(i) units, in sequence order: the sequence of unit x and the unit's index
+// inside it; sequence -1 when x is past the last unit. Lane l sums its chunk of sequences [l c, l c
+// + c), c = ceil(B / 32), a warp scan gives the chunk's first unit, and the lane whose chunk holds
+// unit x walks it.
+template <class Count>
+__device__ __forceinline__ int2 find_unit(int B, int x, int lane, const Count &count) {
+  const int c = (B + 31) / 32, lo = min(B, lane * c), hi = min(B, lo + c);
+  int sum = 0;
+  for (int i = lo; i < hi; ++i) sum += count(i);
+  int incl = sum;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += y;
+  }
+  const int excl = incl - sum;
+  const unsigned owner = __ballot_sync(0xffffffffu, excl <= x && x < incl);
+  if (owner == 0u) return make_int2(-1, 0);
+  const int src = __ffs(owner) - 1;
+  int seq = lo, at = excl;
+  if (lane == src)
+    for (int n = count(seq); at + n <= x; n = count(++seq)) at += n;
+  seq = __shfl_sync(0xffffffffu, seq, src);
+  at = __shfl_sync(0xffffffffu, at, src);
+  return make_int2(seq, x - at);
+}
+
+// Warp 0: the block's work -> slot (m_blk or -1 past the last tile, head index, first token,
+// length). Head index: a query head, or with GQA_PACK a KV head (n_heads = HQ / kG).
+__device__ __forceinline__ void varlen_work(const int *__restrict__ cu, int B, int n_heads, unsigned slot, int lane) {
+  const auto tiles = [&](int i) { return seq_tiles(cu, i); };
+#if SCHED == 2
+  const int head = (int)(blockIdx.x % (unsigned)n_heads), x = (int)(blockIdx.x / (unsigned)n_heads);
+  // Tile index j occurs F(j) - F(j + 1) times over the batch, F(j) = sum over sequences of
+  // max(0, tiles - j): ranks [F(j + 1), F(j)) take index j, highest index (most causal work) first.
+  const int c = (B + 31) / 32, lo_i = min(B, lane * c), hi_i = min(B, lo_i + c);
+  const auto F = [&](int j) {
+    int f = 0;
+    for (int i = lo_i; i < hi_i; ++i) f += max(0, tiles(i) - j);
+    return warp_sum(f);
+  };
+  int top = 0;
+  for (int i = lo_i; i < hi_i; ++i) top = max(top, tiles(i));
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) top = max(top, __shfl_xor_sync(0xffffffffu, top, d));
+  int seq = -1, m = 0;
+  if (x < F(0)) {
+    int lo = 0, hi = top;  // F(lo) > x >= F(hi)
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (F(mid) > x) lo = mid;
+      else hi = mid;
+    }
+    const int2 f = find_unit(B, x - F(hi), lane, [&](int i) { return tiles(i) > lo ? 1 : 0; });
+    seq = f.x;
+    m = lo;
+  }
+#else
+  const int head = (int)blockIdx.y, x = (int)blockIdx.x;
+  const int2 f = find_unit(B, x, lane, tiles);
+  const int seq = f.x;
+  int m = f.y;
+  if (SCHED == 1 && IS_CAUSAL && seq >= 0) m = tiles(seq) - 1 - m;  // the sequence's last tile first
+#endif
+  if (lane == 0) {
+    const int start = seq >= 0 ? cu[seq] : 0, len = seq >= 0 ? cu[seq + 1] - start : 0;
+    const int vals[4] = {seq >= 0 ? m : -1, head, start, len};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(slot + 4 * i), "r"(vals[i]) : "memory");
+  }
+}
+#endif
+
 }  // namespace pf90
 
 // Bytes of dynamic shared memory the kernel needs (host code that includes this header may use it).
 [[maybe_unused]] constexpr int attn_prefill_sm90_smem_bytes = pf90::kSmemBytes;
 
+#if !VARLEN
 extern "C" __global__ void __launch_bounds__(pf90::kThreads, MIN_BLOCKS)
 attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                   bf16 *__restrict__ o, int B, int HQ, int HKV, int S, float scale_log2
@@ -672,54 +881,83 @@ attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
   // 128-byte swizzled operands need 1024-byte aligned tiles: align the base by hand
   const unsigned base = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
   const pf90::Smem sm = pf90::smem_layout(base);
-  if (threadIdx.x == 0) {
-    tune::mbar_init(sm.q_full, pf90::kProdThreads);
-    for (int s = 0; s < pf90::kStages; ++s) {
-      tune::mbar_init(sm.k_full + 8 * s, pf90::kProdThreads);
-      tune::mbar_init(sm.v_full + 8 * s, pf90::kProdThreads);
-      tune::mbar_init(sm.k_empty + 8 * s, pf90::kCons * 4);  // one arrival per consumer warp
-      tune::mbar_init(sm.v_empty + 8 * s, pf90::kCons * 4);
-    }
-    if (PERSISTENT) tune::mbar_init(sm.q_empty, pf90::kCons * 4);
-    tune::fence_mbar_init();
-  }
+  if (threadIdx.x == 0) pf90::init_barriers(sm);
   __syncthreads();
 #if USE_TMA
   const tune::tensormap *maps[3] = {&tmQ, &tmK, &tmV};
 #else
   const tune::tensormap *maps[3] = {nullptr, nullptr, nullptr};
 #endif
-  const int wg = (int)threadIdx.x >> 7;
-  const int pt = (int)threadIdx.x - pf90::kCons * 128, ct = (int)threadIdx.x & 127;  // producer, consumer thread
 #if PERSISTENT
   // Tiles blockIdx.x, + gridDim.x, ...: both roles walk the same list, so that their counts of K/V
   // ring slot uses (ring) and of Q tiles (it) agree. One loop per role, each after its setmaxnreg,
   // so that ptxas allocates the consumer loop with the consumers' registers.
+  const int wg = (int)threadIdx.x >> 7;
+  const int pt = (int)threadIdx.x - pf90::kCons * 128, ct = (int)threadIdx.x & 127;  // producer, consumer thread
   const int n_work = (S + pf90::kBM - 1) / pf90::kBM * HQ * B;
   int ring = 0, it = 0;
   if (wg == pf90::kCons) {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
     for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
-      const pf90::Work w = pf90::block_work(HQ, B, S, lin);
-      pf90::producer(q, k, v, w, HQ, HKV, S, sm, pt, maps[0], maps[1], maps[2], it, ring);
+      const pf90::Tile w = pf90::dense_tile(q, k, v, o, pf90::block_work(HQ, B, S, lin), HQ, HKV, S);
+      pf90::producer(w, sm, pt, maps[0], maps[1], maps[2], it, ring);
       ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
     }
   } else {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
     for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
-      const pf90::Work w = pf90::block_work(HQ, B, S, lin);
-      pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, ct, it, ring);
+      const pf90::Tile w = pf90::dense_tile(q, k, v, o, pf90::block_work(HQ, B, S, lin), HQ, HKV, S);
+      pf90::consumer(w, scale_log2, sm, wg, ct, it, ring);
       ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
     }
   }
 #else
-  const pf90::Work w = pf90::block_work(HQ, B, S, (int)blockIdx.x);
-  if (wg == pf90::kCons) {
-    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_dec<pf90::kProducerRegs>();
-    pf90::producer(q, k, v, w, HQ, HKV, S, sm, pt, maps[0], maps[1], maps[2], 0, 0);
-  } else {
-    if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
-    pf90::consumer(o, w, HQ, S, scale_log2, sm, wg, ct, 0, 0);
-  }
+  pf90::run_tile(pf90::dense_tile(q, k, v, o, pf90::block_work(HQ, B, S, (int)blockIdx.x), HQ, HKV, S), sm, maps,
+                 scale_log2);
 #endif
 }
+#else
+// Packed sequences (header: VARLEN). T: tokens of all sequences (the grid's bound; not read here).
+extern "C" __global__ void __launch_bounds__(pf90::kThreads, MIN_BLOCKS)
+attn_varlen_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                 bf16 *__restrict__ o, const int *__restrict__ cu_seqlens, int B, int T, int HQ, int HKV,
+                 long long q_ld, long long k_ld, long long v_ld, long long o_ld, float scale_log2
+#if TMA_ARGS
+                 , const __grid_constant__ tune::tensormap tmQ, const __grid_constant__ tune::tensormap tmK,
+                 const __grid_constant__ tune::tensormap tmV
+#endif
+) {
+  (void)T;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned base = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
+  const pf90::Smem sm = pf90::smem_layout(base);
+  if (threadIdx.x < 32) pf90::varlen_work(cu_seqlens, B, HQ / pf90::kG, sm.work, (int)threadIdx.x);
+  if (threadIdx.x == 0) pf90::init_barriers(sm);
+  __syncthreads();
+  int wk[4];  // m_blk (-1: no tile), head index, first token, length
+#pragma unroll
+  for (int i = 0; i < 4; ++i) asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(wk[i]) : "r"(sm.work + 4 * i) : "memory");
+  if (wk[0] < 0) return;  // past the last tile: the whole block leaves before any copy
+#if USE_TMA
+  const tune::tensormap *maps[3] = {&tmQ, &tmK, &tmV};
+#else
+  const tune::tensormap *maps[3] = {nullptr, nullptr, nullptr};
+#endif
+  pf90::Tile w;
+  w.h = wk[1] * pf90::kG;  // GQA_PACK: the KV head's first query head
+  w.kvh = w.h / (HQ / HKV);
+  w.q = q + wk[2] * q_ld + w.h * pf90::kD;
+  w.o = o + wk[2] * o_ld + w.h * pf90::kD;
+  w.k = k + wk[2] * k_ld + w.kvh * pf90::kD;
+  w.v = v + wk[2] * v_ld + w.kvh * pf90::kD;
+  w.q_ld = q_ld;
+  w.k_ld = k_ld;
+  w.v_ld = v_ld;
+  w.o_ld = o_ld;
+  w.S = wk[3];
+  w.m_blk = wk[0];
+  w.row0 = wk[2];
+  w.b = 0;
+  pf90::run_tile(w, sm, maps, scale_log2);
+}
+#endif
