@@ -81,16 +81,18 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
   return TUNE_OK;
 }
 
-int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double median_ns, char *why, size_t why_n) {
+int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double mma_rate, double median_ns, char *why,
+                     size_t why_n) {
   if (median_ns <= 0) return DB_OK;
-  double gbps = bytes / median_ns, tflops = flops / median_ns / 1e3;
+  double gbps = bytes / median_ns, tflops = flops / median_ns / 1e3, peak = p->tensor_TFLOPs * mma_rate;
   if (p->copy_GBps > 0 && bytes > 0 && gbps > 1.05 * p->copy_GBps) {
     snprintf(why, why_n, "%.0f GB/s exceeds the device's measured copy bandwidth (%.0f GB/s)", gbps, p->copy_GBps);
     return DB_SUSPICIOUS;
   }
-  if (p->tensor_TFLOPs > 0 && flops > 0 && tflops > 1.05 * p->tensor_TFLOPs) {
-    snprintf(why, why_n, "%.0f TFLOP/s exceeds the device's %s (%.0f TFLOP/s)", tflops,
-             p->tensor_measured ? "measured matrix throughput" : "tensor-core bound", p->tensor_TFLOPs);
+  if (peak > 0 && flops > 0 && tflops > 1.05 * peak) {
+    snprintf(why, why_n, "%.0f TFLOP/s exceeds the device's %s (%.0f TFLOP/s%s)", tflops,
+             p->tensor_measured ? "measured matrix throughput" : "tensor-core bound", peak,
+             mma_rate != 1 ? ", the bf16 figure scaled for the operands' precision" : "");
     return DB_SUSPICIOUS;
   }
   return DB_OK;

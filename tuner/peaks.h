@@ -26,7 +26,9 @@ typedef struct tune_peaks {
 int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks *out,
                       tune_err *err);
 
-/* DB_SUSPICIOUS with a reason in why, or DB_OK. */
-int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double median_ns, char *why, size_t why_n);
+/* DB_SUSPICIOUS with a reason in why, or DB_OK. The matrix peak is the bf16 one's; mma_rate scales
+ * it for the operands' precision (2 for 8-bit operands, which tensor cores run at twice the rate). */
+int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double mma_rate, double median_ns, char *why,
+                     size_t why_n);
 
 #endif

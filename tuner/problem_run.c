@@ -454,6 +454,14 @@ static int pruned(const tune_problem_run *x, const candidate *c, const db_binary
                           res->error_text, sizeof res->error_text);
 }
 
+/* The tensor-core rate of the problem's operands against bf16's: 2 where an input is 8-bit (fp8
+ * wgmma runs at twice the bf16 rate), else 1. */
+static double mma_rate(const tune_problem_setup *s) {
+  for (int i = 0; i < s->n_args; ++i)
+    if (s->def[i].is_tensor && !s->def[i].output && !s->def[i].scratch && s->def[i].dtype == TUNE_E4M3) return 2;
+  return 1;
+}
+
 /* A compiled variant: its binary's resources, then compile error, pruned, compile-only, or the
  * backend's verdict (a time beyond the device's limits is suspicious: peaks.h). */
 static int measure_binary(tune_problem_run *x, const candidate *c, int samples, db_result *res, int *measured,
@@ -484,8 +492,8 @@ static int measure_binary(tune_problem_run *x, const candidate *c, int samples, 
     snprintf(res->error_text, sizeof res->error_text, DB_REASON_COMPILE_ONLY);
   } else {
     if (backend_measure(x, c, j, samples, res, measured, err)) return err->code;
-    if (res->status == DB_OK && tune_peaks_judge(rr->peaks, x->setup.bytes, x->setup.flops, res->median_ns,
-                                                 res->error_text, sizeof res->error_text) != DB_OK)
+    if (res->status == DB_OK && tune_peaks_judge(rr->peaks, x->setup.bytes, x->setup.flops, mma_rate(&x->setup),
+                                                 res->median_ns, res->error_text, sizeof res->error_text) != DB_OK)
       res->status = DB_SUSPICIOUS;
   }
   return TUNE_OK;
