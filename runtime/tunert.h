@@ -39,14 +39,14 @@ extern "C" {
  * and tests/unit/version_test.c checks them against tunert_version(), the
  * pkg-config file and the CMake package. */
 #define TUNERT_VERSION_MAJOR 0
-#define TUNERT_VERSION_MINOR 4
+#define TUNERT_VERSION_MINOR 5
 #define TUNERT_VERSION_PATCH 0
-#define TUNERT_VERSION_STRING "0.4.0"
+#define TUNERT_VERSION_STRING "0.5.0"
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
  * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
- * 1.2 clusters, 1.3 domains, fallback and vendor entries. */
+ * 1.2 clusters, 1.3 domains, fallback and vendor entries, 1.4 fp8 (e4m3) args. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 3
+#define TUNERT_FORMAT_MINOR 4
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -79,7 +79,7 @@ typedef struct tunert_err {
 /* The short name of a status ("ok", "no variant", ...). Static storage. */
 TUNERT_API const char *tunert_status_name(int code);
 
-/* The version of the libtunert the program runs with ("0.4.0"), which may
+/* The version of the libtunert the program runs with ("0.5.0"), which may
  * differ from the TUNERT_VERSION_STRING it was compiled against when the
  * shared library was replaced. Static storage. */
 TUNERT_API const char *tunert_version(void);

@@ -42,15 +42,18 @@
  * its meaning, and 1.3 readers open 1.0..1.2 bundles (no domain, every entry
  * tuned). A bundle with a domain or a fallback entry has min_reader_minor = 3:
  * a 1.2 reader would serve problems outside the domain and take fallback
- * entries for tuned ones. Vendor entries alone keep min_reader_minor as it was. */
+ * entries for tuned ones. Vendor entries alone keep min_reader_minor as it was.
+ *
+ * 1.4 adds the arg dtype 'e4m3' (fp8 e4m3fn, 1 byte; tensors only). A bundle
+ * with such an arg has min_reader_minor = 4: a 1.3 reader knows no size for it. */
 #ifndef TUNERT_FORMAT_H
 #define TUNERT_FORMAT_H
 
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 3 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
-                                        1.3: families.domain, entries.kind / vendor / vendor_ns */
+#define TUNERT_BUNDLE_FORMAT_MINOR 4 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
+                                        1.3: families.domain, entries.kind / vendor / vendor_ns; 1.4: dtype e4m3 */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32
@@ -77,7 +80,7 @@
   "  idx INTEGER NOT NULL,\n"                                                                      \
   "  name TEXT NOT NULL,\n"                                                                        \
   "  role TEXT NOT NULL CHECK (role IN ('input','output','scratch','scalar','tensormap')),\n"                  \
-  "  dtype TEXT NOT NULL CHECK (dtype IN ('f32','f16','bf16','i32','i64','f64')),\n"               \
+  "  dtype TEXT NOT NULL CHECK (dtype IN ('f32','f16','bf16','i32','i64','f64','e4m3')),\n"               \
   "  PRIMARY KEY (family_id, idx)\n"                                                               \
   ");\n"                                                                                           \
   "CREATE TABLE variants(\n"                                                                       \

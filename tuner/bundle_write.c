@@ -150,12 +150,20 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
 }
 
 /* A domain or a fallback entry: a 1.2 reader would serve problems outside the domain and take
- * fallback entries for tuned ones (tunert_format.h), so such a bundle needs a 1.3 reader. */
+ * fallback entries for tuned ones (tunert_format.h), so such a bundle needs a 1.3 reader; an fp8
+ * (e4m3) arg one of 1.4, which knows its size. */
 static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
   int need = 0;
-  for (int fi = 0; fi < s->n_families; ++fi) need |= s->fam[fi].domain[0] != 0;
-  for (int i = 0; i < s->n_entries; ++i) need |= s->ent[i].kind == BUNDLE_FALLBACK;
-  return need ? db_bundle_meta(w, "min_reader_minor", "3", err) : TUNE_OK;
+  for (int fi = 0; fi < s->n_families; ++fi) {
+    if (s->fam[fi].domain[0]) need = need > 3 ? need : 3;
+    for (int a = 0; a < s->fam[fi].r->n_args; ++a)
+      if (s->fam[fi].r->args[a].dtype == TUNE_E4M3) need = 4;
+  }
+  for (int i = 0; i < s->n_entries; ++i)
+    if (s->ent[i].kind == BUNDLE_FALLBACK) need = need > 3 ? need : 3;
+  char v[12];
+  snprintf(v, sizeof v, "%d", need);
+  return need ? db_bundle_meta(w, "min_reader_minor", v, err) : TUNE_OK;
 }
 
 /* The bundle's tables into the file at path (db_bundle_create: through path.tmp, renamed on commit). */

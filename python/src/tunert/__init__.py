@@ -15,7 +15,7 @@ from .errors import (ArchMismatch, BundleFormatError, BundleIOError, BundleVersi
                      LibraryNotFound, MissingArgument, NoDriver, NoFamily, NoVariant, OutOfMemory,
                      ShapeMismatch, TunertError, VendorEntry, error_class)
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = ["Bundle", "Family", "FamilyArg", "Selection", "SelectionInfo", "ArgSpec", "LaunchSpec", "library_path",
            "TunertError", "InvalidArgument", "OutOfMemory", "BundleIOError", "BundleFormatError", "BundleVersionError",
