@@ -435,6 +435,30 @@ fail:
 
 int db_merger_mixes(db_merger *m, json_t **rows, tune_err *err) { return mixes_of(m->db, "touched", rows, err); }
 
+int db_merger_reference_spread(db_merger *m, json_t **rows, tune_err *err) {
+  db_conn *db = m->db;
+  int rc = TUNE_OK;
+  sqlite3_stmt *st = NULL;
+  json_t *arr = json_array();
+  /* each GPU's latest figure of each peak kind; GPUs of one model are told apart by uuid */
+  static const char sql[] =
+      "WITH latest AS (SELECT p.device_id, p.kind, p.value, p.unit FROM peaks p"
+      "  WHERE p.id = (SELECT max(q.id) FROM peaks q WHERE q.device_id = p.device_id AND q.kind = p.kind))"
+      " SELECT d.name AS device, l.kind AS kind, max(l.unit) AS unit, count(DISTINCT d.uuid) AS gpus,"
+      " min(l.value) AS min, max(l.value) AS max, max(l.value) / min(l.value) - 1 AS spread"
+      " FROM latest l JOIN devices d ON d.id = l.device_id WHERE d.kind = 'gpu' AND l.value > 0"
+      " GROUP BY d.name, l.kind HAVING count(DISTINCT d.uuid) > 1 ORDER BY d.name, l.kind";
+  if (!arr) return tune_fail(err, TUNE_ENOMEM, "db merge: out of memory");
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
+  if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
+  *rows = arr;
+  arr = NULL;
+fail:
+  sqlite3_finalize(st);
+  json_decref(arr);
+  return rc;
+}
+
 /* Every table of the attached input, then (strict) the refusal of a mix. */
 static int merge_tables(db_merger *m, const char *in_path, db_merge_stats *st, tune_err *err) {
   db_conn *db = m->db;

@@ -76,6 +76,13 @@ int db_merger_add(db_merger *m, const char *in_path, db_merge_stats *st, tune_er
  * problem_hash, devices: [...], drivers: ["name / driver", ...], sources: [...]}. */
 int db_merger_mixes(db_merger *m, json_t **rows, tune_err *err);
 
+/* The reference kernels every run times on its GPU (the peaks: tune's copy and wgmma kernels,
+ * tuner/peaks.h), compared across the GPUs of one model in OUT, so that results merged from
+ * several machines can be judged comparable: *rows is a new JSON array of {device, kind, unit,
+ * gpus, min, max, spread} (spread = max / min - 1) for each model and peak kind measured on more
+ * than one GPU. */
+int db_merger_reference_spread(db_merger *m, json_t **rows, tune_err *err);
+
 void db_merger_close(db_merger *m);
 
 #endif

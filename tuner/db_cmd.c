@@ -336,6 +336,24 @@ static void print_mixes(json_t *mixes) {
   }
 }
 
+/* GPUs of one model whose reference kernels (peaks) differ by more than this are not comparable:
+ * a clock, power or memory setting differs between the machines. */
+#define REFERENCE_SPREAD_MAX 0.05
+
+/* One line per (model, peak kind) timed on several GPUs: their spread and the verdict. */
+static void print_reference_spread(json_t *rows) {
+  size_t i;
+  json_t *r;
+  json_array_foreach(rows, i, r) {
+    double spread = json_number_value(json_object_get(r, "spread"));
+    printf("reference %s on %lld GPUs of %s: %.4g .. %.4g %s (spread %.1f %%): %s\n",
+           json_string_value(json_object_get(r, "kind")), (long long)json_integer_value(json_object_get(r, "gpus")),
+           json_string_value(json_object_get(r, "device")), json_number_value(json_object_get(r, "min")),
+           json_number_value(json_object_get(r, "max")), json_string_value(json_object_get(r, "unit")), 100 * spread,
+           spread > REFERENCE_SPREAD_MAX ? "NOT comparable (more than 5 %: compare their results with care)" : "comparable");
+  }
+}
+
 /* tune db merge OUT IN...: the exit status. */
 static int run_merge(int argc, char **argv) {
   tune_argv ap;
@@ -361,7 +379,7 @@ static int run_merge(int argc, char **argv) {
   db_merger *m = NULL;
   db_merge_stats st, total;
   memset(&total, 0, sizeof total);
-  json_t *inputs = json_array(), *mixes = NULL;
+  json_t *inputs = json_array(), *mixes = NULL, *reference = NULL;
   int rc = db_merger_open(paths[1], &mo, &m, &err) ? 1 : 0;
   for (int i = 2; !rc && i < n; ++i) {
     if (db_merger_add(m, paths[i], &st, &err)) { rc = 1; break; }
@@ -376,10 +394,10 @@ static int run_merge(int argc, char **argv) {
     printf("%s: results %lld read, %lld added, %lld duplicates", paths[i], r->read, r->added, r->duplicates);
     print_added(&st);
   }
-  if (m && db_merger_mixes(m, &mixes, &err)) rc = 1;
-  if (json && mixes) {
-    json_t *o = json_pack("{ss sO so sO}", "out", paths[1], "inputs", inputs, "total", stats_json(paths[1], &total),
-                          "mixes", mixes);
+  if (m && (db_merger_mixes(m, &mixes, &err) || db_merger_reference_spread(m, &reference, &err))) rc = 1;
+  if (json && mixes && reference) {
+    json_t *o = json_pack("{ss sO so sO sO}", "out", paths[1], "inputs", inputs, "total", stats_json(paths[1], &total),
+                          "mixes", mixes, "reference", reference);
     print_json(o);
     json_decref(o);
   } else if (!rc && n > 3) {
@@ -387,10 +405,11 @@ static int run_merge(int argc, char **argv) {
     printf("%s: results %lld read, %lld added, %lld duplicates from %d databases\n", paths[1], r->read, r->added,
            r->duplicates, n - 2);
   }
-  if (!json) print_mixes(mixes);
+  if (!json) print_mixes(mixes), print_reference_spread(reference);
   if (rc) fprintf(stderr, "tune %s\n", err.msg); /* "db merge: ..." or "db: FILE: ..." */
   json_decref(inputs);
   json_decref(mixes);
+  json_decref(reference);
   db_merger_close(m);
   return rc;
 }

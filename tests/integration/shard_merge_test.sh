@@ -133,4 +133,24 @@ check "slurm_array.sh exits 0" test $? -eq 0
 check "it submitted an array of 3" contains sbatch.log "sbatch 1-3 .*tune_shard.sh run"
 check "and the merge" contains sbatch.log "tune_shard.sh merge"
 check "the array's merge is the unsharded run" cmp -s <(pairs array/merged.db | sort -u) all.pairs
+# the reference kernels (peaks) of GPUs of one model, from different machines, are compared at merge
+peaks_db() { # peaks_db FILE UUID COPY_GBPS
+  python3 - "$@" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO devices(kind, name, arch, uuid) VALUES ('gpu', 'NVIDIA H100 80GB HBM3', 'sm_90', ?)", (sys.argv[2],))
+dev = db.execute("SELECT id FROM devices WHERE uuid = ?", (sys.argv[2],)).fetchone()[0]
+db.execute("INSERT INTO peaks(device_id, kind, value, unit) VALUES (?, 'copy_GBps', ?, 'GB/s')", (dev, float(sys.argv[3])))
+db.commit()
+PY
+}
+for i in 1 2 3; do cp all.db peaks$i.db; done
+peaks_db peaks1.db GPU-a 3000; peaks_db peaks2.db GPU-b 3030; peaks_db peaks3.db GPU-c 2500
+"$TUNE" db merge ref_ok.db peaks1.db peaks2.db >ref_ok.txt 2>&1
+check "a merge of two machines' GPUs succeeds" test $? -eq 0
+check "their reference kernels agree" contains ref_ok.txt "reference copy_GBps on 2 GPUs of NVIDIA H100 80GB HBM3: 3000 .. 3030 GB/s (spread 1.0 %): comparable"
+"$TUNE" db merge ref_bad.db peaks1.db peaks2.db peaks3.db >ref_bad.txt 2>&1
+check "a slower machine is named" contains ref_bad.txt "on 3 GPUs of NVIDIA H100 80GB HBM3: 2500 .. 3030 GB/s (spread 21.2 %): NOT comparable"
+"$TUNE" db merge ref_json.db peaks1.db peaks3.db --json >ref.json 2>&1
+check "--json lists the reference spread" python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["reference"]; sys.exit(0 if r and r[0]["gpus"] == 2 and abs(r[0]["spread"] - 0.2) < 1e-9 else 1)' ref.json
 finish
