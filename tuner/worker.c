@@ -478,6 +478,10 @@ static json_t *relaunch_check(wstate *w, launch *l, int n, const uint64_t *out_h
   char wrong[1024] = "", why[1024] = "";
   *failed = 1;
   if (poison_outputs(w, err)) return NULL;
+  if (tune_cu.cuMemsetD8Async(w->flush, 0x5a, w->flush_bytes, 0) != CUDA_SUCCESS) {
+    tune_fail(err, TUNE_ECUDA, "worker: L2 flush before the relaunch check failed");
+    return NULL;
+  }
   CUresult r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) { *failed = 0; return tune_wk_crash_reply(r, why[0] ? why : "in the launch after timing"); }
@@ -615,8 +619,10 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 1. verify: outputs and scratch poisoned (a scratch the recipe declares zero = true is zeroed
-     by each launch instead), so a variant that reads scratch it never wrote fails here */
+     by each launch instead), so a variant that reads scratch it never wrote fails here; L2 flushed
+     as before every timed launch, so that the checked launch looks like any other to the kernel */
   if (poison_outputs(w, err) || poison_scratch(w, err)) goto fail;
+  CU_TRY(err, cuMemsetD8Async(w->flush, 0xa5, w->flush_bytes, 0));
   r = tune_wk_run_launches(w, l, n, why, sizeof why);
   if (r != CUDA_SUCCESS) {
     reply = is_sticky(r) ? tune_wk_crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
