@@ -17,50 +17,17 @@ The inputs are those of tune's worker for the same seed: a and w normal(0, 1) fr
 here as tuner/inputs.c computes them (fill_offsets, randint) from the seed and the arg's index in the
 recipe's args, so both sides time the same token distribution. torch is imported by the caller only.
 """
-import math
+import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
 # The args' positions in recipes/moe/grouped.lua (the worker seeds each input by its index)
 GROUPS_ARG_INDEX = 3
 
-_MASK = (1 << 64) - 1
-
-
-def splitmix64(x):
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
-
-
-def _uniform01(key):
-    return ((splitmix64(key & _MASK) >> 11) + 0.5) * 2.0 ** -53
-
-
-def _base(seed, arg_index):
-    return splitmix64((seed & _MASK) ^ splitmix64(arg_index + 1))
-
-
 def fill_offsets(seed, arg_index, parts, total, min_part):
-    """tuner/inputs.c fill_offsets: parts + 1 prefix sums 0 .. total, each part >= min_part, the rest
-    spread by weights u^3 (most parts short, a few long)."""
-    base = _base(seed, arg_index)
-    spare = float(total - parts * min_part)
-    cubes = [_uniform01(base + i) ** 3 for i in range(parts)]
-    wsum = 0.0
-    for c in cubes:
-        wsum += c
-    out, w = [0], 0.0
-    for i in range(parts):
-        w += cubes[i]
-        share = int(spare) if i + 1 == parts else math.floor(spare * (w / wsum))
-        out.append((i + 1) * min_part + share)
-    return out
+    return worker_inputs.offsets(seed, arg_index, parts, total, min_part)
 
 
 def fill_randint(seed, arg_index, n, lo, hi):
-    """tuner/inputs.c randint: element i from key base + 2 i, lo + splitmix64(key) % (hi - lo + 1)."""
-    base = _base(seed, arg_index)
-    return [lo + splitmix64((base + 2 * i) & _MASK) % (hi - lo + 1) for i in range(n)]
+    return worker_inputs.randint(seed, arg_index, n, lo, hi)
 
 
 DIMS = {"moe_grouped": ("E", "N", "K", "T", "min_tokens"), "moe_grouped_masked": ("E", "N", "K", "cap", "min_count")}

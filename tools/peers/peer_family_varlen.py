@@ -3,7 +3,7 @@ peer_server.py (docs/peers.md; the module contract is in peer_server._family_mod
 
 The problem: B sequences packed into T tokens, q [T, HQ, D], k and v [T, HKV, D], bf16, causal or
 not within each sequence. The lengths come from cu_seqlens drawn like the recipe's {"offsets", "T",
-1} init (tuner/inputs.c fill_offsets, reimplemented below with the same splitmix64 stream and arg
+1} init (tools/peers/worker_inputs.py: tuner/inputs.c's fill_offsets with the same splitmix64 stream and arg
 index: the same seed gives the same lengths, and `tune compare` sends the peer server the seed it
 gives the worker, so the peers see the very batch tune's variants see; most sequences short, a
 few long). Every input set of one measurement has the same lengths; only q, k, v differ.
@@ -19,43 +19,16 @@ Peers (each skipped with its reason where this torch lacks it):
 
 torch is imported by the builders only (the unit test runs without it).
 """
-import math
+import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
 RECIPE = "attention.varlen"
 DIMS = ("B", "T", "HQ", "HKV", "D", "causal")
 CU_SEQLENS_ARG = 4  # index of cu_seqlens among recipes/attention/varlen.lua's args (the init's stream)
-M64 = (1 << 64) - 1
-
-
-def splitmix64(x):
-    x = (x + 0x9E3779B97F4A7C15) & M64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
-    return x ^ (x >> 31)
-
-
-def uniform01(key):
-    return ((splitmix64(key & M64) >> 11) + 0.5) * 2.0 ** -53
 
 
 def offsets(parts, total, min_part, seed, arg_index=CU_SEQLENS_ARG):
-    """tuner/inputs.c fill_offsets: parts + 1 prefix sums from 0 to total, each part min_part plus
-    a share of the rest weighted by u^3."""
-    base = splitmix64(seed ^ splitmix64(arg_index + 1))
-    spare = float(total - parts * min_part)
-    u3 = []
-    for i in range(parts):
-        u = uniform01(base + i)
-        u3.append(u * u * u)
-    wsum = 0.0
-    for x in u3:
-        wsum += x
-    out, w = [0], 0.0
-    for i in range(parts):
-        w += u3[i]
-        share = int(spare) if i + 1 == parts else int(math.floor(spare * (w / wsum)))
-        out.append((i + 1) * min_part + share)
-    return out
+    """The worker's cu_seqlens for this seed (tuner/inputs.c fill_offsets)."""
+    return worker_inputs.offsets(seed, arg_index, parts, total, min_part)
 
 
 def set_bytes(d):

@@ -305,6 +305,8 @@ def _family_modules():
         import importlib.util
         _FAMILY_MODULES = []
         here = os.path.dirname(os.path.abspath(__file__))
+        if here not in sys.path:  # the modules import their helpers (worker_inputs) from here
+            sys.path.insert(0, here)
         for path in sorted(glob.glob(os.path.join(here, "peer_family_*.py"))):
             name = os.path.splitext(os.path.basename(path))[0]
             spec = importlib.util.spec_from_file_location(name, path)
