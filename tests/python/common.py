@@ -31,6 +31,9 @@ BUNDLES = {
     "norm": (("rmsnorm.db", "softmax.db"), "rmsnorm,softmax.split"),
     "attention": (("attention.db", "attention.prefill_sm90.db"), "attention.prefill,attention.prefill_sm90"),
     "gemm": (("gemm.db",), "gemm"),
+    "varlen": (("attention.varlen.db",), "attention.varlen"),
+    "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
+    "fp8": (("gemm.fp8.db",), "gemm.fp8,gemm.fp8_fast"),
 }
 DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
 # the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config

@@ -1,7 +1,8 @@
 """tunert.torch on a GPU (skipped without CUDA): each op's tuned path against an fp32 PyTorch
 reference at a recorded problem, portable kernels (nearest, generic) for untuned problems, the
 PyTorch fallback outside a family's domain, CUDA graph capture and replay, opcheck on CUDA
-tensors, and the binding's launch with torch tensors. Decode is tuned here first (decode_bundle:
+tensors, and the binding's launch with torch tensors; the serving ops (attention_varlen,
+grouped_mm(_masked), scaled_mm) on bundles of the recorded varlen, MoE and FP8 databases. Decode is tuned here first (decode_bundle:
 the recorded attention.db predates the decode recipe's serving contract)."""
 import unittest
 
@@ -231,6 +232,170 @@ class OpsGpuTest(unittest.TestCase):
             self.assertLess(rel_l2(y, torch.softmax(x.float(), -1)), 1e-2)
             with self.assertRaises(tunert.DeviceMismatch):
                 s.launch({"x": x.cpu(), "y": y})
+
+
+def cu_seqlens(T, B):
+    """int32 [B + 1] on the GPU: B lengths >= 1 summing to T."""
+    cuts = (torch.randperm(T - 1)[: B - 1] + 1).sort().values
+    return torch.cat([torch.tensor([0]), cuts, torch.tensor([T])]).to(torch.int32).cuda()
+
+
+def expert_offsets(T, E, empty=(1,)):
+    """int32 [E + 1] on the GPU: rows of E experts summing to T, the experts in `empty` without rows."""
+    ends = torch.randint(0, T + 1, (E - 1,)).sort().values.tolist() + [T]
+    offs = [0]
+    for e in range(E):
+        offs.append(offs[-1] if e in empty else max(offs[-1], ends[e]))
+    offs[-1] = T
+    return torch.tensor(offs, dtype=torch.int32, device="cuda")
+
+
+def fp8(*shape):
+    return torch.randn(*shape, device="cuda").to(torch.float8_e4m3fn)
+
+
+@needs_cuda
+class ServingOpsGpuTest(unittest.TestCase):
+    """attention_varlen, grouped_mm(_masked) and scaled_mm on bundles of the recorded
+    attention.varlen.db, moe.grouped.db and gemm.fp8.db."""
+
+    def use(self, name):
+        tt.use_bundle(bundle(name), strict=False)
+        tt.reset_stats()
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def counts(self, op):
+        s = tt.stats()[op]
+        return s["tuned"], s["vendor"], s["fallback"], s["kinds"]
+
+    def varlen_ref(self, q, k, v, cu, causal=True, scale=None):
+        return tt._ops_varlen._varlen_loop(q.float(), k.float(), v.float(), cu, causal, scale)
+
+    def test_varlen_tuned_nearest_and_scale(self):
+        self.use("varlen")
+        for T, B, kind in ((16384, 64, "tuned"), (1000, 7, "nearest")):   # b64t16384hq32kv8d128c; untuned
+            q, k, v, cu = bf(T, 32, 128), bf(T, 8, 128), bf(T, 8, 128), cu_seqlens(T, B)
+            o = tt.attention_varlen(q, k, v, cu)
+            self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu)), 2e-2, (T, B))
+            self.assertEqual(tt.explain("attention_varlen", q, k, v, cu).selection_kind, kind)
+        o = tt.attention_varlen(q, k, v, cu, scale=0.05)
+        self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu, scale=0.05)), 2e-2)
+        tuned, vendor, fallback, kinds = self.counts("attention_varlen")
+        self.assertEqual((tuned, fallback, kinds.get("tuned"), kinds.get("nearest")), (3, 0, 1, 2))
+
+    def test_varlen_fused_qkv_views(self):
+        self.use("varlen")
+        T, B, HQ, HKV, D = 4096, 16, 32, 8, 128
+        qkv = bf(T, (HQ + 2 * HKV) * D)
+        q = qkv[:, : HQ * D].view(T, HQ, D)
+        k = qkv[:, HQ * D:(HQ + HKV) * D].view(T, HKV, D)
+        v = qkv[:, (HQ + HKV) * D:].view(T, HKV, D)
+        cu = cu_seqlens(T, B)
+        o = tt.attention_varlen(q, k, v, cu)
+        self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu)), 2e-2)
+        p = tt.explain("attention_varlen", q, k, v, cu)
+        # in place (row strides) on a cp.async variant, copied on a TMA one
+        self.assertEqual(bool(p.strided), not p.selection.info.variant["USE_TMA"])
+        self.assertEqual(self.counts("attention_varlen")[0], 1)
+
+    def test_varlen_fallback_and_strict(self):
+        self.use("varlen")
+        T, B = 2048, 9   # D 64 not causal: no entry (D and causal are compiled in)
+        q, k, v, cu = bf(T, 32, 64), bf(T, 8, 64), bf(T, 8, 64), cu_seqlens(T, B)
+        for max_seqlen in (None, T):
+            o = tt.attention_varlen(q, k, v, cu, max_seqlen=max_seqlen, causal=False)
+            self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu, causal=False)), 2e-2)
+        self.assertEqual(self.counts("attention_varlen")[:3], (0, 0, 2))
+        tt.set_strict(True)
+        try:
+            with self.assertRaises(tunert.NoVariant):
+                tt.attention_varlen(q, k, v, cu, causal=False)
+        finally:
+            tt.set_strict(False)
+
+    def test_varlen_graph_replays_with_new_lengths(self):
+        self.use("varlen")
+        T, B = 8192, 256   # b256t8192hq32kv8d128c
+        q, k, v, cu = bf(T, 32, 128), bf(T, 8, 128), bf(T, 8, 128), cu_seqlens(T, B)
+        tt.attention_varlen(q, k, v, cu)   # warm up: plan, module load outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            o = tt.attention_varlen(q, k, v, cu)
+        for step in range(3):
+            cu.copy_(cu_seqlens(T, B))
+            q.copy_(bf(T, 32, 128))
+            g.replay()
+            torch.cuda.synchronize()
+            self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu)), 2e-2, f"replay {step}")
+        self.assertEqual(self.counts("attention_varlen")[0], 2)   # warm-up and capture
+
+    def grouped_ref(self, a, w, offs):
+        return tt._ops_moe._grouped_loop(a.float(), w.float(), offs)
+
+    def test_grouped_mm(self):
+        self.use("moe")
+        E, N, K = 8, 4096, 14336
+        w = bf(E, N, K, scale=0.05)
+        a, offs = bf(32, K, scale=0.05), expert_offsets(32, E, empty=(1, 5))   # e8n4096k14336t32m1: tuned
+        self.assertLess(rel_l2(tt.grouped_mm(a, w, offs), self.grouped_ref(a, w, offs)), 1e-2)
+        self.assertEqual(self.counts("grouped_mm")[0], 1)
+        a, offs = bf(8192, K, scale=0.05), expert_offsets(8192, E)   # t8192m1: the recorded vendor entry
+        self.assertLess(rel_l2(tt.grouped_mm(a, w, offs), self.grouped_ref(a, w, offs)), 1e-2)
+        a, w, offs = bf(100, 256), bf(16, 512, 256), expert_offsets(100, 16, empty=(0, 7, 15))   # untuned
+        self.assertLess(rel_l2(tt.grouped_mm(a, w, offs), self.grouped_ref(a, w, offs)), 1e-2)
+        a, w, offs = bf(100, 250), bf(16, 512, 250), expert_offsets(100, 16)   # K % 8: outside the domain
+        self.assertLess(rel_l2(tt.grouped_mm(a, w, offs), self.grouped_ref(a, w, offs)), 1e-2)
+        tuned, vendor, fallback, kinds = self.counts("grouped_mm")
+        self.assertEqual((tuned + vendor, fallback), (3, 1), tt.stats())
+        self.assertGreaterEqual(kinds.get("nearest", 0), 1, kinds)
+
+    def test_grouped_mm_masked_zeros_past_counts(self):
+        self.use("moe")
+        E, cap, N, K = 8, 16, 28672, 4096   # e8n28672k4096cap16m1
+        a, w = bf(E, cap, K, scale=0.05), bf(E, N, K, scale=0.05)
+        counts = torch.tensor([16, 0, 3, 1, 16, 7, 0, 9], dtype=torch.int32, device="cuda")
+        c = tt.grouped_mm_masked(a, w, counts)
+        ref = torch.bmm(a.float(), w.float().transpose(1, 2))
+        for e, n in enumerate(counts.tolist()):
+            if n:
+                self.assertLess(rel_l2(c[e, :n], ref[e, :n]), 1e-2, e)
+            self.assertEqual(c[e, n:].abs().max().item() if n < cap else 0.0, 0.0, e)
+        tuned, vendor, fallback, _ = self.counts("grouped_mm_masked")
+        self.assertEqual((tuned + vendor, fallback), (1, 0))
+
+    def test_scaled_mm_modes(self):
+        self.use("fp8")
+        M, N, K = 4096, 14336, 4096   # m4096n14336k4096_{tensor,row,block}
+        a, b = fp8(M, K), fp8(N, K)
+        f32 = dict(device="cuda", dtype=torch.float32)
+        scales = {"tensor": (torch.tensor(0.8, **f32), torch.tensor([1.2 / 64], **f32)),
+                  "row": (torch.rand(M, **f32) + 0.5, (torch.rand(N, **f32) + 0.5) / 64),
+                  "block": (torch.rand(M, 32, **f32) * 4 + 1 / 64, (torch.rand(112, 32, **f32) * 4 + 1 / 64) / 64)}
+        for mode, (sa, sb) in scales.items():
+            ref = tt._ops_fp8._scaled_mm_dequant(a, b, sa, sb, mode, torch.float32)
+            self.assertLess(rel_l2(tt.scaled_mm(a, b, sa, sb), ref), 5e-3, mode)
+            self.assertLess(rel_l2(tt.scaled_mm(a, b, sa, sb, use_fast_accum=mode != "block"), ref), 3e-2, mode)
+        tuned, vendor, fallback, _ = self.counts("scaled_mm")
+        self.assertEqual((tuned + vendor, fallback), (6, 0), tt.stats())
+        # untuned: a portable entry; another output dtype: PyTorch
+        a, sa, sb = fp8(100, K), torch.rand(100, 32, **f32) + 0.5, torch.rand(32, 32, **f32) / 64
+        b = fp8(4096, K)
+        ref = tt._ops_fp8._scaled_mm_dequant(a, b, sa, sb, "block", torch.float32)
+        self.assertLess(rel_l2(tt.scaled_mm(a, b, sa, sb), ref), 5e-3)
+        self.assertEqual(tt.explain("scaled_mm", a, b, sa, sb).selection_kind, "nearest")
+        self.assertLess(rel_l2(tt.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref), 1e-5)
+        self.assertEqual(self.counts("scaled_mm")[2], 1)
+
+    def test_opcheck_on_cuda(self):
+        self.use("moe")
+        a, w, offs = bf(32, 14336), bf(8, 4096, 14336), expert_offsets(32, 8)
+        torch.library.opcheck(torch.ops.tunert.grouped_mm.default, (a, w, offs))
+        self.use("varlen")
+        torch.library.opcheck(torch.ops.tunert.attention_varlen.default,
+                              (bf(1000, 32, 128), bf(1000, 8, 128), bf(1000, 8, 128), cu_seqlens(1000, 7)))
 
 
 if __name__ == "__main__":

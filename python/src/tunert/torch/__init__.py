@@ -7,15 +7,22 @@
     o = tt.decode(q, k_cache, v_cache, block_table, seq_lens)  # paged decode, attention.decode
     y = tt.rmsnorm(x, w); y, h = tt.rmsnorm(x, w, residual=r)  # rmsnorm / rmsnorm.add
     p = tt.softmax(x)                        # softmax / softmax.split / softmax.cluster
+    o = tt.attention_varlen(q, k, v, cu_seqlens)  # packed [T, H, D], attention.varlen
+    c = tt.grouped_mm(a, w, offsets)         # MoE experts, moe.grouped (grouped_mm_masked: masked)
+    c = tt.scaled_mm(a8, b8, sa, sb)         # FP8 e4m3, gemm.fp8 (tensor / row / block scales)
     print(tt.stats())                        # tuned / vendor / fallback / cpu calls per op
 
 A problem the bundle cannot serve runs the PyTorch equivalent (counted; strict mode raises);
 CPU tensors always run the PyTorch reference. See docs/python.md.
 """
 from ._ops import attention, decode, linear, prefill, rmsnorm, rmsnorm_add, rmsnorm_op, softmax, softmax_op
+from ._ops_varlen import attention_varlen
+from ._ops_moe import grouped_mm, grouped_mm_masked
+from ._ops_fp8 import scaled_mm, scaled_mm_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle
 from ._explain import explain
 
 __all__ = ["use_bundle", "set_strict", "is_strict", "bundle_path", "stats", "reset_stats", "explain",
            "linear", "attention", "prefill", "decode", "rmsnorm", "rmsnorm_add", "softmax",
-           "rmsnorm_op", "softmax_op", "Plan", "Fallback"]
+           "attention_varlen", "grouped_mm", "grouped_mm_masked", "scaled_mm",
+           "rmsnorm_op", "softmax_op", "scaled_mm_op", "Plan", "Fallback"]

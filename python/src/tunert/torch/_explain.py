@@ -7,7 +7,8 @@ def explain(op, *args, device=0, **kwargs):
     tunert.torch.<op> takes for CUDA tensors shaped like args on CUDA device `device`. The tensors
     may be on any device, "meta" included (only shapes and dtypes are read), so a plan can be
     inspected on a machine without a GPU (use_bundle(path, no_device=True, arch="sm_90a")).
-    op: linear, attention (prefill), decode, rmsnorm, rmsnorm_add, softmax."""
+    op: linear, attention (prefill), decode, rmsnorm, rmsnorm_add, softmax, attention_varlen,
+    grouped_mm, grouped_mm_masked, scaled_mm."""
     fn = _ops.PROBLEMS.get(op)
     if fn is None:
         raise KeyError(f"tunert.torch.explain: no op {op!r} (ops: {', '.join(sorted(_ops.PROBLEMS))})")

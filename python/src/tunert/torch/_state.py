@@ -161,7 +161,9 @@ def plan(op, key, device_index, candidates):
     "strided")} for one passed with its own strides (see Selection.launch), scalars {name: value}
     passed where the bundle has no value, knobs {name: value} always passed (where the family has
     that scalar), needs: groups of tensor names of which the family must take one (an input the
-    op cannot drop, e.g. per-sequence lengths)."""
+    op cannot drop, e.g. per-sequence lengths). An optional seventh item, accept(selection) ->
+    None or a reason, refuses a selection this candidate cannot use (e.g. strided inputs on a
+    variant whose tensor maps assume dense rows)."""
     p = plans.get(key)
     if p is not None:
         return p
@@ -180,11 +182,11 @@ def _make_plan(device_index, candidates):
         if isinstance(cand, str):
             reasons.append(cand)
             continue
-        family, dims, tensors, scalars, knobs, needs = cand
+        family, dims, tensors, scalars, knobs, needs, *accept = cand
         if family not in have:
             reasons.append(f"no family {family} in the bundle")
             continue
-        r = _bind(b, family, dims, tensors, scalars, knobs, needs)
+        r = _bind(b, family, dims, tensors, scalars, knobs, needs, accept[0] if accept else None)
         (found if isinstance(r, Plan) else reasons).append(r)
     if not found:
         return Fallback("fallback", "; ".join(reasons) or "no candidate family")
@@ -202,7 +204,7 @@ def _preference(p):
     return (0 if i.exact else 2 if i.kind == "fallback" else 1, i.measured_ns)
 
 
-def _bind(b, family, dims, tensors, scalars, knobs, needs):
+def _bind(b, family, dims, tensors, scalars, knobs, needs, accept=None):
     f = b.family(family)
     missing = [d for d in f.dims if d not in dims]
     if missing:
@@ -211,6 +213,9 @@ def _bind(b, family, dims, tensors, scalars, knobs, needs):
         sel = b.select(family, {d: dims[d] for d in f.dims})
     except TunertError as e:
         return str(e) if str(e).startswith(family) else f"{family}: {e}"
+    why = accept(sel) if accept is not None and not sel.is_vendor else None
+    if why:
+        return f"{family}: {why}"
     names, slices, strided, sc = [], {}, set(), {}
     for a in sel.info.args:
         if a.role in ("input", "output"):
