@@ -130,8 +130,9 @@ void bench_hist_append(bench_run *br);
 /* [kind] 0: the best found within each evaluation budget, 1: within each time budget [ns]. */
 double *bench_found_at(const bench_run *br, int s, int seed_i, int kind);
 
-/* Evaluations a trajectory covers: half the space, at least 20 (all of a smaller space); as
- * tools/bench/kernel_tuner_sim.py's trajectory_cap. */
+/* Evaluations a trajectory covers: criterion (c)'s bar, at least 20 (all of a smaller space). B98
+ * beyond it fails (a) and (c) whatever it is; Kernel Tuner's trajectories go further
+ * (kernel_tuner_sim.py's trajectory_cap: half the space), so its B98 is known where tune's is. */
 long bench_trajectory_cap(size_t n);
 
 /* ---- scores and output (report.c) ---- */

@@ -160,8 +160,7 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
 }
 
 long bench_trajectory_cap(size_t n) {
-  long half = (long)(n + 1) / 2;
-  long cap = half > 20 ? half : 20;
+  long cap = bench_bar_c(n) > 20 ? bench_bar_c(n) : 20;
   return cap < (long)n ? cap : (long)n;
 }
 
