@@ -238,9 +238,9 @@ def task(args):
 
 
 def trajectory_cap(n):
-    """Evaluations a --trajectory run may spend: half the space, at least 20 (all of a smaller one).
-    B98 beyond it reads as "more than the cap"; the criteria need at most max(25 %, 10)."""
-    return min(n, max(20, (n + 1) // 2))
+    """Evaluations a --trajectory run may spend: criterion (c)'s bar max(25 %, 10), at least 20 (all
+    of a smaller space), as tune-bench-search's trajectories. B98 beyond it reads as not reached."""
+    return min(n, max(20, max(int(math.floor(0.25 * n + 0.5)), 10)))
 
 
 def task_trajectory(args):
@@ -275,7 +275,8 @@ def main_trajectory(a, strategies):
     written to --json for tools/bench/search_criteria.py (B98 and the criteria)."""
     import kernel_tuner
     tasks, spaces = [], {}
-    for path in a.caches:
+    # smallest spaces first: a run cut short has whole spaces done (written every minute to --json)
+    for path in sorted(a.caches, key=lambda p: len(load_space(p)[2])):
         c, keys, entries = load_space(path)
         ok = sorted(cost for _, cost, _ in entries if cost >= 0)
         if not ok:
@@ -289,7 +290,27 @@ def main_trajectory(a, strategies):
                 tasks.append((path, s, seed, trajectory_cap(n), a.run_timeout))
     print(f"Kernel Tuner {kernel_tuner.__version__} in simulation mode, trajectories, {a.repeats} seeds per strategy"
           f"{'' if a.no_patch else ' (neighbour-cache bug of 1.5.0 patched: list(neighbor_indices))'}")
-    t0 = time.time()
+    t0 = last = time.time()
+    left = {path: len(strategies) * a.repeats for path in spaces}
+
+    def write(final):
+        """Every space whose runs are all done (all of them when final) to --json."""
+        if not a.json:
+            return
+        done = []
+        for path, sp in spaces.items():
+            if left[path] and not final:
+                continue
+            d = dict(sp, strategies={})
+            for s, st in sp["strategies"].items():
+                d["strategies"][s] = dict(st, runs=[st["runs"][k] for k in sorted(st["runs"])])
+            done.append(d)
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(dict(kernel_tuner=kernel_tuner.__version__, mode="trajectory", repeats=a.repeats,
+                           strategies=strategies, runs=len(tasks), runtime_s=time.time() - t0, jobs=a.jobs,
+                           complete=final, problems=done), f, separators=(",", ":"))
+        os.replace(a.json + ".tmp", a.json)
+
     with multiprocessing.Pool(a.jobs, initializer=_init_worker, initargs=(not a.no_patch,),
                               maxtasksperchild=20) as pool:
         for path, s, seed, steps, err, dt in pool.imap_unordered(task_trajectory, tasks, chunksize=1):
@@ -299,16 +320,12 @@ def main_trajectory(a, strategies):
                 st["errors"].append(f"seed {seed}: {err}")
             else:
                 st["runs"][seed] = steps
-    runtime_s = time.time() - t0
-    print(f"({len(tasks)} runs in {runtime_s:.0f} s)")
-    for sp in spaces.values():
-        for st in sp["strategies"].values():
-            st["runs"] = [st["runs"][k] for k in sorted(st["runs"])]
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(dict(kernel_tuner=kernel_tuner.__version__, mode="trajectory", repeats=a.repeats,
-                           strategies=strategies, runs=len(tasks), runtime_s=runtime_s, jobs=a.jobs,
-                           problems=list(spaces.values())), f, separators=(",", ":"))
+            left[path] -= 1
+            if time.time() - last > 60:
+                write(False)
+                last = time.time()
+    print(f"({len(tasks)} runs in {time.time() - t0:.0f} s)")
+    write(True)
     return 0
 
 
