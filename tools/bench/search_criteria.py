@@ -77,13 +77,14 @@ def b98_w90(runs, opt, cap):
     return b98, w90
 
 
-def kt_score(runs, tp):
-    """Mean over the six evaluation budgets of the median P (random = 0, optimum = 1); budgets where
-    random search already reaches the optimum are left out. None when no budget counts."""
+def kt_score(runs, tp, cap):
+    """Mean over the evaluation budgets (1 .. 50 %) within the trajectories' cap of the median P
+    (random = 0, optimum = 1); budgets where random search already reaches the optimum are left out.
+    None when no budget counts."""
     opt, ps = tp["optimum_ns"], []
     for b in tp["budgets"]:
         base, den = b["baseline_eval_ns"], b["baseline_eval_ns"] - opt
-        if not den > 1e-12 * opt:
+        if not den > 1e-12 * opt or b["evals"] > cap:
             continue
         worst = tp["worst_ns"]
         found = [best_at(s, b["evals"]) for s in runs]
@@ -110,7 +111,7 @@ def load_kt(paths):
             if s not in strategies:
                 strategies.append(s)
         for p in d["problems"]:
-            kt[(p["recipe"], p["problem"], p["n_points"])] = p
+            kt[(p["recipe"], p["problem"], p["device"])] = p
     return kt, strategies
 
 
@@ -134,10 +135,10 @@ def main():
     for s in strategies:
         v = []
         for p in probs:
-            k = kt.get((p["recipe"], p["problem"], p["n_points"]))
+            k = kt.get((p["recipe"], p["problem"], p["device"]))
             if p["set"] != "design" or not k or s not in k["strategies"]:
                 continue
-            sc = kt_score(k["strategies"][s]["runs"], p)
+            sc = kt_score(k["strategies"][s]["runs"], p, k["cap"])
             if sc is not None:
                 v.append(sc)
         scores[s] = (sum(v) / len(v), len(v)) if v else (None, 0)
@@ -148,7 +149,7 @@ def main():
     rows, missing = [], []
     for p in probs:
         n, cap = p["n_points"], p["trajectory_cap"]
-        k = kt.get((p["recipe"], p["problem"], n))
+        k = kt.get((p["recipe"], p["problem"], p["device"]))
         row = dict(set=p["set"], recipe=p["recipe"], problem=p["problem"], n_points=n, n_ok=p["n_ok"],
                    cap=cap, bar_a=bar_a(n), bar_c=bar_c(n))
         row["cap"] = cap = tune_cap(n)  # older outputs went further: the same cap for all
