@@ -124,50 +124,6 @@ static void test_design_after_warm_start(void) {
   search_space_free(sp);
 }
 
-/* The initial design is one batch: cold, the centre and space-filling points, points / 12 rounded
- * and at least 3 (a 64-point space: 5), so that a space with many near-optimal configs away from
- * the centre is sampled like random search does before the model steers; after a warm start,
- * (points + 40) / 60 far points (64 points: 1). The cold design's points lie farther apart than
- * random picks: the least squared distance between two of them, averaged over 20 seeds, is
- * above 0.2 (random picks of 5 points: 0.05 on this space, in normalized coordinates; the design's
- * maximin draws: 0.3). */
-static void test_cold_design(void) {
-  int nv[2] = {8, 8};
-  search_space_def def = {.n_params = 2, .n_values = nv};
-  search_space *sp = NULL;
-  tune_err err;
-  tune_err_clear(&err);
-  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp);
-  if (!sp) return;
-  double sum_min = 0;
-  for (uint64_t seed = 1; seed <= 20; seed++) {
-    search_strategy *s = NULL, *w = NULL;
-    uint64_t pts[32];
-    int n = 0, nw = 0;
-    CHECK(search_strategy_new("bayes", sp, seed, &s, &err) == TUNE_OK);
-    CHECK(s && search_strategy_next_batch(s, pts, 32, &n, &err) == TUNE_OK && n == 5);
-    double dmin = INFINITY;
-    for (int i = 0; i < n; i++)
-      for (int j = i + 1; j < n; j++) {
-        int a[SEARCH_MAX_PARAMS], b[SEARCH_MAX_PARAMS];
-        search_point_decode(sp, pts[i], a);
-        search_point_decode(sp, pts[j], b);
-        double d = ((a[0] - b[0]) / 7.0) * ((a[0] - b[0]) / 7.0) + ((a[1] - b[1]) / 7.0) * ((a[1] - b[1]) / 7.0);
-        if (d < dmin) dmin = d;
-      }
-    sum_min += n == 5 ? dmin : 0;
-    CHECK(search_strategy_new("bayes", sp, seed, &w, &err) == TUNE_OK);
-    if (w) search_strategy_observe(w, sp->points[0], 1000.0);
-    CHECK(w && search_strategy_next_batch(w, pts, 32, &nw, &err) == TUNE_OK && nw == 1);
-    search_strategy_free(s);
-    search_strategy_free(w);
-  }
-  printf("bayes_test: cold design of 5 points, least squared distance between two, mean of 20 seeds: %.3f\n",
-         sum_min / 20);
-  CHECK(sum_min / 20 > 0.2);
-  search_space_free(sp);
-}
-
 /* Compile-time features (search_strategy_set_features) are model inputs: on a space whose value order
  * says nothing about the cost (one parameter of 64 values whose cost follows a feature, a fixed
  * scramble of the index, as registers or shared memory may follow a tile shape no order captures),
@@ -233,7 +189,6 @@ static void test_features(void) {
 int main(void) {
   test_feasibility();
   test_design_after_warm_start();
-  test_cold_design();
   test_features();
   printf("bayes_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
