@@ -84,6 +84,13 @@ extern const char *const search_strategy_names[];
 int search_strategy_new(const char *name, const search_space *space, uint64_t seed,
                         search_strategy **out, tune_err *err);
 
+/* Compile-time facts of every point, known before any is measured (a compile costs a fraction of
+ * verifying and timing a variant): feat[i * n_feat + k] is fact k (registers, shared memory, ...)
+ * of space->points[i], NAN where unknown. A strategy that models costs (bayes) takes them as model
+ * inputs beside the value indexes; the others ignore them. Only before the first proposal or
+ * observation (TUNE_EINVAL after); the values are copied. */
+int search_strategy_set_features(search_strategy *s, const double *feat, int n_feat, tune_err *err);
+
 /* Propose up to `max` points neither proposed nor observed before into out[];
  * *n_out is set to the number written, 0 when the strategy has nothing more to
  * propose. */

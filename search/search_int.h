@@ -21,6 +21,9 @@ typedef struct search_strategy_vt {
   int (*next_batch)(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err);
   /* Learn from one measured point (cost in ns, < 0: failed). May be NULL. */
   void (*observe)(search_strategy *s, uint64_t point, double cost_ns);
+  /* Take compile-time features (search_strategy_set_features; called before any proposal or
+   * observation). May be NULL: the strategy ignores them. */
+  int (*features)(search_strategy *s, const double *feat, int n_feat, tune_err *err);
   /* Free s->state (may be NULL when init failed). May be NULL if there is none. */
   void (*free)(search_strategy *s);
 } search_strategy_vt;

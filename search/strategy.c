@@ -137,6 +137,14 @@ int search_strategy_new(const char *name, const search_space *space, uint64_t se
   return TUNE_OK;
 }
 
+int search_strategy_set_features(search_strategy *s, const double *feat, int n_feat, tune_err *err) {
+  if (!s || (n_feat > 0 && !feat) || n_feat < 0 || n_feat > SEARCH_MAX_PARAMS)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_set_features: bad argument");
+  if (s->n_proposed || s->n_observed)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_set_features: only before the first proposal or observation");
+  return s->vt->features && n_feat ? s->vt->features(s, feat, n_feat, err) : TUNE_OK;
+}
+
 int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *n_out,
                                tune_err *err) {
   if (n_out) *n_out = 0;

@@ -59,8 +59,8 @@
 
 #include "strategy_common.h"
 
-#define BAYES_INIT_PER 60     /* space points per initial random point */
-#define BAYES_N_INIT_MAX 10   /* initial random points, at most */
+#define BAYES_INIT_PER 60     /* space points per design point */
+#define BAYES_N_INIT_MAX 10   /* design points, at most */
 #define BAYES_MAX_CAND 2048   /* candidates scored per step, at most */
 #define BAYES_INIT_DRAWS 16   /* random draws per space-filling initial point */
 #define BAYES_XI 0.01         /* expected-improvement margin [standardized log cost] */
@@ -76,13 +76,15 @@
 #define BAYES_FEAS_POW 0.5    /* acquisition = EI x P(feasible)^this: a soft penalty, as the best
                                  configs often lie next to the ones that fail */
 
+#define BAYES_MAX_DIM (2 * SEARCH_MAX_PARAMS) /* value indexes, then compile-time features */
+
 static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
 #define N_NOISE ((int)(sizeof noise_grid / sizeof noise_grid[0]))
 
 /* One Gaussian process over the training points (bayes_state's Xt): the cost
  * model, or the feasibility model (labels +1 success, -1 failure). */
 typedef struct gp {
-  double log_ls[SEARCH_MAX_PARAMS]; /* fitted length scales (ln) */
+  double log_ls[BAYES_MAX_DIM]; /* fitted length scales (ln) */
   double g;          /* fitted noise ratio */
   double s2;         /* fitted signal variance */
   double mean, sd;   /* the targets' standardization */
@@ -94,8 +96,11 @@ typedef struct gp {
 
 typedef struct bayes_state {
   search_pool pool;
-  int d;             /* coordinates (parameters with more than one value) */
-  int n_init;        /* initial design: the centre, then random points */
+  int d;             /* coordinates: parameters with more than one value, then n_feat features */
+  int n_feat;        /* compile-time features (search_strategy_set_features), 0 none */
+  double *feat;      /* [points * n_feat] each scaled to [0, 1] over the space; unknown: 0.5 */
+  int n_init;        /* initial design: the centre, then space-filling points (after a warm start:
+                        space-filling points only) */
   int design_done;   /* the initial design was proposed (once, even after observations of points
                         it did not propose, such as tune run's warm start) */
   int n_obs, cap;    /* training points, allocated capacity */
@@ -121,7 +126,10 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   int rc = search_pool_init(&st->pool, s, 0xba7e5ull, err);
   if (rc) return rc;
   st->d = st->pool.n_free;
-  /* (n + 40) / 60: 1 up to 79 points, 2 up to 139, 3 up to 199, ... */
+  /* (n + 40) / 60: 1 up to 79 points, 2 up to 139, 3 up to 199, ... A larger cold design (points /
+     12, 3..10: the centre and maximin draws) was tried and lost more spaces than it won on
+     docs/search.md's criteria (a) and (c): on GEMM the centre and the local steps from it are
+     strong. */
   uint32_t k = (st->pool.n + 2 * BAYES_INIT_PER / 3) / BAYES_INIT_PER;
   st->n_init = k < 1 ? 1 : k > BAYES_N_INIT_MAX ? BAYES_N_INIT_MAX : (int)k;
   for (int k = 0; k < st->d; k++) st->cost.log_ls[k] = st->feas.log_ls[k] = log(BAYES_LS_PRIOR);
@@ -149,8 +157,48 @@ static void bayes_free(search_strategy *s) {
   }
   free(st->work);
   free(st->cand);
+  free(st->feat);
   free(st);
   s->state = NULL;
+}
+
+/* Model coordinates of position pos: its value indexes (search_pool_coords), then its features. */
+static void bayes_coords(const bayes_state *st, uint32_t pos, double *x) {
+  search_pool_coords(&st->pool, pos, x);
+  for (int k = 0; k < st->n_feat; k++) x[st->pool.n_free + k] = st->feat[(size_t)pos * (size_t)st->n_feat + (size_t)k];
+}
+
+/* Compile-time features as extra coordinates: each scaled to [0, 1] by its range over the space
+ * (a constant one is left out: it tells the model nothing). */
+static int bayes_features(search_strategy *s, const double *feat, int n_feat, tune_err *err) {
+  bayes_state *st = s->state;
+  uint32_t n = st->pool.n;
+  int keep[BAYES_MAX_DIM], nk = 0;
+  double lo[BAYES_MAX_DIM], hi[BAYES_MAX_DIM];
+  for (int k = 0; k < n_feat && st->pool.n_free + nk < BAYES_MAX_DIM; k++) {
+    lo[k] = INFINITY, hi[k] = -INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+      double v = feat[(size_t)i * (size_t)n_feat + (size_t)k];
+      if (isnan(v)) continue;
+      if (v < lo[k]) lo[k] = v;
+      if (v > hi[k]) hi[k] = v;
+    }
+    if (hi[k] > lo[k]) keep[nk++] = k;
+  }
+  if (nk == 0) return TUNE_OK;
+  free(st->feat);
+  st->feat = malloc((size_t)n * (size_t)nk * sizeof(double));
+  if (!st->feat) return tune_fail(err, TUNE_ENOMEM, "bayes: no memory for features");
+  for (uint32_t i = 0; i < n; i++)
+    for (int j = 0; j < nk; j++) {
+      int k = keep[j];
+      double v = feat[(size_t)i * (size_t)n_feat + (size_t)k];
+      st->feat[(size_t)i * (size_t)nk + (size_t)j] = isnan(v) ? 0.5 : (v - lo[k]) / (hi[k] - lo[k]);
+    }
+  st->n_feat = nk;
+  st->d = st->pool.n_free + nk;
+  for (int k = st->pool.n_free; k < st->d; k++) st->cost.log_ls[k] = st->feas.log_ls[k] = log(BAYES_LS_PRIOR);
+  return TUNE_OK;
 }
 
 /* ---- the Gaussian process ------------------------------------------------ */
@@ -170,7 +218,7 @@ static double matern52(const double *a, const double *b, const double *inv_ls, i
  * not positive definite. */
 static int factor(bayes_state *st, gp *m, const double *log_ls, double g, int n) {
   int d = st->d;
-  double inv_ls[SEARCH_MAX_PARAMS];
+  double inv_ls[BAYES_MAX_DIM];
   for (int k = 0; k < d; k++) inv_ls[k] = exp(-log_ls[k]);
   double *L = m->L;
   for (int i = 0; i < n; i++) {
@@ -235,7 +283,7 @@ static double log_likelihood(bayes_state *st, gp *m, const double *log_ls, doubl
 
 static void fit_hyper(bayes_state *st, gp *m, int n) {
   double best = log_likelihood(st, m, m->log_ls, m->g, n);
-  double ls[SEARCH_MAX_PARAMS];
+  double ls[BAYES_MAX_DIM];
   memcpy(ls, m->log_ls, sizeof ls);
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < N_NOISE; i++) {
@@ -388,7 +436,7 @@ static int build_model(bayes_state *st, double *best_ys) {
  * standardized units. */
 static void predict(bayes_state *st, const gp *m, const double *x, double *mu, double *sd) {
   int n = st->n_train, d = st->d;
-  double inv_ls[SEARCH_MAX_PARAMS];
+  double inv_ls[BAYES_MAX_DIM];
   for (int k = 0; k < d; k++) inv_ls[k] = exp(-m->log_ls[k]);
   double *v = st->work, mm = 0;
   for (int i = 0; i < n; i++) {
@@ -408,8 +456,8 @@ static void predict(bayes_state *st, const gp *m, const double *x, double *mu, d
  * in use (constrained expected improvement: a point the recipe or the
  * compiler rejects costs an evaluation and finds nothing). */
 static double acquisition(bayes_state *st, uint32_t pos, double best_ys) {
-  double x[SEARCH_MAX_PARAMS], mu, sd;
-  search_pool_coords(&st->pool, pos, x);
+  double x[BAYES_MAX_DIM], mu, sd;
+  bayes_coords(st, pos, x);
   predict(st, &st->cost, x, &mu, &sd);
   double imp = best_ys - mu - BAYES_XI;
   double z = imp / sd;
@@ -428,9 +476,9 @@ static double acquisition(bayes_state *st, uint32_t pos, double best_ys) {
 
 /* Squared distance between positions a and b in normalized coordinates. */
 static double dist2(const bayes_state *st, uint32_t a, uint32_t b) {
-  double xa[SEARCH_MAX_PARAMS], xb[SEARCH_MAX_PARAMS], s = 0;
-  search_pool_coords(&st->pool, a, xa);
-  search_pool_coords(&st->pool, b, xb);
+  double xa[BAYES_MAX_DIM], xb[BAYES_MAX_DIM], s = 0;
+  bayes_coords(st, a, xa);
+  bayes_coords(st, b, xb);
   for (int k = 0; k < st->d; k++) s += (xa[k] - xb[k]) * (xa[k] - xb[k]);
   return s;
 }
@@ -449,7 +497,7 @@ static long centre_point(bayes_state *st) {
     if (p->seen[i]) continue;
     search_pool_coords(p, i, x);
     double d = 0;
-    for (int k = 0; k < st->d; k++) d += fabs(x[k] - 0.5);
+    for (int k = 0; k < p->n_free; k++) d += fabs(x[k] - 0.5);
     if (d < pick_d - 1e-9) {
       pick_d = d;
       pick = i;
@@ -502,6 +550,7 @@ static long farthest_draw(bayes_state *st) {
 static int initial_design(bayes_state *st, tune_err *err) {
   search_pool *p = &st->pool;
   int c0 = 1; /* design points placed so far, the centre included */
+  int n_init = st->n_init;
   if (st->n_obs > 0) {
     /* warm start: the points seen already stand for the exploiting part; a centre point would often
        sit in their region, so the whole design fills space away from them instead */
@@ -513,7 +562,7 @@ static int initial_design(bayes_state *st, tune_err *err) {
       if (rc) return rc;
     }
   }
-  for (int c = c0; c < st->n_init && p->n_seen < p->n; c++) {
+  for (int c = c0; c < n_init && p->n_seen < p->n; c++) {
     int rc = search_pool_push(p, (uint32_t)farthest_draw(st), err);
     if (rc) return rc;
   }
@@ -551,7 +600,7 @@ static int candidates(bayes_state *st) {
   }
   for (int b = 0; b < nb; b++) {
     uint32_t nbr[2 * SEARCH_MAX_PARAMS];
-    int k = search_pool_neighbours(p, st->obs[best[b]], nbr, 2 * st->d);
+    int k = search_pool_neighbours(p, st->obs[best[b]], nbr, 2 * p->n_free);
     for (int i = 0; i < k; i++)
       if (!p->seen[nbr[i]]) {
         p->seen[nbr[i]] = 2;
@@ -684,10 +733,10 @@ static void bayes_observe(search_strategy *s, uint64_t point, double cost_ns) {
   if (grow(st)) return; /* no memory: the model goes without this point */
   int i = st->n_obs++;
   st->obs[i] = (uint32_t)pos;
-  search_pool_coords(&st->pool, (uint32_t)pos, st->X + (size_t)i * (size_t)st->d);
+  bayes_coords(st, (uint32_t)pos, st->X + (size_t)i * (size_t)st->d);
   st->y[i] = cost_ns >= 0 ? search_pool_score(&st->pool, (uint32_t)pos) : NAN;
 }
 
 const search_strategy_vt search_bayes_vt = {
     .name = "bayes", .init = bayes_init, .next_batch = bayes_next, .observe = bayes_observe,
-    .free = bayes_free};
+    .features = bayes_features, .free = bayes_free};

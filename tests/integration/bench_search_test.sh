@@ -8,6 +8,7 @@ BENCH_SEARCH="${BENCH_SEARCH:?set BENCH_SEARCH to the tune-bench-search binary}"
 check "bench-search exits 0" test $? -eq 0
 check "bench-search prints the bayes row" contains bench.txt "bayes"
 check "bench-search prints the goal line" contains bench.txt "goal at 10% of the evaluations"
+check "bench-search prints B98 and W90 per strategy" grep -q "^  bayes:cold *B98 *>*[0-9]* .*W90" bench.txt
 "$BENCH_SEARCH" "$SRC/recipes/copy.lua" --device "replay:$SRC/data/recorded/copy.db" --repeats 3 \
   --strategies nosuch >bad.txt 2>&1
 check "unknown strategy fails" test $? -ne 0

@@ -124,9 +124,72 @@ static void test_design_after_warm_start(void) {
   search_space_free(sp);
 }
 
+/* Compile-time features (search_strategy_set_features) are model inputs: on a space whose value order
+ * says nothing about the cost (one parameter of 64 values whose cost follows a feature, a fixed
+ * scramble of the index, as registers or shared memory may follow a tile shape no order captures),
+ * bayes with the feature finds the optimum in fewer than half the evaluations it needs without it,
+ * averaged over seeds. Features are refused once a point was observed. */
+static double feature_of(int i) { return (double)((i * 37 + 11) % 64); }
+
+static int evals_to_optimum(const search_space *sp, uint64_t seed, const double *feat) {
+  search_strategy *s = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  if (search_strategy_new("bayes", sp, seed, &s, &err) != TUNE_OK) return -1;
+  if (feat && search_strategy_set_features(s, feat, 1, &err) != TUNE_OK) {
+    search_strategy_free(s);
+    return -1;
+  }
+  int e = 0;
+  for (; e < 64; e++) {
+    uint64_t pt;
+    int n = 0;
+    if (search_strategy_next_batch(s, &pt, 1, &n, &err) != TUNE_OK || n != 1) break;
+    int v[SEARCH_MAX_PARAMS];
+    search_point_decode(sp, pt, v);
+    double f = feature_of(v[0]);
+    search_strategy_observe(s, pt, 1000.0 * (1.0 + 0.01 * (f - 40.0) * (f - 40.0)));
+    if (f == 40.0) break;
+  }
+  search_strategy_free(s);
+  return e + 1;
+}
+
+static void test_features(void) {
+  int nv[1] = {64};
+  search_space_def def = {.n_params = 1, .n_values = nv};
+  search_space *sp = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp && sp->n_points == 64);
+  if (!sp) return;
+  double feat[64];
+  for (int i = 0; i < 64; i++) feat[i] = feature_of(i);
+  double with = 0, without = 0;
+  int bad = 0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    int a = evals_to_optimum(sp, seed, feat), b = evals_to_optimum(sp, seed, NULL);
+    bad |= a < 0 || b < 0;
+    with += a, without += b;
+  }
+  CHECK(!bad);
+  printf("bayes_test: evaluations to the optimum, mean over 20 seeds: %.1f with the feature, %.1f without\n",
+         with / 20, without / 20);
+  CHECK(with < 0.5 * without);
+  search_strategy *s = NULL;
+  CHECK(search_strategy_new("bayes", sp, 1, &s, &err) == TUNE_OK);
+  if (s) {
+    search_strategy_observe(s, sp->points[0], 1000.0);
+    CHECK(search_strategy_set_features(s, feat, 1, &err) == TUNE_EINVAL);
+    search_strategy_free(s);
+  }
+  search_space_free(sp);
+}
+
 int main(void) {
   test_feasibility();
   test_design_after_warm_start();
+  test_features();
   printf("bayes_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }

@@ -169,7 +169,7 @@ def _run_one(path, strategy, seed, options):
         t = r.get("time")
         ok = not isinstance(t, str) and t is not None and "__error__" not in r
         secs = (r.get("compile_time", 0) + r.get("verification_time", 0) + r.get("benchmark_time", 0)) / 1e3
-        out.append((t * 1e6 if ok else -1.0, secs))
+        out.append((t * 1e6 if ok else -1.0, secs, tuple(r.get(k) for k in keys)))
     return out
 
 
@@ -213,7 +213,7 @@ def task(args):
             continue
         try:
             seq = _run_limited(path, strategy, seed, {"max_fevals": b}, limit_s)
-            fe.append(min((c for c, _ in seq if c >= 0), default=math.inf))
+            fe.append(min((c for c, _, _ in seq if c >= 0), default=math.inf))
         except Exception as e:
             fe.append(None)
             err = err or f"max_fevals {b}: {type(e).__name__}: {str(e)[:200]}"
@@ -222,7 +222,7 @@ def task(args):
             raise _NotRun()
         seq = _run_limited(path, strategy, seed, {"time_limit": secs[-1] * 1.05 + 1.0}, limit_s)
         cum, best, found = 0.0, math.inf, [math.inf] * len(secs)
-        for c, s in seq:
+        for c, s, _ in seq:
             cum += s
             if c >= 0:
                 best = min(best, c)
@@ -235,6 +235,98 @@ def task(args):
     except Exception as e:
         err = err or f"time_limit: {type(e).__name__}: {str(e)[:200]}"
     return path, strategy, seed, fe, ft, err, time.time() - t0
+
+
+def trajectory_cap(n):
+    """Evaluations a --trajectory run may spend: criterion (c)'s bar max(25 %, 10), at least 20 (all
+    of a smaller space), as tune-bench-search's trajectories. B98 beyond it reads as not reached."""
+    return min(n, max(20, max(int(math.floor(0.25 * n + 0.5)), 10)))
+
+
+def task_trajectory(args):
+    """One run of max_fevals = trajectory_cap(n): the steps of its best so far, counted in distinct
+    configs evaluated (a revisit is answered from Kernel Tuner's cache and costs nothing), as
+    [[evaluations, best ns], ...] at each improvement; failed configs count and find nothing."""
+    path, strategy, seed, cap, limit_s = args
+    if path not in _SPACE:
+        c, keys, entries = load_space(path)
+        _SPACE[path] = (c, keys, set(e[0] for e in entries))
+    t0 = time.time()
+    steps, err = [], None
+    try:
+        seq = _run_limited(path, strategy, seed, {"max_fevals": cap}, limit_s)
+        seen, best = set(), math.inf
+        for cost, _, cfg in seq:
+            if cfg in seen:
+                continue
+            seen.add(cfg)
+            if cost >= 0 and cost < best:
+                best = cost
+                steps.append([len(seen), cost])
+            if len(seen) >= cap:
+                break
+    except Exception as e:
+        steps, err = None, f"{type(e).__name__}: {str(e)[:200]}"
+    return path, strategy, seed, steps, err, time.time() - t0
+
+
+def main_trajectory(a, strategies):
+    """--trajectory: per cache, strategy and seed, the best-so-far steps of one run (task_trajectory),
+    written to --json for tools/bench/search_criteria.py (B98 and the criteria)."""
+    import kernel_tuner
+    tasks, spaces = [], {}
+    # smallest spaces first: a run cut short has whole spaces done (written every minute to --json)
+    for path in sorted(a.caches, key=lambda p: len(load_space(p)[2])):
+        c, keys, entries = load_space(path)
+        ok = sorted(cost for _, cost, _ in entries if cost >= 0)
+        if not ok:
+            print(f"{path}: no successful config, skipped", file=sys.stderr)
+            continue
+        n = len(entries)
+        spaces[path] = dict(recipe=c["kernel_name"], problem=c.get("problem_name", "?"), device=c["device_name"],
+                            n_points=n, n_ok=len(ok), optimum_ns=ok[0], cap=trajectory_cap(n), strategies={})
+        for s in strategies:
+            for seed in range(1, a.repeats + 1):
+                tasks.append((path, s, seed, trajectory_cap(n), a.run_timeout))
+    print(f"Kernel Tuner {kernel_tuner.__version__} in simulation mode, trajectories, {a.repeats} seeds per strategy"
+          f"{'' if a.no_patch else ' (neighbour-cache bug of 1.5.0 patched: list(neighbor_indices))'}")
+    t0 = last = time.time()
+    left = {path: len(strategies) * a.repeats for path in spaces}
+
+    def write(final):
+        """Every space whose runs are all done (all of them when final) to --json."""
+        if not a.json:
+            return
+        done = []
+        for path, sp in spaces.items():
+            if left[path] and not final:
+                continue
+            d = dict(sp, strategies={})
+            for s, st in sp["strategies"].items():
+                d["strategies"][s] = dict(st, runs=[st["runs"][k] for k in sorted(st["runs"])])
+            done.append(d)
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(dict(kernel_tuner=kernel_tuner.__version__, mode="trajectory", repeats=a.repeats,
+                           strategies=strategies, runs=len(tasks), runtime_s=time.time() - t0, jobs=a.jobs,
+                           complete=final, problems=done), f, separators=(",", ":"))
+        os.replace(a.json + ".tmp", a.json)
+
+    with multiprocessing.Pool(a.jobs, initializer=_init_worker, initargs=(not a.no_patch,),
+                              maxtasksperchild=20) as pool:
+        for path, s, seed, steps, err, dt in pool.imap_unordered(task_trajectory, tasks, chunksize=1):
+            st = spaces[path]["strategies"].setdefault(s, dict(runs={}, errors=[], seconds=0.0))
+            st["seconds"] += dt
+            if steps is None:
+                st["errors"].append(f"seed {seed}: {err}")
+            else:
+                st["runs"][seed] = steps
+            left[path] -= 1
+            if time.time() - last > 60:
+                write(False)
+                last = time.time()
+    print(f"({len(tasks)} runs in {time.time() - t0:.0f} s)")
+    write(True)
+    return 0
 
 
 def main():
@@ -255,6 +347,8 @@ def main():
     ap.add_argument("--run-timeout", type=float, default=60.0,
                     help="wall-clock limit of one Kernel Tuner run [s]; past it the run counts as failed")
     ap.add_argument("--no-patch", action="store_true", help="do not work around the neighbour-cache bug")
+    ap.add_argument("--trajectory", action="store_true",
+                    help="one run per seed of trajectory_cap(n) evaluations; --json gets its best-so-far steps")
     a = ap.parse_args()
     try:
         import kernel_tuner
@@ -262,6 +356,8 @@ def main():
         print("kernel_tuner is not installed (pip install kernel_tuner); nothing to compare", file=sys.stderr)
         return 3
     strategies = [s for s in a.strategies.split(",") if s]
+    if a.trajectory:
+        return main_trajectory(a, strategies)
     want = {round(float(x), 6) for x in a.eval_budgets.split(",") if x}
     run_evals = [round(100 * f, 6) in want for f in FRACS]
     run_time = not a.no_time

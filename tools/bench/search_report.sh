@@ -59,10 +59,7 @@ if [ -n "${RECIPE_REV:-}" ]; then
   RECIPES=$OUT/rev/recipes
 fi
 stems=()
-recipe_of() { # recipes/<stem>.lua; for a sub-recipe's recording (<family>.<sub>.db) the family's
-  # recipe when it requires the sub-recipe (attention.lua: require "attention.prefill_sm90"), else
-  # the sub-recipe's own file recipes/<family>/<sub>.lua (softmax.stream, not in softmax.lua's list)
-  local fam=${1%%.*} sub=${1#*.}
+. "$ROOT/tools/bench/search_lib.sh" # recipe_of
   if [ -f "$RECIPES/$1.lua" ]; then echo "$RECIPES/$1.lua"
   elif [ "$sub" != "$1" ] && [ -f "$RECIPES/$fam/$sub.lua" ] && ! grep -q "require \"$1\"" "$RECIPES/$fam.lua" 2>/dev/null; then
     echo "$RECIPES/$fam/$sub.lua"

@@ -26,7 +26,11 @@
  *  5. P = (baseline - found) / (baseline - optimum), where found is the best time found within
  *     the budget, or the worst time of the space when none was; 0 is random search, 1 the optimum,
  *     < 0 worse than random. Summaries are the median and the quartiles (linear interpolation)
- *     over the seeds                                                                  (report.c).
+ *     over the seeds                                                                  (report.c);
+ *  6. B98: the run of the largest budget goes on to bench_trajectory_cap evaluations and keeps its
+ *     best so far after each; B98 is the fewest evaluations at which the median over the seeds of
+ *     optimum / found reaches NEAR_OPT, W90 the fewest at which WORST_SHARE of the seeds do
+ *     (criteria (a) and (c); (b) compares with Kernel Tuner: tools/bench/search_criteria.py)  (report.c).
  * Runs are spread over threads; each is deterministic for its seed. Plain C over search/, db/ and
  * the tuner's core (recipes, problem spaces, warm start): no GPU, no compiler.
  * Memory: each type's owner frees it with its _free; nothing else outlives a call. */
@@ -49,6 +53,9 @@
 #define GOAL_BUDGET 3         /* index of the 10 % budget */
 #define MAX_STRATEGIES 16
 #define WARM_DB_MAX 1024      /* --warm-db candidates per problem, at most */
+#define BENCH_N_FEAT 3        /* compile-time features: registers, shared bytes, ln(1 + spilled bytes) */
+#define NEAR_OPT 0.98         /* B98: optimum / found at least this */
+#define WORST_SHARE 0.9       /* criterion (c): this share of the seeds within 2 % */
 
 extern const double bench_budget_frac[N_BUDGETS];
 
@@ -69,6 +76,8 @@ typedef struct bench_space {
   double secs[N_BUDGETS];      /* [s] time budgets */
   double base_eval[N_BUDGETS]; /* [ns] random search's expected best */
   double base_time[N_BUDGETS];
+  double *feat;                /* [n * BENCH_N_FEAT] compile-time features (--compile-features), NAN unknown;
+                                  NULL when not loaded */
 } bench_space;
 
 /* Build b for problem p of recipe r over space (the configs that apply to p) from the recorded db.
@@ -76,6 +85,9 @@ typedef struct bench_space {
 int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const tune_problem *p,
                      const search_space *space, tune_err *err);
 void bench_space_free(bench_space *b);
+
+/* --compile-features: b->feat from the recording at db_path (bench_features.c). */
+int bench_features_load(bench_space *b, const char *db_path, tune_recipe *r, const tune_problem *p, tune_err *err);
 
 /* ---- the strategies run on one problem (simulate.c) ---- */
 
@@ -99,6 +111,9 @@ typedef struct bench_run {
   int n_extra;
   int project;               /* this problem opens a new regime: tune_warm_order may project */
   uint64_t *found_pt;        /* [strategy][seed][N_BUDGETS] this problem's best point per evaluation budget */
+  double *curve;             /* [strategy][seed][cap] [ns] best found after 1..cap evaluations (INFINITY: none
+                                yet), in the run of the largest budget (its warm start: a run without --budget) */
+  long cap;                  /* bench_trajectory_cap(points) */
   int *has_pt;               /* [strategy][seed][N_BUDGETS] 1: found_pt is set */
   atomic_int next;           /* next job: strategy * repeats + seed index */
   pthread_mutex_t lock;
@@ -115,7 +130,27 @@ void bench_hist_append(bench_run *br);
 /* [kind] 0: the best found within each evaluation budget, 1: within each time budget [ns]. */
 double *bench_found_at(const bench_run *br, int s, int seed_i, int kind);
 
+/* Evaluations a trajectory covers: criterion (c)'s bar, at least 20 (all of a smaller space). B98
+ * beyond it fails (a) and (c) whatever it is; Kernel Tuner's trajectories go further
+ * (kernel_tuner_sim.py's trajectory_cap: half the space), so its B98 is known where tune's is. */
+long bench_trajectory_cap(size_t n);
+
 /* ---- scores and output (report.c) ---- */
+
+/* B98 and the criteria of one strategy on one problem (docs/search.md, "The criteria"). 0 where
+ * not reached within the trajectory's cap. */
+typedef struct bench_b98 {
+  long b98;                  /* fewest evaluations at which the median over seeds of optimum / found >= NEAR_OPT */
+  long w90;                  /* fewest evaluations at which WORST_SHARE of the seeds have optimum / found >= NEAR_OPT */
+} bench_b98;
+
+/* The criteria's bars on a space of n points: (a) B98 <= max(10 %, 5); (c) W90 <= max(25 %, 10). */
+long bench_bar_a(size_t n);
+long bench_bar_c(size_t n);
+
+/* Strategy s's B98 and W90 from its trajectories. tmp: repeats doubles of scratch. */
+bench_b98 bench_b98_of(const bench_run *br, int s, double *tmp);
+
 
 typedef struct bench_cell {
   double median, q1, q3;     /* of P */
@@ -137,6 +172,6 @@ void bench_print_problem(const bench_run *br, const tune_recipe *r, const tune_p
 /* The JSON of one problem (every number of the tables, the baselines, every run's best); NULL
  * when out of memory. The caller owns it. */
 json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune_problem *p,
-                           bench_cells *cells);
+                           bench_cells *cells, double *tmp);
 
 #endif

@@ -55,6 +55,7 @@ void bench_space_free(bench_space *b) {
   free(b->time_s);
   free(b->quick_s);
   free(b->meas_s);
+  free(b->feat);
   memset(b, 0, sizeof *b);
 }
 

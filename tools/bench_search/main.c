@@ -45,6 +45,9 @@ static const char *usage_bench =
     "  --problem P            only problems named P (repeatable; the warm start then\n"
     "                         learns from the selected earlier problems only)\n"
     "  --jobs N               threads (default: number of cores)\n"
+    "  --compile-features     give the strategies each config's compile-time facts (registers,\n"
+    "                         shared memory, spills, as recorded) before any measurement, as\n"
+    "                         if every variant were compiled first (search_strategy_set_features)\n"
     "  --json                 print JSON (every number of the tables, and the baselines)\n"
     "  --halving[=F]          also run the default strategy (" TUNE_DEFAULT_STRATEGY ") with successive\n"
     "                         halving (margin F, default 0.1), as tune run --halving drives it:\n"
@@ -57,6 +60,7 @@ typedef struct bench_opts {
   const char *recipe_path, *device; /* device: "replay:FILE" or NULL (the recipe's recording) */
   const char *problems[MAX_PROBLEMS];
   int n_problems, repeats, json, no_warm, jobs;
+  int features;                     /* --compile-features */
   const char *warm_db_path;         /* --warm-db */
   double halving;                   /* --halving: margin of the extra default-strategy run, 0 none */
   const char *strategies;           /* comma list */
@@ -115,6 +119,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
       else o->problems[o->n_problems++] = v;
     } else if (tune_argv_flag(&ap, "--json")) o->json = 1;
     else if (tune_argv_flag(&ap, "--no-warm-start")) o->no_warm = 1;
+    else if (tune_argv_flag(&ap, "--compile-features")) o->features = 1;
     else if (tune_argv_opt_str(&ap, "--halving", &has_v, &h)) {
       o->halving = TUNE_HALVING_DEFAULT_MARGIN;
       if (has_v && (tune_parse_double(h, &o->halving) || !(o->halving > 0 && o->halving < 1)))
@@ -242,7 +247,7 @@ static int report_problem(bench_ctx *c, const bench_run *br, const tune_recipe *
     bench_print_problem(br, r, p, dev->name, n_rejected, c->cells, st->plain_default, st->n - 1, c->tmp);
     return TUNE_OK;
   }
-  json_t *pj = bench_problem_json(br, r, p, c->cells);
+  json_t *pj = bench_problem_json(br, r, p, c->cells, c->tmp);
   if (!pj) return tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
   json_object_set_new(pj, "device", json_string(dev->name));
   json_object_set_new(pj, "n_rejected", json_integer((json_int_t)n_rejected));
@@ -271,7 +276,17 @@ static int bench_problem(bench_ctx *c, tune_recipe *r, int pi, const db_device *
   int n_extra = 0;
   int rc = c->wdb ? tune_warm_bests_db(c->wdb, r, dev->name, dev->arch, p, pspace, &extra, &extra_dist, &n_extra, err) : 0;
   if (n_extra > WARM_DB_MAX) n_extra = WARM_DB_MAX;
-  bench_run br = {.b = &b, .names = st->names, .labels = st->labels, .halving = st->margins,
+  if (c->o->features && bench_features_load(&b, c->path, r, p, err)) {
+    bench_space_free(&b);
+    return err->code;
+  }
+  long cap = bench_trajectory_cap(b.n);
+  double *curve = malloc((size_t)st->n * (size_t)c->o->repeats * (size_t)cap * sizeof(double));
+  if (!curve) {
+    bench_space_free(&b);
+    return tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
+  }
+  bench_run br = {.b = &b, .names = st->names, .curve = curve, .cap = cap, .labels = st->labels, .halving = st->margins,
                   .with_halving = c->o->halving > 0, .n_strategies = st->n, .repeats = c->o->repeats,
                   .found = c->found, .spent = c->spent, .warm = st->warm, .hist = h->pts, .hist_dist = h->dist,
                   .n_hist = h->n, .max_problems = h->max, .found_pt = c->found_pt, .has_pt = c->has_pt,
@@ -285,6 +300,7 @@ static int bench_problem(bench_ctx *c, tune_recipe *r, int pi, const db_device *
     h->n = br.n_hist;
     rc = report_problem(c, &br, r, p, dev, n_rejected, err);
   }
+  free(curve);
   bench_space_free(&b);
   return rc;
 }

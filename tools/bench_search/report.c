@@ -51,7 +51,39 @@ bench_cell bench_summarize(const bench_run *br, int s, int kind, int j, double b
   return c;
 }
 
+long bench_bar_a(size_t n) {
+  long k = lround(0.10 * (double)n);
+  return k > 5 ? k : 5;
+}
+
+long bench_bar_c(size_t n) {
+  long k = lround(0.25 * (double)n);
+  return k > 10 ? k : 10;
+}
+
+bench_b98 bench_b98_of(const bench_run *br, int s, double *tmp) {
+  bench_b98 r = {0, 0};
+  int n = br->repeats;
+  for (long e = 0; e < br->cap && (!r.b98 || !r.w90); e++) {
+    int near = 0;
+    for (int k = 0; k < n; k++) {
+      double f = br->curve[((size_t)s * (size_t)n + (size_t)k) * (size_t)br->cap + (size_t)e];
+      tmp[k] = isfinite(f) ? br->b->opt / f : 0;
+      near += tmp[k] >= NEAR_OPT;
+    }
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    if (!r.b98 && quantile(tmp, n, 0.5) >= NEAR_OPT) r.b98 = e + 1;
+    if (!r.w90 && near >= WORST_SHARE * n) r.w90 = e + 1;
+  }
+  return r;
+}
+
 /* ---- output ---------------------------------------------------------------- */
+
+static void fmt_evals(long k, long cap, char *buf, size_t n) {
+  if (k) snprintf(buf, n, "%ld", k);
+  else snprintf(buf, n, ">%ld", cap);
+}
 
 static void fmt_ns(double ns, char *buf, size_t n) {
   if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
@@ -106,7 +138,7 @@ static json_t *cell_json(const bench_cell *c) {
 }
 
 json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune_problem *p,
-                           bench_cells *cells) {
+                           bench_cells *cells, double *tmp) {
   const bench_space *b = br->b;
   json_t *o = json_object(), *strat = json_object(), *budgets = json_array();
   json_t *status = json_object();
@@ -139,6 +171,9 @@ json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune
     json_array_append_new(budgets, bj);
   }
   json_object_set_new(o, "budgets", budgets);
+  json_object_set_new(o, "trajectory_cap", json_integer(br->cap));
+  json_object_set_new(o, "bar_a", json_integer(bench_bar_a(b->n)));
+  json_object_set_new(o, "bar_c", json_integer(bench_bar_c(b->n)));
   for (int s = 0; s < br->n_strategies; s++) {
     json_t *so = json_object(), *ev = json_array(), *tm = json_array();
     for (int j = 0; j < N_BUDGETS; j++) {
@@ -147,6 +182,9 @@ json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune
     }
     json_object_set_new(so, "evals", ev);
     json_object_set_new(so, "time", tm);
+    bench_b98 q = bench_b98_of(br, s, tmp); /* 0: not within the cap: null */
+    json_object_set_new(so, "b98", q.b98 ? json_integer(q.b98) : json_null());
+    json_object_set_new(so, "w90", q.w90 ? json_integer(q.w90) : json_null());
     /* every run's best found, [seed][budget] in ns */
     for (int kind = 0; kind < 2; kind++) {
       json_t *runs = json_array();
@@ -222,6 +260,16 @@ void bench_print_problem(const bench_run *br, const tune_recipe *r, const tune_p
     printf("  %-10s %.4f  %3.0f%%%s\n", br->labels[s], cells[s][0][GOAL_BUDGET].perf_median,
            100 * cells[s][0][GOAL_BUDGET].frac98,
            cells[s][0][GOAL_BUDGET].perf_median >= 0.98 ? "  (meets 98%)" : "");
+  printf("B98 (fewest evaluations at which the median reaches 98%% of the optimum; bar (a) %ld) and W90"
+         " (90%% of seeds at 98%%; bar (c) %ld), within %ld evaluations\n", bench_bar_a(b->n), bench_bar_c(b->n), br->cap);
+  for (int s = 0; s < br->n_strategies; s++) {
+    bench_b98 q = bench_b98_of(br, s, tmp);
+    char x[24], y[24];
+    fmt_evals(q.b98, br->cap, x, sizeof x);
+    fmt_evals(q.w90, br->cap, y, sizeof y);
+    printf("  %-10s B98 %5s%s  W90 %5s%s\n", br->labels[s], x, q.b98 && q.b98 <= bench_bar_a(b->n) ? " (a)" : "    ", y,
+           q.w90 && q.w90 <= bench_bar_c(b->n) ? " (c)" : "");
+  }
   if (br->with_halving) print_halving(br, a, h, tmp);
   fflush(stdout);
 }

@@ -30,10 +30,14 @@ static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
  * at the evaluation budgets then. */
 static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, const uint64_t *warm,
                     int n_warm, long max_e, double max_t, double *fe, double *ft, double *sp, uint64_t *fe_pt,
-                    int *fe_has, tune_err *err) {
+                    int *fe_has, double *curve, long cap, tune_err *err) {
   search_strategy *s = NULL;
   int rc = search_strategy_new(name, b->space, seed, &s, err);
-  if (rc) return rc;
+  if (!rc && b->feat) rc = search_strategy_set_features(s, b->feat, BENCH_N_FEAT, err);
+  if (rc) {
+    search_strategy_free(s);
+    return rc;
+  }
   long evals = 0;
   double cum = 0, best = INFINITY;
   uint64_t best_pt = 0;
@@ -77,6 +81,7 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
       if (halving > 0) cum += b->quick_s[pos[i]] + (full[i] ? b->meas_s[pos[i]] : 0);
       else cum += b->time_s[pos[i]];
       if (c >= 0 && c < best && (halving <= 0 || full[i])) best = c, best_pt = pts[i];
+      if (curve && evals <= cap) curve[evals - 1] = best;
       for (int j = 0; j < N_BUDGETS; j++) {
         if (evals == b->evals[j]) {
           fe[j] = best, sp[j] = cum;
@@ -87,6 +92,7 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
     }
   }
 out:
+  for (long e = evals; curve && e < cap; e++) curve[e] = best; /* the space ran out first */
   for (int j = 0; j < N_BUDGETS; j++) {
     if (evals < b->evals[j] && isinf(fe[j])) { /* the space ran out first */
       fe[j] = best, sp[j] = cum;
@@ -139,8 +145,11 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
     double fe[N_BUDGETS], ft[N_BUDGETS], sp[N_BUDGETS];
     uint64_t pt[N_BUDGETS];
     int has[N_BUDGETS];
+    /* the largest budget's run goes on to the trajectory's cap (B98) */
+    double *curve = group[ng - 1] == N_BUDGETS - 1 ? br->curve + run_index(br, s, k) * (size_t)br->cap : NULL;
+    if (curve && br->cap > max_e) max_e = br->cap;
     if (simulate(b, br->names[s], br->halving[s], (uint64_t)k + 1, warm[j], n_warm[j], max_e, max_t, fe, ft, sp, pt,
-                 has, err))
+                 has, curve, br->cap, err))
       return err->code;
     for (int g = 0; g < ng; g++) {
       int l = group[g];
@@ -148,6 +157,11 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
     }
   }
   return TUNE_OK;
+}
+
+long bench_trajectory_cap(size_t n) {
+  long cap = bench_bar_c(n) > 20 ? bench_bar_c(n) : 20;
+  return cap < (long)n ? cap : (long)n;
 }
 
 void bench_hist_append(bench_run *br) {

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# search_criteria.sh: B98 and the search criteria (docs/search.md, "The criteria") of tune's default
+# strategy, cold and warm, on the design spaces (every data/recorded/*.db) and on held-out recordings,
+# against Kernel Tuner 1.5.0's strategies: prints the summary table, writes the per-space file.
+#
+#   tools/bench/search_criteria.sh OUT_FILE [--held-out DB[=RECIPE.lua] ...]
+#
+# OUT_FILE: the per-space file (markdown if it ends in .md, else JSON); a build output, not committed.
+# --held-out DB: a recording the heuristics never saw (its recipe found as for data/recorded: see
+# search_lib.sh's recipe_of on its file name, or given after '='); reported as a set of its own.
+# Kernel Tuner: the design spaces' trajectories are read from KT_DESIGN (default
+# data/kernel_tuner/trajectories_design.json.gz, recorded with kernel_tuner_sim.py --trajectory, 100
+# seeds); held-out spaces are exported (tune db export --format kernel_tuner) and Kernel Tuner runs on
+# them here (KT_PYTHON: a python with kernel_tuner 1.5.0, default build/ktvenv/bin/python).
+# Environment: TUNE, BENCH_SEARCH (binaries), REPEATS (seeds, default 100), JOBS (default: cores),
+# STRATEGIES (tune's rows, default "bayes:cold,bayes": the default strategy cold, then warm),
+# KT_STRATEGIES (held-out runs, default: the strategies in KT_DESIGN), OUT (intermediate files,
+# default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TUNE=${TUNE:-$ROOT/build/tune}
+BENCH_SEARCH=${BENCH_SEARCH:-$ROOT/build/tools/tune-bench-search}
+REPEATS=${REPEATS:-100}
+JOBS=${JOBS:-$(nproc)}
+STRATEGIES=${STRATEGIES:-bayes:cold,bayes}
+KT_DESIGN=${KT_DESIGN:-$ROOT/data/kernel_tuner/trajectories_design.json.gz}
+KT_PYTHON=${KT_PYTHON:-$ROOT/build/ktvenv/bin/python}
+OUT=${OUT:-$ROOT/build/search-criteria}
+RECIPES=$ROOT/recipes
+. "$ROOT/tools/bench/search_lib.sh" # recipe_of
+
+[ $# -ge 1 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+OUT_FILE=$1
+shift
+held=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --held-out) shift
+      while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do held+=("$1"); shift; done ;;
+    *) echo "search_criteria: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for b in "$TUNE" "$BENCH_SEARCH"; do
+  [ -x "$b" ] || { echo "search_criteria: $b not built (cmake --build build)" >&2; exit 1; }
+done
+mkdir -p "$OUT/tune" "$OUT/caches"
+
+# bench DB RECIPE NAME: tune-bench-search's JSON for one recording into OUT/tune/NAME.json
+bench() {
+  local db=$1 recipe=$2 name=$3
+  if [ "${TUNE_REUSE:-0}" = 1 ] && [ -s "$OUT/tune/$name.json" ]; then return; fi
+  echo "== tune-bench-search $name ($REPEATS seeds)" >&2
+  "$BENCH_SEARCH" "$recipe" --device "replay:$db" --repeats "$REPEATS" --strategies "$STRATEGIES" \
+    --jobs "$JOBS" --json > "$OUT/tune/$name.json"
+}
+
+design=()
+for db in "$ROOT"/data/recorded/*.db; do
+  stem=$(basename "$db" .db)
+  r=$(recipe_of "$stem")
+  [ -f "$r" ] || { echo "search_criteria: no recipe for $db, skipped" >&2; continue; }
+  bench "$db" "$r" "$stem"
+  design+=("$OUT/tune/$stem.json")
+done
+
+[ -f "$KT_DESIGN" ] || { echo "search_criteria: $KT_DESIGN missing (Kernel Tuner's design trajectories)" >&2; exit 1; }
+held_json=()
+kt=("$KT_DESIGN")
+if [ ${#held[@]} -gt 0 ]; then
+  caches=()
+  for h in "${held[@]}"; do
+    db=${h%%=*}
+    stem=$(basename "$db" .db)
+    if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
+    [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
+    bench "$db" "$r" "held-$stem"
+    held_json+=("$OUT/tune/held-$stem.json")
+    while IFS=$'\t' read -r recipe problem; do
+      "$TUNE" db export --db "$db" --format kernel_tuner --recipe "$recipe" --problem "$problem" \
+        -o "$OUT/caches/${recipe}__${problem}.json"
+      caches+=("$OUT/caches/${recipe}__${problem}.json")
+    done < <(python3 -c 'import json, sys
+for p in json.load(open(sys.argv[1])): print(p["recipe"] + "\t" + p["problem"])' "$OUT/tune/held-$stem.json")
+  done
+  kts=${KT_STRATEGIES:-$(python3 -c 'import gzip, json, sys; print(",".join(json.load(gzip.open(sys.argv[1], "rt"))["strategies"]))' "$KT_DESIGN")}
+  echo "== Kernel Tuner on the held-out spaces ($kts, $REPEATS seeds)" >&2
+  "$KT_PYTHON" "$ROOT/tools/bench/kernel_tuner_sim.py" "${caches[@]}" --trajectory --repeats "$REPEATS" \
+    --strategies "$kts" --jobs "$JOBS" --json "$OUT/kt_held_out.json" > "$OUT/kt_held_out.txt"
+  kt+=("$OUT/kt_held_out.json")
+fi
+
+args=(--design "${design[@]}" --kt "${kt[@]}" --out "$OUT_FILE")
+[ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
+IFS=, read -r cold warm _ <<< "$STRATEGIES"
+python3 "$ROOT/tools/bench/search_criteria.py" "${args[@]}" --cold "$cold" --warm "${warm:-$cold}"
