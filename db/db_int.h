@@ -115,6 +115,8 @@ static inline void db_stmt_done(sqlite3_stmt *st) {
 /* Appends every row of st to arr as an object keyed by column name; columns named *_json
  * are parsed (db_query.c). */
 int db_rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err);
+/* The rows of a query without parameters, as a new JSON array (db_rows_to_array's objects). */
+int db_query_rows(db_conn *db, const char *sql, json_t **rows, tune_err *err);
 
 /* A db_conn may be shared by threads (e.g. the compile pool's cache
  * lookups): every public function holds the connection's own recursive

@@ -404,22 +404,6 @@ fail:
   return rc;
 }
 
-/* The rows of a query as a new JSON array of objects. */
-static int rows_of(db_conn *db, const char *sql, json_t **rows, tune_err *err) {
-  int rc = TUNE_OK;
-  sqlite3_stmt *st = NULL;
-  json_t *arr = json_array();
-  if (!arr) return tune_fail(err, TUNE_ENOMEM, "db merge: out of memory");
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
-  if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
-  *rows = arr;
-  arr = NULL;
-fail:
-  sqlite3_finalize(st);
-  json_decref(arr);
-  return rc;
-}
-
 /* The mixes among the pairs of temp table `pairs` (touched or touched_now), as db_merger_mixes. */
 static int mixes_of(db_conn *db, const char *pairs, json_t **rows, tune_err *err) {
   char sql[2048];
@@ -435,7 +419,7 @@ static int mixes_of(db_conn *db, const char *pairs, json_t **rows, tune_err *err
            " HAVING count(DISTINCT d.name) > 1 OR count(DISTINCT d.name || '/' || d.driver) > count(DISTINCT d.name)"
            "   OR count(DISTINCT rc.source_hash) > 1"
            " ORDER BY rc.name, p.name", pairs);
-  return rows_of(db, sql, rows, err);
+  return db_query_rows(db, sql, rows, err);
 }
 
 int db_merger_mixes(db_merger *m, json_t **rows, tune_err *err) { return mixes_of(m->db, "touched", rows, err); }
@@ -449,7 +433,7 @@ int db_merger_reference_spread(db_merger *m, json_t **rows, tune_err *err) {
       " min(l.value) AS min, max(l.value) AS max, max(l.value) / min(l.value) - 1 AS spread"
       " FROM latest l JOIN devices d ON d.id = l.device_id WHERE d.kind = 'gpu' AND l.value > 0"
       " GROUP BY d.name, l.kind HAVING count(DISTINCT d.uuid) > 1 ORDER BY d.name, l.kind";
-  return rows_of(m->db, sql, rows, err);
+  return db_query_rows(m->db, sql, rows, err);
 }
 
 /* Every table of the attached input, then (strict) the refusal of a mix. */

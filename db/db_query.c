@@ -108,6 +108,22 @@ fail:
   return rc;
 }
 
+int db_query_rows(db_conn *db, const char *sql, json_t **rows, tune_err *err) {
+  int rc = TUNE_OK;
+  sqlite3_stmt *st = NULL;
+  json_t *arr = json_array();
+  *rows = NULL;
+  if (!arr) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
+  if ((rc = db_rows_to_array(db, st, arr, err))) goto fail;
+  *rows = arr;
+  arr = NULL;
+fail:
+  sqlite3_finalize(st);
+  json_decref(arr);
+  return rc;
+}
+
 static int bind_opt(sqlite3_stmt *st, int i, const char *s) {
   return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 }
