@@ -4,7 +4,8 @@ few layers), written so that its kernels are one swappable table of ops:
     model = Llama(Config(n_layers=2), device="cuda")       # stock: cuBLAS linear, SDPA
     tuned = model.with_ops(tunert_ops())                   # the same weights on tune's kernels
 
-Prefill runs one sequence at a time (dense [1, H, S, D] attention, causal); decode runs the whole
+Prefill runs the prompts as one ragged batch (tokens packed back to back, cu_seqlens, varlen
+attention causal within each prompt; `prefill` is the one-prompt case); decode runs the whole
 batch as one step over a paged KV cache (page size 16, a block table per sequence, per-sequence
 lengths), with static buffers so that a step can be captured in a CUDA graph and replayed while
 lengths change (DecodeGraph).
@@ -41,6 +42,20 @@ def _torch_attention(q, k, v, causal):
     return F.scaled_dot_product_attention(q, _repeat_kv(k, g), _repeat_kv(v, g), is_causal=causal)
 
 
+def _torch_attention_varlen(q, k, v, cu_seqlens, max_seqlen):
+    """q [T, HQ, D], k and v [T, HKV, D], sequences cu_seqlens [B + 1], causal within each: torch's
+    FlashAttention-2 varlen kernel where this build has it (what a PyTorch engine would call),
+    else SDPA per sequence."""
+    op = getattr(torch.ops.aten, "_flash_attention_forward", None)
+    if q.is_cuda and op is not None and torch.backends.cuda.is_flash_attention_available():
+        return op(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, 0.0, True, False)[0]
+    o = torch.empty_like(q)
+    cu = cu_seqlens.tolist()
+    for lo, hi in zip(cu[:-1], cu[1:]):
+        o[lo:hi] = _torch_attention(*(t[lo:hi].transpose(0, 1)[None] for t in (q, k, v)), True)[0].transpose(0, 1)
+    return o
+
+
 def _torch_decode(q, k_cache, v_cache, block_table, seq_lens):
     """q [B, HQ, D]; caches [pages, page, HKV, D]; block_table [B, max_pages]; seq_lens [B]."""
     B, HQ, D = q.shape
@@ -64,7 +79,7 @@ def _torch_rmsnorm(x, w, eps, residual=None):
     return y if residual is None else (y, x)
 
 
-TORCH_OPS = {"linear": F.linear, "attention": _torch_attention, "decode": _torch_decode,
+TORCH_OPS = {"linear": F.linear, "attention_varlen": _torch_attention_varlen, "decode": _torch_decode,
              "rmsnorm": _torch_rmsnorm}
 
 
@@ -72,7 +87,7 @@ def tunert_ops():
     """The op table on tune's kernels (tunert.torch, bundle set with use_bundle)."""
     import tunert.torch as tt
     return {"linear": tt.linear,
-            "attention": lambda q, k, v, causal: tt.attention(q, k, v, causal=causal),
+            "attention_varlen": lambda q, k, v, cu, max_len: tt.attention_varlen(q, k, v, cu, max_len, causal=True),
             "decode": lambda q, kc, vc, bt, lens: tt.decode(q, kc, vc, bt, lens),
             "rmsnorm": lambda x, w, eps, residual=None: tt.rmsnorm(x, w, eps, residual=residual)}
 
@@ -146,23 +161,30 @@ class Llama:
         h, _ = ops["rmsnorm"](x, self.w["norm"], cfg.eps, residual=residual)
         return h
 
-    # -- prefill: one sequence, its KV written into the cache's pages --
-    def prefill(self, tokens, cache, seq):
-        """tokens [S] (long); returns the last position's logits [vocab] (fp32)."""
+    # -- prefill: prompts packed into one ragged batch, their KV written into the cache's pages --
+    def prefill_batch(self, prompts, cache, seqs):
+        """prompts: token tensors [S_b] (long) of the cache's sequences seqs; returns each prompt's
+        last-position logits [len(prompts), vocab] (fp32)."""
         cfg = self.cfg
-        S = tokens.shape[0]
-        pos = torch.arange(S, device=self.device)
-        x = self.w["embed"][tokens]
+        lens = [int(t.shape[0]) for t in prompts]
+        cu = torch.tensor([0] + lens, device=self.device, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        pos = torch.cat([torch.arange(n, device=self.device) for n in lens])
+        slots = torch.cat([cache.slot_of(s, torch.arange(n, device=self.device)) for s, n in zip(seqs, lens)])
+        T = pos.shape[0]
+        x = self.w["embed"][torch.cat(prompts)]
 
         def attend(i, lw, h):
             q, k, v = self._qkv(lw, h, pos)
-            cache.write(i, seq, pos, k, v)
-            o = self.ops["attention"](q.transpose(0, 1)[None].contiguous(), k.transpose(0, 1)[None].contiguous(),
-                                      v.transpose(0, 1)[None].contiguous(), True)
-            return self.ops["linear"](o[0].transpose(0, 1).reshape(S, cfg.heads * cfg.head_dim), lw["o"])
+            cache.write_slots(i, slots, k, v)
+            o = self.ops["attention_varlen"](q, k, v, cu, max(lens))
+            return self.ops["linear"](o.reshape(T, cfg.heads * cfg.head_dim), lw["o"])
 
         h = self._layers(x, attend)
-        return self.ops["linear"](h[-1:], self.w["lm_head"])[0].float()
+        return self.ops["linear"](h[cu[1:].long() - 1], self.w["lm_head"]).float()
+
+    def prefill(self, tokens, cache, seq):
+        """One prompt tokens [S] (long); returns its last position's logits [vocab] (fp32)."""
+        return self.prefill_batch([tokens], cache, [seq])[0]
 
     # -- decode: one token per sequence, the whole batch --
     def decode_step(self, tokens, positions, cache):
@@ -254,25 +276,26 @@ class DecodeGraph:
 
 def model_shapes(cfg, prompt_lens, batch, decode_lens=()):
     """The problems this model runs, as served-problem log lines (`tune run --problems-from`):
-    GEMMs of every prefill length and of the decode batch, RMSNorm rows (plain: the first norm of a
-    forward; fused with the residual add: the others), causal GQA prefill per prompt (one sequence
-    at a time) and the batch's paged decode for each cache capacity in decode_lens (tokens)."""
+    GEMMs of the packed prefill (all prompts' tokens), of the decode batch and of the LM head (one
+    row per prompt or sequence), RMSNorm rows (plain: the first norm of a forward; fused with the
+    residual add: the others), the prompts' causal GQA varlen prefill and the batch's paged decode
+    for each cache capacity in decode_lens (tokens)."""
     qkv = (cfg.heads + 2 * cfg.kv_heads) * cfg.head_dim
     lines = []
     mats = [(qkv, cfg.hidden), (cfg.hidden, cfg.heads * cfg.head_dim), (cfg.intermediate, cfg.hidden),
             (cfg.hidden, cfg.intermediate)]
-    rows = sorted(set(prompt_lens) | {batch})
+    tokens = sum(prompt_lens)
+    rows = sorted({tokens, batch})
     for m in rows:
         for n, k in mats:
             lines.append({"family": "gemm", "dims": {"M": m, "N": n, "K": k, "b_layout": "col"}})
-    for m in sorted({1, batch}):
+    for m in sorted({len(prompt_lens), batch}):
         lines.append({"family": "gemm", "dims": {"M": m, "N": cfg.vocab, "K": cfg.hidden, "b_layout": "col"}})
     for t in rows:
         lines.append({"family": "rmsnorm", "dims": {"H": cfg.hidden, "T": t, "residual": False}})
         lines.append({"family": "rmsnorm.add", "dims": {"H": cfg.hidden, "T": t, "residual": True}})
-    for s in sorted(set(prompt_lens)):
-        lines.append({"family": "attention.prefill_sm90", "dims": {"B": 1, "HQ": cfg.heads, "HKV": cfg.kv_heads,
-                                                                  "S": s, "D": cfg.head_dim, "causal": True}})
+    lines.append({"family": "attention.varlen", "dims": {"B": len(prompt_lens), "T": tokens, "HQ": cfg.heads,
+                                                         "HKV": cfg.kv_heads, "D": cfg.head_dim, "causal": True}})
     for n in sorted(set(decode_lens)):
         lines.append({"family": "attention.decode", "dims": {"B": batch, "HQ": cfg.heads, "HKV": cfg.kv_heads,
                                                              "D": cfg.head_dim, "page_size": cfg.page_size,

@@ -14,12 +14,12 @@ prompts=${PROMPTS:-100,256,512,1000}; layers=${LAYERS:-2}; budget=${BUDGET:-16}
 T=build/tune
 if [ "$phase" = tune ]; then
   python3 examples/llama/run.py --shapes-out "$out/shapes.jsonl" --layers "$layers" --prompts "$prompts" || exit 1
-  for r in recipes/gemm.lua recipes/rmsnorm.lua recipes/attention/prefill_sm90.lua recipes/attention/decode.lua; do
+  for r in recipes/gemm.lua recipes/rmsnorm.lua recipes/attention/varlen.lua recipes/attention/decode.lua; do
     "$T" run "$r" --problems-from "$out/shapes.jsonl" --db "$out/model.db" --budget "$budget" --seed 1 --quiet \
       > "$out/tune-$(basename "$r" .lua).log" 2>&1
     echo "$r: exit $? ($(grep -c '^selection' "$out/tune-$(basename "$r" .lua).log") selections)"
   done
-  "$T" bundle --db "$out/model.db" --recipe gemm,rmsnorm,attention.prefill_sm90,attention.decode \
+  "$T" bundle --db "$out/model.db" --recipe gemm,rmsnorm,attention.varlen,attention.decode \
     -o "$out/model.bundle" > "$out/bundle.log" 2>&1
   echo "bundle: exit $? ($(tail -1 "$out/bundle.log"))"
   python3 tools/lean_db.py "$out/model.db" "$out/model.lean.db" && rm -f "$out/model.db" "$out"/model.db-*
