@@ -10,8 +10,13 @@
  *     copy bundle). Launches are issued in batches of 200 with a synchronize
  *     between batches (the queue never fills), the median batch counts; the
  *     output of the last launch is checked (a copy: dst == src).
+ *  3. graph replay (GPU): the same BATCH launches through tunert_launch on a
+ *     stream, eager and captured once in a CUDA graph that is replayed: GPU
+ *     time per launch between two events (what an engine's captured decode
+ *     step saves over eager launches), median of the batches.
  *
- * usage: runtime_overhead [--bundle FILE] [--family copy] [--variants N] [--open-only]
+ * usage: runtime_overhead [--bundle FILE] [--family copy] [--problem NAME] [--variants N] [--open-only]
+ * (--problem: a tuned problem of the family by name; default its first)
  * Prints one result line per measurement; exit 0 when run (the goals are
  * printed as PASS/MISS, not enforced). */
 #define _GNU_SOURCE
@@ -153,19 +158,72 @@ typedef struct cu_api {
 #define F(name) __typeof__(&name) name;
   F(cuInit) F(cuDeviceGet) F(cuDevicePrimaryCtxRetain) F(cuCtxSetCurrent) F(cuMemAlloc) F(cuMemFree) F(cuMemcpyHtoD)
   F(cuMemcpyDtoH) F(cuModuleLoadData) F(cuModuleGetFunction) F(cuLaunchKernel) F(cuCtxSynchronize) F(cuFuncSetAttribute)
+  F(cuStreamCreate) F(cuStreamDestroy) F(cuStreamBeginCapture) F(cuStreamEndCapture) F(cuGraphInstantiate)
+  F(cuGraphLaunch) F(cuGraphExecDestroy) F(cuGraphDestroy) F(cuEventCreate) F(cuEventRecord) F(cuEventSynchronize)
+  F(cuEventElapsedTime) F(cuEventDestroy)
 #undef F
 } cu_api;
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-static int bench_launch(const char *bundle, const char *family) {
+enum { BATCH = 200, BATCHES = 25 };
+
+/* GPU time per launch [us] of BATCH launches between two events on stream st: eager through
+ * tunert_launch when graph is NULL, else one replay of graph (the same launches captured). */
+static double batch_gpu_us(const cu_api *cu, CUstream st, CUgraphExec graph, tunert_ctx *ctx, const tunert_selection *s,
+                           const tunert_arg *args, int n_args) {
+  CUevent t0, t1;
+  tunert_err e;
+  float ms = -1.0f;
+  if (cu->cuEventCreate(&t0, CU_EVENT_DEFAULT) || cu->cuEventCreate(&t1, CU_EVENT_DEFAULT)) return -1.0;
+  cu->cuEventRecord(t0, st);
+  if (graph) cu->cuGraphLaunch(graph, st);
+  else for (int i = 0; i < BATCH; ++i) tunert_launch(ctx, s, st, args, n_args, &e);
+  cu->cuEventRecord(t1, st);
+  if (!cu->cuEventSynchronize(t1)) cu->cuEventElapsedTime(&ms, t0, t1);
+  cu->cuEventDestroy(t0);
+  cu->cuEventDestroy(t1);
+  return ms < 0 ? -1.0 : 1e3 * ms / BATCH;
+}
+
+static int bench_graph(const cu_api *cu, tunert_ctx *ctx, const tunert_selection *s, const tunert_arg *args, int n_args) {
+  CUstream st;
+  CUgraph g;
+  CUgraphExec ge;
+  tunert_err e;
+  if (cu->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING)) { printf("graph: cuStreamCreate failed\n"); return 1; }
+  if (cu->cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) { printf("graph: capture failed\n"); return 1; }
+  int rc = 0;
+  for (int i = 0; i < BATCH && !rc; ++i) rc = tunert_launch(ctx, s, st, args, n_args, &e);
+  if (cu->cuStreamEndCapture(st, &g) || rc) { printf("graph: capture of tunert_launch failed%s%s\n", rc ? ": " : "", rc ? e.msg : ""); return 1; }
+  if (cu->cuGraphInstantiate(&ge, g, 0)) { printf("graph: cuGraphInstantiate failed\n"); return 1; }
+  double eager[BATCHES], graph[BATCHES];
+  for (int rep = 0; rep < 2; ++rep) /* the first round warms up */
+    for (int b = 0; b < BATCHES; ++b) {
+      eager[b] = batch_gpu_us(cu, st, NULL, ctx, s, args, n_args);
+      graph[b] = batch_gpu_us(cu, st, ge, ctx, s, args, n_args);
+    }
+  double m_eager = median(eager, BATCHES), m_graph = median(graph, BATCHES);
+  printf("graph: GPU time per launch between events, %d launches per batch, median of %d batches\n", BATCH, BATCHES);
+  printf("  eager tunert_launch           %7.3f us\n", m_eager);
+  printf("  CUDA graph replay             %7.3f us  (%.3fx of eager)\n", m_graph, m_graph / m_eager);
+  cu->cuGraphExecDestroy(ge);
+  cu->cuGraphDestroy(g);
+  cu->cuStreamDestroy(st);
+  return m_eager < 0 || m_graph < 0;
+}
+
+static int bench_launch(const char *bundle, const char *family, const char *problem) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) { printf("launch: skipped: no NVIDIA driver here (libcuda.so.1: %s)\n", dlerror()); return 0; }
   cu_api cu;
 #define R(name) cu.name = (__typeof__(cu.name))dlsym(lib, STR(name));
   R(cuInit) R(cuDeviceGet) R(cuDevicePrimaryCtxRetain) R(cuCtxSetCurrent) R(cuMemAlloc) R(cuMemFree) R(cuMemcpyHtoD)
   R(cuMemcpyDtoH) R(cuModuleLoadData) R(cuModuleGetFunction) R(cuLaunchKernel) R(cuCtxSynchronize) R(cuFuncSetAttribute)
+  R(cuStreamCreate) R(cuStreamDestroy) R(cuStreamBeginCapture) R(cuStreamEndCapture) R(cuGraphInstantiate)
+  R(cuGraphLaunch) R(cuGraphExecDestroy) R(cuGraphDestroy) R(cuEventCreate) R(cuEventRecord) R(cuEventSynchronize)
+  R(cuEventElapsedTime) R(cuEventDestroy)
 #undef R
   CUdevice dev;
   CUcontext cuctx;
@@ -178,9 +236,14 @@ static int bench_launch(const char *bundle, const char *family) {
   if (tunert_open(bundle, NULL, &ctx, &e)) { printf("launch: %s\n", e.msg); return 1; }
   tunert_family_info fi = {.struct_size = sizeof fi};
   if (tunert_family_info_get(ctx, family, &fi, &e)) { printf("launch: %s\n", e.msg); return 1; }
-  const char *pname;
+  const char *pname = NULL;
   const int64_t *dims;
-  tunert_family_problem(ctx, family, 0, &pname, &dims, &e);
+  for (int i = 0; i < fi.n_problems; ++i) {
+    if (tunert_family_problem(ctx, family, i, &pname, &dims, &e)) { printf("launch: %s\n", e.msg); return 1; }
+    if (!problem || !strcmp(pname, problem)) break;
+    pname = NULL;
+  }
+  if (!pname) { printf("launch: %s has no tuned problem %s\n", family, problem ? problem : "at all"); return 1; }
   const tunert_selection *s;
   if (tunert_select(ctx, family, dims, fi.n_dims, &s, &e)) { printf("launch: %s\n", e.msg); return 1; }
   tunert_selection_info si = {.struct_size = sizeof si};
@@ -234,7 +297,6 @@ static int bench_launch(const char *bundle, const char *family) {
     cu.cuModuleGetFunction(&fn[l], mod, si.launches[l].kernel);
     if (si.launches[l].shared > 48 * 1024) cu.cuFuncSetAttribute(fn[l], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)si.launches[l].shared);
   }
-  enum { BATCH = 200, BATCHES = 25 };
   double raw[BATCHES], rt[BATCHES], rt_sel[BATCHES];
   for (int rep = 0; rep < 2; ++rep) /* the first round warms up */
     for (int b = 0; b < BATCHES; ++b) {
@@ -269,6 +331,7 @@ static int bench_launch(const char *bundle, const char *family) {
   printf("  tunert_launch                 %7.3f us  (+%.3f us)\n", m_rt, m_rt - m_raw);
   printf("  tunert_select + tunert_launch %7.3f us  (+%.3f us); goal <= +1 us: %s\n", m_sel, m_sel - m_raw,
          m_sel - m_raw <= 1.0 ? "PASS" : "MISS");
+  if (bench_graph(&cu, ctx, s, args, si.n_args)) return 1;
   /* correctness of the last launch when the family is a copy (src -> dst) */
   if (si.n_args >= 2 && si.args[0].role == TUNERT_ROLE_INPUT && si.args[1].role == TUNERT_ROLE_OUTPUT && si.args[0].bytes == si.args[1].bytes) {
     size_t n = (size_t)si.args[0].bytes;
@@ -285,17 +348,18 @@ static int bench_launch(const char *bundle, const char *family) {
 }
 
 int main(int argc, char **argv) {
-  const char *bundle = NULL, *family = "copy";
+  const char *bundle = NULL, *family = "copy", *problem = NULL;
   int n_variants = 100, open_only = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--bundle") && i + 1 < argc) bundle = argv[++i];
     else if (!strcmp(argv[i], "--family") && i + 1 < argc) family = argv[++i];
+    else if (!strcmp(argv[i], "--problem") && i + 1 < argc) problem = argv[++i];
     else if (!strcmp(argv[i], "--variants") && i + 1 < argc) n_variants = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--open-only")) open_only = 1;
-    else { fprintf(stderr, "usage: runtime_overhead [--bundle FILE] [--family NAME] [--variants N] [--open-only]\n"); return 2; }
+    else { fprintf(stderr, "usage: runtime_overhead [--bundle FILE] [--family NAME] [--problem NAME] [--variants N] [--open-only]\n"); return 2; }
   }
   if (bench_open(n_variants)) return 1;
   if (open_only) return 0;
   if (!bundle) { printf("launch: skipped: give --bundle FILE (made by tune bundle) to measure launches on a GPU\n"); return 0; }
-  return bench_launch(bundle, family);
+  return bench_launch(bundle, family, problem);
 }
