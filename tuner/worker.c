@@ -28,7 +28,7 @@ double tune_wk_now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int host_reserve(wstate *w, size_t n, tune_err *err) {
+int tune_wk_host_reserve(wstate *w, size_t n, tune_err *err) {
   if (w->host_n >= n) return TUNE_OK;
   free(w->host);
   w->host = malloc(n);
@@ -37,6 +37,7 @@ static int host_reserve(wstate *w, size_t n, tune_err *err) {
 }
 
 static void free_problem(wstate *w) {
+  tune_wk_alt_free(w);
   for (int i = 0; i < w->n_args; ++i) {
     if (w->ptr[i]) tune_cu.cuMemFree(w->guard_base[i] ? w->guard_base[i] : w->ptr[i]);
     w->guard_base[i] = 0;
@@ -143,7 +144,7 @@ static size_t pack_args(const wstate *w, unsigned char *buf, size_t cap, void **
   return total;
 }
 
-static int poison_outputs(wstate *w, tune_err *err) {
+int tune_wk_poison_outputs(wstate *w, tune_err *err) {
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].output) continue;
     switch (w->def[i].dtype) {
@@ -166,7 +167,7 @@ static CUlaunchConfig launch_config(const launch *l, CUstream stream, CUlaunchAt
 }
 
 /* NaN (0xff bytes: NaN in f32, bf16 and f16) in every scratch buffer that is not zeroed per launch. */
-static int poison_scratch(wstate *w, tune_err *err) {
+int tune_wk_poison_scratch(wstate *w, tune_err *err) {
   for (int i = 0; i < w->n_args; ++i)
     if (w->def[i].scratch && !w->def[i].zero && w->ptr[i] && w->bytes[i]) CU_TRY(err, cuMemsetD8(w->ptr[i], 0xff, w->bytes[i]));
   return TUNE_OK;
@@ -339,7 +340,7 @@ fail:
   return err->code;
 }
 
-static int device_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
+int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
   unsigned long long n = w->bytes[i] / 4, h = 0;
   unsigned char tail[4] = {0};
   size_t rest = w->bytes[i] % 4;
@@ -420,91 +421,25 @@ static CUresult zero_scratch(wstate *w, char *why, size_t why_n) {
   return CUDA_SUCCESS;
 }
 
-/* ---- guard bands and the relaunch check: variants that write out of bounds, or
-   compute their output only once (docs/llm-hook.md) ---- */
-
-#define GUARD_BYTES ((size_t)1 << 20) /* before and after every input and output tensor */
-#define GUARD_BYTE 0xa5
-
-/* Allocate tensor i with a guard band on each side, filled with GUARD_BYTE. */
-static int guard_alloc(wstate *w, int i, tune_err *err) {
-  CUdeviceptr base = 0;
-  CU_TRY(err, cuMemAlloc(&base, w->bytes[i] + 2 * GUARD_BYTES));
-  w->guard_base[i] = base;
-  w->ptr[i] = base + GUARD_BYTES;
-  CU_TRY(err, cuMemsetD8(base, GUARD_BYTE, GUARD_BYTES));
-  CU_TRY(err, cuMemsetD8(w->ptr[i] + w->bytes[i], GUARD_BYTE, GUARD_BYTES));
-  return TUNE_OK;
-fail:
-  return err->code;
-}
-
-/* Were the guard bands written? The first hit is described in wrong (left as is when it
- * already holds a finding); the bands are refilled for the next variant. */
-static int guard_check(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
-  unsigned char *buf = malloc(GUARD_BYTES);
-  if (!buf) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
+/* The reference's outputs on the live set, as doubles, into w->ref. */
+static int read_reference(wstate *w, tune_err *err) {
   for (int i = 0; i < w->n_args; ++i) {
-    if (!w->guard_base[i]) continue;
-    for (int side = 0; side < 2; ++side) {
-      CUdeviceptr g = side ? w->ptr[i] + w->bytes[i] : w->guard_base[i];
-      CU_TRY(err, cuMemcpyDtoH(buf, g, GUARD_BYTES));
-      size_t first = GUARD_BYTES, last = 0, hits = 0;
-      for (size_t k = 0; k < GUARD_BYTES; ++k)
-        if (buf[k] != GUARD_BYTE) { if (first == GUARD_BYTES) first = k; last = k; ++hits; }
-      if (!hits) continue;
-      if (!wrong[0])
-        snprintf(wrong, wrong_n, "out-of-bounds write: %zu byte(s) %s %s %s were changed (%zu to %zu bytes %s it)",
-                 hits, side ? "after the end of" : "before the start of", w->def[i].output ? "output" : "input",
-                 w->def[i].name ? w->def[i].name : "?", side ? first + 1 : GUARD_BYTES - last,
-                 side ? last + 1 : GUARD_BYTES - first, side ? "past" : "before");
-      CU_TRY(err, cuMemsetD8(g, GUARD_BYTE, GUARD_BYTES));
+    if (!w->def[i].output) continue;
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    free(w->ref[i]);
+    w->ref[i] = malloc((size_t)w->numel[i] * sizeof(double));
+    if (!w->ref[i]) return tune_fail(err, TUNE_ENOMEM, "worker: no memory for the reference");
+    int64_t bad = 0;
+    for (int64_t k = 0; k < w->numel[i]; ++k) {
+      w->ref[i][k] = tune_inputs_get(w->def[i].dtype, w->host, k);
+      bad += !isfinite(w->ref[i][k]);
     }
+    if (bad) return tune_fail(err, TUNE_EINVAL, "reference: output %s has %lld NaN/Inf (unwritten?)", w->def[i].name ? w->def[i].name : "", (long long)bad);
   }
-  free(buf);
   return TUNE_OK;
 fail:
-  free(buf);
   return err->code;
-}
-
-/* After timing: poison the outputs, launch once more and compare again, so that a variant
- * which computes its output on the first launch only (keeping it in later ones) is wrong.
- * The outputs' checksums of the verified launch (out_hash) settle the usual case without a
- * copy; a difference (a kernel whose rounding varies between launches) is compared with the
- * reference and its tolerance. Then the guard bands once more. Returns NULL when the variant
- * passes, else its reply; *failed = 1 when the worker itself failed (err set). */
-static json_t *relaunch_check(wstate *w, launch *l, int n, const uint64_t *out_hash, tune_err *err, int *failed) {
-  char wrong[1024] = "", why[1024] = "";
-  *failed = 1;
-  if (poison_outputs(w, err)) return NULL;
-  if (tune_cu.cuMemsetD8Async(w->flush, 0x5a, w->flush_bytes, 0) != CUDA_SUCCESS) {
-    tune_fail(err, TUNE_ECUDA, "worker: L2 flush before the relaunch check failed");
-    return NULL;
-  }
-  CUresult r = tune_wk_run_launches(w, l, n, why, sizeof why);
-  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { *failed = 0; return tune_wk_crash_reply(r, why[0] ? why : "in the launch after timing"); }
-  if (tune_cupti_available()) { double d; int k; if (tune_cupti_collect(&d, &k, err)) return NULL; }
-  for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
-    if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
-    uint64_t h;
-    if (device_checksum(w, i, &h, err)) return NULL;
-    if (h == out_hash[i]) continue;
-    if (host_reserve(w, w->bytes[i], err)) return NULL;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    tune_compare c;
-    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
-    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
-      snprintf(wrong, sizeof wrong, "output %s is wrong in a launch after the timed ones (%lld NaN/Inf, rel_l2 %.3g, "
-               "first bad at %lld): the variant does not compute its output on every launch",
-               w->def[i].name ? w->def[i].name : "?", (long long)c.n_nan, c.rel_l2, (long long)c.first_bad);
-  }
-  if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
-  *failed = 0;
-  return wrong[0] ? json_pack("{s:s,s:s}", "status", "wrong", "error", wrong) : NULL;
-fail:
-  return NULL;
 }
 
 /* Set up a problem: buffers, inputs, reference outputs. Reply {ok, ref_ms}. */
@@ -536,12 +471,12 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     w->scalar_i[i] = json_integer_value(json_object_get(a, "i"));
     if (!d->is_tensor || d->scratch || w->numel[i] <= 0) continue;
     w->bytes[i] = (size_t)w->numel[i] * (size_t)tune_dtype_size(d->dtype);
-    if (guard_alloc(w, i, err)) goto fail;
+    if (tune_wk_guard_alloc(w->bytes[i], &w->guard_base[i], &w->ptr[i], err)) goto fail;
     if (!d->output) {
-      if (host_reserve(w, w->bytes[i], err)) goto fail;
+      if (tune_wk_host_reserve(w, w->bytes[i], err)) goto fail;
       tune_inputs_fill_parallel(d, w->numel[i], seed, i, w->host);
       CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
-      if (device_checksum(w, i, &w->in_hash[i], err)) goto fail; /* builds the checksum kernel on first use */
+      if (tune_wk_checksum(w, i, &w->in_hash[i], err)) goto fail; /* builds the checksum kernel on first use */
     }
   }
   /* the reference: same args, writes the outputs */
@@ -555,39 +490,25 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
   json_decref(one);
   if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
   (void)cubin_n;
-  if (poison_outputs(w, err)) goto fail;
-  CU_TRY(err, cuEventRecord(w->e0, 0));
-  r = tune_wk_run_launches(w, l, n, why, sizeof why);
-  if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
-  CU_TRY(err, cuEventRecord(w->e1, 0));
-  CU_TRY(err, cuCtxSynchronize());
+  if (tune_wk_alt_alloc(w, err)) goto fail;
   float ref_ms = 0;
-  CU_TRY(err, cuEventElapsedTime(&ref_ms, w->e0, w->e1));
-  for (int i = 0; i < w->n_args; ++i) {
-    if (!w->def[i].output) continue;
-    if (host_reserve(w, w->bytes[i], err)) goto fail;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    w->ref[i] = malloc((size_t)w->numel[i] * sizeof(double));
-    if (!w->ref[i]) { tune_fail(err, TUNE_ENOMEM, "worker: no memory for the reference"); goto fail; }
-    int64_t bad = 0;
-    for (int64_t k = 0; k < w->numel[i]; ++k) {
-      w->ref[i][k] = tune_inputs_get(w->def[i].dtype, w->host, k);
-      bad += !isfinite(w->ref[i][k]);
-    }
-    if (bad) { tune_fail(err, TUNE_EINVAL, "reference: output %s has %lld NaN/Inf (unwritten?)", w->def[i].name ? w->def[i].name : "", (long long)bad); goto fail; }
+  for (int set = 0; set <= w->two_sets; ++set) { /* the live set, then the other; back to the first */
+    if (set) tune_wk_swap_sets(w);
+    if (tune_wk_poison_outputs(w, err)) goto fail;
+    CU_TRY(err, cuEventRecord(w->e0, 0));
+    r = tune_wk_run_launches(w, l, n, why, sizeof why);
+    if (r != CUDA_SUCCESS) { tune_fail(err, TUNE_ECUDA, "reference: %s", why); goto fail; }
+    CU_TRY(err, cuEventRecord(w->e1, 0));
+    CU_TRY(err, cuCtxSynchronize());
+    if (!set) CU_TRY(err, cuEventElapsedTime(&ref_ms, w->e0, w->e1));
+    if (read_reference(w, err)) goto fail;
+    if (set) tune_wk_swap_sets(w);
   }
   tune_cu.cuModuleUnload(mod);
   return json_pack("{s:s,s:f}", "status", "ok", "ref_ms", (double)ref_ms);
 fail:
   if (mod) tune_cu.cuModuleUnload(mod);
   return NULL;
-}
-
-static int is_sticky(CUresult r) {
-  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
-         r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_HARDWARE_STACK_ERROR ||
-         r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_ASSERT ||
-         r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 /* Verify then time one variant. The reply always has a status. */
@@ -618,71 +539,27 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   if (tune_wk_build_tmaps(w, json_object_get(msg, "tmaps"), why, sizeof why)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
   CUresult r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
-  /* 1. verify: outputs and scratch poisoned (a scratch the recipe declares zero = true is zeroed
-     by each launch instead), so a variant that reads scratch it never wrote fails here; L2 flushed
-     as before every timed launch, so that the checked launch looks like any other to the kernel */
-  if (poison_outputs(w, err) || poison_scratch(w, err)) goto fail;
-  CU_TRY(err, cuMemsetD8Async(w->flush, 0xa5, w->flush_bytes, 0));
-  r = tune_wk_run_launches(w, l, n, why, sizeof why);
-  if (r != CUDA_SUCCESS) {
-    reply = is_sticky(r) ? tune_wk_crash_reply(r, why) : json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
-    if (is_sticky(r)) goto done;
-    goto done_restore; /* an earlier step may have run */
-  }
-  r = tune_cu.cuCtxSynchronize();
-  if (r != CUDA_SUCCESS) { reply = tune_wk_crash_reply(r, "after the verified run"); goto done; }
-  if (tune_cupti_available()) {
-    double ns;
-    int nk;
-    if (tune_cupti_collect(&ns, &nk, err)) goto fail;
-    int nz = 0; /* the scratch_zero kernels ran too */
-    for (int i = 0; i < w->n_args; ++i) nz += w->def[i].zero && w->ptr[i] && w->bytes[i];
-    int nl = 0; /* steps with zero blocks are not launched */
-    for (int i = 0; i < n; ++i) nl += l[i].grid[0] && l[i].grid[1] && l[i].grid[2];
-    if (nl == 0) snprintf(why, sizeof why, "no kernel launched: every launch step has zero blocks for this problem");
-    else if (nk < nl + nz) snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, nl + nz);
-    if (nl == 0 || nk < nl + nz) {
-      reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+  /* 1. verify on each input set, then load the module again, so that what the verified launches
+     left in its device memory is gone before timing */
+  double worst_rel = 0, worst_abs = 0;
+  json_t *tmaps = json_object_get(msg, "tmaps");
+  for (int set = 0; set <= w->two_sets; ++set) {
+    int failed = 0;
+    if (set) {
+      tune_wk_swap_sets(w);
+      if (tune_wk_build_tmaps(w, tmaps, why, sizeof why)) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done_restore; }
+    }
+    reply = tune_wk_verify_live(w, l, n, &worst_rel, &worst_abs, err, &failed);
+    if (failed) goto fail;
+    if (reply) {
+      if (json_is_true(json_object_get(reply, "sticky"))) { json_object_del(reply, "sticky"); goto done; }
       goto done_restore; /* it ran: it may have written its inputs */
     }
   }
-  double worst_rel = 0, worst_abs = 0;
-  char wrong[1024] = "";
-  uint64_t out_hash[TUNE_MAX_ARGS] = {0}; /* checksums of the verified outputs */
-  for (int i = 0; i < w->n_args; ++i) {
-    if (!w->def[i].is_tensor || w->def[i].scratch) continue;
-    if (!w->def[i].output) {
-      uint64_t h;
-      if (device_checksum(w, i, &h, err)) goto fail;
-      if (h != w->in_hash[i] && !wrong[0])
-        snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
-      continue;
-    }
-    if (host_reserve(w, w->bytes[i], err)) goto fail;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    {
-      tune_compare c;
-      tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
-      if (c.rel_l2 > worst_rel) worst_rel = c.rel_l2;
-      if (c.max_abs > worst_abs) worst_abs = c.max_abs;
-      if (!wrong[0] && c.n_nan)
-        snprintf(wrong, sizeof wrong, "output %s: %lld NaN/Inf elements (unwritten or overflow), first at %lld",
-                 w->def[i].name ? w->def[i].name : "?", (long long)c.n_nan, (long long)c.first_bad);
-      else if (!wrong[0] && (c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs))
-        snprintf(wrong, sizeof wrong, "output %s: rel_l2 %.3g (tol %.3g), max_abs %.3g (tol %.3g), first bad at %lld: got %.6g want %.6g",
-                 w->def[i].name ? w->def[i].name : "?", c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs, (long long)c.first_bad,
-                 c.first_bad >= 0 ? tune_inputs_get(w->def[i].dtype, w->host, c.first_bad) : 0.0,
-                 c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
-    }
-  }
-  if (guard_check(w, wrong, sizeof wrong, err)) goto fail;
-  for (int i = 0; i < w->n_args && !wrong[0]; ++i)
-    if (w->def[i].is_tensor && !w->def[i].scratch && w->def[i].output && device_checksum(w, i, &out_hash[i], err)) goto fail;
-  if (wrong[0]) {
-    reply = json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", worst_rel, "max_abs", worst_abs);
-    /* a variant that wrote its inputs poisons later runs: restore them */
-    goto done_restore;
-  }
+  tune_cu.cuModuleUnload(mod);
+  mod = NULL;
+  r = load_kernels(&mod, cubin, json_object_get(msg, "launches"), l, &n, why, sizeof why);
+  if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 2. time: warm up, then repeat until the median is known to 1% or a cap */
   int min_samples, max_samples;
   double max_ms;
@@ -694,7 +571,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   event_samples = malloc((size_t)max_samples * sizeof *event_samples);
   if (!samples || !event_samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
   int use_cupti = tune_cupti_available();
-  int ns = 0;
+  int ns = 0, full_checks = 0, unchecked = 0;
   double rel_ci = 1;
   tune_clocks clk = {-1, -1, 0, 0};
   tune_clocks_fold(&clk, tune_nvml_sample());
@@ -721,9 +598,15 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   double t0 = tune_wk_now_ms();
   while (ns < max_samples) {
     if (ns % 8 == 7) tune_clocks_fold(&clk, tune_nvml_sample()); /* between samples, off the timed path */
+    /* the input sets take turns, so consecutive launches read different inputs at different
+       addresses; the tensor maps follow (host encoding, outside the timed span) */
+    if (w->two_sets) {
+      tune_wk_swap_sets(w);
+      if (tune_wk_build_tmaps(w, tmaps, why, sizeof why)) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done_restore; }
+    }
     /* poisoned again before every timed launch, outside the timed span (the flush below evicts the
        poison from L2): a variant must compute its output each time, not find it already there */
-    if (poison_outputs(w, err)) goto fail;
+    if (tune_wk_poison_outputs(w, err)) goto fail;
     /* evict the inputs from L2 by writing 2x its size. The dirty lines this leaves are written
        back during the variant, as a pipeline's previous kernel would leave them; that is also how
        the peers are timed (triton's do_bench zeroes a buffer). A read-only flush was tried: it
@@ -750,6 +633,9 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       }
       samples[ns++] = kns;
     } else samples[ns++] = ms * 1e6;
+    char wrong[1024] = "";
+    if (tune_wk_sample_check(w, ns, &full_checks, &unchecked, wrong, sizeof wrong, err)) goto fail;
+    if (wrong[0]) { reply = json_pack("{s:s,s:s}", "status", "wrong", "error", wrong); goto done_restore; }
     if (ns >= min_samples) {
       rel_ci = tune_wk_median_rel_ci(samples, ns);
       if (rel_ci < 0.01 || tune_wk_now_ms() - t0 > max_ms) break;
@@ -758,7 +644,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
 timed:
   {
     int failed = 0;
-    reply = relaunch_check(w, l, n, out_hash, err, &failed);
+    reply = tune_wk_relaunch_check(w, l, n, err, &failed);
     if (failed) goto fail;
     if (reply) goto done_restore;
   }
@@ -779,18 +665,11 @@ timed:
   json_object_set_new(reply, "clock_reasons", json_integer((json_int_t)clk.reasons));
   json_object_set_new(reply, "power_w", json_integer(clk.power_w));
   json_object_set_new(reply, "timing", json_string(sustained ? "sustained" : "burst"));
+  json_object_set_new(reply, "input_sets", json_integer(1 + w->two_sets));
+  if (!sustained) json_object_set_new(reply, "samples_unchecked", json_integer(unchecked));
   goto done;
 done_restore:
-  for (int i = 0; i < w->n_args; ++i) {
-    if (!w->def[i].is_tensor || w->def[i].output || w->def[i].scratch) continue;
-    uint64_t h;
-    if (device_checksum(w, i, &h, err)) goto fail;
-    if (h == w->in_hash[i]) continue;
-    if (host_reserve(w, w->bytes[i], err)) goto fail;
-    /* regenerate: same seed, same arg index, same values */
-    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->seed, i, w->host);
-    CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
-  }
+  if (tune_wk_restore_inputs(w, err)) goto fail;
 done:
   if (mod) tune_cu.cuModuleUnload(mod);
   free(samples);

@@ -13,6 +13,17 @@
 #include "recipe.h"
 #include "tune_err.h"
 
+/* What differs between the worker's two input sets (worker_sets.c): the same inputs drawn with
+ * another seed, at their own guarded addresses, with their own reference outputs. */
+typedef struct input_set {
+  CUdeviceptr ptr[TUNE_MAX_ARGS];        /* input tensors (0 elsewhere) */
+  CUdeviceptr guard_base[TUNE_MAX_ARGS];
+  uint64_t in_hash[TUNE_MAX_ARGS];       /* device checksum of each input */
+  double *ref[TUNE_MAX_ARGS];            /* reference outputs */
+  uint64_t out_hash[TUNE_MAX_ARGS];      /* checksums of the variant's verified outputs */
+  uint64_t seed;
+} input_set;
+
 typedef struct wstate {
   CUdevice dev;
   CUcontext ctx;
@@ -42,6 +53,12 @@ typedef struct wstate {
   int nvml;                       /* NVML opened: clocks sampled during timing */
   CUstream side;                  /* second stream for launch steps with stream = "side" */
   CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
+  uint64_t out_hash[TUNE_MAX_ARGS];/* checksums of the variant's verified outputs on the live set */
+  /* The other input set: ptr, guard_base, in_hash, ref, out_hash and seed above are the live set's
+     (what the next launch reads), alt the other's. two_sets 0: one set (no inputs, or no memory). */
+  input_set alt;
+  int two_sets;
+  int live_set;                   /* whose contents the live addresses hold: 0 the problem's seed, 1 the other */
 } wstate;
 
 /* One launch step of a variant, resolved in its module. */
@@ -54,6 +71,39 @@ CUresult tune_wk_run_launches(wstate *w, launch *l, int n, char *why, size_t why
 json_t *tune_wk_crash_reply(CUresult r, const char *where);
 /* Encode every tensor-map argument on w's current buffers; -1 with why: a launch_error. */
 int tune_wk_build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n);
+/* Allocate bytes with a 1 MiB guard band on each side (filled with a known byte): *ptr inside. */
+int tune_wk_guard_alloc(size_t bytes, CUdeviceptr *base, CUdeviceptr *ptr, tune_err *err);
+/* Device checksum of tensor i of the live set. */
+int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err);
+/* Make the host staging buffer at least n bytes. */
+int tune_wk_host_reserve(wstate *w, size_t n, tune_err *err);
+/* Poison every output (NaN of its dtype); every scratch not zeroed per launch (0xff bytes). */
+int tune_wk_poison_outputs(wstate *w, tune_err *err);
+int tune_wk_poison_scratch(wstate *w, tune_err *err);
+
+/* Checks of a variant (worker_verify.c). Each returns NULL when the variant passes, else its
+ * reply; *failed = 1 (NULL returned, err set) when the worker itself failed.
+ * verify_live: one launch on the live set, outputs against its reference, inputs unchanged, guard
+ *   bands; the outputs' checksums into w->out_hash ("sticky": true in a reply whose error lost
+ *   the context). relaunch_check: after timing, one more launch (on the other set's contents at
+ *   the live addresses when there are two sets) must reproduce the output. */
+json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed);
+json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed);
+/* After timed sample number `sample`: the outputs' checksums against the verified ones, a
+ * difference compared with the reference (a few times per variant, then counted in *unchecked);
+ * a wrong output is described in wrong. */
+int tune_wk_sample_check(wstate *w, int sample, int *full_checks, int *unchecked, char *wrong, size_t wrong_n, tune_err *err);
+
+/* The second input set (worker_sets.c). alt_alloc draws it (seed derived from w->seed) where
+ * memory allows; swap makes the other set live (the caller rebuilds tensor maps); swap_contents
+ * exchanges the two sets' contents in place (the addresses stay, the labels follow the contents);
+ * restore regenerates any input of either set a variant modified; free releases the alt set. */
+int tune_wk_alt_alloc(wstate *w, tune_err *err);
+void tune_wk_swap_sets(wstate *w);
+int tune_wk_swap_contents(wstate *w, tune_err *err);
+int tune_wk_restore_inputs(wstate *w, tune_err *err);
+void tune_wk_alt_free(wstate *w);
+
 /* Relative width of the median's 95 % interval over samples[n] (order statistics). */
 double tune_wk_median_rel_ci(const double *samples, int n);
 

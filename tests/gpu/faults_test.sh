@@ -21,6 +21,12 @@ expect 8 wrong
 expect 9 wrong
 expect 10 ok
 expect 11 launch_error
+expect 12 wrong
+expect 13 wrong
+memo=$(sql f.db "select r.error_text from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":12}' order by r.id desc limit 1")
+check "the pointer-keyed cache is caught on new inputs at the same addresses ($memo)" grep -q "same addresses" <<<"$memo"
+alt=$(sql f.db "select r.error_text from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":13}' order by r.id desc limit 1")
+check "the alternating variant is caught in a timed launch ($alt)" grep -q "timed launch" <<<"$alt"
 side=$(sql f.db "select cast(r.median_ns as int) from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":10}' order by r.id desc limit 1")
 check "side-stream work is timed (median ${side} ns >= the 200 us spin)" test "${side:-0}" -ge 190000
 clocks=$(sql f.db "select sm_mhz from results where status='ok' order by id desc limit 1")
@@ -29,5 +35,5 @@ n_ok=$(sql f.db "select count(*) from results where status='ok' and median_ns > 
 check "the good variants are verified and timed" test "$n_ok" -eq 2
 # a second run resumes: nothing is measured again
 "$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device cuda:0 --db f.db --timeout 4000 --seed 3 >again.txt 2>&1
-check "second run resumes everything" contains again.txt "12 resumed from the database"
+check "second run resumes everything" contains again.txt "14 resumed from the database"
 finish

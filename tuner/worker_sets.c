@@ -1,0 +1,126 @@
+/* worker_sets.c: the worker's second input set (docs/measurement.md). Every input tensor exists
+ * twice, drawn from the problem's seed and from a second seed, at different guarded addresses,
+ * each with its own reference outputs. Verification runs on both, timed launches alternate between
+ * them, and the launch after timing reads the other set's contents at the addresses it last saw:
+ * a variant that keys a cached result by pointer, or that is right only for the inputs it was
+ * verified on, ends wrong. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inputs.h"
+#include "worker_int.h"
+
+/* The second seed: far from the first in the generator's stream. */
+#define ALT_SEED_STEP 0x9e3779b97f4a7c15ull
+
+static int is_input(const wstate *w, int i) {
+  return w->def[i].is_tensor && !w->def[i].output && !w->def[i].scratch && w->ptr[i] && w->bytes[i];
+}
+
+void tune_wk_alt_free(wstate *w) {
+  for (int i = 0; i < TUNE_MAX_ARGS; ++i) {
+    if (w->alt.guard_base[i]) tune_cu.cuMemFree(w->alt.guard_base[i]);
+    free(w->alt.ref[i]);
+  }
+  memset(&w->alt, 0, sizeof w->alt);
+  w->two_sets = 0;
+  w->live_set = 0;
+}
+
+/* Draw the other set's inputs. Out of device memory, the problem keeps one set (said in each
+ * result's input_sets). */
+int tune_wk_alt_alloc(wstate *w, tune_err *err) {
+  tune_wk_alt_free(w);
+  w->alt.seed = w->seed + ALT_SEED_STEP;
+  int any = 0;
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!is_input(w, i)) continue;
+    if (tune_wk_guard_alloc(w->bytes[i], &w->alt.guard_base[i], &w->alt.ptr[i], err)) {
+      if (w->alt.guard_base[i]) tune_cu.cuMemFree(w->alt.guard_base[i]);
+      w->alt.guard_base[i] = w->alt.ptr[i] = 0;
+      tune_wk_alt_free(w);
+      tune_err_clear(err);
+      return TUNE_OK;
+    }
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
+    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->alt.seed, i, w->host);
+    CU_TRY(err, cuMemcpyHtoD(w->alt.ptr[i], w->host, w->bytes[i]));
+    any = 1;
+  }
+  w->two_sets = any;
+  if (!any) return TUNE_OK;
+  tune_wk_swap_sets(w);
+  for (int i = 0; i < w->n_args; ++i)
+    if (is_input(w, i) && tune_wk_checksum(w, i, &w->in_hash[i], err)) { tune_wk_swap_sets(w); return err->code; }
+  tune_wk_swap_sets(w);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+
+/* What belongs to a set's contents: checksums, references, seed. */
+static void swap_labels(wstate *w) {
+  for (int i = 0; i < w->n_args; ++i) {
+    SWAP(uint64_t, w->in_hash[i], w->alt.in_hash[i]);
+    SWAP(double *, w->ref[i], w->alt.ref[i]);
+    SWAP(uint64_t, w->out_hash[i], w->alt.out_hash[i]);
+  }
+  SWAP(uint64_t, w->seed, w->alt.seed);
+  w->live_set ^= 1;
+}
+
+void tune_wk_swap_sets(wstate *w) {
+  if (!w->two_sets) return;
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->alt.ptr[i]) continue;
+    SWAP(CUdeviceptr, w->ptr[i], w->alt.ptr[i]);
+    SWAP(CUdeviceptr, w->guard_base[i], w->alt.guard_base[i]);
+  }
+  swap_labels(w);
+}
+
+/* Exchange the contents of the two sets' inputs, a flush buffer's worth at a time through it
+ * (its contents do not matter: it only evicts L2). */
+int tune_wk_swap_contents(wstate *w, tune_err *err) {
+  if (!w->two_sets) return TUNE_OK;
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->alt.ptr[i]) continue;
+    for (size_t off = 0; off < w->bytes[i]; off += w->flush_bytes) {
+      size_t n = w->bytes[i] - off < w->flush_bytes ? w->bytes[i] - off : w->flush_bytes;
+      CU_TRY(err, cuMemcpyDtoD(w->flush, w->ptr[i] + off, n));
+      CU_TRY(err, cuMemcpyDtoD(w->ptr[i] + off, w->alt.ptr[i] + off, n));
+      CU_TRY(err, cuMemcpyDtoD(w->alt.ptr[i] + off, w->flush, n));
+    }
+  }
+  swap_labels(w);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+/* Regenerate the live set's inputs a variant modified (same seed, same arg index, same values). */
+static int restore_live(wstate *w, tune_err *err) {
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!is_input(w, i)) continue;
+    uint64_t h;
+    if (tune_wk_checksum(w, i, &h, err)) return err->code;
+    if (h == w->in_hash[i]) continue;
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
+    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->seed, i, w->host);
+    CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+  }
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+int tune_wk_restore_inputs(wstate *w, tune_err *err) {
+  int rc = restore_live(w, err);
+  if (rc || !w->two_sets) return rc;
+  tune_wk_swap_sets(w);
+  rc = restore_live(w, err);
+  tune_wk_swap_sets(w);
+  return rc;
+}

@@ -1,0 +1,214 @@
+/* worker_verify.c: what the worker checks of a variant besides its time: outputs against the
+ * reference on both input sets, inputs unchanged, guard bands around every tensor, the outputs of
+ * timed launches, and one launch after timing on the other set's inputs (docs/measurement.md). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cupti_timer.h"
+#include "inputs.h"
+#include "worker_int.h"
+
+/* ---- guard bands and the relaunch check: variants that write out of bounds, or
+   compute their output only once (docs/llm-hook.md) ---- */
+
+#define GUARD_BYTES ((size_t)1 << 20) /* before and after every input and output tensor */
+#define GUARD_BYTE 0xa5
+
+int tune_wk_guard_alloc(size_t bytes, CUdeviceptr *base, CUdeviceptr *ptr, tune_err *err) {
+  *base = *ptr = 0;
+  CU_TRY(err, cuMemAlloc(base, bytes + 2 * GUARD_BYTES));
+  *ptr = *base + GUARD_BYTES;
+  CU_TRY(err, cuMemsetD8(*base, GUARD_BYTE, GUARD_BYTES));
+  CU_TRY(err, cuMemsetD8(*ptr + bytes, GUARD_BYTE, GUARD_BYTES));
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+/* Were the live set's guard bands written? The first hit is described in wrong (left as is when
+ * it already holds a finding); the bands are refilled for the next variant. */
+static int guard_check_live(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
+  unsigned char *buf = malloc(GUARD_BYTES);
+  if (!buf) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->guard_base[i]) continue;
+    for (int side = 0; side < 2; ++side) {
+      CUdeviceptr g = side ? w->ptr[i] + w->bytes[i] : w->guard_base[i];
+      CU_TRY(err, cuMemcpyDtoH(buf, g, GUARD_BYTES));
+      size_t first = GUARD_BYTES, last = 0, hits = 0;
+      for (size_t k = 0; k < GUARD_BYTES; ++k)
+        if (buf[k] != GUARD_BYTE) { if (first == GUARD_BYTES) first = k; last = k; ++hits; }
+      if (!hits) continue;
+      if (!wrong[0])
+        snprintf(wrong, wrong_n, "out-of-bounds write: %zu byte(s) %s %s %s were changed (%zu to %zu bytes %s it)",
+                 hits, side ? "after the end of" : "before the start of", w->def[i].output ? "output" : "input",
+                 w->def[i].name ? w->def[i].name : "?", side ? first + 1 : GUARD_BYTES - last,
+                 side ? last + 1 : GUARD_BYTES - first, side ? "past" : "before");
+      CU_TRY(err, cuMemsetD8(g, GUARD_BYTE, GUARD_BYTES));
+    }
+  }
+  free(buf);
+  return TUNE_OK;
+fail:
+  free(buf);
+  return err->code;
+}
+
+/* The guard bands of both input sets (and of the outputs). */
+static int guard_check(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
+  int rc = guard_check_live(w, wrong, wrong_n, err);
+  if (rc || !w->two_sets) return rc;
+  tune_wk_swap_sets(w);
+  rc = guard_check_live(w, wrong, wrong_n, err);
+  tune_wk_swap_sets(w);
+  return rc;
+}
+
+/* After timing: poison the outputs, launch once more and compare again, so that a variant
+ * which computes its output on the first launch only (keeping it in later ones) is wrong.
+ * With two input sets, the launch reads the other set's inputs at the live addresses (so a
+ * result cached by pointer is stale). The outputs' checksums of the verified launch settle the usual case without a
+ * copy; a difference (a kernel whose rounding varies between launches) is compared with the
+ * reference and its tolerance. Then the guard bands once more. Returns NULL when the variant
+ * passes, else its reply; *failed = 1 when the worker itself failed (err set). */
+json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed) {
+  char wrong[1024] = "", why[1024] = "";
+  *failed = 1;
+  /* the other set's inputs at the addresses the variant has seen: a cache keyed by pointer fails */
+  if (w->two_sets && tune_wk_swap_contents(w, err)) return NULL;
+  if (tune_wk_poison_outputs(w, err)) return NULL;
+  if (tune_cu.cuMemsetD8Async(w->flush, 0x5a, w->flush_bytes, 0) != CUDA_SUCCESS) {
+    tune_fail(err, TUNE_ECUDA, "worker: L2 flush before the relaunch check failed");
+    return NULL;
+  }
+  CUresult r = tune_wk_run_launches(w, l, n, why, sizeof why);
+  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) { *failed = 0; return tune_wk_crash_reply(r, why[0] ? why : "in the launch after timing"); }
+  if (tune_cupti_available()) { double d; int k; if (tune_cupti_collect(&d, &k, err)) return NULL; }
+  for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
+    uint64_t h;
+    if (tune_wk_checksum(w, i, &h, err)) return NULL;
+    if (h == w->out_hash[i]) continue;
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return NULL;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    tune_compare c;
+    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
+      snprintf(wrong, sizeof wrong, "output %s is wrong in a launch after the timed ones%s (%lld NaN/Inf, rel_l2 %.3g, "
+               "first bad at %lld): the variant does not compute its output from its inputs on every launch",
+               w->def[i].name ? w->def[i].name : "?", w->two_sets ? ", on new inputs at the same addresses" : "",
+               (long long)c.n_nan, c.rel_l2, (long long)c.first_bad);
+  }
+  if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
+  *failed = 0;
+  return wrong[0] ? json_pack("{s:s,s:s}", "status", "wrong", "error", wrong) : NULL;
+fail:
+  return NULL;
+}
+
+static int is_sticky(CUresult r) {
+  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
+         r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_HARDWARE_STACK_ERROR ||
+         r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_ASSERT ||
+         r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+/* Full comparisons per variant of timed outputs whose checksum differs from the verified one: a
+ * variant whose rounding varies between launches differs every time, and its later samples go
+ * unchecked (counted) rather than each paying a copy and a host comparison. */
+#define FULL_CHECKS 2
+
+/* After timed sample number `sample`: each output's checksum against the one verified on the live
+ * set; a difference is compared with that set's reference (FULL_CHECKS at most). A wrong output
+ * is described in wrong. */
+int tune_wk_sample_check(wstate *w, int sample, int *full_checks, int *unchecked, char *wrong, size_t wrong_n, tune_err *err) {
+  for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
+    uint64_t h;
+    if (tune_wk_checksum(w, i, &h, err)) return err->code;
+    if (h == w->out_hash[i]) continue;
+    if (*full_checks >= FULL_CHECKS) { ++*unchecked; return TUNE_OK; }
+    ++*full_checks;
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    tune_compare c;
+    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
+      snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g): "
+               "timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?", sample,
+               w->live_set ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs);
+  }
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+/* Verify the variant once on the live input set: outputs and scratch poisoned (a scratch the recipe
+ * declares zero = true is zeroed by each launch instead), so a variant that reads scratch it never
+ * wrote fails; L2 flushed as before every timed launch, so that the checked launch looks like any
+ * other to the kernel. Every output against the live set's reference, inputs unchanged, guard bands
+ * intact; the outputs' checksums into w->out_hash. Returns NULL when the variant passes, else its
+ * reply ("sticky": true when the context is lost); *failed = 1 when the worker failed (err set). */
+json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed) {
+  char why[1024] = "", wrong[1024] = "";
+  *failed = 1;
+  if (tune_wk_poison_outputs(w, err) || tune_wk_poison_scratch(w, err)) return NULL;
+  CU_TRY(err, cuMemsetD8Async(w->flush, 0xa5, w->flush_bytes, 0));
+  CUresult r = tune_wk_run_launches(w, l, n, why, sizeof why);
+  if (r == CUDA_SUCCESS) r = tune_cu.cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) {
+    *failed = 0;
+    if (!is_sticky(r)) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why[0] ? why : tune_cuda_error_name(r));
+    json_t *reply = tune_wk_crash_reply(r, why[0] ? why : "after the verified run");
+    json_object_set_new(reply, "sticky", json_true());
+    return reply;
+  }
+  if (tune_cupti_available()) {
+    double ns;
+    int nk;
+    if (tune_cupti_collect(&ns, &nk, err)) return NULL;
+    int nz = 0; /* the scratch_zero kernels ran too */
+    for (int i = 0; i < w->n_args; ++i) nz += w->def[i].zero && w->ptr[i] && w->bytes[i];
+    int nl = 0; /* steps with zero blocks are not launched */
+    for (int i = 0; i < n; ++i) nl += l[i].grid[0] && l[i].grid[1] && l[i].grid[2];
+    if (nl == 0) snprintf(why, sizeof why, "no kernel launched: every launch step has zero blocks for this problem");
+    else if (nk < nl + nz) snprintf(why, sizeof why, "%d kernel(s) ran for %d launches: a variant must run its kernels", nk, nl + nz);
+    *failed = 0;
+    if (nl == 0 || nk < nl + nz) return json_pack("{s:s,s:s}", "status", "launch_error", "error", why);
+    *failed = 1;
+  }
+  for (int i = 0; i < w->n_args; ++i) {
+    if (!w->def[i].is_tensor || w->def[i].scratch) continue;
+    if (!w->def[i].output) {
+      uint64_t h;
+      if (tune_wk_checksum(w, i, &h, err)) return NULL;
+      if (h != w->in_hash[i] && !wrong[0])
+        snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
+      continue;
+    }
+    if (tune_wk_host_reserve(w, w->bytes[i], err)) return NULL;
+    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
+    tune_compare c;
+    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (c.rel_l2 > *worst_rel) *worst_rel = c.rel_l2;
+    if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
+    const char *name = w->def[i].name ? w->def[i].name : "?", *on = w->live_set ? " (second input set)" : "";
+    if (!wrong[0] && c.n_nan)
+      snprintf(wrong, sizeof wrong, "output %s%s: %lld NaN/Inf elements (unwritten or overflow), first at %lld", name, on,
+               (long long)c.n_nan, (long long)c.first_bad);
+    else if (!wrong[0] && (c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs))
+      snprintf(wrong, sizeof wrong, "output %s%s: rel_l2 %.3g (tol %.3g), max_abs %.3g (tol %.3g), first bad at %lld: got %.6g want %.6g",
+               name, on, c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs,
+               (long long)c.first_bad, c.first_bad >= 0 ? tune_inputs_get(w->def[i].dtype, w->host, c.first_bad) : 0.0,
+               c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
+  }
+  if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
+  for (int i = 0; i < w->n_args && !wrong[0]; ++i)
+    if (w->def[i].is_tensor && !w->def[i].scratch && w->def[i].output && tune_wk_checksum(w, i, &w->out_hash[i], err)) return NULL;
+  *failed = 0;
+  if (!wrong[0]) return NULL;
+  return json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", *worst_rel, "max_abs", *worst_abs);
+fail:
+  return NULL;
+}
