@@ -1,6 +1,6 @@
 /* worker_sets.c: the worker's second input set (docs/measurement.md). Every input tensor exists
- * twice, drawn from the problem's seed and from a second seed, at different guarded addresses,
- * each with its own reference outputs. Verification runs on both, timed launches alternate between
+ * twice, at different guarded addresses: the data drawn from the problem's seed and from a second
+ * seed, the integer structure the same; each set has its own reference outputs. Verification runs on both, timed launches alternate between
  * them, and the launch after timing reads the other set's contents at the addresses it last saw:
  * a variant that keys a cached result by pointer, or that is right only for the inputs it was
  * verified on, ends wrong. */
@@ -27,6 +27,11 @@ void tune_wk_alt_free(wstate *w) {
   w->live_set = 0;
 }
 
+/* Integer inputs are structure (sequence offsets, expert counts, block tables, lengths): the
+ * other set keeps them, at its own address, so both sets describe the same work and a variant's
+ * time stays comparable with a peer timed on the problem's inputs; the data around them differ. */
+static int is_structure(const wstate *w, int i) { return w->def[i].dtype == TUNE_I32 || w->def[i].dtype == TUNE_I64; }
+
 /* Draw the other set's inputs. Out of device memory, the problem keeps one set (said in each
  * result's input_sets). */
 int tune_wk_alt_alloc(wstate *w, tune_err *err) {
@@ -41,6 +46,10 @@ int tune_wk_alt_alloc(wstate *w, tune_err *err) {
       tune_wk_alt_free(w);
       tune_err_clear(err);
       return TUNE_OK;
+    }
+    if (is_structure(w, i)) {
+      CU_TRY(err, cuMemcpyDtoD(w->alt.ptr[i], w->ptr[i], w->bytes[i]));
+      continue;
     }
     if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
     tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->alt.seed, i, w->host);
