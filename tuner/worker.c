@@ -41,11 +41,11 @@ static void free_problem(wstate *w) {
   for (int i = 0; i < w->n_args; ++i) {
     if (w->ptr[i]) tune_cu.cuMemFree(w->guard_base[i] ? w->guard_base[i] : w->ptr[i]);
     w->guard_base[i] = 0;
-    free(w->ref[i]);
+    if (w->ref[i]) tune_cu.cuMemFree(w->ref[i]);
     free((char *)w->def[i].name);
     w->def[i].name = NULL;
     w->ptr[i] = 0;
-    w->ref[i] = NULL;
+    w->ref[i] = 0;
     w->bytes[i] = 0;
   }
   w->n_args = 0;
@@ -283,81 +283,6 @@ double tune_wk_median_rel_ci(const double *samples, int n) {
   return rel;
 }
 
-/* Order-independent checksum of a device buffer's 32-bit words (each mixed
- * with its index) plus its last bytes: any change to an input shows, at the
- * cost of one pass at device bandwidth instead of a copy to the host. */
-static const char checksum_src[] =
-    "extern \"C\" __global__ void tune_checksum(const unsigned *p, unsigned long long n,\n"
-    "    unsigned long long *out) {\n"
-    "  unsigned long long acc = 0;\n"
-    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
-    "    unsigned long long x = p[i] ^ (i * 0x9E3779B97F4A7C15ull);\n"
-    "    x *= 0xff51afd7ed558ccdull; acc += x ^ (x >> 33);\n"
-    "  }\n"
-    "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
-    "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
-    "}\n"
-    /* zero = true scratch, before each launch of the variant. Not named tune_*: CUPTI then counts
-       it in the variant's time, as a memset the variant needs must be. */
-    "extern \"C\" __global__ void scratch_zero(unsigned long long *p, unsigned long long n8,\n"
-    "    unsigned char *tail, unsigned long long ntail) {\n"
-    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < ntail) tail[i] = 0;\n"
-    "  for (; i < n8; i += (unsigned long long)gridDim.x * blockDim.x) p[i] = 0ull;\n"
-    "}\n";
-
-static int checksum_init(wstate *w, tune_err *err) {
-  if (w->sum_fn) return TUNE_OK;
-  int maj = 0, min = 0;
-  CU_TRY(err, cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, w->dev));
-  CU_TRY(err, cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, w->dev));
-  char arch[16];
-  snprintf(arch, sizeof arch, "sm_%d%d", maj, min);
-  tune_compile_job job;
-  memset(&job, 0, sizeof job);
-  job.source_path = "tune_checksum.cu";
-  job.source_text = checksum_src;
-  job.include_root = ".";
-  job.arch = arch;
-  job.n_names = 2;
-  job.names[0] = "tune_checksum";
-  job.names[1] = "scratch_zero";
-  if (tune_compile_batch(&job, 1, 1, err)) return err->code;
-  if (!job.bin.ok) {
-    tune_fail(err, TUNE_EINTERNAL, "worker: the checksum kernel does not compile: %s", job.bin.log ? job.bin.log : "");
-    db_binary_release(&job.bin);
-    return err->code;
-  }
-  CUresult r = tune_cu.cuModuleLoadData(&w->sum_mod, job.bin.cubin);
-  db_binary_release(&job.bin);
-  if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: checksum module: %s", tune_cuda_error_name(r));
-  CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
-  CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
-  CU_TRY(err, cuMemAlloc(&w->sum_out, 8));
-  return TUNE_OK;
-fail:
-  return err->code;
-}
-
-int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
-  unsigned long long n = w->bytes[i] / 4, h = 0;
-  unsigned char tail[4] = {0};
-  size_t rest = w->bytes[i] % 4;
-  void *args[] = {&w->ptr[i], &n, &w->sum_out};
-  /* the kernel is built on first use: a recipe without inputs or scratch reaches here first through
-     its outputs' relaunch check */
-  if (checksum_init(w, err)) return err->code;
-  CU_TRY(err, cuMemsetD8(w->sum_out, 0, 8));
-  if (n) CU_TRY(err, cuLaunchKernel(w->sum_fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
-  CU_TRY(err, cuMemcpyDtoH(&h, w->sum_out, 8));
-  if (rest) CU_TRY(err, cuMemcpyDtoH(tail, w->ptr[i] + n * 4, rest));
-  *sum = h ^ XXH64(tail, rest, (uint64_t)rest);
-  return TUNE_OK;
-fail:
-  return err->code;
-}
-
 /* ---- tensormap args and zeroed scratch (docs/tensormap-args.md, docs/recipes.md) ---- */
 
 /* The problem message's extras of arg i: "zero" (scratch) and "tmap" (a tensormap arg). */
@@ -409,7 +334,7 @@ static CUresult zero_scratch(wstate *w, char *why, size_t why_n) {
     if (!w->zero_fn) {
       tune_err e;
       tune_err_clear(&e);
-      if (checksum_init(w, &e)) { snprintf(why, why_n, "scratch zeroing kernel: %s", e.msg); return CUDA_ERROR_NOT_INITIALIZED; }
+      if (tune_wk_kernels_init(w, &e)) { snprintf(why, why_n, "scratch zeroing kernel: %s", e.msg); return CUDA_ERROR_NOT_INITIALIZED; }
     }
     unsigned long long n8 = w->bytes[i] / 8, ntail = w->bytes[i] % 8;
     CUdeviceptr tail = w->ptr[i] + n8 * 8;
@@ -421,21 +346,21 @@ static CUresult zero_scratch(wstate *w, char *why, size_t why_n) {
   return CUDA_SUCCESS;
 }
 
-/* The reference's outputs on the live set, as doubles, into w->ref. */
-static int read_reference(wstate *w, tune_err *err) {
+/* The reference's outputs on the live set, kept on the device in w->ref. */
+static int keep_reference(wstate *w, tune_err *err) {
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->def[i].output) continue;
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
-    free(w->ref[i]);
-    w->ref[i] = malloc((size_t)w->numel[i] * sizeof(double));
-    if (!w->ref[i]) return tune_fail(err, TUNE_ENOMEM, "worker: no memory for the reference");
-    int64_t bad = 0;
-    for (int64_t k = 0; k < w->numel[i]; ++k) {
-      w->ref[i][k] = tune_inputs_get(w->def[i].dtype, w->host, k);
-      bad += !isfinite(w->ref[i][k]);
+    if (w->ref[i]) tune_cu.cuMemFree(w->ref[i]);
+    w->ref[i] = 0;
+    if (tune_cu.cuMemAlloc(&w->ref[i], w->bytes[i]) != CUDA_SUCCESS) {
+      w->ref[i] = 0;
+      return tune_fail(err, TUNE_ENOMEM, "worker: no device memory for the reference of output %s (%zu bytes)",
+                       w->def[i].name ? w->def[i].name : "", w->bytes[i]);
     }
-    if (bad) return tune_fail(err, TUNE_EINVAL, "reference: output %s has %lld NaN/Inf (unwritten?)", w->def[i].name ? w->def[i].name : "", (long long)bad);
+    CU_TRY(err, cuMemcpyDtoD(w->ref[i], w->ptr[i], w->bytes[i]));
+    tune_compare c;
+    if (tune_wk_compare(w, i, w->ref[i], &c, err)) return err->code;
+    if (c.n_nan) return tune_fail(err, TUNE_EINVAL, "reference: output %s has %lld NaN/Inf (unwritten?)", w->def[i].name ? w->def[i].name : "", (long long)c.n_nan);
   }
   return TUNE_OK;
 fail:
@@ -501,8 +426,12 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     CU_TRY(err, cuEventRecord(w->e1, 0));
     CU_TRY(err, cuCtxSynchronize());
     if (!set) CU_TRY(err, cuEventElapsedTime(&ref_ms, w->e0, w->e1));
-    if (read_reference(w, err)) goto fail;
+    int rc = keep_reference(w, err);
     if (set) tune_wk_swap_sets(w);
+    if (rc == TUNE_ENOMEM && set) { /* no room for the second set's reference: one set */
+      tune_wk_alt_free(w);
+      tune_err_clear(err);
+    } else if (rc) goto fail;
   }
   tune_cu.cuModuleUnload(mod);
   return json_pack("{s:s,s:f}", "status", "ok", "ref_ms", (double)ref_ms);
@@ -571,7 +500,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   event_samples = malloc((size_t)max_samples * sizeof *event_samples);
   if (!samples || !event_samples) { tune_fail(err, TUNE_ENOMEM, "worker: out of memory"); goto fail; }
   int use_cupti = tune_cupti_available();
-  int ns = 0, full_checks = 0, unchecked = 0;
+  int ns = 0;
   double rel_ci = 1;
   tune_clocks clk = {-1, -1, 0, 0};
   tune_clocks_fold(&clk, tune_nvml_sample());
@@ -634,7 +563,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       samples[ns++] = kns;
     } else samples[ns++] = ms * 1e6;
     char wrong[1024] = "";
-    if (tune_wk_sample_check(w, ns, &full_checks, &unchecked, wrong, sizeof wrong, err)) goto fail;
+    if (tune_wk_sample_check(w, ns, wrong, sizeof wrong, err)) goto fail;
     if (wrong[0]) { reply = json_pack("{s:s,s:s}", "status", "wrong", "error", wrong); goto done_restore; }
     if (ns >= min_samples) {
       rel_ci = tune_wk_median_rel_ci(samples, ns);
@@ -666,7 +595,6 @@ timed:
   json_object_set_new(reply, "power_w", json_integer(clk.power_w));
   json_object_set_new(reply, "timing", json_string(sustained ? "sustained" : "burst"));
   json_object_set_new(reply, "input_sets", json_integer(1 + w->two_sets));
-  if (!sustained) json_object_set_new(reply, "samples_unchecked", json_integer(unchecked));
   goto done;
 done_restore:
   if (tune_wk_restore_inputs(w, err)) goto fail;

@@ -8,7 +8,9 @@
 
 #include <jansson.h>
 
+#include "compile.h"
 #include "cuda_dl.h"
+#include "inputs.h"
 #include "nvml_clocks.h"
 #include "recipe.h"
 #include "tune_err.h"
@@ -19,8 +21,7 @@ typedef struct input_set {
   CUdeviceptr ptr[TUNE_MAX_ARGS];        /* input tensors (0 elsewhere) */
   CUdeviceptr guard_base[TUNE_MAX_ARGS];
   uint64_t in_hash[TUNE_MAX_ARGS];       /* device checksum of each input */
-  double *ref[TUNE_MAX_ARGS];            /* reference outputs */
-  uint64_t out_hash[TUNE_MAX_ARGS];      /* checksums of the variant's verified outputs */
+  CUdeviceptr ref[TUNE_MAX_ARGS];        /* reference outputs */
   uint64_t seed;
 } input_set;
 
@@ -39,11 +40,11 @@ typedef struct wstate {
   long long scalar_i[TUNE_MAX_ARGS];
   CUdeviceptr ptr[TUNE_MAX_ARGS];
   size_t bytes[TUNE_MAX_ARGS];
-  double *ref[TUNE_MAX_ARGS];     /* reference outputs */
+  CUdeviceptr ref[TUNE_MAX_ARGS]; /* reference outputs, on the device in the output's dtype */
   uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
-  CUmodule sum_mod;               /* tune's own checksum kernel */
-  CUfunction sum_fn;
-  CUdeviceptr sum_out;            /* 8 bytes */
+  CUmodule sum_mod;               /* tune's own kernels (worker_kernels.c) */
+  CUfunction sum_fn, cmp_fn;
+  CUdeviceptr sum_out;            /* their results (48 bytes) */
   void *host;                     /* staging buffer */
   size_t host_n;
   double tol_rel, tol_abs;
@@ -53,8 +54,7 @@ typedef struct wstate {
   int nvml;                       /* NVML opened: clocks sampled during timing */
   CUstream side;                  /* second stream for launch steps with stream = "side" */
   CUtensorMap tmap[TUNE_MAX_ARGS];/* tensormap args, rebuilt per variant (zero for the reference) */
-  uint64_t out_hash[TUNE_MAX_ARGS];/* checksums of the variant's verified outputs on the live set */
-  /* The other input set: ptr, guard_base, in_hash, ref, out_hash and seed above are the live set's
+  /* The other input set: ptr, guard_base, in_hash, ref and seed above are the live set's
      (what the next launch reads), alt the other's. two_sets 0: one set (no inputs, or no memory). */
   input_set alt;
   int two_sets;
@@ -73,8 +73,15 @@ json_t *tune_wk_crash_reply(CUresult r, const char *where);
 int tune_wk_build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n);
 /* Allocate bytes with a 1 MiB guard band on each side (filled with a known byte): *ptr inside. */
 int tune_wk_guard_alloc(size_t bytes, CUdeviceptr *base, CUdeviceptr *ptr, tune_err *err);
-/* Device checksum of tensor i of the live set. */
+/* tune's own kernels (worker_kernels.c), built on first use. checksum: of tensor i of the live
+ * set. compare: output i against a reference buffer (ref) as tune_inputs_compare would, on the
+ * device. element: element k of buf, a buffer of arg i's dtype, read to the host. */
+int tune_wk_kernels_init(wstate *w, tune_err *err);
+/* Compile them for arch with NVRTC (no GPU needed): job->bin holds the cubin when TUNE_OK. */
+int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err);
 int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err);
+int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err);
+int tune_wk_element(wstate *w, int i, CUdeviceptr buf, int64_t k, double *v, tune_err *err);
 /* Make the host staging buffer at least n bytes. */
 int tune_wk_host_reserve(wstate *w, size_t n, tune_err *err);
 /* Poison every output (NaN of its dtype); every scratch not zeroed per launch (0xff bytes). */
@@ -84,15 +91,13 @@ int tune_wk_poison_scratch(wstate *w, tune_err *err);
 /* Checks of a variant (worker_verify.c). Each returns NULL when the variant passes, else its
  * reply; *failed = 1 (NULL returned, err set) when the worker itself failed.
  * verify_live: one launch on the live set, outputs against its reference, inputs unchanged, guard
- *   bands; the outputs' checksums into w->out_hash ("sticky": true in a reply whose error lost
- *   the context). relaunch_check: after timing, one more launch (on the other set's contents at
+ *   bands ("sticky": true in a reply whose error lost the context). relaunch_check: after timing, one more launch (on the other set's contents at
  *   the live addresses when there are two sets) must reproduce the output. */
 json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed);
 json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed);
-/* After timed sample number `sample`: the outputs' checksums against the verified ones, a
- * difference compared with the reference (a few times per variant, then counted in *unchecked);
- * a wrong output is described in wrong. */
-int tune_wk_sample_check(wstate *w, int sample, int *full_checks, int *unchecked, char *wrong, size_t wrong_n, tune_err *err);
+/* After timed sample number `sample`: every output against the live set's reference; a wrong one
+ * is described in wrong. */
+int tune_wk_sample_check(wstate *w, int sample, char *wrong, size_t wrong_n, tune_err *err);
 
 /* The second input set (worker_sets.c). alt_alloc draws it (seed derived from w->seed) where
  * memory allows; swap makes the other set live (the caller rebuilds tensor maps); swap_contents

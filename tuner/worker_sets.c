@@ -20,7 +20,7 @@ static int is_input(const wstate *w, int i) {
 void tune_wk_alt_free(wstate *w) {
   for (int i = 0; i < TUNE_MAX_ARGS; ++i) {
     if (w->alt.guard_base[i]) tune_cu.cuMemFree(w->alt.guard_base[i]);
-    free(w->alt.ref[i]);
+    if (w->alt.ref[i]) tune_cu.cuMemFree(w->alt.ref[i]);
   }
   memset(&w->alt, 0, sizeof w->alt);
   w->two_sets = 0;
@@ -69,12 +69,11 @@ fail:
 
 #define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
 
-/* What belongs to a set's contents: checksums, references, seed. */
+/* What belongs to a set's contents: input checksums, references, seed. */
 static void swap_labels(wstate *w) {
   for (int i = 0; i < w->n_args; ++i) {
     SWAP(uint64_t, w->in_hash[i], w->alt.in_hash[i]);
-    SWAP(double *, w->ref[i], w->alt.ref[i]);
-    SWAP(uint64_t, w->out_hash[i], w->alt.out_hash[i]);
+    SWAP(CUdeviceptr, w->ref[i], w->alt.ref[i]);
   }
   SWAP(uint64_t, w->seed, w->alt.seed);
   w->live_set ^= 1;

@@ -67,9 +67,8 @@ static int guard_check(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
 /* After timing: poison the outputs, launch once more and compare again, so that a variant
  * which computes its output on the first launch only (keeping it in later ones) is wrong.
  * With two input sets, the launch reads the other set's inputs at the live addresses (so a
- * result cached by pointer is stale). The outputs' checksums of the verified launch settle the usual case without a
- * copy; a difference (a kernel whose rounding varies between launches) is compared with the
- * reference and its tolerance. Then the guard bands once more. Returns NULL when the variant
+ * result cached by pointer is stale). Each output against the reference of the contents it read,
+ * on the device; then the guard bands once more. Returns NULL when the variant
  * passes, else its reply; *failed = 1 when the worker itself failed (err set). */
 json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed) {
   char wrong[1024] = "", why[1024] = "";
@@ -87,13 +86,8 @@ json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *
   if (tune_cupti_available()) { double d; int k; if (tune_cupti_collect(&d, &k, err)) return NULL; }
   for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
     if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
-    uint64_t h;
-    if (tune_wk_checksum(w, i, &h, err)) return NULL;
-    if (h == w->out_hash[i]) continue;
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return NULL;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
     tune_compare c;
-    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (tune_wk_compare(w, i, w->ref[i], &c, err)) return NULL;
     if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
       snprintf(wrong, sizeof wrong, "output %s is wrong in a launch after the timed ones%s (%lld NaN/Inf, rel_l2 %.3g, "
                "first bad at %lld): the variant does not compute its output from its inputs on every launch",
@@ -103,8 +97,6 @@ json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *
   if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
   *failed = 0;
   return wrong[0] ? json_pack("{s:s,s:s}", "status", "wrong", "error", wrong) : NULL;
-fail:
-  return NULL;
 }
 
 static int is_sticky(CUresult r) {
@@ -114,34 +106,17 @@ static int is_sticky(CUresult r) {
          r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
-/* Full comparisons per variant of timed outputs whose checksum differs from the verified one: a
- * variant whose rounding varies between launches differs every time, and its later samples go
- * unchecked (counted) rather than each paying a copy and a host comparison. */
-#define FULL_CHECKS 2
-
-/* After timed sample number `sample`: each output's checksum against the one verified on the live
- * set; a difference is compared with that set's reference (FULL_CHECKS at most). A wrong output
- * is described in wrong. */
-int tune_wk_sample_check(wstate *w, int sample, int *full_checks, int *unchecked, char *wrong, size_t wrong_n, tune_err *err) {
+int tune_wk_sample_check(wstate *w, int sample, char *wrong, size_t wrong_n, tune_err *err) {
   for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
     if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
-    uint64_t h;
-    if (tune_wk_checksum(w, i, &h, err)) return err->code;
-    if (h == w->out_hash[i]) continue;
-    if (*full_checks >= FULL_CHECKS) { ++*unchecked; return TUNE_OK; }
-    ++*full_checks;
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
     tune_compare c;
-    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (tune_wk_compare(w, i, w->ref[i], &c, err)) return err->code;
     if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
       snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g): "
                "timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?", sample,
                w->live_set ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs);
   }
   return TUNE_OK;
-fail:
-  return err->code;
 }
 
 /* Verify the variant once on the live input set: outputs and scratch poisoned (a scratch the recipe
@@ -187,25 +162,24 @@ json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, doub
         snprintf(wrong, sizeof wrong, "input %s was modified by the variant", w->def[i].name ? w->def[i].name : "?");
       continue;
     }
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return NULL;
-    CU_TRY(err, cuMemcpyDtoH(w->host, w->ptr[i], w->bytes[i]));
     tune_compare c;
-    tune_inputs_compare(w->def[i].dtype, w->host, w->ref[i], w->numel[i], w->tol_abs, &c);
+    if (tune_wk_compare(w, i, w->ref[i], &c, err)) return NULL;
     if (c.rel_l2 > *worst_rel) *worst_rel = c.rel_l2;
     if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
     const char *name = w->def[i].name ? w->def[i].name : "?", *on = w->live_set ? " (second input set)" : "";
     if (!wrong[0] && c.n_nan)
       snprintf(wrong, sizeof wrong, "output %s%s: %lld NaN/Inf elements (unwritten or overflow), first at %lld", name, on,
                (long long)c.n_nan, (long long)c.first_bad);
-    else if (!wrong[0] && (c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs))
+    else if (!wrong[0] && (c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)) {
+      double got = 0, want = 0;
+      if (c.first_bad >= 0 && (tune_wk_element(w, i, w->ptr[i], c.first_bad, &got, err) ||
+                               tune_wk_element(w, i, w->ref[i], c.first_bad, &want, err)))
+        return NULL;
       snprintf(wrong, sizeof wrong, "output %s%s: rel_l2 %.3g (tol %.3g), max_abs %.3g (tol %.3g), first bad at %lld: got %.6g want %.6g",
-               name, on, c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs,
-               (long long)c.first_bad, c.first_bad >= 0 ? tune_inputs_get(w->def[i].dtype, w->host, c.first_bad) : 0.0,
-               c.first_bad >= 0 ? w->ref[i][c.first_bad] : 0.0);
+               name, on, c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs, (long long)c.first_bad, got, want);
+    }
   }
   if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
-  for (int i = 0; i < w->n_args && !wrong[0]; ++i)
-    if (w->def[i].is_tensor && !w->def[i].scratch && w->def[i].output && tune_wk_checksum(w, i, &w->out_hash[i], err)) return NULL;
   *failed = 0;
   if (!wrong[0]) return NULL;
   return json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", *worst_rel, "max_abs", *worst_abs);

@@ -1,0 +1,169 @@
+/* worker_kernels.c: tune's own kernels in the worker, compiled with NVRTC on first use: an input
+ * checksum, the zeroing of zero = true scratch, and the comparison of an output with its reference
+ * on the device (no copy of a large output to the host). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "compile.h"
+#include "inputs.h"
+#include "worker_int.h"
+
+/* Order-independent checksum of a device buffer's 32-bit words (each mixed
+ * with its index) plus its last bytes: any change to an input shows, at the
+ * cost of one pass at device bandwidth instead of a copy to the host. */
+static const char kernels_src[] =
+    "extern \"C\" __global__ void tune_checksum(const unsigned *p, unsigned long long n,\n"
+    "    unsigned long long *out) {\n"
+    "  unsigned long long acc = 0;\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "    unsigned long long x = p[i] ^ (i * 0x9E3779B97F4A7C15ull);\n"
+    "    x *= 0xff51afd7ed558ccdull; acc += x ^ (x >> 33);\n"
+    "  }\n"
+    "  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);\n"
+    "  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
+    "}\n"
+    /* zero = true scratch, before each launch of the variant. Not named tune_*: CUPTI then counts
+       it in the variant's time, as a memset the variant needs must be. */
+    "extern \"C\" __global__ void scratch_zero(unsigned long long *p, unsigned long long n8,\n"
+    "    unsigned char *tail, unsigned long long ntail) {\n"
+    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < ntail) tail[i] = 0;\n"
+    "  for (; i < n8; i += (unsigned long long)gridDim.x * blockDim.x) p[i] = 0ull;\n"
+    "}\n"
+    /* out against ref, both of dtype dt (tune_dtype's order), as tuner/inputs.c reads them:
+       acc = {sum (o - r)^2, sum r^2}, stat = {max |o - r| (bits of a nonnegative double), NaN/Inf
+       count, first index that is non-finite or over tol (~0 none)} */
+    "__device__ double tune_elem(const void *p, int dt, unsigned long long i) {\n"
+    "  switch (dt) {\n"
+    "  case 0: return ((const float *)p)[i];\n"
+    "  case 1: { unsigned h = ((const unsigned short *)p)[i], e = (h >> 10) & 31, m = h & 1023;\n"
+    "    double a = e == 31 ? __longlong_as_double(m ? 0x7ff8000000000000ll : 0x7ff0000000000000ll)\n"
+    "             : e ? ldexp(1.0 + m / 1024.0, (int)e - 15) : ldexp((double)m, -24);\n"
+    "    return (h & 0x8000) ? -a : a; }\n"
+    "  case 2: return __uint_as_float((unsigned)((const unsigned short *)p)[i] << 16);\n"
+    "  case 3: return ((const int *)p)[i];\n"
+    "  case 4: return (double)((const long long *)p)[i];\n"
+    "  case 5: return ((const double *)p)[i];\n"
+    "  case 6: { unsigned b = ((const unsigned char *)p)[i], e = (b >> 3) & 15, m = b & 7;\n"
+    "    if ((b & 0x7f) == 0x7f) return __longlong_as_double(0x7ff8000000000000ll);\n"
+    "    double a = e ? ldexp(1.0 + m / 8.0, (int)e - 7) : ldexp((double)m, -9);\n"
+    "    return (b & 0x80) ? -a : a; }\n"
+    "  }\n"
+    "  return __longlong_as_double(0x7ff8000000000000ll);\n"
+    "}\n"
+    "__device__ bool tune_finite(double x) { return ((__double_as_longlong(x) >> 52) & 0x7ff) != 0x7ff; }\n"
+    "extern \"C\" __global__ void tune_compare(const void *out, const void *ref, int dt, unsigned long long n,\n"
+    "    double tol, double *acc, unsigned long long *stat) {\n"
+    "  double num = 0, den = 0, mx = 0;\n"
+    "  unsigned long long bad = 0, first = ~0ull;\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "    double o = tune_elem(out, dt, i), r = tune_elem(ref, dt, i);\n"
+    "    if (!tune_finite(o) || !tune_finite(r)) { ++bad; if (i < first) first = i; continue; }\n"
+    "    double d = fabs(o - r);\n"
+    "    num += d * d; den += r * r; mx = fmax(mx, d);\n"
+    "    if (d > tol && i < first) first = i;\n"
+    "  }\n"
+    "  for (int o = 16; o > 0; o >>= 1) {\n"
+    "    num += __shfl_xor_sync(0xffffffffu, num, o); den += __shfl_xor_sync(0xffffffffu, den, o);\n"
+    "    mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o)); bad += __shfl_xor_sync(0xffffffffu, bad, o);\n"
+    "    unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o); first = f < first ? f : first;\n"
+    "  }\n"
+    "  if ((threadIdx.x & 31) == 0) {\n"
+    "    atomicAdd(&acc[0], num); atomicAdd(&acc[1], den);\n"
+    "    atomicMax(&stat[0], (unsigned long long)__double_as_longlong(mx)); atomicAdd(&stat[1], bad);\n"
+    "    atomicMin(&stat[2], first);\n"
+    "  }\n"
+    "}\n";
+
+int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err) {
+  memset(job, 0, sizeof *job);
+  job->source_path = "tune_worker_kernels.cu";
+  job->source_text = kernels_src;
+  job->include_root = ".";
+  job->arch = arch;
+  job->n_names = 3;
+  job->names[0] = "tune_checksum";
+  job->names[1] = "scratch_zero";
+  job->names[2] = "tune_compare";
+  if (tune_compile_batch(job, 1, 1, err)) return err->code;
+  if (job->bin.ok) return TUNE_OK;
+  tune_fail(err, TUNE_EINTERNAL, "worker: tune's own kernels do not compile for %s: %s", arch, job->bin.log ? job->bin.log : "");
+  db_binary_release(&job->bin);
+  return err->code;
+}
+
+int tune_wk_kernels_init(wstate *w, tune_err *err) {
+  if (w->sum_fn) return TUNE_OK;
+  int maj = 0, min = 0;
+  CU_TRY(err, cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, w->dev));
+  CU_TRY(err, cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, w->dev));
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%d%d", maj, min);
+  tune_compile_job job;
+  if (tune_wk_kernels_compile(arch, &job, err)) return err->code;
+  CUresult r = tune_cu.cuModuleLoadData(&w->sum_mod, job.bin.cubin);
+  db_binary_release(&job.bin);
+  if (r != CUDA_SUCCESS) return tune_fail(err, TUNE_ECUDA, "worker: module of tune's own kernels: %s", tune_cuda_error_name(r));
+  CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
+  CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
+  CU_TRY(err, cuModuleGetFunction(&w->cmp_fn, w->sum_mod, "tune_compare"));
+  CU_TRY(err, cuMemAlloc(&w->sum_out, 48)); /* the checksum's 8 bytes; the comparison's 2 doubles and 3 counters after */
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err) {
+  unsigned long long n = w->bytes[i] / 4, h = 0;
+  unsigned char tail[4] = {0};
+  size_t rest = w->bytes[i] % 4;
+  void *args[] = {&w->ptr[i], &n, &w->sum_out};
+  /* the kernel is built on first use: a recipe without inputs or scratch reaches here first through
+     its outputs' relaunch check */
+  if (tune_wk_kernels_init(w, err)) return err->code;
+  CU_TRY(err, cuMemsetD8(w->sum_out, 0, 8));
+  if (n) CU_TRY(err, cuLaunchKernel(w->sum_fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  CU_TRY(err, cuMemcpyDtoH(&h, w->sum_out, 8));
+  if (rest) CU_TRY(err, cuMemcpyDtoH(tail, w->ptr[i] + n * 4, rest));
+  *sum = h ^ XXH64(tail, rest, (uint64_t)rest);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+
+int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err) {
+  if (tune_wk_kernels_init(w, err)) return err->code;
+  CUdeviceptr acc = w->sum_out + 8, stat = w->sum_out + 24;
+  unsigned long long init[3] = {0, 0, ~0ull}, n = (unsigned long long)w->numel[i], got[3];
+  double sums[2] = {0, 0}, tol = w->tol_abs;
+  int dt = (int)w->def[i].dtype;
+  void *args[] = {&w->ptr[i], &ref, &dt, &n, &tol, &acc, &stat};
+  CU_TRY(err, cuMemcpyHtoD(acc, sums, sizeof sums));
+  CU_TRY(err, cuMemcpyHtoD(stat, init, sizeof init));
+  unsigned blocks = (unsigned)(n / 256 + 1 > 1024 ? 1024 : n / 256 + 1);
+  CU_TRY(err, cuLaunchKernel(w->cmp_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  CU_TRY(err, cuMemcpyDtoH(sums, acc, sizeof sums));
+  CU_TRY(err, cuMemcpyDtoH(got, stat, sizeof got));
+  c->rel_l2 = sums[1] > 0 ? sqrt(sums[0] / sums[1]) : sqrt(sums[0]);
+  memcpy(&c->max_abs, &got[0], sizeof c->max_abs);
+  c->n_nan = (int64_t)got[1];
+  c->first_bad = got[2] == ~0ull ? -1 : (int64_t)got[2];
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+int tune_wk_element(wstate *w, int i, CUdeviceptr buf, int64_t k, double *v, tune_err *err) {
+  unsigned char one[8];
+  size_t size = (size_t)tune_dtype_size(w->def[i].dtype);
+  CU_TRY(err, cuMemcpyDtoH(one, buf + (size_t)k * size, size));
+  *v = tune_inputs_get(w->def[i].dtype, one, 0);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
