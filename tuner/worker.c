@@ -449,6 +449,8 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   json_t *reply = NULL;
   double *samples = NULL, *event_samples = NULL;
   double t_start = tune_wk_now_ms();
+  sample_checks sc;
+  memset(&sc, 0, sizeof sc);
   /* scratch buffers grow to the variant's need */
   json_t *scratch = json_object_get(msg, "scratch");
   for (int i = 0; i < w->n_args; ++i) {
@@ -524,6 +526,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
     int k;
     if (tune_cupti_collect(&d, &k, err)) goto fail;
   }
+  if (tune_wk_sample_checks_open(w, max_samples, &sc, err)) goto fail;
   double t0 = tune_wk_now_ms();
   while (ns < max_samples) {
     if (ns % 8 == 7) tune_clocks_fold(&clk, tune_nvml_sample()); /* between samples, off the timed path */
@@ -562,13 +565,16 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       }
       samples[ns++] = kns;
     } else samples[ns++] = ms * 1e6;
-    char wrong[1024] = "";
-    if (tune_wk_sample_check(w, ns, wrong, sizeof wrong, err)) goto fail;
-    if (wrong[0]) { reply = json_pack("{s:s,s:s}", "status", "wrong", "error", wrong); goto done_restore; }
+    if (tune_wk_sample_checks_launch(w, &sc, ns - 1, err)) goto fail;
     if (ns >= min_samples) {
       rel_ci = tune_wk_median_rel_ci(samples, ns);
       if (rel_ci < 0.01 || tune_wk_now_ms() - t0 > max_ms) break;
     }
+  }
+  {
+    char wrong[1024] = "";
+    if (tune_wk_sample_checks_judge(w, &sc, ns, wrong, sizeof wrong, err)) goto fail;
+    if (wrong[0]) { reply = json_pack("{s:s,s:s}", "status", "wrong", "error", wrong); goto done_restore; }
   }
 timed:
   {
@@ -600,12 +606,14 @@ done_restore:
   if (tune_wk_restore_inputs(w, err)) goto fail;
 done:
   if (mod) tune_cu.cuModuleUnload(mod);
+  tune_wk_sample_checks_close(&sc);
   free(samples);
   free(event_samples);
   if (reply) json_object_set_new(reply, "measure_ms", json_real(tune_wk_now_ms() - t_start));
   return reply;
 fail:
   if (mod) tune_cu.cuModuleUnload(mod);
+  tune_wk_sample_checks_close(&sc);
   free(samples);
   free(event_samples);
   json_decref(reply);

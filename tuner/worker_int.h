@@ -43,8 +43,9 @@ typedef struct wstate {
   CUdeviceptr ref[TUNE_MAX_ARGS]; /* reference outputs, on the device in the output's dtype */
   uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
   CUmodule sum_mod;               /* tune's own kernels (worker_kernels.c) */
-  CUfunction sum_fn, cmp_fn;
-  CUdeviceptr sum_out;            /* their results (48 bytes) */
+  CUfunction sum_fn, cmp_fn, guard_fn;
+  CUdeviceptr sum_out;            /* the checksum's and a comparison's results */
+  CUdeviceptr guard_out;          /* the guard scans' results */
   void *host;                     /* staging buffer */
   size_t host_n;
   double tol_rel, tol_abs;
@@ -73,6 +74,11 @@ json_t *tune_wk_crash_reply(CUresult r, const char *where);
 int tune_wk_build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n);
 /* Allocate bytes with a 1 MiB guard band on each side (filled with a known byte): *ptr inside. */
 int tune_wk_guard_alloc(size_t bytes, CUdeviceptr *base, CUdeviceptr *ptr, tune_err *err);
+/* A comparison's result on the device: sum (out - ref)^2, sum ref^2; max |out - ref| (the bits of
+ * a nonnegative double), NaN/Inf count, first bad index (~0: none). Starts as tune_wk_cmp_init. */
+typedef struct tune_wk_cmp { double sums[2]; unsigned long long stat[3]; } tune_wk_cmp;
+extern const tune_wk_cmp tune_wk_cmp_init;
+
 /* tune's own kernels (worker_kernels.c), built on first use. checksum: of tensor i of the live
  * set. compare: output i against a reference buffer (ref) as tune_inputs_compare would, on the
  * device. element: element k of buf, a buffer of arg i's dtype, read to the host. */
@@ -81,7 +87,16 @@ int tune_wk_kernels_init(wstate *w, tune_err *err);
 int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err);
 int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err);
 int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err);
+/* The comparison launched on the null stream into res (a tune_wk_cmp on the device, initialized),
+ * not waited for; its result read back with tune_wk_compare_result. */
+int tune_wk_compare_async(wstate *w, int i, CUdeviceptr ref, CUdeviceptr res, tune_err *err);
+void tune_wk_compare_result(const tune_wk_cmp *r, tune_compare *c);
 int tune_wk_element(wstate *w, int i, CUdeviceptr buf, int64_t k, double *v, tune_err *err);
+/* Scan n guard bands of band_bytes each for bytes other than want: found[k] = {count, first, last}
+ * (first ~0 when none), in one round trip. At most TUNE_WK_GUARD_SLOTS bands. */
+#define TUNE_WK_GUARD_SLOTS (4 * TUNE_MAX_ARGS)
+int tune_wk_guard_scan(wstate *w, const CUdeviceptr *bands, int n, size_t band_bytes, unsigned char want,
+                       unsigned long long (*found)[3], tune_err *err);
 /* Make the host staging buffer at least n bytes. */
 int tune_wk_host_reserve(wstate *w, size_t n, tune_err *err);
 /* Poison every output (NaN of its dtype); every scratch not zeroed per launch (0xff bytes). */
@@ -95,9 +110,20 @@ int tune_wk_poison_scratch(wstate *w, tune_err *err);
  *   the live addresses when there are two sets) must reproduce the output. */
 json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed);
 json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed);
-/* After timed sample number `sample`: every output against the live set's reference; a wrong one
- * is described in wrong. */
-int tune_wk_sample_check(wstate *w, int sample, char *wrong, size_t wrong_n, tune_err *err);
+/* The outputs of every timed sample against the live set's reference: open before the samples
+ * (room for cap), launch after each (no wait: the comparisons run on the device between samples,
+ * outside the timed span; tune_* kernels are not counted by the timer), judge once after the last
+ * (a wrong one described in wrong), close always. */
+typedef struct sample_checks {
+  CUdeviceptr dev;        /* cap x n_out results */
+  tune_wk_cmp *host;
+  unsigned char *set_of;  /* live_set of each sample */
+  int cap, n_out, outs[TUNE_MAX_ARGS];
+} sample_checks;
+int tune_wk_sample_checks_open(wstate *w, int cap, sample_checks *sc, tune_err *err);
+int tune_wk_sample_checks_launch(wstate *w, sample_checks *sc, int sample, tune_err *err);
+int tune_wk_sample_checks_judge(wstate *w, sample_checks *sc, int n_samples, char *wrong, size_t wrong_n, tune_err *err);
+void tune_wk_sample_checks_close(sample_checks *sc);
 
 /* The second input set (worker_sets.c). alt_alloc draws it (seed derived from w->seed) where
  * memory allows; swap makes the other set live (the caller rebuilds tensor maps); swap_contents

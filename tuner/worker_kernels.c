@@ -2,6 +2,7 @@
  * checksum, the zeroing of zero = true scratch, and the comparison of an output with its reference
  * on the device (no copy of a large output to the host). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
@@ -55,6 +56,15 @@ static const char kernels_src[] =
     "  return __longlong_as_double(0x7ff8000000000000ll);\n"
     "}\n"
     "__device__ bool tune_finite(double x) { return ((__double_as_longlong(x) >> 52) & 0x7ff) != 0x7ff; }\n"
+    /* bytes of p[0..n) that differ from want: out = {count, first index (~0 none), last index} */
+    "extern \"C\" __global__ void tune_guard(const unsigned char *p, unsigned long long n, unsigned want,\n"
+    "    unsigned long long *out) {\n"
+    "  unsigned long long hits = 0, first = ~0ull, last = 0;\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x)\n"
+    "    if (p[i] != want) { ++hits; first = i < first ? i : first; last = i > last ? i : last; }\n"
+    "  if (hits) { atomicAdd(&out[0], hits); atomicMin(&out[1], first); atomicMax(&out[2], last); }\n"
+    "}\n"
     "extern \"C\" __global__ void tune_compare(const void *out, const void *ref, int dt, unsigned long long n,\n"
     "    double tol, double *acc, unsigned long long *stat) {\n"
     "  double num = 0, den = 0, mx = 0;\n"
@@ -85,10 +95,11 @@ int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *e
   job->source_text = kernels_src;
   job->include_root = ".";
   job->arch = arch;
-  job->n_names = 3;
+  job->n_names = 4;
   job->names[0] = "tune_checksum";
   job->names[1] = "scratch_zero";
   job->names[2] = "tune_compare";
+  job->names[3] = "tune_guard";
   if (tune_compile_batch(job, 1, 1, err)) return err->code;
   if (job->bin.ok) return TUNE_OK;
   tune_fail(err, TUNE_EINTERNAL, "worker: tune's own kernels do not compile for %s: %s", arch, job->bin.log ? job->bin.log : "");
@@ -111,7 +122,9 @@ int tune_wk_kernels_init(wstate *w, tune_err *err) {
   CU_TRY(err, cuModuleGetFunction(&w->sum_fn, w->sum_mod, "tune_checksum"));
   CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
   CU_TRY(err, cuModuleGetFunction(&w->cmp_fn, w->sum_mod, "tune_compare"));
-  CU_TRY(err, cuMemAlloc(&w->sum_out, 48)); /* the checksum's 8 bytes; the comparison's 2 doubles and 3 counters after */
+  CU_TRY(err, cuModuleGetFunction(&w->guard_fn, w->sum_mod, "tune_guard"));
+  CU_TRY(err, cuMemAlloc(&w->guard_out, TUNE_WK_GUARD_SLOTS * 3 * sizeof(unsigned long long)));
+  CU_TRY(err, cuMemAlloc(&w->sum_out, 8 + sizeof(tune_wk_cmp))); /* the checksum's 8 bytes, a comparison's result */
   return TUNE_OK;
 fail:
   return err->code;
@@ -136,23 +149,37 @@ fail:
 }
 
 
-int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err) {
+const tune_wk_cmp tune_wk_cmp_init = {{0, 0}, {0, 0, ~0ull}};
+
+int tune_wk_compare_async(wstate *w, int i, CUdeviceptr ref, CUdeviceptr res, tune_err *err) {
   if (tune_wk_kernels_init(w, err)) return err->code;
-  CUdeviceptr acc = w->sum_out + 8, stat = w->sum_out + 24;
-  unsigned long long init[3] = {0, 0, ~0ull}, n = (unsigned long long)w->numel[i], got[3];
-  double sums[2] = {0, 0}, tol = w->tol_abs;
+  CUdeviceptr acc = res + offsetof(tune_wk_cmp, sums), stat = res + offsetof(tune_wk_cmp, stat);
+  unsigned long long n = (unsigned long long)w->numel[i];
+  double tol = w->tol_abs;
   int dt = (int)w->def[i].dtype;
   void *args[] = {&w->ptr[i], &ref, &dt, &n, &tol, &acc, &stat};
-  CU_TRY(err, cuMemcpyHtoD(acc, sums, sizeof sums));
-  CU_TRY(err, cuMemcpyHtoD(stat, init, sizeof init));
   unsigned blocks = (unsigned)(n / 256 + 1 > 1024 ? 1024 : n / 256 + 1);
   CU_TRY(err, cuLaunchKernel(w->cmp_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
-  CU_TRY(err, cuMemcpyDtoH(sums, acc, sizeof sums));
-  CU_TRY(err, cuMemcpyDtoH(got, stat, sizeof got));
-  c->rel_l2 = sums[1] > 0 ? sqrt(sums[0] / sums[1]) : sqrt(sums[0]);
-  memcpy(&c->max_abs, &got[0], sizeof c->max_abs);
-  c->n_nan = (int64_t)got[1];
-  c->first_bad = got[2] == ~0ull ? -1 : (int64_t)got[2];
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+void tune_wk_compare_result(const tune_wk_cmp *r, tune_compare *c) {
+  c->rel_l2 = r->sums[1] > 0 ? sqrt(r->sums[0] / r->sums[1]) : sqrt(r->sums[0]);
+  memcpy(&c->max_abs, &r->stat[0], sizeof c->max_abs);
+  c->n_nan = (int64_t)r->stat[1];
+  c->first_bad = r->stat[2] == ~0ull ? -1 : (int64_t)r->stat[2];
+}
+
+int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err) {
+  if (tune_wk_kernels_init(w, err)) return err->code;
+  CUdeviceptr res = w->sum_out + 8;
+  tune_wk_cmp r = tune_wk_cmp_init;
+  CU_TRY(err, cuMemcpyHtoD(res, &r, sizeof r));
+  if (tune_wk_compare_async(w, i, ref, res, err)) return err->code;
+  CU_TRY(err, cuMemcpyDtoH(&r, res, sizeof r));
+  tune_wk_compare_result(&r, c);
   return TUNE_OK;
 fail:
   return err->code;
@@ -163,6 +190,25 @@ int tune_wk_element(wstate *w, int i, CUdeviceptr buf, int64_t k, double *v, tun
   size_t size = (size_t)tune_dtype_size(w->def[i].dtype);
   CU_TRY(err, cuMemcpyDtoH(one, buf + (size_t)k * size, size));
   *v = tune_inputs_get(w->def[i].dtype, one, 0);
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+int tune_wk_guard_scan(wstate *w, const CUdeviceptr *bands, int n, size_t band_bytes, unsigned char want,
+                       unsigned long long (*found)[3], tune_err *err) {
+  if (tune_wk_kernels_init(w, err)) return err->code;
+  if (n > TUNE_WK_GUARD_SLOTS) return tune_fail(err, TUNE_EINTERNAL, "worker: %d guard bands, room for %d", n, TUNE_WK_GUARD_SLOTS);
+  for (int k = 0; k < n; ++k) { found[k][0] = 0; found[k][1] = ~0ull; found[k][2] = 0; }
+  CU_TRY(err, cuMemcpyHtoD(w->guard_out, found, (size_t)n * sizeof *found));
+  unsigned long long len = band_bytes;
+  unsigned pattern = want;
+  for (int k = 0; k < n; ++k) {
+    CUdeviceptr out = w->guard_out + (size_t)k * sizeof *found;
+    void *args[] = {(void *)&bands[k], &len, &pattern, &out};
+    CU_TRY(err, cuLaunchKernel(w->guard_fn, 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  }
+  CU_TRY(err, cuMemcpyDtoH(found, w->guard_out, (size_t)n * sizeof *found));
   return TUNE_OK;
 fail:
   return err->code;

@@ -3,6 +3,7 @@
  * timed launches, and one launch after timing on the other set's inputs (docs/measurement.md). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cupti_timer.h"
 #include "inputs.h"
@@ -28,29 +29,30 @@ fail:
 /* Were the live set's guard bands written? The first hit is described in wrong (left as is when
  * it already holds a finding); the bands are refilled for the next variant. */
 static int guard_check_live(wstate *w, char *wrong, size_t wrong_n, tune_err *err) {
-  unsigned char *buf = malloc(GUARD_BYTES);
-  if (!buf) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
+  CUdeviceptr bands[2 * TUNE_MAX_ARGS];
+  int arg_of[2 * TUNE_MAX_ARGS], nb = 0;
   for (int i = 0; i < w->n_args; ++i) {
     if (!w->guard_base[i]) continue;
     for (int side = 0; side < 2; ++side) {
-      CUdeviceptr g = side ? w->ptr[i] + w->bytes[i] : w->guard_base[i];
-      CU_TRY(err, cuMemcpyDtoH(buf, g, GUARD_BYTES));
-      size_t first = GUARD_BYTES, last = 0, hits = 0;
-      for (size_t k = 0; k < GUARD_BYTES; ++k)
-        if (buf[k] != GUARD_BYTE) { if (first == GUARD_BYTES) first = k; last = k; ++hits; }
-      if (!hits) continue;
-      if (!wrong[0])
-        snprintf(wrong, wrong_n, "out-of-bounds write: %zu byte(s) %s %s %s were changed (%zu to %zu bytes %s it)",
-                 hits, side ? "after the end of" : "before the start of", w->def[i].output ? "output" : "input",
-                 w->def[i].name ? w->def[i].name : "?", side ? first + 1 : GUARD_BYTES - last,
-                 side ? last + 1 : GUARD_BYTES - first, side ? "past" : "before");
-      CU_TRY(err, cuMemsetD8(g, GUARD_BYTE, GUARD_BYTES));
+      bands[nb] = side ? w->ptr[i] + w->bytes[i] : w->guard_base[i];
+      arg_of[nb++] = i;
     }
   }
-  free(buf);
+  unsigned long long found[2 * TUNE_MAX_ARGS][3];
+  if (!nb || tune_wk_guard_scan(w, bands, nb, GUARD_BYTES, GUARD_BYTE, found, err)) return err->code;
+  for (int k = 0; k < nb; ++k) {
+    unsigned long long hits = found[k][0], first = found[k][1], last = found[k][2];
+    int i = arg_of[k], side = (int)(bands[k] != w->guard_base[i]);
+    if (!hits) continue;
+    if (!wrong[0])
+      snprintf(wrong, wrong_n, "out-of-bounds write: %llu byte(s) %s %s %s were changed (%llu to %llu bytes %s it)",
+               hits, side ? "after the end of" : "before the start of", w->def[i].output ? "output" : "input",
+               w->def[i].name ? w->def[i].name : "?", side ? first + 1 : GUARD_BYTES - last,
+               side ? last + 1 : GUARD_BYTES - first, side ? "past" : "before");
+    CU_TRY(err, cuMemsetD8(bands[k], GUARD_BYTE, GUARD_BYTES));
+  }
   return TUNE_OK;
 fail:
-  free(buf);
   return err->code;
 }
 
@@ -106,17 +108,58 @@ static int is_sticky(CUresult r) {
          r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
-int tune_wk_sample_check(wstate *w, int sample, char *wrong, size_t wrong_n, tune_err *err) {
-  for (int i = 0; i < w->n_args && !wrong[0]; ++i) {
-    if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
-    tune_compare c;
-    if (tune_wk_compare(w, i, w->ref[i], &c, err)) return err->code;
-    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
-      snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g): "
-               "timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?", sample,
-               w->live_set ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs);
+int tune_wk_sample_checks_open(wstate *w, int cap, sample_checks *sc, tune_err *err) {
+  memset(sc, 0, sizeof *sc);
+  for (int i = 0; i < w->n_args; ++i)
+    if (w->def[i].is_tensor && !w->def[i].scratch && w->def[i].output) sc->outs[sc->n_out++] = i;
+  if (!sc->n_out || cap <= 0) return TUNE_OK;
+  size_t n = (size_t)cap * (size_t)sc->n_out;
+  sc->host = malloc(n * sizeof *sc->host);
+  sc->set_of = malloc((size_t)cap);
+  if (!sc->host || !sc->set_of) return tune_fail(err, TUNE_ENOMEM, "worker: out of memory");
+  for (size_t k = 0; k < n; ++k) sc->host[k] = tune_wk_cmp_init;
+  CU_TRY(err, cuMemAlloc(&sc->dev, n * sizeof *sc->host));
+  CU_TRY(err, cuMemcpyHtoD(sc->dev, sc->host, n * sizeof *sc->host));
+  sc->cap = cap;
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+int tune_wk_sample_checks_launch(wstate *w, sample_checks *sc, int sample, tune_err *err) {
+  if (sample >= sc->cap) return TUNE_OK;
+  sc->set_of[sample] = (unsigned char)w->live_set;
+  for (int j = 0; j < sc->n_out; ++j) {
+    CUdeviceptr res = sc->dev + ((size_t)sample * (size_t)sc->n_out + (size_t)j) * sizeof(tune_wk_cmp);
+    if (tune_wk_compare_async(w, sc->outs[j], w->ref[sc->outs[j]], res, err)) return err->code;
   }
   return TUNE_OK;
+}
+
+int tune_wk_sample_checks_judge(wstate *w, sample_checks *sc, int n_samples, char *wrong, size_t wrong_n, tune_err *err) {
+  if (n_samples > sc->cap) n_samples = sc->cap;
+  if (!sc->n_out || n_samples <= 0) return TUNE_OK;
+  CU_TRY(err, cuMemcpyDtoH(sc->host, sc->dev, (size_t)n_samples * (size_t)sc->n_out * sizeof *sc->host));
+  for (int k = 0; k < n_samples && !wrong[0]; ++k)
+    for (int j = 0; j < sc->n_out && !wrong[0]; ++j) {
+      tune_compare c;
+      tune_wk_compare_result(&sc->host[(size_t)k * (size_t)sc->n_out + (size_t)j], &c);
+      int i = sc->outs[j];
+      if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
+        snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d of %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g): "
+                 "timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?", k + 1,
+                 n_samples, sc->set_of[k] ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs);
+    }
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
+void tune_wk_sample_checks_close(sample_checks *sc) {
+  if (sc->dev) tune_cu.cuMemFree(sc->dev);
+  free(sc->host);
+  free(sc->set_of);
+  memset(sc, 0, sizeof *sc);
 }
 
 /* Verify the variant once on the live input set: outputs and scratch poisoned (a scratch the recipe

@@ -17,7 +17,7 @@ int main(void) {
     int rc = tune_wk_kernels_compile(archs[a], &job, &err);
     CHECK(rc == TUNE_OK);
     if (rc) { fprintf(stderr, "%s: %s\n", archs[a], err.msg); continue; }
-    CHECK(job.bin.ok && job.bin.cubin && job.bin.cubin_size > 0);
+    CHECK(job.bin.ok && job.bin.cubin && job.bin.cubin_size > 0 && job.n_names == 4);
     for (int k = 0; k < job.n_names; ++k)
       CHECK(memmem(job.bin.cubin, job.bin.cubin_size, job.names[k], strlen(job.names[k])) != NULL);
     db_binary_release(&job.bin);
