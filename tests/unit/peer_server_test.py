@@ -192,6 +192,14 @@ class BurstTest(unittest.TestCase):
         self.assertEqual((r["median_ns"], r["samples"], r["rel_ci"], r["timing"]), (2e6, 10, 0.0, "burst"))
         self.assertEqual((r["sm_mhz"], r["power_w"], r["kernels"], r["kernels_per_call"]), (1977, 303, "k1;k2", 1))
 
+    def test_samples_alternate_sets(self):
+        dev = FakeDevice(kernel_ns=2e6)
+        ps.measure_burst(dev, FakeOp(dev, n_sets=2), now=dev.now)
+        first_collect = dev.log.index(("collect", 10))
+        timed = dev.log[first_collect + 1:]
+        self.assertEqual([e[1] for e in timed if e[0] == "call"], [0, 1] * 5)
+        self.assertEqual([e[1] for e in timed if e[0] == "memset"], [0x1000, 0x1001] * 5)  # each set's own outputs
+
     def test_warmup_at_least_three_calls_at_most_fifty(self):
         for kernel_ns, warm in ((1e8, 3), (1e3, 50)):
             dev = FakeDevice(kernel_ns=kernel_ns)

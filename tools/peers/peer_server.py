@@ -32,6 +32,7 @@ BURST_WARMUP_MIN_CALLS = 3
 BURST_WARMUP_MS = 20.0
 BURST_MIN_SAMPLES = 10         # TUNE_MEASURE_MIN_SAMPLES
 BURST_MAX_SAMPLES = 200        # TUNE_MEASURE_MAX_SAMPLES
+BURST_SETS = 2                 # the worker's input sets (tuner/worker_sets.c), taken in turn
 NVML_EVERY = 8                 # the worker samples the clocks before every 8th sample
 # ---- the sustained protocol (the worker's sustained mode uses the same constants) ----
 SUSTAINED_WARMUP_MS = 200.0    # back-to-back calls before the first sample, clocks settle
@@ -155,7 +156,9 @@ class Names:
 
 def measure_burst(dev, op, now=time.monotonic):
     """worker.c do_measure step 2: warm up, then per sample poison the outputs, flush L2 (a 2x L2
-    memset, value = sample index), one call, synchronize, sample = sum of its kernels' durations."""
+    memset, value = sample index), one call, synchronize, sample = sum of its kernels' durations.
+    The samples alternate between op's sets (the worker's two input sets: other data, the same
+    structure, other addresses)."""
     w0 = now()
     i = 0
     while i < BURST_WARMUP_MAX_CALLS and (i < BURST_WARMUP_MIN_CALLS or (now() - w0) * 1e3 < BURST_WARMUP_MS):
@@ -170,10 +173,11 @@ def measure_burst(dev, op, now=time.monotonic):
     while len(samples) < BURST_MAX_SAMPLES:
         if len(samples) % NVML_EVERY == NVML_EVERY - 1:
             clk.fold(dev.clocks())  # between samples, off the timed path
-        for ptr, nbytes in op.outputs(0):
+        k = len(samples) % op.n_sets
+        for ptr, nbytes in op.outputs(k):
             dev.memset(ptr, POISON_BYTE, nbytes)
         dev.flush_l2(len(samples) & 0xff)
-        op.call(0)
+        op.call(k)
         dev.synchronize()
         sum_ns, _span, nk, kn = dev.collect()
         if nk == 0:
@@ -707,11 +711,18 @@ class TorchBackend:
     def measure(self, peer, timing, seed):
         self.dev.open()
         torch = self.dev.torch
-        n_sets = 1 if timing == "burst" else rotation_sets(peer.set_bytes, self.dev.l2_bytes)
+        n_sets = BURST_SETS if timing == "burst" else rotation_sets(peer.set_bytes, self.dev.l2_bytes)
         op = None
         try:
             with torch.inference_mode():
-                op = BUILDERS[peer.family](torch, peer, n_sets, seed)
+                try:
+                    op = BUILDERS[peer.family](torch, peer, n_sets, seed)
+                except torch.cuda.OutOfMemoryError:
+                    if timing != "burst":
+                        raise
+                    n_sets = 1  # as the worker: one set where a second does not fit
+                    self._drain()
+                    op = BUILDERS[peer.family](torch, peer, n_sets, seed)
                 with op.context():
                     self._check(torch, op)
                     r = (measure_burst if timing == "burst" else measure_sustained)(self.dev, op)
