@@ -120,6 +120,7 @@ static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
     /* zeroed scratch and tensor maps (docs/tensormap-args.md) */
     json_t *last = json_array_get(args, json_array_size(args) - 1);
     if (d->zero) json_object_set_new(last, "zero", json_true());
+    if (d->adv_init) json_object_set_new(last, "adversarial", json_pack("{s:i,s:f,s:f}", "init", (int)d->adv_init, "a", d->adv_a, "b", d->adv_b));
     if (d->is_tmap) json_object_set_new(last, "tmap", tune_tmap_def_json(&d->tmap));
   }
   const tune_launch *l = &s->ref_launch;

@@ -596,6 +596,27 @@ static int resolve_tmap_tensors(lua_State *L, tune_recipe *r, int tidx, tune_err
   return TUNE_OK;
 }
 
+/* adversarial = {"uniform", lo, hi} or {"normal", mean, std} (numbers): the data of the second input
+ * set, for floating-point inputs (the integer structure is the same in both sets). */
+static int parse_adversarial(lua_State *L, int e, tune_recipe *r, tune_arg_def *a, tune_err *err) {
+  int rc = TUNE_OK;
+  if (lua_getfield(L, e, "adversarial") == LUA_TNIL) { lua_pop(L, 1); return TUNE_OK; }
+  const char *why = "must be {\"uniform\", lo, hi} or {\"normal\", mean, std} with numbers";
+  lua_rawgeti(L, -1, 1);
+  int t2 = lua_rawgeti(L, -2, 2), t3 = lua_rawgeti(L, -3, 3);
+  const char *k = lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : NULL;
+  a->adv_a = lua_tonumber(L, -2);
+  a->adv_b = lua_tonumber(L, -1);
+  if (!k || t2 != LUA_TNUMBER || t3 != LUA_TNUMBER) rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial %s", r->file, a->name, why);
+  else if (a->output || a->scratch || a->dtype == TUNE_I32 || a->dtype == TUNE_I64)
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial is for floating-point inputs", r->file, a->name);
+  else if (!strcmp(k, "uniform") && a->adv_b > a->adv_a) a->adv_init = TUNE_INIT_UNIFORM;
+  else if (!strcmp(k, "normal") && a->adv_b > 0) a->adv_init = TUNE_INIT_NORMAL;
+  else rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial %s (lo < hi, std > 0)", r->file, a->name, why);
+  lua_pop(L, 4);
+  return rc;
+}
+
 static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   int n = lua_istable(L, tidx) ? (int)lua_rawlen(L, tidx) : 0;
   if (n == 0 || n > TUNE_MAX_ARGS) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': args must be a list of 1..%d entries", r->file, r->name, TUNE_MAX_ARGS);
@@ -649,6 +670,7 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
       }
       lua_pop(L, 1);
       if (!a->output && !a->scratch && a->init == TUNE_INIT_NONE) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: an input tensor needs init (never zeros)", r->file, a->name);
+      if (parse_adversarial(L, e, r, a, err)) return err->code;
     } else {
       if (lua_getfield(L, e, "value") == LUA_TNIL) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: scalar needs a value", r->file, a->name);
       lua_pop(L, 1);

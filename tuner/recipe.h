@@ -73,6 +73,10 @@ typedef struct tune_arg_def {
   int output, scratch;
   tune_init init;
   double init_a, init_b;
+  /* adversarial = {"uniform"|"normal", a, b}: the data of the worker's second input set
+     (tuner/worker_sets.c), e.g. large logits; TUNE_INIT_NONE: drawn like init */
+  tune_init adv_init;
+  double adv_a, adv_b;
   int zero;                 /* scratch only: zeroed (by a kernel, timed) before every launch of the variant */
   int is_tmap;              /* a tensor map (CUtensorMap, 128 bytes by value); dtype is the tensor's */
   tune_tmap_def tmap;

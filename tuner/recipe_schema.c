@@ -56,7 +56,7 @@ static const node init = {.kind = N_LIST, .item = {"entry", T_STR | T_NUM, NULL}
 static const field arg_pos[] = {{"name", T_STR, NULL}, {NULL, 0, NULL}};
 static const field arg_fields[] = {
   {"tensor", T_STR, NULL},   {"scalar", T_STR, NULL},   {"shape", T_STR | T_FN | T_TAB, &shape},
-  {"init", T_TAB, &init},    {"output", T_BOOL, NULL},  {"scratch", T_BOOL, NULL},
+  {"init", T_TAB, &init},    {"adversarial", T_TAB, &init}, {"output", T_BOOL, NULL},  {"scratch", T_BOOL, NULL},
   {"zero", T_BOOL, NULL},    {"value", EXPR | T_BOOL, NULL},
   {"tensormap", T_TAB, NULL}, /* its fields: recipe.c parse_tmap_fields */
   {NULL, 0, NULL}};

@@ -289,6 +289,10 @@ double tune_wk_median_rel_ci(const double *samples, int n) {
 static int read_arg_extras(wstate *w, int i, json_t *a, tune_err *err) {
   tune_arg_def *d = &w->def[i];
   d->zero = json_is_true(json_object_get(a, "zero"));
+  json_t *adv = json_object_get(a, "adversarial");
+  d->adv_init = adv ? (tune_init)json_integer_value(json_object_get(adv, "init")) : TUNE_INIT_NONE;
+  d->adv_a = adv ? json_number_value(json_object_get(adv, "a")) : 0;
+  d->adv_b = adv ? json_number_value(json_object_get(adv, "b")) : 0;
   memset(&w->tmap[i], 0, sizeof w->tmap[i]);
   json_t *t = json_object_get(a, "tmap");
   if (!t) return TUNE_OK;

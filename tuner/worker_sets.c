@@ -52,7 +52,9 @@ int tune_wk_alt_alloc(wstate *w, tune_err *err) {
       continue;
     }
     if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->alt.seed, i, w->host);
+    tune_arg_def def = w->def[i];
+    if (def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
+    tune_inputs_fill_parallel(&def, w->numel[i], w->alt.seed, i, w->host);
     CU_TRY(err, cuMemcpyHtoD(w->alt.ptr[i], w->host, w->bytes[i]));
     any = 1;
   }
@@ -108,7 +110,8 @@ fail:
   return err->code;
 }
 
-/* Regenerate the live set's inputs a variant modified (same seed, same arg index, same values). */
+/* Regenerate the live set's inputs a variant modified (same seed, same arg index, same values;
+ * the second set's adversarial init where the arg has one). */
 static int restore_live(wstate *w, tune_err *err) {
   for (int i = 0; i < w->n_args; ++i) {
     if (!is_input(w, i)) continue;
@@ -116,7 +119,9 @@ static int restore_live(wstate *w, tune_err *err) {
     if (tune_wk_checksum(w, i, &h, err)) return err->code;
     if (h == w->in_hash[i]) continue;
     if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    tune_inputs_fill_parallel(&w->def[i], w->numel[i], w->seed, i, w->host);
+    tune_arg_def def = w->def[i];
+    if (w->live_set && def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
+    tune_inputs_fill_parallel(&def, w->numel[i], w->seed, i, w->host);
     CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
   }
   return TUNE_OK;

@@ -39,6 +39,16 @@ base 's/^  tolerance = {/  tolerances = {/' unknown
 expect_error recipes/unknown.lua "recipes/unknown.lua: tolerances: unknown field (did you mean tolerance?)"
 base 's/^  tolerance = {/  colour = "red", tolerance = {/' far
 expect_error recipes/far.lua "recipes/far.lua: colour: unknown field (known: name, template"
+# adversarial (the second input set's data): numbers, uniform or normal, floating-point inputs only
+base 's/init = { "uniform", -1, 1 } }/init = { "uniform", -1, 1 }, adversarial = { "normal", 0, "N" } }/' advexpr
+expect_error recipes/advexpr.lua "recipes/advexpr.lua: arg src: adversarial must be {\"uniform\", lo, hi} or {\"normal\", mean, std} with numbers"
+base 's/init = { "uniform", -1, 1 } }/init = { "uniform", -1, 1 }, adversarial = { "randint", 0, 9 } }/' advkind
+expect_error recipes/advkind.lua "recipes/advkind.lua: arg src: adversarial must be"
+base 's/output = true }/output = true, adversarial = { "normal", 0, 9 } }/' advout
+expect_error recipes/advout.lua "recipes/advout.lua: arg dst: adversarial is for floating-point inputs"
+base 's/init = { "uniform", -1, 1 } }/init = { "uniform", -1, 1 }, adversarial = { "normal", 0, 30 } }/' advok
+"$TUNE" run recipes/advok.lua --compile-only --budget 1 --jobs 2 --db advok.db >advok.txt 2>&1
+check "a well-formed adversarial init is accepted (rc $?)" test $? -eq 0
 # in a list file, the message names the recipe
 printf 'local r = {}\nfor k, v in pairs(require "copy") do r[k] = v end\nr.name = "copy2"\nr.tolerance = { max_ab = 1 }\nreturn { require "copy", r }\n' >recipes/list.lua
 cp "$SRC/recipes/copy.lua" recipes/copy.lua

@@ -12,7 +12,7 @@ export TUNE=$PWD/build/tune SRC=$PWD
 export TUNERT_TMAP_GPU=$PWD/build/tests/tunert_tmap_gpu TUNERT_CLUSTER_GPU=$PWD/build/tests/tunert_cluster_gpu
 export TUNERT_DECODE_GRAPH_GPU=$PWD/build/tests/tunert_decode_graph_gpu TUNERT_VENDOR_GPU=$PWD/build/tests/tunert_vendor_gpu
 fails=0
-for t in ${TESTS:-copy_gpu faults tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu decode_graph_gpu vendor_gpu}; do
+for t in ${TESTS:-copy_gpu faults adversarial_inputs tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu decode_graph_gpu vendor_gpu}; do
   dir=$(mktemp -d)
   (cd "$dir" && env -u OUT timeout 600 bash "$SRC/tests/gpu/${t}_test.sh") > "$out/gpu-$t.log" 2>&1
   rc=$?
