@@ -139,8 +139,10 @@ local function masked_problems()
   return t
 end
 
--- K >= 64: the producer's boxes are 64 wide in k (every variant uses TMA)
 local DOMAIN = { "E >= 1 and E <= 256", "N >= 8 and N % 8 == 0", "K >= 64 and K % 8 == 0" }
+-- every variant's producer loads boxes 64 wide in k with TMA (in the domain too); as `requires`, it
+-- also keeps the entries portable (applies alone would make them exact-only)
+local REQUIRES = { "K >= 64" }
 
 -- every config runs every problem of the domain; this one fits any GPU's shared memory
 local FALLBACK = { BLOCK_M = 64, BLOCK_N = 128, CONSUMERS = 1, STAGES = 4, WS = 1, PERSISTENT = 0, RASTER = 1 }
@@ -214,6 +216,7 @@ local function recipe(layout)
     params = params,
     constraints = constraints,
     domain = contiguous and { DOMAIN[1], DOMAIN[2], DOMAIN[3], "T >= 1" } or { DOMAIN[1], DOMAIN[2], DOMAIN[3], "cap >= 1" },
+    requires = REQUIRES,
     applies = applies(contiguous and function(p) return p.T / p.E end or function(p) return p.cap / 2 end),
     defines = { LAYOUT = contiguous and "0" or "1", ZERO_PAD = "1", SWIGLU = "1", USE_TMA = "1", PRODUCER_WARPS = "1" },
     fallback = FALLBACK,

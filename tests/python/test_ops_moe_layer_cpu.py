@@ -1,9 +1,11 @@
 """tunert.torch's MoE layer on any CPU: grouped_swiglu and moe_layer against plain per-token formulas,
 the routing and permutation helpers, the argument errors, fake implementations, opcheck,
 torch.compile tracing, and the plans read through explain() with meta tensors."""
+import functools
+import sqlite3
 import unittest
 
-from common import HAVE_TORCH, bundle, needs_torch
+from common import HAVE_TORCH, SRC, TUNE, _run, bundle, needs_torch, tmpdir
 
 if HAVE_TORCH:
     import torch
@@ -49,6 +51,32 @@ def layer_args(T=12, H=32, I=24, E=6, seed=0, dtype=None):
     if dtype is not None:
         x, w13, w2 = x.to(dtype), w13.to(dtype), w2.to(dtype)
     return x, rw, w13, w2
+
+
+SWIGLU_PROBLEM = "e128n1536k4096t512m1"   # Qwen3-235B's experts, 64 tokens top-8
+SWIGLU_FALLBACK = "BLOCK_M=64,BLOCK_N=128,CONSUMERS=1,STAGES=4,WS=1,PERSISTENT=0,RASTER=1"
+
+
+@functools.lru_cache(maxsize=None)
+def swiglu_bundle():
+    """moe.grouped_swiglu for SWIGLU_PROBLEM, for selection tests only: the recipe's fallback config
+    compiled (--compile-only) and given a synthetic result on a device named "FAKE GPU" (a made-up
+    time: never launch this bundle)."""
+    db = tmpdir() / "swiglu_fake.db"
+    out = db.with_suffix(".bundle")
+    _run([TUNE, "run", str(SRC / "recipes" / "moe" / "swiglu.lua"), "--db", str(db), "--strategy", "exhaustive",
+          "--problem", SWIGLU_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", SWIGLU_FALLBACK])
+    con = sqlite3.connect(db)
+    dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
+                      "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
+    con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
+                "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 50000.0, 1, binary_key "
+                "from results", (dev,))
+    con.commit()
+    con.close()
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.grouped_swiglu", "--arch", "sm_90a", "--quiet",
+          "-o", str(out)])
+    return str(out)
 
 
 OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
@@ -201,6 +229,26 @@ class PlanTest(unittest.TestCase):
         p = tt.explain("grouped_mm", self.meta(512, 1536), self.meta(128, 4096, 1536), offs)
         self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
         self.assertEqual(p.selection.info.family, "moe.grouped")
+
+    def test_swiglu_binds_the_recipes_arguments(self):
+        tt.use_bundle(swiglu_bundle(), no_device=True, arch="sm_90a", strict=False)
+        a, w13, offs = self.meta(512, 4096), self.meta(128, 3072, 4096), self.meta(129, dtype=torch.int32)
+        p = tt.explain("grouped_swiglu", a, w13, offs)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem), ("tuned", SWIGLU_PROBLEM))
+        self.assertEqual(sorted(p.tensor_names), ["a", "h", "offsets", "w"])
+        self.assertEqual(p.selection.dims["N"], 1536)
+        # every field is an expression: the entry serves other shapes of the domain (Mixtral's experts)
+        p = tt.explain("grouped_swiglu", self.meta(32, 4096), self.meta(8, 28672, 4096), self.meta(9, dtype=torch.int32))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection_kind, "nearest")
+        self.assertEqual((p.selection.dims["E"], p.selection.dims["N"], p.selection.dims["T"]), (8, 14336, 32))
+        # outside the domain (hidden under 64: the TMA boxes are 64 wide), and another dtype: PyTorch
+        p = tt.explain("grouped_swiglu", self.meta(32, 48), self.meta(8, 256, 48), self.meta(9, dtype=torch.int32))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("domain", p.reason)
+        p = tt.explain("grouped_swiglu", a.half(), w13.half(), offs)
+        self.assertIn("'a' is bf16 in the bundle, f16 here", p.reason)
 
 
 if __name__ == "__main__":
