@@ -230,7 +230,8 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   tune::cp_async_wait<0>();
 }
 
-// SWIGLU: h = silu(gate) * up from the accumulators of a [gate | up] tile. Tile column j < BLOCK_N / 2
+#if SWIGLU
+// h = silu(gate) * up from the accumulators of a [gate | up] tile. Tile column j < BLOCK_N / 2
 // is gate column j and column BLOCK_N / 2 + j its up column; a thread holds both (chunks j / 8 and
 // j / 8 + BLOCK_N / 16 of common/wgmma.cuh's fragment layout: indices i and i + kAcc / 2), so h has
 // the fragment layout of a BLOCK_N / 2 wide tile, which gemm90's epilogues store.
@@ -241,26 +242,26 @@ __device__ __forceinline__ void swiglu(const float (&acc)[kMT][kAcc], float (&h)
     for (int i = 0; i < kAcc / 2; ++i) h[mt][i] = tune::silu(acc[mt][i]) * acc[mt][i + kAcc / 2];
 }
 
-// A tile's outputs (kA accumulators per m64 tile: 2 * kA columns) to c. A whole tile of the expert's
-// rows goes out as TMA boxes (64 columns each, clipped at N by tmC); any other tile, and tiles under
-// 64 columns wide, through direct stores that skip rows past the expert and columns past N.
-template <int kA>
-__device__ __forceinline__ void store_tile(const float (&v)[kMT][kA], const Tile &tl, const Sched &s, bf16 *__restrict__ c,
-                                           const tune::tensormap *tmC, unsigned staging, int &box, int tid) {
+// h (a BLOCK_N / 2 wide tile) to c, as the consumer stores a plain tile: a whole tile of the
+// expert's rows as TMA boxes (64 columns each, clipped at N by tmC), any other tile, and tiles under 64
+// columns wide, through direct stores that skip rows past the expert and columns past N.
+__device__ __forceinline__ void store_swiglu(const float (&h)[kMT][kAcc / 2], const Tile &tl, const Sched &s,
+                                             bf16 *__restrict__ c, const tune::tensormap *tmC, unsigned staging, int &box,
+                                             int tid) {
 #if USE_TMA
-  if constexpr (2 * kA >= 64) {
+  if constexpr (kOutN >= 64) {
     if (s.N >= 64 && tl.m0 + kBM <= tl.row_end) {
-      epilogue_tma(v, tl.m0, tl.n0, tmC, staging, box, tid);
+      epilogue_tma(h, tl.m0, tl.n0, tmC, staging, box, tid);
       return;
     }
   }
-#else
+#endif
   (void)tmC;
   (void)staging;
   (void)box;
-#endif
-  epilogue(v, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
+  epilogue(h, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
 }
+#endif
 
 // The consumer warpgroups: as gemm90::consumer (WS 1 and ping-pong), with the grouped tiles and their
 // row bound in the epilogue.
@@ -298,12 +299,11 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, const Sched &s, i
     tune::wgmma_wait<0>();
     fence_acc(acc);
     if (k_tiles > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
-    if constexpr (kSwiglu) {
-      float h[kMT][kAcc / 2];
-      swiglu(acc, h);
-      store_tile(h, tl, s, c, tmC, staging, box, tid);
-      continue;
-    }
+#if SWIGLU
+    float h[kMT][kAcc / 2];
+    swiglu(acc, h);
+    store_swiglu(h, tl, s, c, tmC, staging, box, tid);
+#else
 #if USE_TMA
     // a whole tile of the expert's rows: TMA boxes (64 columns each, clipped at N by tmC)
     if (s.N >= 64 && tl.m0 + kBM <= tl.row_end) {
@@ -312,6 +312,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, const Sched &s, i
     }
 #endif
     epilogue(acc, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
+#endif
   }
 #if USE_TMA
   if ((tid & 127) == 0) tune::bulk_wait_group<0>();
