@@ -259,8 +259,12 @@ __device__ __forceinline__ int frag_row(int ctid, int mt, int h) {
   return wg * kWgRowStep + mt * 64 + w * 16 + (lane >> 2) + 8 * h;
 }
 
-__device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, int n0, int split,
+// kA: accumulators per m64 tile, of a tile 2 * kA columns wide (kAcc: BLOCK_N; a fused epilogue such as
+// grouped_sm90.cuh's SWIGLU stores a narrower one in the same fragment layout).
+template <int kA>
+__device__ __forceinline__ void epilogue(const float (&acc)[kMT][kA], int m0, int n0, int split,
                                          bf16 *__restrict__ c, float *__restrict__ ws, int M, int N, int ctid) {
+  constexpr int kW = 2 * kA;  // the tile's columns
   const int q = ctid & 3;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -271,14 +275,14 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], int m0, 
         if (row >= M) continue;
         float *out = ws + (size_t)split * M * N + (size_t)row * N + n0 + 2 * q;
 #pragma unroll
-        for (int j = 0; j < kBN / 8; ++j)
+        for (int j = 0; j < kW / 8; ++j)
           if (n0 + 8 * j < N)
             *reinterpret_cast<float2 *>(out + j * 8) = make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
       } else {
-        static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
+        static_assert(kW % 32 == 0, "the epilogue stores groups of four 8-column chunks");
         bf16 *out = c + (size_t)row * N + n0 + 8 * q;
 #pragma unroll
-        for (int j0 = 0; j0 < kBN / 8; j0 += 4) {
+        for (int j0 = 0; j0 < kW / 8; j0 += 4) {
           unsigned v[4];
 #pragma unroll
           for (int p = 0; p < 4; ++p)
@@ -306,8 +310,11 @@ __device__ __forceinline__ void stmatrix_x4(unsigned addr, unsigned r0, unsigned
 // (bulk_wait_group_read<1>). `box` counts the warpgroup's boxes across tiles (it picks the buffer).
 // Rows past M are clipped by TMA. The stores run while the next tile's mainloop does: the consumers
 // do not wait for 64 KiB of global stores per tile, which direct stores make them do.
-__device__ __forceinline__ void epilogue_tma(const float (&acc)[kMT][kAcc], int m0, int n0, const tune::tensormap *tmC,
+// kA as epilogue's: the tile is 2 * kA columns, a multiple of the 64-column box.
+template <int kA>
+__device__ __forceinline__ void epilogue_tma(const float (&acc)[kMT][kA], int m0, int n0, const tune::tensormap *tmC,
                                              unsigned staging, int &box, int ctid) {
+  static_assert(2 * kA % 64 == 0, "the TMA epilogue stores 64-column boxes");
   const int wg = ctid >> 7, w = (ctid >> 5) & 3, lane = ctid & 31;
   const bool elected = (ctid & 127) == 0;
   const unsigned bufs = staging + wg * 2 * kEpiBoxBytes;
@@ -316,7 +323,7 @@ __device__ __forceinline__ void epilogue_tma(const float (&acc)[kMT][kAcc], int 
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int b = 0; b < kBN / 64; ++b, ++box) {
+    for (int b = 0; b < 2 * kA / 64; ++b, ++box) {
       const unsigned buf = bufs + (box & 1) * kEpiBoxBytes;
       if (elected) tune::bulk_wait_group_read<1>();  // the store that read this buffer two boxes ago is done
       tune::named_bar_sync(1 + wg, 128);

@@ -10,14 +10,24 @@
 //     idle warps store them while the mainloop runs), so that every element of c is defined; with
 //     ZERO_PAD 0 they are not written.
 //
-// Kernel (extern "C"; recipes/moe/grouped.lua packs the arguments in this order):
-//   grouped_gemm_bf16(a, w, c, groups, E, M, N, K, tmA, tmW, tmC)
+// SWIGLU [0] 1: the gate/up projection of an MoE layer with SwiGLU in the epilogue,
+//   c_e = silu(a_e @ gate_e^T) * (a_e @ up_e^T), w [E][2N][K]: rows 0 .. N - 1 of expert e are its gate
+//   projection, rows N .. 2N - 1 its up projection (vLLM's w13 as it is: gate first, up second), c
+//   [rows][N]. A tile of BLOCK_N accumulator columns holds BLOCK_N / 2 gate columns and the same up
+//   columns (two weight boxes per stage, from rows n0 and N + n0), and stores BLOCK_N / 2 output
+//   columns computed from the fp32 accumulators (common/fast_math.cuh silu), rounded to bf16 once.
+//   Needs USE_TMA 1. recipes/moe/swiglu.lua.
+//
+// Kernel (extern "C"; recipes/moe/grouped.lua and moe/swiglu.lua pack the arguments in this order):
+//   grouped_gemm_bf16(a, w, c, groups, E, M, N, K, tmA, tmW, tmC)     (SWIGLU 1: grouped_swiglu_bf16)
 // Both layouts are one 2-D view: a rows [rows][K] with rows = M (contiguous) or E * M (masked), w
 // rows [E * N][K], c rows [rows][N]; expert e's rows are [row0(e), row0(e) + count(e)) of it. The
 // tensor maps (`const __grid_constant__ tune::tensormap`, docs/tensormap-args.md) cover these 2-D
 // views with 128-byte swizzle: tmA boxes of 64 k x min(BLOCK_M, rows), tmW 64 k x min(BLOCK_N, E * N)
 // (a box at row e * N + n0: rows past N belong to the next expert and only feed columns that are
 // never stored), tmC 64 x min(64, rows). Variants without USE_TMA take the maps and never read them.
+// SWIGLU: w rows [E * 2N][K], tmW boxes of 64 k x min(BLOCK_N / 2, E * 2N) (a gate box past N reads up
+// rows, an up box past 2N the next expert's: columns that are never stored either).
 //
 // Scheduling: the output tiles are (expert, m tile, n tile) with ceil(count(e) / BLOCK_M) m tiles per
 // expert. Every block first builds the prefix sums of the experts' m tiles in shared memory (E <= 256,
@@ -60,12 +70,16 @@ typedef __nv_bfloat16 bf16;
 #ifndef USE_TMA
 #define USE_TMA 0
 #endif
+#ifndef SWIGLU
+#define SWIGLU 0
+#endif
 // gemm_sm90.cuh's knobs that the grouped kernel fixes: weights are stored [N][K], no split-K, and the
 // producer warpgroup always hands its registers to the consumers
 #define B_COL 1
 #define SPLIT_K 1
 #define SETMAXNREG 1
 
+#include "common/fast_math.cuh"
 #include "common/tma.cuh"
 #include "gemm/gemm_sm90.cuh"
 
@@ -77,12 +91,17 @@ constexpr int kMaxExperts = 256;
 constexpr int kTableBytes = (kMaxExperts + 1 + 8) * 4;  // the m-tile prefix sums and the scan's warp sums
 constexpr bool kMasked = LAYOUT == 1;
 constexpr int kLoadWarps = USE_TMA ? 1 : PRODUCER_WARPS;  // producer warps that fill the ring
+constexpr bool kSwiglu = SWIGLU == 1;
+constexpr int kOutN = kSwiglu ? kBN / 2 : kBN;  // output columns of a tile
+constexpr int kWBoxRows = kOutN;                 // weight rows of one box (SWIGLU: two boxes per stage)
 
 static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT must be 0 (contiguous) or 1 (masked)");
 static_assert(kWS, "the grouped GEMM runs with a producer warpgroup (WS 1 or 2)");
 static_assert(kBM <= 128, "BLOCK_M must be 64 or 128");
 static_assert(kThreads >= kMaxExperts, "one thread per expert builds the tile table");
 static_assert(kSmemBytes + kTableBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+static_assert(SWIGLU == 0 || SWIGLU == 1, "SWIGLU must be 0 or 1");
+static_assert(!kSwiglu || USE_TMA, "SWIGLU loads its gate and up boxes with TMA (USE_TMA 1)");
 
 // The experts: where their rows are and how many m tiles each has (tile0, in shared memory).
 struct Groups {
@@ -117,9 +136,10 @@ __device__ __forceinline__ void build_table(const Groups &gr, int *tile0, int *w
 }
 
 struct Tile {
-  int m0, n0;     // first row (of the 2-D views) and first column
+  int m0, n0;     // first row (of the 2-D views) and first column of c
   int row_end;    // one past the expert's last row: rows from here on are not stored
-  int w_row;      // first row of the tile's weights in the [E * N][K] view: e * N + n0
+  int w_row;      // first row of the tile's weights in the [E * N][K] view: e * N + n0 (SWIGLU: the gate
+                  // box's in [E * 2N][K], e * 2N + n0; the up box's is N further)
 };
 
 struct Sched {
@@ -127,9 +147,10 @@ struct Sched {
   int N, tiles_m, tiles_n, tiles;
   __device__ __forceinline__ Sched(const Groups &g, int N_) : gr(g), N(N_) {
     tiles_m = gr.tile0[gr.E];
-    tiles_n = (N + kBN - 1) / kBN;
+    tiles_n = (N + kOutN - 1) / kOutN;
     tiles = tiles_m * tiles_n;
   }
+  __device__ __forceinline__ int w_rows() const { return (kSwiglu ? 2 : 1) * N; }  // weight rows per expert
   __device__ __forceinline__ int step() const { return PERSISTENT ? (int)gridDim.x : tiles; }
   __device__ __forceinline__ Tile at(int tile) const {
     const tune::tile_rc rc = tune::tile_order_grouped(tile, tiles_m, tiles_n, RASTER);
@@ -144,8 +165,8 @@ struct Sched {
     const int r0 = gr.row0(lo);
     t.m0 = r0 + (rc.m - gr.tile0[lo]) * kBM;
     t.row_end = r0 + gr.count(lo);
-    t.n0 = rc.n * kBN;
-    t.w_row = lo * N + t.n0;
+    t.n0 = rc.n * kOutN;
+    t.w_row = lo * w_rows() + t.n0;
     return t;
   }
 };
@@ -180,7 +201,8 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   tune::tma_prefetch_desc(*tmA);
   tune::tma_prefetch_desc(*tmW);
   // boxes clipped to the tensors (the recipe's maps): what a slot's copies complete
-  const unsigned slot_bytes = (unsigned)(min(kBM, s.gr.rows()) + min(kBN, s.gr.E * s.N)) * 128u;
+  const unsigned slot_bytes =
+      (unsigned)(min(kBM, s.gr.rows()) + (kSwiglu ? 2 : 1) * min(kWBoxRows, s.gr.E * s.w_rows())) * 128u;
 #else
   (void)tmA;
   (void)tmW;
@@ -197,6 +219,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
       tune::mbar_arrive_expect_tx(full + st * 8, slot_bytes);
       tune::tma_load_2d(slot, *tmA, k0, tl.m0, full + st * 8);
       tune::tma_load_2d(slot + kABytes, *tmW, k0, tl.w_row, full + st * 8);
+      if constexpr (kSwiglu) tune::tma_load_2d(slot + kABytes + kWBoxRows * 128, *tmW, k0, tl.w_row + s.N, full + st * 8);
 #else
       load_stage<kProdThreads>(slot, slot + kABytes, a, w + (size_t)(tl.w_row - tl.n0) * K, tl.m0, tl.n0, k0,
                                tl.row_end, s.N, K, t);
@@ -206,6 +229,39 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   }
   tune::cp_async_wait<0>();
 }
+
+#if SWIGLU
+// h = silu(gate) * up from the accumulators of a [gate | up] tile. Tile column j < BLOCK_N / 2
+// is gate column j and column BLOCK_N / 2 + j its up column; a thread holds both (chunks j / 8 and
+// j / 8 + BLOCK_N / 16 of common/wgmma.cuh's fragment layout: indices i and i + kAcc / 2), so h has
+// the fragment layout of a BLOCK_N / 2 wide tile, which gemm90's epilogues store.
+__device__ __forceinline__ void swiglu(const float (&acc)[kMT][kAcc], float (&h)[kMT][kAcc / 2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int i = 0; i < kAcc / 2; ++i) h[mt][i] = tune::silu(acc[mt][i]) * acc[mt][i + kAcc / 2];
+}
+
+// h (a BLOCK_N / 2 wide tile) to c, as the consumer stores a plain tile: a whole tile of the
+// expert's rows as TMA boxes (64 columns each, clipped at N by tmC), any other tile, and tiles under 64
+// columns wide, through direct stores that skip rows past the expert and columns past N.
+__device__ __forceinline__ void store_swiglu(const float (&h)[kMT][kAcc / 2], const Tile &tl, const Sched &s,
+                                             bf16 *__restrict__ c, const tune::tensormap *tmC, unsigned staging, int &box,
+                                             int tid) {
+#if USE_TMA
+  if constexpr (kOutN >= 64) {
+    if (s.N >= 64 && tl.m0 + kBM <= tl.row_end) {
+      epilogue_tma(h, tl.m0, tl.n0, tmC, staging, box, tid);
+      return;
+    }
+  }
+#endif
+  (void)tmC;
+  (void)staging;
+  (void)box;
+  epilogue(h, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
+}
+#endif
 
 // The consumer warpgroups: as gemm90::consumer (WS 1 and ping-pong), with the grouped tiles and their
 // row bound in the epilogue.
@@ -243,6 +299,11 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, const Sched &s, i
     tune::wgmma_wait<0>();
     fence_acc(acc);
     if (k_tiles > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+#if SWIGLU
+    float h[kMT][kAcc / 2];
+    swiglu(acc, h);
+    store_swiglu(h, tl, s, c, tmC, staging, box, tid);
+#else
 #if USE_TMA
     // a whole tile of the expert's rows: TMA boxes (64 columns each, clipped at N by tmC)
     if (s.N >= 64 && tl.m0 + kBM <= tl.row_end) {
@@ -251,6 +312,7 @@ __device__ __forceinline__ void consumer(bf16 *__restrict__ c, const Sched &s, i
     }
 #endif
     epilogue(acc, tl.m0, tl.n0, 0, c, nullptr, tl.row_end, s.N, tid);
+#endif
   }
 #if USE_TMA
   if ((tid & 127) == 0) tune::bulk_wait_group<0>();
@@ -296,8 +358,14 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 
 }  // namespace grouped90
 
+#if SWIGLU
+#define GROUPED_KERNEL grouped_swiglu_bf16
+#else
+#define GROUPED_KERNEL grouped_gemm_bf16
+#endif
+
 extern "C" __global__ void __launch_bounds__(gemm90::kThreads, 1)
-grouped_gemm_bf16(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
+GROUPED_KERNEL(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
                   const int *__restrict__ groups, int E, int M, int N, int K, const __grid_constant__ tune::tensormap tmA,
                   const __grid_constant__ tune::tensormap tmW, const __grid_constant__ tune::tensormap tmC) {
   grouped90::run(a, w, c, groups, E, M, N, K, &tmA, &tmW, &tmC);

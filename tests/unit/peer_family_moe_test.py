@@ -4,7 +4,7 @@
 The recipe -> peer mapping of the MoE grouped GEMM recipes, through the module and through
 peer_server.peers_for; the routing it regenerates against tuner/inputs.c's own values (offsets and
 randint for given seeds and arg index, computed by the C code), and the arg index it assumes against
-recipes/moe/grouped.lua.
+recipes/moe/grouped.lua and recipes/moe/swiglu.lua.
 
 usage: peer_family_moe_test.py [TestClass ...]
 """
@@ -42,6 +42,23 @@ class PeersTest(unittest.TestCase):
         self.assertEqual([(p.name, p.family, p.opts["impl"]) for p in found],
                          [("cublas-bmm-padded", "moe_grouped_masked", "bmm")])
         self.assertEqual(found[0].set_bytes, 2 * (64 * 16 * 2048 + 64 * 2816 * 2048 + 64 * 16 * 2816) + 4 * 64)
+
+    def test_swiglu(self):
+        d = {"E": 8, "N": 14336, "K": 4096, "T": 32, "min_tokens": 1}
+        found = moe.peers("moe.grouped_swiglu", d, ps)
+        self.assertEqual([(p.name, p.family, p.opts["impl"]) for p in found],
+                         [("torch-grouped-mm-silu", "moe_grouped_swiglu", "eager"),
+                          ("torch-compile", "moe_grouped_swiglu", "compile")])
+        want = 2 * (32 * 4096 + 8 * 2 * 14336 * 4096 + 32 * 14336) + 4 * 9   # 2N weight rows, N outputs
+        self.assertEqual({p.set_bytes for p in found}, {want})
+        found = moe.peers("moe.grouped_swiglu_masked", MASKED, ps)
+        self.assertEqual([(p.name, p.family) for p in found], [("cublas-bmm-padded-silu", "moe_grouped_swiglu_masked")])
+        self.assertEqual(found[0].set_bytes, 2 * (64 * 16 * 2048 + 64 * 2 * 2816 * 2048 + 64 * 16 * 2816) + 4 * 64)
+        with self.assertRaisesRegex(ps.PeerError, "lack T, min_tokens"):
+            moe.peers("moe.grouped_swiglu", MASKED, ps)
+        self.assertEqual([p.name for p in ps.peers_for("moe.grouped_swiglu", d)], ["torch-grouped-mm-silu", "torch-compile"])
+        self.assertIn("moe_grouped_swiglu", ps.BUILDERS)
+        self.assertIn("moe_grouped_swiglu_masked", ps.BUILDERS)
 
     def test_missing_dims(self):
         d = dict(CONTIGUOUS)
@@ -88,6 +105,11 @@ class RoutingTest(unittest.TestCase):
         self.assertEqual(tensors[:4], ["a", "w", "c", "offsets"])
         self.assertEqual(tensors[4:8], ["a", "w", "c", "counts"])
         self.assertEqual(moe.GROUPS_ARG_INDEX, 3)
+        with open(os.path.join(ROOT, "recipes", "moe", "swiglu.lua")) as f:
+            text = f.read()
+        tensors = re.findall(r'\{ "(\w+)", tensor = ', text)
+        self.assertEqual(tensors, ["a", "w", "h", "offsets", "a", "w", "h", "counts"])
+        self.assertIn(f'W_INIT = {{ "normal", 0, {moe.W13_STD} }}', text)
 
 
 if __name__ == "__main__":

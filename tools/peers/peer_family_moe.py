@@ -1,5 +1,5 @@
-"""peer_family_moe.py: the peers of the MoE grouped GEMM recipes (recipes/moe/grouped.lua), loaded by
-peer_server.py (docs/peers.md).
+"""peer_family_moe.py: the peers of the MoE grouped GEMM recipes (recipes/moe/grouped.lua and
+recipes/moe/swiglu.lua), loaded by peer_server.py (docs/peers.md).
 
 moe.grouped (contiguous: a [T, K] sorted by expert, offsets [E + 1], w [E, N, K], c [T, N]):
   torch-grouped-mm  torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:]): one launch, offs the
@@ -11,6 +11,16 @@ moe.grouped_masked (a [E, cap, K], counts [E], c [E, cap, N]):
   cublas-bmm-padded torch.bmm(a, w.transpose(1, 2), out=c): every expert's cap rows, the padding
                     past the counts included (tune's kernel computes only the counted rows and writes
                     zeros in the others)
+moe.grouped_swiglu (a [T, K] sorted by expert, offsets [E + 1], w [E, 2N, K]: gate rows, then up rows;
+h [T, N] = silu(a @ gate^T) * (a @ up^T)):
+  torch-grouped-mm-silu   torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:]) to a [T, 2N] bf16
+                          tensor, then F.silu(g[:, :N]) * g[:, N:] eagerly: what a user without a fused
+                          kernel has (three launches, the intermediate written and read back)
+  torch-compile           the same function under torch.compile (fullgraph, static shapes): inductor
+                          fuses the silu and the product into one kernel after the grouped GEMM;
+                          compiled before timing
+moe.grouped_swiglu_masked (a [E, cap, K], counts [E], w [E, 2N, K], h [E, cap, N]):
+  cublas-bmm-padded-silu  torch.bmm over all cap rows, then silu and the product eagerly
 
 The inputs are those of tune's worker for the same seed: a and w normal(0, 1) from torch's generator
 (other values, same distribution), and the routing itself exactly: offsets and counts are computed
@@ -19,8 +29,9 @@ recipe's args, so both sides time the same token distribution. torch is imported
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
-# The args' positions in recipes/moe/grouped.lua (the worker seeds each input by its index)
+# The args' positions in recipes/moe/grouped.lua and moe/swiglu.lua (the worker seeds each input by its index)
 GROUPS_ARG_INDEX = 3
+W13_STD = 0.02  # recipes/moe/swiglu.lua's weights (a trained layer's scale; only the timing is compared)
 
 def fill_offsets(seed, arg_index, parts, total, min_part):
     return worker_inputs.offsets(seed, arg_index, parts, total, min_part)
@@ -30,16 +41,22 @@ def fill_randint(seed, arg_index, n, lo, hi):
     return worker_inputs.randint(seed, arg_index, n, lo, hi)
 
 
-DIMS = {"moe_grouped": ("E", "N", "K", "T", "min_tokens"), "moe_grouped_masked": ("E", "N", "K", "cap", "min_count")}
-FAMILIES = {"moe.grouped": "moe_grouped", "moe.grouped_masked": "moe_grouped_masked"}
+CONTIGUOUS_DIMS = ("E", "N", "K", "T", "min_tokens")
+MASKED_DIMS = ("E", "N", "K", "cap", "min_count")
+DIMS = {"moe_grouped": CONTIGUOUS_DIMS, "moe_grouped_masked": MASKED_DIMS,
+        "moe_grouped_swiglu": CONTIGUOUS_DIMS, "moe_grouped_swiglu_masked": MASKED_DIMS}
+FAMILIES = {"moe.grouped": "moe_grouped", "moe.grouped_masked": "moe_grouped_masked",
+            "moe.grouped_swiglu": "moe_grouped_swiglu", "moe.grouped_swiglu_masked": "moe_grouped_swiglu_masked"}
 
 
 def set_bytes(family, d):
-    """Bytes of every input and output of one call, each counted once."""
+    """Bytes of every input and output of one call, each counted once (SwiGLU: 2N weight rows per
+    expert, N output columns)."""
     E, N, K = d["E"], d["N"], d["K"]
-    if family == "moe_grouped":
-        return 2 * (d["T"] * K + E * N * K + d["T"] * N) + 4 * (E + 1)
-    return 2 * (E * d["cap"] * K + E * N * K + E * d["cap"] * N) + 4 * E
+    wn = 2 * N if family.startswith("moe_grouped_swiglu") else N
+    if family in ("moe_grouped", "moe_grouped_swiglu"):
+        return 2 * (d["T"] * K + E * wn * K + d["T"] * N) + 4 * (E + 1)
+    return 2 * (E * d["cap"] * K + E * wn * K + E * d["cap"] * N) + 4 * E
 
 
 def peers(recipe, dims, api):
@@ -53,6 +70,11 @@ def peers(recipe, dims, api):
     if family == "moe_grouped":
         return [api.Peer("torch-grouped-mm", family, dims, nbytes, impl="grouped_mm", api=api),
                 api.Peer("cublas-loop", family, dims, nbytes, impl="loop", api=api)]
+    if family == "moe_grouped_swiglu":
+        return [api.Peer("torch-grouped-mm-silu", family, dims, nbytes, impl="eager", api=api),
+                api.Peer("torch-compile", family, dims, nbytes, impl="compile", api=api)]
+    if family == "moe_grouped_swiglu_masked":
+        return [api.Peer("cublas-bmm-padded-silu", family, dims, nbytes, impl="bmm", api=api)]
     return [api.Peer("cublas-bmm-padded", family, dims, nbytes, impl="bmm", api=api)]
 
 
@@ -111,6 +133,55 @@ def build_masked(torch, peer, n_sets, seed, api):
                                 f"past the counts included ({valid} of {E * cap} rows are counted), bf16"))
 
 
+def _silu_mul(torch, g, N):
+    """SwiGLU of a [..., 2N] gate|up projection: silu of the first half times the second."""
+    return torch.nn.functional.silu(g[..., :N]) * g[..., N:]
+
+
+def build_swiglu(torch, peer, n_sets, seed, api):
+    d = peer.dims
+    E, N, K, T = d["E"], d["N"], d["K"], d["T"]
+    if not hasattr(torch, "_grouped_mm"):
+        raise api.PeerError(f"torch {torch.__version__} has no torch._grouped_mm")
+    offs = fill_offsets(seed, GROUPS_ARG_INDEX, E, T, d["min_tokens"])
+    ends = torch.tensor(offs[1:], dtype=torch.int32, device="cuda")
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        sets.append({"a": api._normal(torch, g, (T, K), torch.bfloat16),
+                     "w": api._normal(torch, g, (E, 2 * N, K), torch.bfloat16, std=W13_STD)})
+
+    def layer(a, w):
+        return _silu_mul(torch, torch._grouped_mm(a, w.transpose(-2, -1), offs=ends), N)
+    expr = ("h = torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:]); F.silu(h[:, :N]) * h[:, N:], "
+            "bf16 in and out")
+    if peer.opts["impl"] == "compile":
+        compiled = torch.compile(layer, fullgraph=True, dynamic=False)
+        compiled(sets[0]["a"], sets[0]["w"])  # compiled here, not in the timed warm-up
+        fn, expr = (lambda s: compiled(s["a"], s["w"])), f"torch.compile(fullgraph, static) of: {expr}"
+    else:
+        fn = (lambda s: layer(s["a"], s["w"]))
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(T, N)],
+                       lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}")
+
+
+def build_swiglu_masked(torch, peer, n_sets, seed, api):
+    d = peer.dims
+    E, N, K, cap = d["E"], d["N"], d["K"], d["cap"]
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        sets.append({"a": api._normal(torch, g, (E, cap, K), torch.bfloat16),
+                     "w": api._normal(torch, g, (E, 2 * N, K), torch.bfloat16, std=W13_STD)})
+    counts = fill_randint(seed, GROUPS_ARG_INDEX, E, d["min_count"], cap)
+    valid = sum(counts)
+    return api.TorchOp(sets, lambda s: _silu_mul(torch, torch.bmm(s["a"], s["w"].transpose(1, 2)), N),
+                       lambda s: [], lambda s, r: [r], [(E, cap, N)],
+                       lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
+                                f"h = torch.bmm(a, w.transpose(1, 2)) over all {E} x {cap} rows ({valid} counted); "
+                                f"F.silu(h[..., :N]) * h[..., N:], bf16"))
+
+
 def _build(kind):
     """build(torch, peer, n_sets, seed) with the api that peers() was given (peer.opts["api"])."""
     def build(torch, peer, n_sets, seed):
@@ -118,4 +189,5 @@ def _build(kind):
     return build
 
 
-BUILDERS = {"moe_grouped": _build(build_contiguous), "moe_grouped_masked": _build(build_masked)}
+BUILDERS = {"moe_grouped": _build(build_contiguous), "moe_grouped_masked": _build(build_masked),
+            "moe_grouped_swiglu": _build(build_swiglu), "moe_grouped_swiglu_masked": _build(build_swiglu_masked)}

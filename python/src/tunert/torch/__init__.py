@@ -18,6 +18,7 @@ CPU tensors always run the PyTorch reference. See docs/python.md.
 from ._ops import attention, decode, linear, prefill, rmsnorm, rmsnorm_add, rmsnorm_op, softmax, softmax_op
 from ._ops_varlen import attention_varlen
 from ._ops_moe import grouped_mm, grouped_mm_masked
+from ._ops_moe_layer import grouped_swiglu, moe_layer, moe_layer_torch
 from ._ops_fp8 import scaled_mm, scaled_mm_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle
 from ._explain import explain
@@ -25,4 +26,5 @@ from ._explain import explain
 __all__ = ["use_bundle", "set_strict", "is_strict", "bundle_path", "stats", "reset_stats", "explain",
            "linear", "attention", "prefill", "decode", "rmsnorm", "rmsnorm_add", "softmax",
            "attention_varlen", "grouped_mm", "grouped_mm_masked", "scaled_mm",
+           "grouped_swiglu", "moe_layer", "moe_layer_torch",
            "rmsnorm_op", "softmax_op", "scaled_mm_op", "Plan", "Fallback"]

@@ -1,0 +1,191 @@
+"""tunert::grouped_swiglu and tunert::moe_layer: a Mixture-of-Experts layer over the bundle.
+
+    h = tt.grouped_swiglu(a, w13, offsets)   # silu(a_e @ gate_e.T) * (a_e @ up_e.T), moe.grouped_swiglu
+    y = tt.moe_layer(x, router_w, w13, w2, top_k)   # router, top-k, permute, experts, combine
+
+w13 [E, 2I, H] holds each expert's gate rows then its up rows (vLLM's w13_weight as it is;
+torch.cat([w1, w3], dim=1) of two [E, I, H] stacks), w2 [E, H, I] the down projections.
+
+moe_layer, per call: router logits x @ router_w.T (router_w's dtype) and top-k over their softmax
+(or sigmoid) in fp32, renormalized to sum 1 if asked; the T * top_k routed rows sorted by expert
+(a stable argsort of the expert ids; offsets by searchsorted: no host sync); the gate/up
+projection with SwiGLU in its epilogue (moe.grouped_swiglu) and the down projection
+(tunert::grouped_mm, moe.grouped) through the bundle; the rows put back in token order and summed
+with their routing weights in fp32, rounded once to x's dtype. The router and the permutation are
+PyTorch ops; either GEMM the bundle cannot serve runs its PyTorch equivalent (counted per op in
+stats()). moe_layer_torch is the same layer in PyTorch only (the benchmark's and the fallbacks'
+reference).
+"""
+import torch
+import torch.nn.functional as F
+
+from ..errors import DeviceMismatch, DTypeMismatch
+from . import _ops, _state
+from ._ops import _cuda_kernel, _device_index, _dt, _run
+from ._ops_moe import MIN_ROWS, _check_routing, _grouped_ref, grouped_mm
+
+SCORINGS = ("softmax", "sigmoid")
+
+
+# ---- grouped_swiglu: a [T, H] sorted by expert, w13 [E, 2I, H], offsets int32 [E + 1] -> [T, I] ----
+
+def _swiglu_loop(a, w13, offsets):
+    """Per expert with rows (a host read of offsets), both projections in fp32 and one rounding,
+    as the kernel computes them; rows past offsets[E] are zeros."""
+    I = w13.shape[1] // 2
+    h = torch.zeros((a.shape[0], I), dtype=a.dtype, device=a.device)
+    offs = offsets.tolist()
+    for e, (lo, hi) in enumerate(zip(offs[:-1], offs[1:])):
+        if hi > lo:
+            g = a[lo:hi].float() @ w13[e].float().t()
+            h[lo:hi] = (F.silu(g[:, :I]) * g[:, I:]).to(a.dtype)
+    return h
+
+
+def _swiglu_ref(a, w13, offsets):
+    """The PyTorch equivalent on CUDA: the gate|up grouped GEMM (torch._grouped_mm where it runs),
+    then silu and the product on its bf16 result."""
+    if not a.is_cuda:
+        return _swiglu_loop(a, w13, offsets)
+    I = w13.shape[1] // 2
+    g = _grouped_ref(a, w13, offsets)
+    return F.silu(g[:, :I]) * g[:, I:]
+
+
+def _check_swiglu(op, a, w13):
+    _state.check(a.dim() == 2 and w13.dim() == 3 and w13.shape[1] % 2 == 0 and a.shape[1] == w13.shape[2],
+                 lambda: f"tunert.torch.{op}: a {tuple(a.shape)}, w13 {tuple(w13.shape)}: want a [T, H], "
+                 f"w13 [E, 2I, H]")
+    if a.dtype != w13.dtype:
+        raise DTypeMismatch(f"tunert.torch.{op}: a is {a.dtype}, w13 {w13.dtype}: want one dtype")
+
+
+def _grouped_swiglu_body(a: torch.Tensor, w13: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """SwiGLU of the experts' gate/up projection, contiguous layout: a [T, H] rows sorted by expert,
+    w13 [E, 2I, H] (expert e's gate rows 0 .. I - 1, up rows I .. 2I - 1), offsets int32 [E + 1] on
+    a's device (expert e owns rows offsets[e] .. offsets[e + 1]; an expert may have none). Returns h
+    [T, I], h[rows of e] = silu(a @ w13[e, :I].T) * (a @ w13[e, I:].T). Family moe.grouped_swiglu."""
+    _check_swiglu("grouped_swiglu", a, w13)
+    _check_routing("grouped_swiglu", offsets, "offsets", w13.shape[0] + 1, a)
+    if not a.is_cuda:
+        _state.count("grouped_swiglu", "cpu")
+        return _swiglu_loop(a, w13, offsets)
+    dev = _device_index(a)
+    return _run("grouped_swiglu", dev, _swiglu_problem(dev, a, w13, offsets))
+
+
+grouped_swiglu = torch.library.custom_op("tunert::grouped_swiglu", mutates_args=())(_grouped_swiglu_body)
+_cuda_kernel("tunert::grouped_swiglu", _grouped_swiglu_body)
+
+
+def _swiglu_problem(dev, a, w13, offsets):
+    T, K = a.shape
+    E, N = w13.shape[0], w13.shape[1] // 2
+    key = ("grouped_swiglu", dev, T, E, N, K, a.dtype, w13.dtype)
+
+    def candidates():
+        tensors = {"a": ((T, K), _dt(a)), "w": ((E, 2 * N, K), _dt(w13)), "h": ((T, N), _dt(a)),
+                   "offsets": ((E + 1,), _dt(offsets))}
+        out = []
+        for m in MIN_ROWS:
+            dims = {"E": E, "N": N, "K": K, "T": T, "min_tokens": m}
+            out.append(("moe.grouped_swiglu", dims, tensors, dims, {}, ()))
+        return out
+
+    def tensors_fn():
+        h = torch.empty((T, N), dtype=a.dtype, device=a.device)
+        return {"a": a.contiguous(), "w": w13.contiguous(), "h": h, "offsets": offsets.contiguous()}, h
+
+    return key, candidates, tensors_fn, lambda: _swiglu_ref(a, w13, offsets)
+
+
+@grouped_swiglu.register_fake
+def _(a, w13, offsets):
+    return a.new_empty((a.shape[0], w13.shape[1] // 2))
+
+
+# ---- the layer ----
+
+def route(x, router_w, top_k, renormalize=True, scoring="softmax"):
+    """(weights fp32 [T, top_k], expert ids int64 [T, top_k]) of the tokens x [T, H]: the top_k
+    experts by softmax (or sigmoid) of the router logits x @ router_w.T, the weights renormalized to
+    sum 1 per token if asked."""
+    logits = F.linear(x.to(router_w.dtype), router_w).float()
+    scores = logits.softmax(-1) if scoring == "softmax" else logits.sigmoid()
+    weights, ids = torch.topk(scores, top_k, dim=-1)
+    if renormalize:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights, ids
+
+
+def permute(ids, E):
+    """(order, offsets) of the routed rows: order [T * top_k] lists the flat (token, slot) indices
+    sorted by expert (stable: tokens in order within an expert), offsets int32 [E + 1] the experts'
+    first rows in that order. On the device, no host sync."""
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    bounds = torch.arange(E + 1, device=ids.device, dtype=flat.dtype)
+    offsets = torch.searchsorted(flat[order], bounds).to(torch.int32)
+    return order, offsets
+
+
+def combine(y, order, weights, dtype):
+    """y [T * top_k, H] in expert order -> [T, H]: each token's rows weighted and summed in fp32."""
+    T, k = weights.shape
+    back = torch.empty_like(y)
+    back[order] = y
+    return (back.view(T, k, -1).float() * weights[..., None]).sum(1).to(dtype)
+
+
+def _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down):
+    """The layer with the two expert GEMMs given: swiglu(a, w13, offsets), down(h, w2, offsets)."""
+    weights, ids = route(x, router_w, top_k, renormalize, scoring)
+    order, offsets = permute(ids, w13.shape[0])
+    xs = x[order // top_k]
+    h = swiglu(xs, w13, offsets)
+    return combine(down(h, w2, offsets), order, weights, x.dtype)
+
+
+def moe_layer_torch(x, router_w, w13, w2, top_k, renormalize=True, scoring="softmax"):
+    """moe_layer in PyTorch only (torch._grouped_mm where it runs, else a loop over the experts),
+    with the same routing, permutation and combination: the baseline a user has."""
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, _swiglu_ref, _grouped_ref)
+
+
+def _check_layer(x, router_w, w13, w2, top_k, scoring):
+    E = w13.shape[0] if w13.dim() == 3 else -1
+    _state.check(x.dim() == 2 and router_w.dim() == 2 and w13.dim() == 3 and w2.dim() == 3
+                 and router_w.shape == (E, x.shape[1]) and w13.shape[1] % 2 == 0 and w13.shape[2] == x.shape[1]
+                 and w2.shape == (E, x.shape[1], w13.shape[1] // 2),
+                 lambda: f"tunert.torch.moe_layer: x {tuple(x.shape)}, router_w {tuple(router_w.shape)}, w13 "
+                 f"{tuple(w13.shape)}, w2 {tuple(w2.shape)}: want x [T, H], router_w [E, H], w13 [E, 2I, H], "
+                 f"w2 [E, H, I]")
+    _state.check(1 <= top_k <= E, lambda: f"tunert.torch.moe_layer: top_k {top_k}: want 1 .. {E} (the experts)")
+    _state.check(scoring in SCORINGS, lambda: f"tunert.torch.moe_layer: scoring {scoring!r}: want one of {SCORINGS}")
+    if not (x.dtype == w13.dtype == w2.dtype):
+        raise DTypeMismatch(f"tunert.torch.moe_layer: x {x.dtype}, w13 {w13.dtype}, w2 {w2.dtype}: want one dtype")
+    for name, t in (("router_w", router_w), ("w13", w13), ("w2", w2)):
+        if t.device != x.device and x.device.type != "meta":
+            raise DeviceMismatch(f"tunert.torch.moe_layer: {name} on {t.device}, x on {x.device}: keep them on one device")
+
+
+@torch.library.custom_op("tunert::moe_layer", mutates_args=())
+def moe_layer(x: torch.Tensor, router_w: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, top_k: int,
+              renormalize: bool = True, scoring: str = "softmax") -> torch.Tensor:
+    """A Mixture-of-Experts MLP: x [T, H], router_w [E, H], w13 [E, 2I, H] (gate rows, then up rows),
+    w2 [E, H, I]; each token goes to its top_k experts by softmax (or sigmoid) of x @ router_w.T,
+    the weights renormalized to sum 1 if asked; returns sum over its experts of weight *
+    (silu(x @ gate.T) * (x @ up.T)) @ w2[e].T, [T, H] in x's dtype. Families moe.grouped_swiglu and
+    moe.grouped through the bundle (tunert.torch.grouped_swiglu, grouped_mm)."""
+    _check_layer(x, router_w, w13, w2, top_k, scoring)
+    if x.shape[0] == 0:
+        return x.new_empty(x.shape)
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, grouped_swiglu, grouped_mm)
+
+
+@moe_layer.register_fake
+def _(x, router_w, w13, w2, top_k, renormalize=True, scoring="softmax"):
+    return x.new_empty(x.shape)
+
+
+_ops.PROBLEMS["grouped_swiglu"] = _swiglu_problem

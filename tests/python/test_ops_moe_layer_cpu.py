@@ -1,0 +1,255 @@
+"""tunert.torch's MoE layer on any CPU: grouped_swiglu and moe_layer against plain per-token formulas,
+the routing and permutation helpers, the argument errors, fake implementations, opcheck,
+torch.compile tracing, and the plans read through explain() with meta tensors."""
+import functools
+import sqlite3
+import unittest
+
+from common import HAVE_TORCH, SRC, TUNE, _run, bundle, needs_torch, tmpdir
+
+if HAVE_TORCH:
+    import torch
+    import torch.nn.functional as F
+    import tunert
+    import tunert.torch as tt
+    from tunert.torch import _ops_moe_layer as ml
+
+
+def swiglu_plain(a, w13, offs):
+    """Each expert's rows on their own, fp32, from the formula."""
+    I = w13.shape[1] // 2
+    out = []
+    for e, (lo, hi) in enumerate(zip(offs[:-1], offs[1:])):
+        x = a[lo:hi].float()
+        out.append(F.silu(x @ w13[e, :I].float().T) * (x @ w13[e, I:].float().T))
+    return torch.cat(out)
+
+
+def layer_plain(x, router_w, w13, w2, top_k, renormalize, scoring):
+    """Token by token: its top_k experts' SwiGLU MLPs, weighted, in fp64."""
+    I = w13.shape[1] // 2
+    logits = x.double() @ router_w.double().T
+    scores = logits.softmax(-1) if scoring == "softmax" else logits.sigmoid()
+    y = torch.zeros(x.shape, dtype=torch.float64)
+    for t in range(x.shape[0]):
+        w, ids = scores[t].topk(top_k)
+        if renormalize:
+            w = w / w.sum()
+        for wt, e in zip(w, ids):
+            xt = x[t].double()
+            h = F.silu(w13[e, :I].double() @ xt) * (w13[e, I:].double() @ xt)
+            y[t] += wt * (w2[e].double() @ h)
+    return y
+
+
+def layer_args(T=12, H=32, I=24, E=6, seed=0, dtype=None):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(T, H, generator=g)
+    rw = torch.randn(E, H, generator=g)
+    w13 = torch.randn(E, 2 * I, H, generator=g) / H ** 0.5
+    w2 = torch.randn(E, H, I, generator=g) / I ** 0.5
+    if dtype is not None:
+        x, w13, w2 = x.to(dtype), w13.to(dtype), w2.to(dtype)
+    return x, rw, w13, w2
+
+
+SWIGLU_PROBLEM = "e128n1536k4096t512m1"   # Qwen3-235B's experts, 64 tokens top-8
+SWIGLU_FALLBACK = "BLOCK_M=64,BLOCK_N=128,CONSUMERS=1,STAGES=4,WS=1,PERSISTENT=0,RASTER=1"
+
+
+@functools.lru_cache(maxsize=None)
+def swiglu_bundle():
+    """moe.grouped_swiglu for SWIGLU_PROBLEM, for selection tests only: the recipe's fallback config
+    compiled (--compile-only) and given a synthetic result on a device named "FAKE GPU" (a made-up
+    time: never launch this bundle)."""
+    db = tmpdir() / "swiglu_fake.db"
+    out = db.with_suffix(".bundle")
+    _run([TUNE, "run", str(SRC / "recipes" / "moe" / "swiglu.lua"), "--db", str(db), "--strategy", "exhaustive",
+          "--problem", SWIGLU_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", SWIGLU_FALLBACK])
+    con = sqlite3.connect(db)
+    dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
+                      "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
+    con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
+                "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 50000.0, 1, binary_key "
+                "from results", (dev,))
+    con.commit()
+    con.close()
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.grouped_swiglu", "--arch", "sm_90a", "--quiet",
+          "-o", str(out)])
+    return str(out)
+
+
+OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def op_samples():
+    x, rw, w13, w2 = layer_args(T=7, E=4)
+    a = torch.randn(9, 32)
+    offs = torch.tensor([0, 3, 3, 9, 9], dtype=torch.int32)
+    return [
+        (torch.ops.tunert.grouped_swiglu.default, (a, w13, offs), {}),
+        (torch.ops.tunert.moe_layer.default, (x, rw, w13, w2, 2), {}),
+        (torch.ops.tunert.moe_layer.default, (x, rw, w13, w2, 3), {"renormalize": False, "scoring": "sigmoid"}),
+    ]
+
+
+@needs_torch
+class ReferenceTest(unittest.TestCase):
+    """CPU tensors run the PyTorch reference: checked against plain formulas."""
+
+    def setUp(self):
+        tt.use_bundle(None)
+        tt.reset_stats()
+
+    def test_grouped_swiglu_with_empty_experts(self):
+        torch.manual_seed(1)
+        E, I, H = 5, 24, 32
+        offs = [0, 4, 4, 11, 11, 20]                    # experts 1 and 3 have no rows
+        a, w13 = torch.randn(20, H), torch.randn(E, 2 * I, H)
+        h = tt.grouped_swiglu(a, w13, torch.tensor(offs, dtype=torch.int32))
+        self.assertEqual(h.shape, (20, I))
+        torch.testing.assert_close(h, swiglu_plain(a, w13, offs))
+        # bf16: both projections in fp32, one rounding of silu(g) * u
+        hb = tt.grouped_swiglu(a.bfloat16(), w13.bfloat16(), torch.tensor(offs, dtype=torch.int32))
+        self.assertEqual(hb.dtype, torch.bfloat16)
+        torch.testing.assert_close(hb, swiglu_plain(a.bfloat16(), w13.bfloat16(), offs).bfloat16(), atol=1e-6, rtol=2 ** -7)
+        self.assertEqual(tt.stats()["grouped_swiglu"]["cpu"], 2)
+
+    def test_route_and_permute(self):
+        torch.manual_seed(2)
+        x, rw = torch.randn(9, 16), torch.randn(5, 16)
+        w, ids = ml.route(x, rw, 2)
+        self.assertEqual((w.shape, w.dtype, ids.shape), ((9, 2), torch.float32, (9, 2)))
+        torch.testing.assert_close(w.sum(-1), torch.ones(9))
+        top = (x @ rw.T).softmax(-1).topk(2)
+        torch.testing.assert_close(ids, top.indices)
+        w, _ = ml.route(x, rw, 2, renormalize=False, scoring="sigmoid")
+        torch.testing.assert_close(w, (x @ rw.T).sigmoid().topk(2).values)
+        ids = torch.tensor([[3, 0], [0, 3], [1, 3], [4, 0]])
+        order, offs = ml.permute(ids, 6)
+        self.assertEqual(order.tolist(), [1, 2, 7, 4, 0, 3, 5, 6])   # stable: token order within an expert
+        self.assertEqual((offs.dtype, offs.tolist()), (torch.int32, [0, 3, 4, 4, 7, 8, 8]))
+        y = torch.arange(8.0)[:, None].expand(8, 3)                    # row r of the sorted order holds r
+        out = ml.combine(y, order, torch.full((4, 2), 0.5), torch.float32)
+        want = [(4 + 0) / 2, (1 + 5) / 2, (3 + 6) / 2, (7 + 2) / 2]    # each token's two sorted positions
+        torch.testing.assert_close(out[:, 0], torch.tensor(want))
+
+    def test_layer_matches_the_formula(self):
+        for top_k, renormalize, scoring in ((2, True, "softmax"), (1, False, "softmax"), (3, True, "sigmoid"),
+                                            (6, False, "sigmoid")):
+            with self.subTest(top_k=top_k, renormalize=renormalize, scoring=scoring):
+                x, rw, w13, w2 = layer_args(seed=top_k)
+                y = tt.moe_layer(x, rw, w13, w2, top_k, renormalize=renormalize, scoring=scoring)
+                self.assertEqual((y.shape, y.dtype), (x.shape, x.dtype))
+                want = layer_plain(x, rw, w13, w2, top_k, renormalize, scoring)
+                torch.testing.assert_close(y.double(), want, atol=1e-5, rtol=1e-4)
+                torch.testing.assert_close(ml.moe_layer_torch(x, rw, w13, w2, top_k, renormalize, scoring), y)
+        self.assertEqual(tt.stats()["grouped_mm"]["cpu"], 4)
+
+    def test_layer_bf16_and_no_tokens(self):
+        x, rw, w13, w2 = layer_args(dtype=torch.bfloat16, seed=5)
+        y = tt.moe_layer(x, rw, w13, w2, 2)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        want = layer_plain(x, rw, w13, w2, 2, True, "softmax")
+        torch.testing.assert_close(y.double(), want, atol=3e-2, rtol=3e-2)
+        y0 = tt.moe_layer(x[:0], rw, w13, w2, 2)
+        self.assertEqual(y0.shape, (0, 32))
+
+    def test_errors(self):
+        x, rw, w13, w2 = layer_args(E=4)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "top_k 5"):
+            tt.moe_layer(x, rw, w13, w2, 5)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "top_k 0"):
+            tt.moe_layer(x, rw, w13, w2, 0)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "scoring 'tanh'"):
+            tt.moe_layer(x, rw, w13, w2, 2, scoring="tanh")
+        with self.assertRaisesRegex(tunert.InvalidArgument, "want x \\[T, H\\]"):
+            tt.moe_layer(x, rw, w13, w2[:, :, :-1], 2)                  # w2 [E, H, I - 1]
+        with self.assertRaisesRegex(tunert.InvalidArgument, "want x \\[T, H\\]"):
+            tt.moe_layer(x, rw[:3], w13, w2, 2)                         # the router's experts
+        with self.assertRaises(tunert.DTypeMismatch):
+            tt.moe_layer(x, rw, w13.bfloat16(), w2, 2)
+        a = torch.randn(10, 32)
+        offs = torch.tensor([0, 2, 5, 7, 10], dtype=torch.int32)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "w13 \\[E, 2I, H\\]"):
+            tt.grouped_swiglu(a, torch.randn(4, 7, 32), offs)            # odd: no gate/up halves
+        with self.assertRaisesRegex(tunert.InvalidArgument, "want \\[5\\]"):
+            tt.grouped_swiglu(a, w13, offs[:4])
+        with self.assertRaises(tunert.DTypeMismatch):
+            tt.grouped_swiglu(a, w13, offs.long())
+
+
+@needs_torch
+class FakeAndOpcheckTest(unittest.TestCase):
+    def test_opcheck_on_cpu(self):
+        for op, args, kwargs in op_samples():
+            with self.subTest(op=str(op), kwargs=sorted(kwargs)):
+                torch.library.opcheck(op, args, kwargs, test_utils=OPCHECK_UTILS)
+
+    def test_fake_shapes(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        for op, args, kwargs in op_samples():
+            real = op(*args, **kwargs)
+            with FakeTensorMode() as mode:
+                fargs = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+                fake = op(*fargs, **kwargs)
+            self.assertEqual((tuple(real.shape), real.dtype), (tuple(fake.shape), fake.dtype), str(op))
+
+    def test_compile_traces_the_layer(self):
+        def block(x, rw, w13, w2):
+            return x + tt.moe_layer(F.rms_norm(x, (x.shape[1],)), rw, w13, w2, 2)
+        args = layer_args()
+        compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
+        torch.testing.assert_close(compiled(*args), block(*args))
+        # the torch layer itself compiles (the benchmark's torch.compile baseline)
+        torch.testing.assert_close(torch.compile(ml.moe_layer_torch, backend="aot_eager")(*args, 2),
+                                   ml.moe_layer_torch(*args, 2))
+
+
+@needs_torch
+class PlanTest(unittest.TestCase):
+    """The plans a CUDA call would take, read with meta tensors (no GPU, no driver)."""
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def meta(self, *shape, dtype=None):
+        return torch.empty(shape, dtype=dtype or torch.bfloat16, device="meta")
+
+    def test_swiglu_needs_its_family(self):
+        a, w13, offs = self.meta(512, 4096), self.meta(128, 3072, 4096), self.meta(129, dtype=torch.int32)
+        p = tt.explain("grouped_swiglu", a, w13, offs)
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("no bundle", p.reason)
+        # a bundle of the plain grouped GEMM only: the swiglu family is missing, the down GEMM is served
+        tt.use_bundle(bundle("moe"), no_device=True, arch="sm_90a", strict=False)
+        p = tt.explain("grouped_swiglu", a, w13, offs)
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("no family moe.grouped_swiglu in the bundle", p.reason)
+        p = tt.explain("grouped_mm", self.meta(512, 1536), self.meta(128, 4096, 1536), offs)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection.info.family, "moe.grouped")
+
+    def test_swiglu_binds_the_recipes_arguments(self):
+        tt.use_bundle(swiglu_bundle(), no_device=True, arch="sm_90a", strict=False)
+        a, w13, offs = self.meta(512, 4096), self.meta(128, 3072, 4096), self.meta(129, dtype=torch.int32)
+        p = tt.explain("grouped_swiglu", a, w13, offs)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem), ("tuned", SWIGLU_PROBLEM))
+        self.assertEqual(sorted(p.tensor_names), ["a", "h", "offsets", "w"])
+        self.assertEqual(p.selection.dims["N"], 1536)
+        # every field is an expression: the entry serves other shapes of the domain (Mixtral's experts)
+        p = tt.explain("grouped_swiglu", self.meta(32, 4096), self.meta(8, 28672, 4096), self.meta(9, dtype=torch.int32))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection_kind, "nearest")
+        self.assertEqual((p.selection.dims["E"], p.selection.dims["N"], p.selection.dims["T"]), (8, 14336, 32))
+        # outside the domain (hidden under 64: the TMA boxes are 64 wide), and another dtype: PyTorch
+        p = tt.explain("grouped_swiglu", self.meta(32, 48), self.meta(8, 256, 48), self.meta(9, dtype=torch.int32))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("domain", p.reason)
+        p = tt.explain("grouped_swiglu", a.half(), w13.half(), offs)
+        self.assertIn("'a' is bf16 in the bundle, f16 here", p.reason)
+
+
+if __name__ == "__main__":
+    unittest.main()
