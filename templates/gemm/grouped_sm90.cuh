@@ -15,7 +15,7 @@
 //   projection, rows N .. 2N - 1 its up projection (vLLM's w13 as it is: gate first, up second), c
 //   [rows][N]. A tile of BLOCK_N accumulator columns holds BLOCK_N / 2 gate columns and the same up
 //   columns (two weight boxes per stage, from rows n0 and N + n0), and stores BLOCK_N / 2 output
-//   columns computed from the fp32 accumulators (common/fast_math.cuh silu), rounded to bf16 once.
+//   columns computed from the fp32 accumulators (common/activation.cuh silu), rounded to bf16 once.
 //   Needs USE_TMA 1. recipes/moe/swiglu.lua.
 //
 // Kernel (extern "C"; recipes/moe/grouped.lua and moe/swiglu.lua pack the arguments in this order):
@@ -79,7 +79,7 @@ typedef __nv_bfloat16 bf16;
 #define SPLIT_K 1
 #define SETMAXNREG 1
 
-#include "common/fast_math.cuh"
+#include "common/activation.cuh"
 #include "common/tma.cuh"
 #include "gemm/gemm_sm90.cuh"
 
