@@ -624,10 +624,10 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
 
 #define DECODE_PARAMS                                                                                              \
   const bf16 *__restrict__ q, const kv_t *__restrict__ k_cache, const kv_t *__restrict__ v_cache,                 \
-      DECODE_SCALE_ARGS const int *__restrict__ block_table, const int *__restrict__ seq_lens, bf16 *__restrict__ o,                \
-      float *__restrict__ partial, int B, int HQ, int HKV, int max_pages, int page_size, long long q_stride_b,   \
-      long long q_stride_h, long long o_stride_b, long long o_stride_h, long long kv_stride_page,                 \
-      long long kv_stride_row, long long kv_stride_h, float scale_log2
+      DECODE_SCALE_ARGS const int *__restrict__ block_table, const int *__restrict__ seq_lens,                     \
+      bf16 *__restrict__ o, float *__restrict__ partial, int B, int HQ, int HKV, int max_pages, int page_size,    \
+      long long q_stride_b, long long q_stride_h, long long o_stride_b, long long o_stride_h,                     \
+      long long kv_stride_page, long long kv_stride_row, long long kv_stride_h, float scale_log2
 
 extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split(DECODE_PARAMS) {
   using namespace decode;
