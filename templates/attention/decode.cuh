@@ -16,8 +16,18 @@
 //                 entries of a row are read.
 //   seq_lens      int32 [B] in device memory: len_b, clamped to [0, max_pages * page_size].
 //   page_size     any size >= 1 (a runtime value; rows are split by a multiply-shift division).
-// Alignment: q, o, k_cache, v_cache 16-byte aligned and every stride a multiple of 8 elements.
+// Alignment: q, o, k_cache, v_cache 16-byte aligned and every stride a multiple of 8 elements
+// (KV_FP8: the K/V strides a multiple of 16 elements).
 // A sequence of length 0 gets o = 0 (no keys: the empty sum, never NaN).
+//
+// KV_FP8 1 (recipes/attention/decode_fp8.lua): k_cache and v_cache hold fp8 e4m3 (1 byte per
+// element, same layout and strides in elements), and two more arguments follow v_cache:
+//   k_scale, v_scale  f32 [HKV]: the cache holds k / k_scale[hkv] and v / v_scale[hkv] (vLLM's and
+//                     FlashInfer's per-head scales; a per-tensor scale is HKV equal values).
+// The elements are dequantized in registers (common/fp8_unpack.cuh) and the scales never touch them: the
+// K scale is folded into q's pre-scaling (s = (q * scale_log2 * k_scale) . k), the V scale into the
+// split's output (acc * v_scale, before the normalisation or the partial), so the combine is the
+// same. q, o and the partials stay bf16 / fp32. Default 0: bf16 caches and no scale arguments.
 //
 // CUDA graphs: the grid depends only on B, HQ, HKV and the config (SPLITS, GQA_PACK); lengths and
 // the block table are read on the device, so one captured launch serves every step of a batch.
@@ -35,8 +45,9 @@
 //                                      for small B * HKV, one more fp32 partial per chunk to merge
 //   BLOCK_N    16 | 32 | 64 | 128       KV rows per block tile (all loaded before any is used)
 //   WARPS      2 | 4 | 8                warps per block of the split kernel
-//   VEC_BYTES  8 | 16                   bytes per K/V load instruction per thread; a KV row
-//                                      (HEAD_DIM * 2 bytes) is read by HEAD_DIM * 2 / VEC_BYTES lanes
+//   VEC_BYTES  8 | 16 (KV_FP8: 4 too)    bytes per K/V load instruction per thread; a KV row
+//                                      (HEAD_DIM * kKvBytes bytes) is read by HEAD_DIM * kKvBytes /
+//                                      VEC_BYTES lanes
 //   GQA_PACK   0 | 1                    1: one block serves all GQA_RATIO query heads of its KV head,
 //                                      so each K/V tile is read once; 0: one query head per block
 //                                      (GQA_RATIO blocks read the same K/V, adjacent in launch order)
@@ -55,6 +66,9 @@
 //                                      about the same time), 1 y = hkv * SPLITS + split (adjacent blocks
 //                                      walk one head's sequence). Same blocks when SPLITS == 1.
 //   COMBINE_WARPS (default 4)           warps per block of the combine kernel
+//   DEQUANT    0 | 1 (KV_FP8, default 0) e4m3 -> fp32: 0 the hardware cvt.rn.f16x2.e4m3x2 (sm_89+),
+//                                      1 integer bit moves into fp16 (value * 2^-8, the 2^8 folded
+//                                      into the scales); either way exact, then fp16 -> fp32
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
@@ -109,13 +123,26 @@
 #ifndef COMBINE_WARPS
 #define COMBINE_WARPS 4
 #endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
+#ifndef DEQUANT
+#define DEQUANT 0
+#endif
 
 typedef __nv_bfloat16 bf16;
+#if KV_FP8
+#include "common/fp8_unpack.cuh"
+typedef unsigned char kv_t;  // e4m3 bytes
+#else
+typedef bf16 kv_t;
+#endif
 
 namespace decode {
 
 constexpr int kD = HEAD_DIM;
-constexpr int kVecElems = VEC_BYTES / 2;             // bf16 per K/V load
+constexpr int kKvBytes = KV_FP8 ? 1 : 2;             // bytes per K/V element
+constexpr int kVecElems = VEC_BYTES / kKvBytes;      // K/V elements per load
 constexpr int kWords = VEC_BYTES / 4;                // 32-bit words per K/V load
 constexpr int kLanesPerRow = HEAD_DIM / kVecElems;   // lanes reading one KV row
 constexpr int kRowsPerWarp = 32 / kLanesPerRow;      // row groups per warp
@@ -129,9 +156,12 @@ constexpr int kKvRegs = 2 * kRows * kWords * STAGES; // registers holding K/V ti
 constexpr int kRingBytes = KV_RING * 2 * kRows * kThreads * 16;  // dynamic shared memory (KV_RING >= 2)
 
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "HEAD_DIM must be 64, 128 or 256");
-static_assert(VEC_BYTES == 8 || VEC_BYTES == 16, "VEC_BYTES must be 8 or 16");
+static_assert(VEC_BYTES == 8 || VEC_BYTES == 16 || (KV_FP8 && VEC_BYTES == 4),
+              "VEC_BYTES must be 8 or 16 (KV_FP8: 4, 8 or 16)");
+static_assert(KV_FP8 == 0 || KV_FP8 == 1, "KV_FP8 must be 0 or 1");
+static_assert(DEQUANT == 0 || DEQUANT == 1, "DEQUANT must be 0 or 1");
 static_assert(kLanesPerRow >= 1 && kLanesPerRow <= 32 && 32 % kLanesPerRow == 0,
-              "a KV row must be read by one warp or a power-of-two part of one: HEAD_DIM * 2 / VEC_BYTES <= 32");
+              "a KV row must be read by one warp or a power-of-two part of one: HEAD_DIM * kKvBytes / VEC_BYTES <= 32");
 static_assert(SPLITS >= 1 && SPLITS <= 32, "SPLITS must be 1..32 (the combine gives each split one lane)");
 static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 16..128");
 static_assert(WARPS == 1 || WARPS == 2 || WARPS == 4 || WARPS == 8, "WARPS must be 1, 2, 4 or 8");
@@ -153,7 +183,7 @@ static_assert(kKvRegs <= 128, "K/V register tiles over 128 registers per thread:
 // Helpers: K/V vector loads with cache hints, bf16 stores (unpacking, exp2 and warp reductions:
 // templates/common).
 
-struct kv_vec { unsigned w[kWords]; };  // kVecElems bf16, little-endian pairs per word
+struct kv_vec { unsigned w[kWords]; };  // kVecElems K/V elements in memory order, little-endian
 
 #if KV_HINT == 1
 #define DECODE_LD "ld.global.nc.L1::no_allocate"
@@ -162,25 +192,50 @@ struct kv_vec { unsigned w[kWords]; };  // kVecElems bf16, little-endian pairs p
 #endif
 
 // VEC_BYTES of K or V at p (VEC_BYTES-aligned), global -> registers.
-__device__ __forceinline__ kv_vec g2r_load_kv(const bf16 *p) {
+__device__ __forceinline__ kv_vec g2r_load_kv(const kv_t *p) {
   kv_vec r;
 #if KV_HINT == 0
   if constexpr (kWords == 4) {
     const uint4 t = *reinterpret_cast<const uint4 *>(p);
     r.w[0] = t.x; r.w[1] = t.y; r.w[2] = t.z; r.w[3] = t.w;
-  } else {
+  } else if constexpr (kWords == 2) {
     const uint2 t = *reinterpret_cast<const uint2 *>(p);
     r.w[0] = t.x; r.w[1] = t.y;
+  } else {
+    r.w[0] = *reinterpret_cast<const unsigned *>(p);
   }
 #else
   if constexpr (kWords == 4)
     asm(DECODE_LD ".v4.u32 {%0, %1, %2, %3}, [%4];"
         : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3]) : "l"(p));
-  else
+  else if constexpr (kWords == 2)
     asm(DECODE_LD ".v2.u32 {%0, %1}, [%2];" : "=r"(r.w[0]), "=r"(r.w[1]) : "l"(p));
+  else
+    asm(DECODE_LD ".u32 %0, [%1];" : "=r"(r.w[0]) : "l"(p));
 #endif
   return r;
 }
+
+// The kVecElems K/V elements of x as fp32, in memory order. KV_FP8: each value times
+// 1 / kDequantScale (exactly; the scales carry kDequantScale back).
+#if KV_FP8
+constexpr float kDequantScale = DEQUANT ? tune::kE4m3ShiftScale : 1.f;
+__device__ __forceinline__ void unpack_kv(const kv_vec &x, float (&f)[kVecElems]) {
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    if constexpr (DEQUANT) tune::e4m3x4_to_f32_shifted(x.w[w], f[4 * w], f[4 * w + 1], f[4 * w + 2], f[4 * w + 3]);
+    else tune::e4m3x4_to_f32(x.w[w], f[4 * w], f[4 * w + 1], f[4 * w + 2], f[4 * w + 3]);
+  }
+}
+#else
+__device__ __forceinline__ void unpack_kv(const kv_vec &x, float (&f)[kVecElems]) {
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    f[2 * w] = tune::bf16_lo(x.w[w]);
+    f[2 * w + 1] = tune::bf16_hi(x.w[w]);
+  }
+}
+#endif
 
 using tune::bf16_hi;
 using tune::bf16_lo;
@@ -229,8 +284,11 @@ struct split_ctx {
   long long page_stride; // kv_stride_page [elements]
   long long row_stride;  // kv_stride_row [elements]
   const int *bt;         // block_table row of sequence b
-  const bf16 *k;         // k_cache + hkv * kv_stride_h + this lane's head-dim offset (page 0, row 0)
-  const bf16 *v;         // same for v_cache
+  const kv_t *k;         // k_cache + hkv * kv_stride_h + this lane's head-dim offset (page 0, row 0)
+  const kv_t *v;         // same for v_cache
+#if KV_FP8
+  float v_scale;         // v_scale[hkv] * kDequantScale: applied to the split's acc (epilogue)
+#endif
 };
 
 // Online-softmax state of one row group, per query head: running max m (log2 units), running
@@ -241,10 +299,37 @@ struct softmax_state {
   float acc[kHeads][kVecElems];
 };
 
+#if KV_FP8
+// This lane's kVecElems bf16 of q at p (2 * VEC_BYTES bytes, aligned to that or 16) as fp32 times qs.
+__device__ __forceinline__ void load_q_slice(const bf16 *p, float qs, float (&f)[kVecElems]) {
+  constexpr int kQWords = kVecElems / 2;
+  unsigned w[kQWords];
+  if constexpr (kQWords % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < kQWords / 4; ++j) {
+      const uint4 t = reinterpret_cast<const uint4 *>(p)[j];
+      w[4 * j] = t.x; w[4 * j + 1] = t.y; w[4 * j + 2] = t.z; w[4 * j + 3] = t.w;
+    }
+  } else {  // kQWords == 2 (kVecElems 4)
+    const uint2 t = *reinterpret_cast<const uint2 *>(p);
+    w[0] = t.x; w[1] = t.y;
+  }
+#pragma unroll
+  for (int j = 0; j < kQWords; ++j) {
+    f[2 * j] = bf16_lo(w[j]) * qs;
+    f[2 * j + 1] = bf16_hi(w[j]) * qs;
+  }
+}
+#define DECODE_SCALE_ARGS const float *__restrict__ k_scale, const float *__restrict__ v_scale,
+#else
+#define DECODE_SCALE_ARGS
+#endif
+
 // Block -> (b, heads, split, rows of this sequence's length); this lane's q slice of every head
-// into qf, pre-scaled.
-__device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache,
-                                                const bf16 *__restrict__ v_cache, const int *__restrict__ block_table,
+// into qf, pre-scaled (KV_FP8: by the K scale too).
+__device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const kv_t *__restrict__ k_cache,
+                                                const kv_t *__restrict__ v_cache, DECODE_SCALE_ARGS
+                                                const int *__restrict__ block_table,
                                                 const int *__restrict__ seq_lens, int HKV, int max_pages,
                                                 int page_size, long long q_stride_b, long long q_stride_h,
                                                 long long kv_stride_page, long long kv_stride_row,
@@ -272,6 +357,12 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
   c.bt = block_table + (long long)c.b * max_pages;
   c.k = k_cache + (long long)hkv * kv_stride_h + d_off;
   c.v = v_cache + (long long)hkv * kv_stride_h + d_off;
+#if KV_FP8
+  const float qs = scale_log2 * (__ldg(k_scale + hkv) * kDequantScale);
+  c.v_scale = __ldg(v_scale + hkv) * kDequantScale;
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) load_q_slice(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off, qs, qf[h]);
+#else
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
     const kv_vec qv = *reinterpret_cast<const kv_vec *>(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off);
@@ -281,6 +372,7 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
       qf[h][2 * w + 1] = bf16_hi(qv.w[w]) * scale_log2;
     }
   }
+#endif
   return c;
 }
 
@@ -364,11 +456,7 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     float kf[kVecElems];
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-      kf[2 * w] = bf16_lo(kb[i].w[w]);
-      kf[2 * w + 1] = bf16_hi(kb[i].w[w]);
-    }
+    unpack_kv(kb[i], kf);
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
       float acc = 0.f;
@@ -412,11 +500,7 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     float vf[kVecElems];
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-      vf[2 * w] = bf16_lo(vb[i].w[w]);
-      vf[2 * w + 1] = bf16_hi(vb[i].w[w]);
-    }
+    unpack_kv(vb[i], vf);
 #pragma unroll
     for (int h = 0; h < kHeads; ++h)
 #pragma unroll
@@ -480,6 +564,9 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
       a.x = fmaf(x.x, sc, a.x); a.y = fmaf(x.y, sc, a.y); a.z = fmaf(x.z, sc, a.z); a.w = fmaf(x.w, sc, a.w);
     }
     const long long bh = (long long)c.b * HQ + c.hq0 + h;
+#if KV_FP8
+    a.x *= c.v_scale; a.y *= c.v_scale; a.z *= c.v_scale; a.w *= c.v_scale;
+#endif
     if constexpr (SPLITS == 1) {
       const float inv = l > 0.f ? 1.f / l : 0.f;  // l = 0: an empty sequence, o = 0
       r2g_store_bf16x4(o + c.b * o_stride_b + (c.hq0 + h) * o_stride_h + ch * 4, a.x * inv, a.y * inv, a.z * inv,
@@ -536,11 +623,11 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
 // Kernels. Both take the same parameters (recipe args ABI).
 
 #define DECODE_PARAMS                                                                                              \
-  const bf16 *__restrict__ q, const bf16 *__restrict__ k_cache, const bf16 *__restrict__ v_cache,                 \
-      const int *__restrict__ block_table, const int *__restrict__ seq_lens, bf16 *__restrict__ o,                \
-      float *__restrict__ partial, int B, int HQ, int HKV, int max_pages, int page_size, long long q_stride_b,   \
-      long long q_stride_h, long long o_stride_b, long long o_stride_h, long long kv_stride_page,                 \
-      long long kv_stride_row, long long kv_stride_h, float scale_log2
+  const bf16 *__restrict__ q, const kv_t *__restrict__ k_cache, const kv_t *__restrict__ v_cache,                 \
+      DECODE_SCALE_ARGS const int *__restrict__ block_table, const int *__restrict__ seq_lens,                     \
+      bf16 *__restrict__ o, float *__restrict__ partial, int B, int HQ, int HKV, int max_pages, int page_size,    \
+      long long q_stride_b, long long q_stride_h, long long o_stride_b, long long o_stride_h,                     \
+      long long kv_stride_page, long long kv_stride_row, long long kv_stride_h, float scale_log2
 
 extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split(DECODE_PARAMS) {
   using namespace decode;
@@ -548,7 +635,11 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
 
   float qf[kHeads][kVecElems];
-  const split_ctx c = tile_setup(q, k_cache, v_cache, block_table, seq_lens, HKV, max_pages, page_size, q_stride_b,
+  const split_ctx c = tile_setup(q, k_cache, v_cache,
+#if KV_FP8
+                                 k_scale, v_scale,
+#endif
+                                 block_table, seq_lens, HKV, max_pages, page_size, q_stride_b,
                                  q_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, qf);
   softmax_state st;
 #pragma unroll

@@ -10,13 +10,33 @@
 // Two exact passes in fp32, no online rescaling: pass 1 finds M, pass 2 sums 2^(s - M) and
 // 2^(s - M) v. One block per (hq, b): grid (HQ, B), block HEAD_DIM threads; thread d owns output
 // element d and, for each chunk of HEAD_DIM rows, the score of row chunk + d. Any length.
-// Defines: HEAD_DIM.
+// Defines: HEAD_DIM; KV_FP8 (default 0): e4m3 caches with f32 scales k_scale, v_scale [HKV] after
+// v_cache, as decode.cuh's KV_FP8: k = e4m3 value * k_scale[hkv], decoded exactly (common/fp8.cuh),
+// the scales applied to every element before any other arithmetic (decode.cuh folds them).
 #include <cuda_bf16.h>
 
 #if !defined(HEAD_DIM)
 #error "reference_decode.cuh needs -D HEAD_DIM"
 #endif
+#ifndef KV_FP8
+#define KV_FP8 0
+#endif
 static_assert(HEAD_DIM >= 1 && HEAD_DIM <= 1024, "HEAD_DIM must fit one block");
+
+#if KV_FP8
+#include "common/fp8.cuh"
+typedef unsigned char ref_kv_t;
+static __device__ float ref_kv_value(const ref_kv_t *cache, long long i, float scale) {
+  return tune::e4m3_to_f32(cache[i]) * scale;
+}
+#define REF_SCALE_ARGS const float *k_scale, const float *v_scale,
+#else
+typedef __nv_bfloat16 ref_kv_t;
+static __device__ float ref_kv_value(const ref_kv_t *cache, long long i, float) {
+  return __bfloat162float(cache[i]);
+}
+#define REF_SCALE_ARGS
+#endif
 
 struct ref_kv {
   const int *bt;          // block_table row of the sequence
@@ -30,15 +50,16 @@ static __device__ long long ref_kv_row(const ref_kv &kv, int j) {
   return page * kv.page_stride + (long long)(j % kv.page_size) * kv.row_stride + kv.head_offset;
 }
 
-// s_j for row j, from q in shared memory.
-static __device__ float ref_score(const float *qs, const __nv_bfloat16 *k_cache, long long row, float scale_log2) {
+// s_j for row j, from q in shared memory (ks: the K scale, unused for bf16).
+static __device__ float ref_score(const float *qs, const ref_kv_t *k_cache, long long row, float ks,
+                                  float scale_log2) {
   float s = 0.f;
-  for (int e = 0; e < HEAD_DIM; ++e) s += qs[e] * __bfloat162float(k_cache[row + e]);
+  for (int e = 0; e < HEAD_DIM; ++e) s += qs[e] * ref_kv_value(k_cache, row + e, ks);
   return s * scale_log2;
 }
 
-extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const __nv_bfloat16 *k_cache,
-                                                 const __nv_bfloat16 *v_cache, const int *block_table,
+extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const ref_kv_t *k_cache,
+                                                 const ref_kv_t *v_cache, REF_SCALE_ARGS const int *block_table,
                                                  const int *seq_lens, __nv_bfloat16 *o, float *partial, int B, int HQ,
                                                  int HKV, int max_pages, int page_size, long long q_stride_b,
                                                  long long q_stride_h, long long o_stride_b, long long o_stride_h,
@@ -53,13 +74,18 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const _
   const ref_kv kv = {block_table + (long long)b * max_pages, page_size, kv_stride_page, kv_stride_row,
                      hkv * kv_stride_h};
   qs[d] = __bfloat162float(q[b * q_stride_b + hq * q_stride_h + d]);
+#if KV_FP8
+  const float ks = k_scale[hkv], vs = v_scale[hkv];
+#else
+  const float ks = 1.f, vs = 1.f;
+#endif
   __syncthreads();
 
   // Pass 1: M = max_j s_j.
   float M = neg_inf;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(kv, j), scale_log2) : neg_inf;
+    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(kv, j), ks, scale_log2) : neg_inf;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM; ++i) M = fmaxf(M, sc[i]);
     __syncthreads();
@@ -69,11 +95,11 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const _
   float sum = 0.f, acc = 0.f;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(kv, j), scale_log2) - M) : 0.f;
+    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(kv, j), ks, scale_log2) - M) : 0.f;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM && j0 + i < L; ++i) {
       sum += sc[i];
-      acc += sc[i] * __bfloat162float(v_cache[ref_kv_row(kv, j0 + i) + d]);
+      acc += sc[i] * ref_kv_value(v_cache, ref_kv_row(kv, j0 + i) + d, vs);
     }
     __syncthreads();
   }

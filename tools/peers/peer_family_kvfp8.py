@@ -1,0 +1,163 @@
+"""peer_family_kvfp8.py: the peers of attention.decode_fp8 (paged decode over an fp8 e4m3 KV cache with
+per-head scales, recipes/attention/decode_fp8.lua), for peer_server.py (docs/peers.md; the module
+contract is in peer_server._family_modules).
+
+The problem: B sequences of one query token each, HQ query heads over HKV KV heads of D, lengths drawn
+like the recipe's {"randint", "min_len", "max_pages * page_size"} init (worker_inputs.randint: the
+same seed gives the same lengths as tune's variants see). Peers, in two groups (each skipped with its
+reason where this torch lacks it):
+
+What a user runs today on a bf16 cache (the same problem at twice the K/V bytes):
+  flash-sdpa-bf16, cudnn-sdpa-bf16   attention.decode's own peers (peer_server.build_attention):
+                      one query token against a contiguous bf16 cache [B, HKV, L, D] under
+                      sdpa_kernel([FLASH_ATTENTION]) / ([CUDNN_ATTENTION]); SDPA takes one length,
+                      L = the mean of the drawn lengths rounded up (the same K/V bytes as the
+                      variants read; exactly the lengths when min_len is the full length)
+  flash-varlen-bf16   FlashAttention-2 varlen (aten._flash_attention_forward) over a packed bf16
+                      cache of exactly the drawn lengths (cu_seqlens_k), q [B, HQ, D]
+
+What a user runs on the fp8 cache without an fp8 kernel: torch dequantizes, then attends. Timed as
+one op: the dequantization (e4m3 -> bf16, times the per-head scale as bf16) of K and V, then
+  dequant-sdpa        scaled_dot_product_attention (torch's own backend choice) on [B, HKV, L, D], L as
+                      for the SDPA peers above
+  dequant-flash-varlen  FlashAttention-2 varlen on the packed cache of exactly the drawn lengths
+Neither pages the cache (no torch kernel reads a block table); the pages only cost tune's variants.
+
+torch is imported by the builders only (the unit test runs without it).
+"""
+import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
+
+RECIPE = "attention.decode_fp8"
+FAMILY = "decode_fp8"
+DIMS = ("B", "HQ", "HKV", "D", "page_size", "max_pages", "min_len")
+SEQ_LENS_ARG = 6  # index of seq_lens among recipes/attention/decode_fp8.lua's args (the init's stream)
+PEERS = (("flash-sdpa-bf16", "sdpa_bf16", "flash"), ("cudnn-sdpa-bf16", "sdpa_bf16", "cudnn"),
+         ("flash-varlen-bf16", "varlen_bf16", None), ("dequant-sdpa", "dequant_sdpa", None),
+         ("dequant-flash-varlen", "dequant_varlen", None))
+
+
+def lengths(d, seed):
+    """The worker's seq_lens for this seed (tuner/inputs.c randint, min_len .. max_pages * page_size)."""
+    return worker_inputs.randint(seed, SEQ_LENS_ARG, d["B"], d["min_len"], d["max_pages"] * d["page_size"])
+
+
+def sdpa_len(lens):
+    """The one length SDPA gets: the mean of lens rounded up (at least 1)."""
+    return max(1, -(-sum(lens) // len(lens)))
+
+
+def set_bytes(d, kv_bytes):
+    """q and o (bf16) and K + V of the expected lengths at kv_bytes per element (the recipe's metric)."""
+    kv = d["B"] * (d["min_len"] + d["max_pages"] * d["page_size"]) * d["HKV"] * d["D"]  # 2 caches x mean
+    return 2 * d["B"] * d["HQ"] * d["D"] * 2 + kv * kv_bytes
+
+
+def peers(recipe, dims, api):
+    if recipe != RECIPE:
+        return None
+    missing = [k for k in DIMS if k not in dims]
+    if missing:
+        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    if dims["HQ"] % dims["HKV"]:
+        raise api.PeerError(f"HQ {dims['HQ']} is not a multiple of HKV {dims['HKV']}")
+    # api rides along: build() gets no other handle on the server that loaded this module
+    return [api.Peer(name, FAMILY, dims, set_bytes(dims, 1 if kind.startswith("dequant") else 2),
+                     kind=kind, backend=backend, api=api)
+            for name, kind, backend in PEERS]
+
+
+def build(torch, peer, n_sets, seed):
+    api, d, kind = peer.opts["api"], peer.dims, peer.opts["kind"]
+    lens = lengths(d, seed)
+    if min(lens) < 1:
+        raise api.PeerError(f"a sequence of length 0 (min_len {d['min_len']}): the peers need keys")
+    how = (f"B {d['B']}, lengths {min(lens)}..{max(lens)} (mean {sum(lens) / len(lens):.0f}), "
+           f"HQ {d['HQ']}, HKV {d['HKV']}, D {d['D']}; tune's cache is paged ({d['page_size']} rows a page)")
+    if kind == "sdpa_bf16":
+        L = sdpa_len(lens)
+        sub = api.Peer(peer.name, "decode", {"B": d["B"], "HQ": d["HQ"], "HKV": d["HKV"], "L": L, "D": d["D"],
+                                             "page": d["page_size"]}, peer.set_bytes, backend=peer.opts["backend"])
+        op = api.build_attention(torch, sub, n_sets, seed)
+        inner = op.library
+        op.library = lambda: f"{inner()}; L {L} = the mean length of {how}"
+        return op
+    if kind in ("varlen_bf16", "dequant_varlen"):
+        return _varlen(torch, api, d, kind == "dequant_varlen", lens, n_sets, seed, how)
+    return _dequant_sdpa(torch, api, d, sdpa_len(lens), n_sets, seed, how)
+
+
+def _fp8_cache(torch, api, g, shape):
+    """e4m3 of a normal of std 32 (the recipe's init; torch's cast does not saturate, hence the clamp)."""
+    return api._normal(torch, g, shape, torch.float32, 32.0).clamp_(-448, 448).to(torch.float8_e4m3fn)
+
+
+def _scales(torch, api, g, HKV, lo, hi, shape):
+    """Per-head scales drawn as the recipe's, in bf16 (a bf16 tensor times an f32 one would be f32)."""
+    return api._uniform(torch, g, (HKV,), torch.float32, lo, hi).to(torch.bfloat16).view(shape)
+
+
+def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
+    B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
+    T = sum(lens)
+    cu_k_host = [0]
+    for n in lens:
+        cu_k_host.append(cu_k_host[-1] + n)
+    cu_q = torch.arange(B + 1, dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor(cu_k_host, dtype=torch.int32, device="cuda")
+    max_k = max(lens)
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        s = {"q": api._normal(torch, g, (B, HQ, D), torch.bfloat16)}
+        if fp8:
+            s.update(k8=_fp8_cache(torch, api, g, (T, HKV, D)), v8=_fp8_cache(torch, api, g, (T, HKV, D)),
+                     ks=_scales(torch, api, g, HKV, 0.05, 0.15, (1, HKV, 1)),
+                     vs=_scales(torch, api, g, HKV, 0.01, 0.03, (1, HKV, 1)))
+        else:
+            s.update(k=api._normal(torch, g, (T, HKV, D), torch.bfloat16),
+                     v=api._normal(torch, g, (T, HKV, D), torch.bfloat16))
+        sets.append(s)
+    op = torch.ops.aten._flash_attention_forward
+
+    def attend(q, k, v):
+        return op(q, k, v, cu_q, cu_k, 1, max_k, 0.0, False, False)[0]
+
+    if fp8:
+        def fn(s):
+            return attend(s["q"], s["k8"].to(torch.bfloat16) * s["ks"], s["v8"].to(torch.bfloat16) * s["vs"])
+        expr = ("k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 [T,HKV,D], bf16 scales [1,HKV,1]); "
+                "aten._flash_attention_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, ...)")
+    else:
+        def fn(s):
+            return attend(s["q"], s["k"], s["v"])
+        expr = "aten._flash_attention_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, ...), bf16 [T,HKV,D]"
+
+    def library():
+        return f"torch {torch.__version__}, FlashAttention-2 varlen built into torch: {expr}, {how}"
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, D)], library)
+
+
+def _dequant_sdpa(torch, api, d, L, n_sets, seed, how):
+    import torch.nn.functional as F
+    B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
+    sets = []
+    for i in range(n_sets):
+        g = api._gen(torch, seed + i)
+        sets.append({"q": api._normal(torch, g, (B, HQ, 1, D), torch.bfloat16),
+                     "k8": _fp8_cache(torch, api, g, (B, HKV, L, D)), "v8": _fp8_cache(torch, api, g, (B, HKV, L, D)),
+                     "ks": _scales(torch, api, g, HKV, 0.05, 0.15, (1, HKV, 1, 1)),
+                     "vs": _scales(torch, api, g, HKV, 0.01, 0.03, (1, HKV, 1, 1))})
+    kw = {"enable_gqa": True} if HQ != HKV else {}
+
+    def fn(s):
+        return F.scaled_dot_product_attention(s["q"], s["k8"].to(torch.bfloat16) * s["ks"],
+                                              s["v8"].to(torch.bfloat16) * s["vs"], **kw)
+
+    def library():
+        return (f"torch {torch.__version__}, k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 "
+                f"[B,HKV,L={L},D], bf16 scales [1,HKV,1,1]); scaled_dot_product_attention(q, k, v{', enable_gqa' if kw else ''}) "
+                f"with torch's own backend choice; L = the mean length of {how}")
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, 1, D)], library)
+
+
+BUILDERS = {FAMILY: build}
