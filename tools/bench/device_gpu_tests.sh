@@ -9,8 +9,11 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export TUNE=$PWD/build/tune SRC=$PWD
-export TUNERT_TMAP_GPU=$PWD/build/tests/tunert_tmap_gpu TUNERT_CLUSTER_GPU=$PWD/build/tests/tunert_cluster_gpu
-export TUNERT_DECODE_GRAPH_GPU=$PWD/build/tests/tunert_decode_graph_gpu TUNERT_VENDOR_GPU=$PWD/build/tests/tunert_vendor_gpu
+# the test binaries: build/tests unless the environment names other copies
+export TUNERT_TMAP_GPU=${TUNERT_TMAP_GPU:-$PWD/build/tests/tunert_tmap_gpu}
+export TUNERT_CLUSTER_GPU=${TUNERT_CLUSTER_GPU:-$PWD/build/tests/tunert_cluster_gpu}
+export TUNERT_DECODE_GRAPH_GPU=${TUNERT_DECODE_GRAPH_GPU:-$PWD/build/tests/tunert_decode_graph_gpu}
+export TUNERT_VENDOR_GPU=${TUNERT_VENDOR_GPU:-$PWD/build/tests/tunert_vendor_gpu}
 fails=0
 for t in ${TESTS:-copy_gpu faults adversarial_inputs tensormap_gpu llm_adversarial tensormap_bundle_gpu cluster_gpu decode_graph_gpu vendor_gpu}; do
   dir=$(mktemp -d)
