@@ -71,8 +71,9 @@ static void print_summary(const bstate *s, double secs) {
       snprintf(label, sizeof label, "%s", be->p->name);
       if (be->kind == BUNDLE_FALLBACK) { snprintf(label, sizeof label, "fallback (%.60s)", be->p->name); snprintf(t, sizeof t, "-"); }
       printf("  %-22s %10s  %s\n  %-22s %10s  %s%s\n", label, t, s->var[be->variant].params_json, "", "",
+             !bundle_variant_compiled(s, be->variant) ? "left out: its variant compiles for no --arch" :
              be->portable ? "portable: expressions, usable for nearby problems" : "exact-only: ",
-             be->portable ? "" : be->exact_why);
+             be->portable || !bundle_variant_compiled(s, be->variant) ? "" : be->exact_why);
       if (be->kind == BUNDLE_VENDOR) {
         char vt[32];
         fmt_ns(be->vendor_ns, vt, sizeof vt);
@@ -84,10 +85,12 @@ static void print_summary(const bstate *s, double secs) {
   long size = 0;
   FILE *fp = fopen(o->out, "rb");
   if (fp) { fseek(fp, 0, SEEK_END); size = ftell(fp); fclose(fp); }
-  int n_binaries = 0;
+  int n_binaries = 0, n_problems = 0, n_variants = 0;
   for (int i = 0; i < s->n_jobs; ++i) n_binaries += s->jobs[i].bin.ok;
+  for (int v = 0; v < s->n_variants; ++v) n_variants += bundle_variant_compiled(s, v);
+  for (int i = 0; i < s->n_entries; ++i) n_problems += bundle_variant_compiled(s, s->ent[i].variant);
   printf("\nwrote %s: %d famil%s, %d problems, %d variants, %d binaries (%s), %.1f KiB in %.1f s; checked with libtunert\n",
-         o->out, s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, n_binaries,
+         o->out, s->n_families, s->n_families == 1 ? "y" : "ies", n_problems, n_variants, n_binaries,
          o->archs ? o->archs : s->archs[0], size / 1024.0, secs);
 }
 

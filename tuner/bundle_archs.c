@@ -23,6 +23,13 @@ int bundle_variant_runs_on(const bstate *s, int v, int a, const char **which) {
   return best >= 0;
 }
 
+int bundle_variant_compiled(const bstate *s, int v) {
+  int per = bundle_jobs_per_variant(s);
+  for (int k = 0; k < per; ++k)
+    if (s->jobs[s->var[v].job0 + k].bin.ok) return 1;
+  return 0;
+}
+
 /* Variants of family fi that a device of s->archs[a] runs. */
 static int family_runs_on(const bstate *s, int fi, int a, int *n_variants) {
   int n = 0, runs = 0;
@@ -57,6 +64,13 @@ int bundle_check_archs(bstate *s, tune_err *err) {
                                 family_skip_why(s, fi, a));
     }
   if (!missing) return TUNE_OK;
+  for (int fi = 0; fi < s->n_families; ++fi) {
+    int any = 0;
+    for (int v = 0; v < s->n_variants; ++v) any |= s->var[v].family == fi && bundle_variant_compiled(s, v);
+    if (!any)
+      return tune_fail(err, TUNE_EINVAL, "family %s: no variant compiles for any of %s (%s)", s->fam[fi].name,
+                       s->o->archs ? s->o->archs : s->archs[0], family_skip_why(s, fi, 0));
+  }
   if (!s->o->allow_missing_arch)
     return tune_fail(err, TUNE_EINVAL, "%s. A family needs a variant that runs on every --arch: leave that arch out, give the "
                      "recipe a fallback config that compiles there, or pass --allow-missing-arch (libtunert then refuses the "
@@ -82,7 +96,9 @@ static void print_arch(const bstate *s, int a) {
   }
   for (int i = 0; i < s->n_entries; ++i) {
     const bentry *be = &s->ent[i];
-    if (be->served[a][0]) printf("  tuned problem %s / %s there: %s\n", s->fam[be->family].name, be->p->name, be->served[a]);
+    if (be->served[a][0] && family_runs_on(s, be->family, a, NULL))
+      printf("  tuned problem %s / %s there: %s%s\n", s->fam[be->family].name, be->p->name, be->served[a],
+             bundle_variant_compiled(s, be->variant) ? "" : " (its own variant compiles for no --arch: left out of the bundle)");
   }
   for (int fi = 0; fi < s->n_families; ++fi)
     if (!family_runs_on(s, fi, a, NULL))

@@ -171,10 +171,13 @@ int bundle_compile(bstate *s, tune_err *err);
  * be NULL) the binary's arch ("sm_80", "compute_90").
  * bundle_check_archs: after bundle_compile, a family with no variant for a requested arch is an
  * error unless --allow-missing-arch (then a warning: libtunert refuses the family there with
- * TUNERT_EARCH). bundle_print_archs: per arch, the skipped variants with the compiler's reason,
+ * TUNERT_EARCH); one with no variant for any of them is an error. bundle_print_archs: per arch, the skipped variants with the compiler's reason,
  * the tuned problems another entry serves there (bundle_verify's served), and the PTX; printed
  * with --quiet too when something was skipped. */
 int bundle_variant_runs_on(const bstate *s, int v, int a, const char **which);
+/* Whether variant v compiled for any requested arch: one that did not is left out of the bundle
+ * with its entries (a bundle's variant has at least one binary), its problems served by others. */
+int bundle_variant_compiled(const bstate *s, int v);
 int bundle_check_archs(bstate *s, tune_err *err);
 void bundle_print_archs(const bstate *s);
 

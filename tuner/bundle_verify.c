@@ -54,7 +54,8 @@ static int verify_passed_over(bstate *s, tunert_ctx *ctx, bentry *be, const int6
   tunert_err te;
   int rc = tunert_select(ctx, f->name, dims, f->n_dims, &sel, &te);
   if (rc == TUNERT_ENOVARIANT) {
-    snprintf(be->served[a], sizeof be->served[a], "none (libtunert: %.170s)", te.msg);
+    snprintf(be->served[a], sizeof be->served[a], "none: no entry of the family serves it there "
+             "(tunert_inspect BUNDLE --arch %s --select %.40s ... --candidates says why)", s->archs[a], f->name);
     return TUNE_OK;
   }
   if (rc) return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s", s->archs[a], te.msg);

@@ -89,6 +89,7 @@ static int write_variants(bstate *s, db_bundle_writer *w, tune_err *err) {
   int per = bundle_jobs_per_variant(s);
   for (int v = 0; v < s->n_variants; ++v) {
     bvariant *bv = &s->var[v];
+    if (!bundle_variant_compiled(s, v)) continue; /* left out with its entries */
     char values[2048], kernels[2100] = "";
     param_values(s->fam[bv->family].r, bv, values, sizeof values);
     for (int l = 0; l < bv->var.n_launches; ++l)
@@ -141,6 +142,7 @@ static int write_entry_parts(const bfamily *f, const bentry *be, int64_t eid, db
 static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
   for (int i = 0; i < s->n_entries; ++i) {
     bentry *be = &s->ent[i];
+    if (!bundle_variant_compiled(s, be->variant)) continue;
     bfamily *f = &s->fam[be->family];
     const db_bundle_best *b = be->best;
     const db_bundle_result *res = &be->result;
