@@ -81,6 +81,10 @@ bundle t1 q.txt --arch sm_90a,sm_80 --quiet -o q.bundle
 check "--quiet: skipped variants still listed" contains q.txt "^sm_80: 2 of 3 variants skipped"
 check "--quiet: no per-problem summary" lacks q.txt "portable: expressions"
 
+bundle t1 np.txt --arch sm_90a,sm_80 --no-ptx -o np.bundle
+check "--no-ptx: cubins only, sm_80 for ISA 0 alone" contains np.txt "wrote np.bundle: 1 family, 3 problems, 3 variants, 4 binaries"
+check "--no-ptx: no PTX line" lacks np.txt "PTX (JIT"
+
 # 3. measured on sm_90a, bundled for sm_80 only: the variants that do not compile there have no binary
 bundle t1 b80.txt --arch sm_80 -o only80.bundle
 check "sm_80 only: written, without the variants that have no binary (rc $?)" contains b80.txt "wrote only80.bundle: 1 family, 1 problems, 1 variants, 2 binaries"
