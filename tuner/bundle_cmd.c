@@ -43,7 +43,8 @@ static const char *usage_bundle =
     "  --allow-source-change  take results measured with an older recipe or template\n"
     "                         source (the bundle records both hashes)\n"
     "  --jobs N               compile threads (default: cores)\n"
-    "  --quiet                no per-problem summary\n";
+    "  --quiet                no per-problem summary (skipped variants are still\n"
+    "                         listed)\n";
 
 /* --recipe A,B: each name into o (the texts copied into buf). */
 static void add_recipes(tune_argv *ap, const char *v, tune_bundle_opts *o, char (*buf)[128]) {
