@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tunert_arch.h"
 #include "tunert_int.h"
 #include "tunert_vendor_cublaslt.h"
 
@@ -82,22 +83,6 @@ tunert_allocator rt_arena_allocator(rt_arena *a) {
 }
 
 /* ---- small parsers ------------------------------------------------------------------ */
-
-int rt_parse_arch(const char *s, int *is_ptx, int *major, int *minor, int *specific) {
-  const char *d;
-  if (!strncmp(s, "sm_", 3)) { *is_ptx = 0; d = s + 3; }
-  else if (!strncmp(s, "compute_", 8)) { *is_ptx = 1; d = s + 8; }
-  else return -1;
-  int n = 0;
-  while (d[n] >= '0' && d[n] <= '9') ++n;
-  if (n < 2 || n > 3) return -1;
-  int v = atoi(d);
-  *major = v / 10;
-  *minor = v % 10;
-  *specific = d[n] == 'a';
-  if (d[n] && !(d[n] == 'a' && !d[n + 1])) return -1;
-  return 0;
-}
 
 /* "NAME:type,NAME:type" into arrays; returns the count or -1. */
 static int split_typed(rt_arena *a, const char *text, int max, const char ***names, const char ***types) {
@@ -463,7 +448,7 @@ static int read_binaries(opener *o) {
     b->hash = strtoull(col_text(st, 5), NULL, 16);
     if (!b->arch) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); break; }
     int want_ptx = !strcmp(col_text(st, 2), "ptx");
-    if (rt_parse_arch(b->arch, &b->is_ptx, &b->major, &b->minor, &b->arch_specific) || b->is_ptx != want_ptx || b->size <= 0) {
+    if (tunert_arch_parse(b->arch, &b->is_ptx, &b->major, &b->minor, &b->arch_specific) || b->is_ptx != want_ptx || b->size <= 0) {
       rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: binary %lld: bad arch '%s' for a %s", o->path, (long long)b->id, b->arch, col_text(st, 2));
       break;
     }
@@ -798,6 +783,49 @@ done:
 
 /* ---- devices and binaries ---------------------------------------------------------------- */
 
+/* The targets of the bundle's meta `archs` ("sm_90a,sm_80,compute_90") that are cubins a device
+ * of ctx's capability could run, into out (comma-separated): a variant without a cubin of one of
+ * them was skipped for it by `tune bundle` (it did not compile there). */
+static void skipped_targets(const tunert_ctx *ctx, const rt_variant *v, char *out, size_t n) {
+  out[0] = 0;
+  if (!ctx->archs) return;
+  size_t len = 0;
+  for (const char *t = ctx->archs; *t;) {
+    size_t tl = strcspn(t, ",");
+    char name[24];
+    snprintf(name, sizeof name, "%.*s", (int)(tl < sizeof name ? tl : sizeof name - 1), t);
+    int is_ptx, maj, min, spec, have = 0;
+    if (!tunert_arch_parse(name, &is_ptx, &maj, &min, &spec) && !is_ptx &&
+        tunert_binary_rank(0, maj, min, spec, ctx->dev_major, ctx->dev_minor) >= 0) {
+      for (int k = 0; k < v->n_bins; ++k) have |= !strcmp(v->bins[k].arch, name);
+      if (!have && len < n) len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", name);
+    }
+    t += tl + (t[tl] == ',');
+  }
+}
+
+/* Why none of v's binaries runs on the device, into v->binary_desc: what it has (arch-specific
+ * binaries said so, and a variant without PTX), and a target of the bundle the device could run
+ * that this variant lacks. */
+static void describe_no_binary(const tunert_ctx *ctx, rt_variant *v) {
+  char *d = v->binary_desc;
+  size_t n = sizeof v->binary_desc;
+  size_t len = (size_t)snprintf(d, n, "no binary runs on %s (this variant has", ctx->dev_arch);
+  int ptx = 0;
+  for (int k = 0; k < v->n_bins; ++k) ptx |= v->bins[k].is_ptx;
+  for (int k = 0; k < v->n_bins && len < n; ++k) {
+    const rt_binary *b = &v->bins[k];
+    len += (size_t)snprintf(d + len, n - len, "%s %s %s", k ? "," : "", b->is_ptx ? "ptx" : "cubin", b->arch);
+    if (b->arch_specific && len < n) len += (size_t)snprintf(d + len, n - len, " (arch-specific: %d.%d only)", b->major, b->minor);
+  }
+  if (!ptx && len < n) len += (size_t)snprintf(d + len, n - len, "%sno PTX", v->n_bins ? ", " : " ");
+  char skipped[96];
+  skipped_targets(ctx, v, skipped, sizeof skipped);
+  if (len < n) len += (size_t)snprintf(d + len, n - len, ")");
+  if (skipped[0] && len < n)
+    snprintf(d + len, n - len, "; tune bundle skipped %s for this variant: it does not compile there", skipped);
+}
+
 void rt_choose_binaries(tunert_ctx *ctx) {
   for (int i = 0; i < ctx->n_families; ++i) {
     rt_family *f = &ctx->families[i];
@@ -806,30 +834,16 @@ void rt_choose_binaries(tunert_ctx *ctx) {
       v->chosen = -1;
       if (!ctx->dev_known) { snprintf(v->binary_desc, sizeof v->binary_desc, "chosen at the first launch (device not known: %.60s)", ctx->cu_state < 0 ? "no driver" : "not queried"); continue; }
       int best = -1, best_rank = -1;
-      int dm = ctx->dev_major, dn = ctx->dev_minor;
       for (int k = 0; k < v->n_bins; ++k) {
-        rt_binary *b = &v->bins[k];
-        int rank = -1;
-        if (!b->is_ptx) {
-          if (b->major == dm && b->minor == dn) rank = b->arch_specific ? 1000 : 999;
-          else if (!b->arch_specific && b->major == dm && b->minor < dn) rank = 900 + b->minor;
-        } else {
-          int le = b->major < dm || (b->major == dm && b->minor <= dn);
-          if (b->arch_specific) { if (b->major == dm && b->minor == dn) rank = 500; }
-          else if (le) rank = 100 + b->major * 10 + b->minor;
-        }
+        const rt_binary *b = &v->bins[k];
+        int rank = tunert_binary_rank(b->is_ptx, b->major, b->minor, b->arch_specific, ctx->dev_major, ctx->dev_minor);
         if (rank > best_rank) { best_rank = rank; best = k; }
       }
       if (best >= 0) {
         v->chosen = best;
         snprintf(v->binary_desc, sizeof v->binary_desc, "%s %s%s", v->bins[best].is_ptx ? "ptx" : "cubin",
                  v->bins[best].arch, v->bins[best].is_ptx ? " (JIT by the driver)" : "");
-      } else {
-        size_t len = (size_t)snprintf(v->binary_desc, sizeof v->binary_desc, "no binary runs on %s (bundle has", ctx->dev_arch);
-        for (int k = 0; k < v->n_bins && len < sizeof v->binary_desc; ++k)
-          len += (size_t)snprintf(v->binary_desc + len, sizeof v->binary_desc - len, " %s %s", v->bins[k].is_ptx ? "ptx" : "cubin", v->bins[k].arch);
-        if (len < sizeof v->binary_desc) snprintf(v->binary_desc + len, sizeof v->binary_desc - len, ")");
-      }
+      } else describe_no_binary(ctx, v);
     }
   }
 }
@@ -903,7 +917,7 @@ static int choose_device(opener *o, const tunert_options *opt) {
   tunert_ctx *ctx = o->ctx;
   if (opt->arch) {
     int is_ptx, maj, min, spec;
-    if (rt_parse_arch(opt->arch, &is_ptx, &maj, &min, &spec) || is_ptx)
+    if (tunert_arch_parse(opt->arch, &is_ptx, &maj, &min, &spec) || is_ptx)
       return rt_fail(o->err, TUNERT_EINVAL, "tunert_open: options.arch '%s': want sm_XY (e.g. sm_90a)", opt->arch);
     ctx->dev_known = 1;
     ctx->dev_major = maj;
@@ -921,9 +935,17 @@ static int choose_device(opener *o, const tunert_options *opt) {
       rt_family *f = &ctx->families[i];
       int any = 0;
       for (int j = 0; j < f->n_variants; ++j) any |= f->variants[j].chosen >= 0;
-      if (!any)
-        return rt_fail(o->err, TUNERT_EARCH, "%s: family %s: %s; make the bundle with --arch %s (or open with TUNERT_OPEN_ANY_ARCH)",
-                       o->path, f->name, f->variants[0].binary_desc, ctx->dev_arch);
+      if (any) continue;
+      /* the bundle targeted this device and every variant failed to compile there
+         (tune bundle --allow-missing-arch), or it was made for other GPUs only */
+      char skipped[96];
+      skipped_targets(ctx, &f->variants[0], skipped, sizeof skipped);
+      if (skipped[0])
+        return rt_fail(o->err, TUNERT_EARCH, "%s: family %s: none of its %d variant%s runs on %s (variant 1: %s); the family needs a "
+                       "variant that compiles for %s, e.g. a recipe fallback (or open with TUNERT_OPEN_ANY_ARCH)",
+                       o->path, f->name, f->n_variants, f->n_variants == 1 ? "" : "s", ctx->dev_arch, f->variants[0].binary_desc, skipped);
+      return rt_fail(o->err, TUNERT_EARCH, "%s: family %s: %s; make the bundle with --arch %s (or open with TUNERT_OPEN_ANY_ARCH)",
+                     o->path, f->name, f->variants[0].binary_desc, ctx->dev_arch);
     }
   }
   return 0;

@@ -275,7 +275,7 @@ typedef struct tunert_selection_info {
   const char *reason;          /* why this variant, in words (and what was rejected) */
   double measured_ns;          /* median time at the tuned problem [ns] */
   const char *measured_on;     /* device name it was measured on */
-  const char *binary;          /* "cubin sm_90a", "ptx compute_90a (JIT)", or why none */
+  const char *binary;          /* "cubin sm_90a", "ptx compute_90 (JIT by the driver)", or why none */
   int n_launches;              /* kernels launched in order by tunert_launch */
   const tunert_launch_info *launches;
   int n_args;

@@ -45,7 +45,14 @@
  * entries for tuned ones. Vendor entries alone keep min_reader_minor as it was.
  *
  * 1.4 adds the arg dtype 'e4m3' (fp8 e4m3fn, 1 byte; tensors only). A bundle
- * with such an arg has min_reader_minor = 4: a 1.3 reader knows no size for it. */
+ * with such an arg has min_reader_minor = 4: a 1.3 reader knows no size for it.
+ *
+ * Binaries (any 1.x): a variant has at least one binary, not necessarily one per
+ * architecture of meta `archs`: `tune bundle` writes no cubin for an arch the
+ * variant does not compile for, and PTX only for a generic virtual arch
+ * (compute_90, never compute_90a) it compiles for; readers pass over a variant
+ * with no binary for the device (runtime/tunert_arch.h). Older bundles may hold
+ * arch-specific PTX (compute_90a), which runs on that capability only. */
 #ifndef TUNERT_FORMAT_H
 #define TUNERT_FORMAT_H
 

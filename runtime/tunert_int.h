@@ -62,7 +62,7 @@ typedef struct rt_variant {
   int n_bins;
   rt_binary *bins;
   int chosen;                  /* index into bins for the device, -1 none / device unknown */
-  char binary_desc[160];       /* "cubin sm_90a", or why no binary runs here */
+  char binary_desc[400];       /* "cubin sm_90a", or why no binary runs here */
   /* lazily loaded: fields below written under ctx->lock, then `loaded` is
      stored with release order; readers load it with acquire order */
   atomic_int loaded;           /* 0 not yet, 1 loaded, -1 failed (load_error says why) */
@@ -227,8 +227,6 @@ int rt_fail(tunert_err *err, int code, const char *fmt, ...)
 #endif
     ;
 
-/* Parse "sm_90a" / "compute_80": 0, or -1 when not an arch name. */
-int rt_parse_arch(const char *s, int *is_ptx, int *major, int *minor, int *specific);
 /* Choose each variant's binary for the device (ctx->dev_*). */
 void rt_choose_binaries(tunert_ctx *ctx);
 /* Open libcuda and query the device (under ctx->lock or during open). */

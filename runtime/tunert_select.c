@@ -293,7 +293,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
   char why[512];
   char rejected[2048] = "";
   size_t rlen = 0;
-  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0;
+  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0, exact_rejected = -1;
   int best = -1, best_cls = 0;
   double best_dist = INFINITY;
   if (domain_check(f, dims, err)) return TUNERT_ENOVARIANT;
@@ -305,6 +305,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
       if (cls != CLASS_EXACT && (ctx->flags & TUNERT_OPEN_EXACT_ONLY)) continue;
       if (cls != CLASS_EXACT && !e->portable) { if (!n_exact_only++) first_exact_only = i; continue; }
       ++n_rejected;
+      if (cls == CLASS_EXACT && exact_rejected < 0) exact_rejected = i;
       if (rlen < sizeof rejected)
         rlen += (size_t)snprintf(rejected + rlen, sizeof rejected - rlen, "%s%s%s: %s", n_rejected > 1 ? "; " : "",
                                  e->kind == RT_FALLBACK ? "fallback for " : "", e->problem_name, why);
@@ -328,8 +329,13 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
                    n_rejected ? "rejected: " : "", n_rejected ? rejected : "");
   }
   rt_entry *e = &f->entries[best];
-  char t[32];
+  char t[32], untuned[200];
   fmt_ns(e->median_ns, t, sizeof t);
+  /* a tuned problem whose own entry cannot serve here (no binary for the device, say) */
+  if (exact_rejected >= 0)
+    snprintf(untuned, sizeof untuned, "is tuned problem %s, but its entry cannot serve it here (rejected below)",
+             f->entries[exact_rejected].problem_name);
+  else snprintf(untuned, sizeof untuned, "is not a tuned problem");
   if (best_cls == CLASS_EXACT && e->kind == RT_VENDOR) {
     char vt[32];
     fmt_ns(e->vendor_ns, vt, sizeof vt);
@@ -340,14 +346,14 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
              dt, e->problem_name, t, e->device_name, n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   else if (best_cls == CLASS_NEAREST)
     snprintf(reason, reason_n,
-             "nearest: %s is not a tuned problem; chose the variant tuned for %s %s (log-distance %.3f, %s there on %s), "
+             "nearest: %s %s; chose the variant tuned for %s %s (log-distance %.3f, %s there on %s), "
              "whose requirements and defines hold here; %d exact-only entr%s skipped%s%s",
-             dt, e->problem_name, e->dims_json, best_dist, t, e->device_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
+             dt, untuned, e->problem_name, e->dims_json, best_dist, t, e->device_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
              n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   else
     snprintf(reason, reason_n,
-             "fallback: %s has no tuned entry whose requirements hold; chose the family's generic variant (verified at bundle "
-             "time on %s); %d exact-only entr%s skipped%s%s", dt, e->problem_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
+             "fallback: %s %s, and no tuned entry whose requirements hold serves it; chose the family's generic variant "
+             "(verified at bundle time on %s); %d exact-only entr%s skipped%s%s", dt, untuned, e->problem_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
              n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   *best_i = best;
   *cls_out = best_cls;

@@ -3,6 +3,7 @@
  *
  *   tunert_inspect BUNDLE                         families, tuned problems, provenance
  *   tunert_inspect BUNDLE --select FAMILY K=V,... the selection for a problem, and why
+ *                 [--candidates]                 and every entry of the family ranked for it
  *   tunert_inspect --version                      the libtunert it runs with
  *   options: --arch sm_90a (check against this arch instead of the device's)
  *            --exact (TUNERT_OPEN_EXACT_ONLY)  --try-launch (only where there is no
@@ -14,6 +15,25 @@
 #include <string.h>
 
 #include "tunert.h"
+
+/* tunert_select_candidates for the problem: those that may serve it in selection order, then the
+ * others with the reason they are passed over. */
+static int print_candidates(tunert_ctx *ctx, const char *family, const int64_t *d, int n_dims) {
+  enum { MAX = 256 };
+  static tunert_candidate c[MAX];
+  int n = 0;
+  tunert_err e;
+  c[0].struct_size = sizeof c[0];
+  if (tunert_select_candidates(ctx, family, d, n_dims, c, MAX, &n, &e)) {
+    printf("candidates: error (%s): %s\n", tunert_status_name(e.code), e.msg);
+    return 1;
+  }
+  printf("candidates:\n");
+  for (int i = 0; i < n; ++i)
+    printf("  %d. %s %-8s %s %s%s%s\n", i + 1, c[i].ok ? "ok    " : "passed", c[i].kind, c[i].tuned_problem, c[i].variant,
+           c[i].ok ? "" : ": ", c[i].ok ? "" : c[i].why);
+  return 0;
+}
 
 static void print_selection(const tunert_selection *s) {
   tunert_selection_info si = {.struct_size = sizeof si};
@@ -53,7 +73,7 @@ static void print_selection(const tunert_selection *s) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
-    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch]]\n"
+    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch] [--candidates]]\n"
                     "       tunert_inspect --version\n");
     return 2;
   }
@@ -65,12 +85,13 @@ int main(int argc, char **argv) {
   tunert_options o;
   tunert_options_init(&o);
   const char *family = NULL, *dims = NULL;
-  int try_launch = 0;
+  int try_launch = 0, candidates = 0;
   for (int i = 2; i < argc; ++i) {
     if (!strcmp(argv[i], "--arch") && i + 1 < argc) o.arch = argv[++i];
     else if (!strcmp(argv[i], "--exact")) o.flags |= TUNERT_OPEN_EXACT_ONLY;
     else if (!strcmp(argv[i], "--select") && i + 2 < argc) { family = argv[++i]; dims = argv[++i]; }
     else if (!strcmp(argv[i], "--try-launch")) try_launch = 1;
+    else if (!strcmp(argv[i], "--candidates")) candidates = 1;
     else { fprintf(stderr, "tunert_inspect: unknown argument %s\n", argv[i]); return 2; }
   }
   tunert_ctx *ctx = NULL;
@@ -129,9 +150,14 @@ int main(int argc, char **argv) {
   for (int k = 0; k < fi.n_dims; ++k)
     if (!given[k]) { fprintf(stderr, "tunert_inspect: give %s=...\n", fi.dims[k]); tunert_close(ctx); return 2; }
   const tunert_selection *s;
-  if (tunert_select(ctx, family, d, fi.n_dims, &s, &e)) { printf("error (%s): %s\n", tunert_status_name(e.code), e.msg); tunert_close(ctx); return 1; }
+  if (tunert_select(ctx, family, d, fi.n_dims, &s, &e)) {
+    printf("error (%s): %s\n", tunert_status_name(e.code), e.msg);
+    if (candidates) print_candidates(ctx, family, d, fi.n_dims);
+    tunert_close(ctx);
+    return 1;
+  }
   print_selection(s);
-  int rc = 0;
+  int rc = candidates ? print_candidates(ctx, family, d, fi.n_dims) : 0;
   if (try_launch) {
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (cuda) {

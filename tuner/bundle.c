@@ -55,8 +55,11 @@ static int check_sources(bstate *s, tune_err *err) {
   return TUNE_OK;
 }
 
+/* Per family and problem what was bundled, per arch what was skipped, and what was written; with
+ * --quiet only the skipped variants (bundle_print_archs). */
 static void print_summary(const bstate *s, double secs) {
   const tune_bundle_opts *o = s->o;
+  if (o->quiet) { bundle_print_archs(s); return; }
   for (int fi = 0; fi < s->n_families; ++fi) {
     const bfamily *f = &s->fam[fi];
     printf("\n%s (%s, source %s):\n", f->name, f->recipe_file, f->r->source_hash);
@@ -68,8 +71,9 @@ static void print_summary(const bstate *s, double secs) {
       snprintf(label, sizeof label, "%s", be->p->name);
       if (be->kind == BUNDLE_FALLBACK) { snprintf(label, sizeof label, "fallback (%.60s)", be->p->name); snprintf(t, sizeof t, "-"); }
       printf("  %-22s %10s  %s\n  %-22s %10s  %s%s\n", label, t, s->var[be->variant].params_json, "", "",
+             !bundle_variant_compiled(s, be->variant) ? "left out: its variant compiles for no --arch" :
              be->portable ? "portable: expressions, usable for nearby problems" : "exact-only: ",
-             be->portable ? "" : be->exact_why);
+             be->portable || !bundle_variant_compiled(s, be->variant) ? "" : be->exact_why);
       if (be->kind == BUNDLE_VENDOR) {
         char vt[32];
         fmt_ns(be->vendor_ns, vt, sizeof vt);
@@ -77,11 +81,16 @@ static void print_summary(const bstate *s, double secs) {
       }
     }
   }
+  bundle_print_archs(s);
   long size = 0;
   FILE *fp = fopen(o->out, "rb");
   if (fp) { fseek(fp, 0, SEEK_END); size = ftell(fp); fclose(fp); }
+  int n_binaries = 0, n_problems = 0, n_variants = 0;
+  for (int i = 0; i < s->n_jobs; ++i) n_binaries += s->jobs[i].bin.ok;
+  for (int v = 0; v < s->n_variants; ++v) n_variants += bundle_variant_compiled(s, v);
+  for (int i = 0; i < s->n_entries; ++i) n_problems += bundle_variant_compiled(s, s->ent[i].variant);
   printf("\nwrote %s: %d famil%s, %d problems, %d variants, %d binaries (%s), %.1f KiB in %.1f s; checked with libtunert\n",
-         o->out, s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->n_jobs,
+         o->out, s->n_families, s->n_families == 1 ? "y" : "ies", n_problems, n_variants, n_binaries,
          o->archs ? o->archs : s->archs[0], size / 1024.0, secs);
 }
 
@@ -109,7 +118,7 @@ static int run_stages(bstate *s, tune_err *err) {
            s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->device_name,
            o->archs ? o->archs : s->archs[0], o->no_ptx ? "" : " (cubin + PTX)", o->jobs);
   fflush(stdout);
-  if (bundle_compile(s, err) || check_sources(s, err)) return err->code;
+  if (bundle_compile(s, err) || bundle_check_archs(s, err) || check_sources(s, err)) return err->code;
   for (int i = 0; i < s->n_entries; ++i)
     if (bundle_check_entry(s, &s->ent[i], err)) return err->code;
   if (bundle_write(s, err)) return err->code; /* and verified before it is renamed into place */
@@ -132,7 +141,7 @@ int tune_bundle_run(const tune_bundle_opts *o, tune_err *err) {
   }
   if (!rc) rc = run_stages(s, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (!rc && !o->quiet) print_summary(s, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+  if (!rc) print_summary(s, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
   bundle_state_free(s);
   return rc;
 }

@@ -2,8 +2,9 @@
  *
  * Owns: choosing, per kernel family (recipe) and tuned problem, the fastest
  * verified result of a results database for one device; recompiling those
- * variants (a cubin per requested arch on the compile pool, plus PTX for the
- * driver's JIT), turning the recipe's launch geometry, shapes, values,
+ * variants (a cubin per requested arch on the compile pool, plus portable PTX
+ * for the driver's JIT; a variant that does not compile for an arch is skipped
+ * there and said so), turning the recipe's launch geometry, shapes, values,
  * defines and requirements into expressions libtunert evaluates without Lua
  * (checked here against Lua's own values for every tuned problem), and
  * writing it all with provenance through db/db_bundle.h. Ends by opening the
@@ -34,6 +35,7 @@ typedef struct tune_bundle_opts {
   int allow_source_change;    /* take results measured with another recipe source */
   int no_ptx;                 /* cubins only */
   int no_vendor;              /* no vendor entries: every tuned problem keeps its kernel */
+  int allow_missing_arch;     /* write a bundle where a family has no variant for a requested arch */
   const char *exe;            /* this binary: recipes are also looked up next to it */
   int quiet;
 } tune_bundle_opts;

@@ -16,6 +16,15 @@ static const char *usage_bundle =
     "cubin per architecture and its PTX (compiled now with NVRTC), its launch\n"
     "geometry as expressions, its arguments and where it all came from.\n"
     "\n"
+    "A variant that does not compile for one of the --arch list (wgmma needs\n"
+    "sm_90a, say) is skipped for that arch only and the summary names it with the\n"
+    "compiler's reason; libtunert then serves its problems there with the next\n"
+    "entry (nearest, then fallback). The arch the results were measured on must\n"
+    "compile. PTX is portable only: compute_90 for a variant that also compiles\n"
+    "for sm_90, none for one using sm_90a-only instructions (no later GPU can JIT\n"
+    "it). A family left with no variant for an arch fails the bundle unless\n"
+    "--allow-missing-arch.\n"
+    "\n"
     "  --recipe NAME          a recipe name (copy, attention.prefill) or a family\n"
     "                         prefix (attention); repeatable, or comma-separated\n"
     "  -o, --out FILE         the bundle to write (replaced atomically)\n"
@@ -26,12 +35,16 @@ static const char *usage_bundle =
     "  --arch LIST            architectures to compile for, e.g. sm_90a,sm_80\n"
     "                         (default: the one the results were measured on)\n"
     "  --no-ptx               cubins only (no JIT fallback)\n"
+    "  --allow-missing-arch   write the bundle even where a family has no variant\n"
+    "                         for an --arch (libtunert refuses that family on such\n"
+    "                         a GPU with TUNERT_EARCH); a warning says which\n"
     "  --no-vendor            keep tune's kernel where a vendor library (tune compare's\n"
     "                         peers) measured faster, instead of a vendor entry\n"
     "  --allow-source-change  take results measured with an older recipe or template\n"
     "                         source (the bundle records both hashes)\n"
     "  --jobs N               compile threads (default: cores)\n"
-    "  --quiet                no per-problem summary\n";
+    "  --quiet                no per-problem summary (skipped variants are still\n"
+    "                         listed)\n";
 
 /* --recipe A,B: each name into o (the texts copied into buf). */
 static void add_recipes(tune_argv *ap, const char *v, tune_bundle_opts *o, char (*buf)[128]) {
@@ -61,6 +74,7 @@ static int parse_bundle_opts(int argc, char **argv, tune_bundle_opts *o, char (*
     else if (tune_argv_int(&ap, "--jobs", &o->jobs)) { if (o->jobs < 1) tune_argv_bad(&ap, "want a positive count"); }
     else if (tune_argv_flag(&ap, "--no-ptx")) o->no_ptx = 1;
     else if (tune_argv_flag(&ap, "--no-vendor")) o->no_vendor = 1;
+    else if (tune_argv_flag(&ap, "--allow-missing-arch")) o->allow_missing_arch = 1;
     else if (tune_argv_flag(&ap, "--allow-source-change")) o->allow_source_change = 1;
     else if (tune_argv_flag(&ap, "--quiet")) o->quiet = 1;
     else tune_argv_unknown(&ap);

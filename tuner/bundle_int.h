@@ -5,13 +5,17 @@
  *                                grouped into variants (config + defines);
  *   vendor   (bundle_vendor.c)   entries where a peer library measured faster become vendor
  *                                entries (unless --no-vendor);
- *   compile  (bundle_compile.c)  a cubin per arch and PTX per variant, on the compile pool;
+ *   compile  (bundle_compile.c)  a cubin per arch and PTX per variant, on the compile pool; a
+ *                                variant that does not compile for an arch is skipped there, and
+ *                                bundle_archs.c says which and refuses a family left with none;
  *   express  (bundle_expr.c)     the family's dims and params, and each entry's launch geometry,
  *                                shapes, values, requirements and defines as expressions libtunert
  *                                evaluates (runtime/tunert_expr.h), checked against Lua's values;
  *   write    (bundle_write.c)    the bundle file through db/db_bundle.h, verified before it is renamed
  *                                into place;
- *   verify   (bundle_verify.c)   the written file opened by libtunert, every tuned problem selected.
+ *   verify   (bundle_verify.c)   the written file opened by libtunert for each arch, every tuned
+ *                                problem selected (its own variant, or where that has no binary,
+ *                                another entry: never the variant without one).
  * bundle.c runs them in that order. Memory: bstate owns everything below it; bundle_state_free
  * releases it. */
 #ifndef TUNE_BUNDLE_INT_H
@@ -48,6 +52,10 @@ typedef struct bvariant {
   char lowered[TUNE_MAX_LAUNCHES][512];
   char *source_text;           /* a code proposal's variant: the template with the proposed region
                                   (malloc'd); NULL: the template itself */
+  /* per requested arch (bstate.archs), from bundle_compile: */
+  char skip_why[TUNE_BUNDLE_MAX_ARCHS][200]; /* "": its cubin compiled; else the compiler's first error */
+  char ptx_arch[TUNE_BUNDLE_MAX_ARCHS][24];  /* its PTX for that arch's virtual arch ("compute_90"), "" none */
+  char ptx_why[TUNE_BUNDLE_MAX_ARCHS][200];  /* no PTX although its cubin compiled: why ("" --no-ptx) */
 } bvariant;
 
 typedef struct bentry {
@@ -71,6 +79,9 @@ typedef struct bentry {
   int mismatch_source;         /* measured with another recipe source */
   int same_binary;
   tune_tmap_texts *tm;         /* per arg (malloc'd when the recipe has tensor maps), else NULL */
+  char served[TUNE_BUNDLE_MAX_ARCHS][200]; /* bundle_verify, a tuned entry whose variant no binary serves on
+                                  that arch: what libtunert selects there instead ("nearest n1m ..."),
+                                  or "none: why"; "" when its own variant serves it */
 } bentry;
 
 typedef struct bfamily {
@@ -118,9 +129,13 @@ typedef struct bstate {
   db_device device;            /* the GPU of the first entry: the bundle's meta */
   char templates[BUNDLE_MAX_FAMILIES][PATH_MAX + 16]; /* include root per family (the jobs point here) */
   char ptx_archs[TUNE_BUNDLE_MAX_ARCHS][24];
-  tune_compile_job *jobs;      /* [n_jobs]: per variant, a cubin per arch, then PTX per arch */
+  tune_compile_job *jobs;      /* [n_jobs]: per variant, a cubin per arch, then PTX per arch; a job
+                                  that did not compile (bin.ok 0) is left out of the bundle */
   int n_jobs;
 } bstate;
+
+/* Compile jobs per variant: a cubin per arch, and PTX per arch unless --no-ptx. */
+static inline int bundle_jobs_per_variant(const bstate *s) { return s->n_archs * (s->o->no_ptx ? 1 : 2); }
 
 /* collect: the entries (and their families) from the databases; then per entry, the recipe's
  * evaluation and its variant. */
@@ -142,8 +157,29 @@ int bundle_mark_vendors(bstate *s, tune_err *err);
  * distinct set of defines appended to s->ent. After bundle_evaluate, before bundle_compile. */
 int bundle_add_fallbacks(bstate *s, tune_err *err);
 
-/* compile: s->jobs, every binary of every variant; s->var[].lowered from the first. */
+/* compile: s->jobs, every binary of every variant; s->var[].lowered from the first that compiled.
+ * A variant that does not compile for a requested arch is skipped there (skip_why; no PTX for that
+ * virtual arch either: the driver's JIT would fail the same way) unless that arch is the one it was
+ * measured on (an error). PTX is portable only: compute_XY, never compute_XYa; for an
+ * arch-specific target (sm_90a) a variant gets compute_90 PTX when it also compiles for sm_90,
+ * else none (it uses sm_90a-only instructions: no later GPU can JIT it; ptx_why says so). */
 int bundle_compile(bstate *s, tune_err *err);
+
+/* archs (bundle_archs.c): what each requested arch gets.
+ * bundle_variant_runs_on: whether a device of s->archs[a]'s compute capability runs variant v
+ * through one of its compiled binaries, by libtunert's rule (runtime/tunert_arch.h); *which (may
+ * be NULL) the binary's arch ("sm_80", "compute_90").
+ * bundle_check_archs: after bundle_compile, a family with no variant for a requested arch is an
+ * error unless --allow-missing-arch (then a warning: libtunert refuses the family there with
+ * TUNERT_EARCH); one with no variant for any of them is an error. bundle_print_archs: per arch, the skipped variants with the compiler's reason,
+ * the tuned problems another entry serves there (bundle_verify's served), and the PTX; printed
+ * with --quiet too when something was skipped. */
+int bundle_variant_runs_on(const bstate *s, int v, int a, const char **which);
+/* Whether variant v compiled for any requested arch: one that did not is left out of the bundle
+ * with its entries (a bundle's variant has at least one binary), its problems served by others. */
+int bundle_variant_compiled(const bstate *s, int v);
+int bundle_check_archs(bstate *s, tune_err *err);
+void bundle_print_archs(const bstate *s);
 
 /* express: family dims and params from the recipe's problems; an entry's expressions checked
  * with the runtime evaluator against Lua's values, portability decided (a mismatch is an error). */

@@ -1,5 +1,7 @@
-/* bundle_verify.c: the written bundle opened by libtunert (no device needed) and every tuned
- * problem selected: the variant, its launch geometry and its tensor maps must be the tuner's. */
+/* bundle_verify.c: the written bundle opened by libtunert (no device needed) as a GPU of each
+ * requested arch, and every tuned problem selected: where its variant has a binary for that arch,
+ * the variant, its launch geometry and its tensor maps must be the tuner's; where it has none,
+ * libtunert must pass it over (what it serves instead is kept for the summary). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +15,9 @@ static int same_cluster(const unsigned *got, const unsigned want[3]) {
   return 1;
 }
 
-/* Every tuned problem of a family with fallback entries: libtunert finds one of them able to serve it. */
-static int verify_fallbacks(bstate *s, tunert_ctx *ctx, tune_err *err) {
+/* Every tuned problem of a family whose fallback entries all have a binary for arch a: libtunert
+ * finds one of them able to serve it. */
+static int verify_fallbacks(bstate *s, tunert_ctx *ctx, int a, tune_err *err) {
   tunert_candidate *cand = calloc(BUNDLE_MAX_ENTRIES, sizeof *cand);
   if (!cand) return tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
   int rc = TUNE_OK;
@@ -22,6 +25,10 @@ static int verify_fallbacks(bstate *s, tunert_ctx *ctx, tune_err *err) {
     bentry *be = &s->ent[i];
     bfamily *f = &s->fam[be->family];
     if (be->kind == BUNDLE_FALLBACK || !f->r->has_fallback) continue;
+    int all_run = 1;
+    for (int k = 0; k < s->n_entries; ++k)
+      if (s->ent[k].kind == BUNDLE_FALLBACK && s->ent[k].family == be->family) all_run &= bundle_variant_runs_on(s, s->ent[k].variant, a, NULL);
+    if (!all_run) continue;
     tunert_xval env[TUNERT_MAX_DIMS + 65];
     char why[256];
     int64_t dims[TUNERT_MAX_DIMS];
@@ -39,51 +46,107 @@ static int verify_fallbacks(bstate *s, tunert_ctx *ctx, tune_err *err) {
   return rc;
 }
 
-int bundle_verify(bstate *s, tune_err *err) {
+/* The selection of an entry whose variant has no binary for arch a: anything but that entry, kept
+ * in be->served for the summary. */
+static int verify_passed_over(bstate *s, tunert_ctx *ctx, bentry *be, const int64_t *dims, int a, tune_err *err) {
+  const bfamily *f = &s->fam[be->family];
+  const tunert_selection *sel;
+  tunert_err te;
+  int rc = tunert_select(ctx, f->name, dims, f->n_dims, &sel, &te);
+  if (rc == TUNERT_ENOVARIANT) {
+    snprintf(be->served[a], sizeof be->served[a], "none: no entry of the family serves it there "
+             "(tunert_inspect BUNDLE --arch %s --select %.40s ... --candidates says why)", s->archs[a], f->name);
+    return TUNE_OK;
+  }
+  if (rc) return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s", s->archs[a], te.msg);
+  tunert_selection_info info = {.struct_size = sizeof info};
+  tunert_selection_info_get(sel, &info);
+  if (info.exact)
+    return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s / %s selects its own variant %s, which has no binary for %s",
+                     s->archs[a], f->name, be->p->name, info.variant, s->archs[a]);
+  snprintf(be->served[a], sizeof be->served[a], "%s %.40s %.100s [%.40s]", info.kind, info.tuned_problem, info.variant, info.binary);
+  return TUNE_OK;
+}
+
+/* A tuned entry whose variant has a binary for the arch: libtunert selects exactly it, with the
+ * tuner's geometry and tensor maps. */
+static int verify_exact(bstate *s, tunert_ctx *ctx, bentry *be, const int64_t *dims, int a, tune_err *err) {
+  bfamily *f = &s->fam[be->family];
+  const tunert_selection *sel;
+  tunert_err te;
+  if (tunert_select(ctx, f->name, dims, f->n_dims, &sel, &te)) return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s", s->archs[a], te.msg);
+  tunert_selection_info info = {.struct_size = sizeof info};
+  tunert_selection_info_get(sel, &info);
+  if (!info.exact || strcmp(info.variant, s->var[be->variant].params_json))
+    return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s / %s selects %s, want %s", s->archs[a], f->name, be->p->name,
+                     info.variant, s->var[be->variant].params_json);
+  for (int l = 0; l < info.n_launches; ++l) {
+    const tune_launch *x = &be->var.launch[l];
+    if (memcmp(info.launches[l].grid, x->grid, sizeof x->grid) || memcmp(info.launches[l].block, x->block, sizeof x->block) ||
+        info.launches[l].shared != x->shared || !same_cluster(info.clusters ? info.clusters[l] : NULL, x->cluster))
+      return tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: launch %d geometry differs from the tuner's", f->name, be->p->name, l);
+  }
+  for (int k = 0; k < f->r->n_args; ++k) {
+    if (!f->r->args[k].is_tmap) continue;
+    const tune_tmap_var *tv = &be->var.tmap[k];
+    const tunert_tensormap_info *ti = info.tensormaps ? &info.tensormaps[k] : NULL;
+    int same = ti && ti->tensor == f->r->args[k].tmap.tensor && ti->rank == tv->rank;
+    for (int d = 0; same && d < tv->rank; ++d)
+      same = ti->dims[d] == tv->dims[d] && ti->box[d] == tv->box[d] && (d + 1 == tv->rank || ti->strides[d] == tv->strides[d]);
+    if (!same) return tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: tensor map %s differs from the tuner's", f->name, be->p->name, f->r->args[k].name);
+  }
+  return TUNE_OK;
+}
+
+/* Open the bundle as a GPU of arch a: it must open unless a family has no variant there
+ * (bundle_check_archs let that through with --allow-missing-arch), then it opens with
+ * TUNERT_OPEN_ANY_ARCH; libtunert's TUNERT_EARCH and tune's view must agree. */
+static int open_as(bstate *s, int a, tunert_ctx **ctx, tune_err *err) {
+  int missing = 0;
+  for (int fi = 0; fi < s->n_families; ++fi) {
+    int runs = 0;
+    for (int v = 0; v < s->n_variants; ++v) runs |= s->var[v].family == fi && bundle_variant_runs_on(s, v, a, NULL);
+    missing |= !runs;
+  }
   tunert_options opt;
   tunert_options_init(&opt);
-  opt.arch = s->archs[0];
+  opt.arch = s->archs[a];
   opt.flags = TUNERT_OPEN_NO_DEVICE;
-  tunert_ctx *ctx = NULL;
   tunert_err te;
-  if (tunert_open(s->verify_path ? s->verify_path : s->o->out, &opt, &ctx, &te)) return tune_fail(err, TUNE_EINTERNAL, "the bundle does not open: %s", te.msg);
-  int rc = TUNE_OK;
-  for (int i = 0; i < s->n_entries && !rc; ++i) {
-    bentry *be = &s->ent[i];
-    bfamily *f = &s->fam[be->family];
-    if (be->kind == BUNDLE_FALLBACK) continue; /* the tuned entry wins its problem: fallbacks are checked by verify_fallbacks */
-    tunert_xval env[TUNERT_MAX_DIMS + 65];
-    char why[256];
-    int64_t dims[TUNERT_MAX_DIMS];
-    bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, why, sizeof why);
-    for (int d = 0; d < f->n_dims; ++d) dims[d] = env[d].i;
-    const tunert_selection *sel;
-    if (tunert_select(ctx, f->name, dims, f->n_dims, &sel, &te)) { rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s", te.msg); break; }
-    tunert_selection_info info = {.struct_size = sizeof info};
-    tunert_selection_info_get(sel, &info);
-    if (!info.exact || strcmp(info.variant, s->var[be->variant].params_json)) {
-      rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s selects %s, want %s", f->name, be->p->name, info.variant, s->var[be->variant].params_json);
-      break;
-    }
-    for (int l = 0; l < info.n_launches; ++l) {
-      const tune_launch *x = &be->var.launch[l];
-      if (memcmp(info.launches[l].grid, x->grid, sizeof x->grid) || memcmp(info.launches[l].block, x->block, sizeof x->block) ||
-          info.launches[l].shared != x->shared || !same_cluster(info.clusters ? info.clusters[l] : NULL, x->cluster)) {
-        rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: launch %d geometry differs from the tuner's", f->name, be->p->name, l);
-        break;
-      }
-    }
-    for (int a = 0; a < f->r->n_args && !rc; ++a) {
-      if (!f->r->args[a].is_tmap) continue;
-      const tune_tmap_var *tv = &be->var.tmap[a];
-      const tunert_tensormap_info *ti = info.tensormaps ? &info.tensormaps[a] : NULL;
-      int same = ti && ti->tensor == f->r->args[a].tmap.tensor && ti->rank == tv->rank;
-      for (int k = 0; same && k < tv->rank; ++k)
-        same = ti->dims[k] == tv->dims[k] && ti->box[k] == tv->box[k] && (k + 1 == tv->rank || ti->strides[k] == tv->strides[k]);
-      if (!same) rc = tune_fail(err, TUNE_EINTERNAL, "bundle check: %s / %s: tensor map %s differs from the tuner's", f->name, be->p->name, f->r->args[a].name);
-    }
+  const char *path = s->verify_path ? s->verify_path : s->o->out;
+  int rc = tunert_open(path, &opt, ctx, &te);
+  if (rc == TUNERT_EARCH && missing) {
+    opt.flags |= TUNERT_OPEN_ANY_ARCH;
+    rc = tunert_open(path, &opt, ctx, &te);
+  } else if (!rc && missing) {
+    tunert_close(*ctx);
+    *ctx = NULL;
+    return tune_fail(err, TUNE_EINTERNAL, "bundle check: libtunert opens the bundle for %s although a family has no variant there", s->archs[a]);
   }
-  if (!rc) rc = verify_fallbacks(s, ctx, err);
-  tunert_close(ctx);
+  if (rc) return tune_fail(err, TUNE_EINTERNAL, "the bundle does not open for %s: %s", s->archs[a], te.msg);
+  return TUNE_OK;
+}
+
+int bundle_verify(bstate *s, tune_err *err) {
+  int rc = TUNE_OK;
+  for (int a = 0; a < s->n_archs && !rc; ++a) {
+    tunert_ctx *ctx = NULL;
+    if ((rc = open_as(s, a, &ctx, err))) break;
+    for (int i = 0; i < s->n_entries && !rc; ++i) {
+      bentry *be = &s->ent[i];
+      bfamily *f = &s->fam[be->family];
+      be->served[a][0] = 0;
+      if (be->kind == BUNDLE_FALLBACK) continue; /* the tuned entry wins its problem: fallbacks are checked by verify_fallbacks */
+      tunert_xval env[TUNERT_MAX_DIMS + 65];
+      char why[256];
+      int64_t dims[TUNERT_MAX_DIMS];
+      bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, why, sizeof why);
+      for (int d = 0; d < f->n_dims; ++d) dims[d] = env[d].i;
+      rc = bundle_variant_runs_on(s, be->variant, a, NULL) ? verify_exact(s, ctx, be, dims, a, err)
+                                                           : verify_passed_over(s, ctx, be, dims, a, err);
+    }
+    if (!rc) rc = verify_fallbacks(s, ctx, a, err);
+    tunert_close(ctx);
+  }
   return rc;
 }

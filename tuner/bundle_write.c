@@ -11,25 +11,35 @@
 #include <unistd.h>
 
 #include "bundle_int.h"
-#include "compile_ptx.h"
 #include "version.h"
 
 static const char *role_of(const tune_arg_def *a) {
   return a->is_tmap ? "tensormap" : !a->is_tensor ? "scalar" : a->scratch ? "scratch" : a->output ? "output" : "input";
 }
 
+/* The bundle's targets for meta `archs`: the requested archs (cubins), then each virtual arch
+ * that some variant's PTX has ("sm_90a,sm_80,compute_90,compute_80"). */
+static void target_list(const bstate *s, char *out, size_t n) {
+  const char *ptx[TUNE_BUNDLE_MAX_ARCHS * 2];
+  int n_ptx = 0;
+  size_t len = 0;
+  out[0] = 0;
+  for (int a = 0; a < s->n_archs && len < n; ++a) len += (size_t)snprintf(out + len, n - len, "%s%s", a ? "," : "", s->archs[a]);
+  for (int a = 0; a < s->n_archs; ++a)
+    for (int v = 0; v < s->n_variants; ++v) {
+      const char *p = s->var[v].ptx_arch[a];
+      int k = 0;
+      while (k < n_ptx && strcmp(ptx[k], p)) ++k;
+      if (!p[0] || k < n_ptx || n_ptx == (int)(sizeof ptx / sizeof ptx[0])) continue;
+      ptx[n_ptx++] = p;
+      if (len < n) len += (size_t)snprintf(out + len, n - len, ",%s", p);
+    }
+}
+
 /* meta: what made the bundle, from what, for which GPU and archs. */
 static int write_meta(bstate *s, db_bundle_writer *w, tune_err *err) {
-  const tune_bundle_opts *o = s->o;
-  char archs[256] = "", ptxs[256] = "";
-  for (int a = 0; a < s->n_archs; ++a) {
-    char c[24];
-    tune_compute_arch(s->archs[a], c, sizeof c);
-    snprintf(archs + strlen(archs), sizeof archs - strlen(archs), "%s%s", a ? "," : "", s->archs[a]);
-    snprintf(ptxs + strlen(ptxs), sizeof ptxs - strlen(ptxs), "%s%s", a ? "," : "", c);
-  }
   char all_archs[520];
-  snprintf(all_archs, sizeof all_archs, "%s%s%s", archs, o->no_ptx ? "" : ",", o->no_ptx ? "" : ptxs);
+  target_list(s, all_archs, sizeof all_archs);
   char smc[32];
   snprintf(smc, sizeof smc, "%d", s->device.sm_count);
   struct { const char *k, *v; } meta[] = {
@@ -76,9 +86,10 @@ static void param_values(const tune_recipe *r, const bvariant *bv, char *values,
 
 /* variants: config, defines, lowered kernel names, and their binaries (s->jobs). */
 static int write_variants(bstate *s, db_bundle_writer *w, tune_err *err) {
-  int per = s->n_archs * (s->o->no_ptx ? 1 : 2);
+  int per = bundle_jobs_per_variant(s);
   for (int v = 0; v < s->n_variants; ++v) {
     bvariant *bv = &s->var[v];
+    if (!bundle_variant_compiled(s, v)) continue; /* left out with its entries */
     char values[2048], kernels[2100] = "";
     param_values(s->fam[bv->family].r, bv, values, sizeof values);
     for (int l = 0; l < bv->var.n_launches; ++l)
@@ -89,6 +100,7 @@ static int write_variants(bstate *s, db_bundle_writer *w, tune_err *err) {
     for (int k = 0; k < per; ++k) {
       tune_compile_job *j = &s->jobs[v * per + k];
       int ptx = k >= s->n_archs;
+      if (!j->bin.ok) continue; /* skipped for that arch (bundle_compile) */
       db_bundle_binary b = {.variant_id = bv->id, .kind = ptx ? "ptx" : "cubin", .arch = j->arch,
                             .compile_key = j->bin.key[0] ? j->bin.key : "-",
                             .data = ptx ? (const void *)j->bin.ptx : (const void *)j->bin.cubin,
@@ -130,6 +142,7 @@ static int write_entry_parts(const bfamily *f, const bentry *be, int64_t eid, db
 static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
   for (int i = 0; i < s->n_entries; ++i) {
     bentry *be = &s->ent[i];
+    if (!bundle_variant_compiled(s, be->variant)) continue;
     bfamily *f = &s->fam[be->family];
     const db_bundle_best *b = be->best;
     const db_bundle_result *res = &be->result;

@@ -33,7 +33,7 @@ PY
 check "application id tunb" contains db.txt "app 1953853026"
 check "format 1" contains db.txt "format 1"
 check "sm_90a cubins are ELF" contains db.txt "bin cubin sm_90a 7F454C46"
-check "PTX for compute_90a" contains db.txt "bin ptx compute_90a 2F2F"
+check "portable PTX for compute_90 (copy uses no sm_90a-only instruction)" contains db.txt "bin ptx compute_90 2F2F"
 check "provenance: not the measured binary" contains db.txt "same_binary 0"
 
 # 2. libtunert: open, select, launch without a driver
