@@ -52,11 +52,14 @@ local function cdiv(a, b) return string.format("((%s + %s - 1) // %s)", a, b, b)
 local ITERS = cdiv(cdiv("H", "(VEC_BYTES // 2)"), "(ROW_MODE == 0 and 32 or BLOCK)")
 
 -- recipes/rmsnorm.lua's register model: a cached slice of raw bf16 vectors, possibly unpacked to
--- fp32 (twice), plus ~24 registers of addresses and state, under the launch-bounds cap
-local function cache_fits(c, it)
+-- fp32 (twice), plus ~24 registers of addresses and state, under the launch-bounds cap. The dynamic
+-- mode also holds the slice's weights for max |h w| (NVRTC hoists their loads): 2.5 times the
+-- slice, which keeps every kept variant free of spills (a warp's slice of 7168 at 112 registers
+-- spills; 5120 at 80 does not).
+local function cache_fits(c, it, dynamic)
   if c.CACHE_ROW == 0 then return true end
   local cap = math.min(255, 65536 // (c.BLOCK * c.MIN_BLOCKS))
-  return 2 * it * c.VEC_BYTES // 4 + 24 <= cap
+  return (dynamic and 5 or 4) * it * c.VEC_BYTES // 8 + 24 <= cap
 end
 
 -- hidden sizes of models (Llama 3 8B / 70B 4096 / 8192, Llama 2 13B 5120, DeepSeek-V3 7168, 2048,
@@ -97,6 +100,9 @@ local function recipe(quant)
     constraints = {
       "ROW_MODE == 1 or BLOCK <= 512",
       "MIN_BLOCKS == 1 or (CACHE_ROW == 1 and (BLOCK == 256 or BLOCK == 512))",
+      -- 1024 threads have 64 registers each: the re-reading loop's 64 B of x and r in flight plus
+      -- the weights of max |h w| spill unless they come in 16-byte vectors
+      dynamic and "BLOCK < 1024 or CACHE_ROW == 1 or VEC_BYTES == 16" or "true",
     },
 
     requires = { "CACHE_ROW == 0 or " .. ITERS .. " * VEC_BYTES <= 512" },
@@ -105,7 +111,7 @@ local function recipe(quant)
       local ve = c.VEC_BYTES // 2
       local tpr = threads_per_row(c)
       local it = ((p.H + ve - 1) // ve + tpr - 1) // tpr
-      if not cache_fits(c, it) then
+      if not cache_fits(c, it, dynamic) then
         return false, string.format("cached slice of %d B per thread does not fit the register cap", it * c.VEC_BYTES)
       end
       return true
