@@ -64,7 +64,8 @@ __device__ __forceinline__ unsigned e4m3x2(float lo, float hi) {
 }
 
 // OB = kOutBytes e4m3 bytes at p (OB-aligned), from the packed pairs in q.
-template <int OB = kOutBytes> __device__ __forceinline__ void store_e4m3(unsigned char *p, const unsigned (&q)[vec::kN]) {
+template <int OB = kOutBytes>
+__device__ __forceinline__ void store_e4m3(unsigned char *p, const unsigned (&q)[vec::kN]) {
   if constexpr (OB == 2) {
     tune::store_g<CACHE_HINT>(reinterpret_cast<unsigned short *>(p), (unsigned short)q[0]);
   } else {

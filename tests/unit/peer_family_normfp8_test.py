@@ -9,7 +9,8 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "peers")))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "tools", "peers")))
 import peer_server as ps  # noqa: E402
 import peer_family_normfp8 as nf  # noqa: E402
 
@@ -25,7 +26,8 @@ class PeersTest(unittest.TestCase):
 
     def test_dynamic_has_eager_and_compiled(self):
         found = nf.peers("rmsnorm.fp8", dims(4096, 8192, "dynamic"), ps)
-        self.assertEqual([(p.name, p.family) for p in found], [("torch", "rmsnorm_fp8"), ("torch-compile", "rmsnorm_fp8")])
+        self.assertEqual([(p.name, p.family) for p in found],
+                         [("torch", "rmsnorm_fp8"), ("torch-compile", "rmsnorm_fp8")])
         self.assertEqual([p.opts for p in found], [{"quant": "dynamic", "compiled": False},
                                                    {"quant": "dynamic", "compiled": True}])
         # x, r read, h written: 2 bytes each; y 1 byte; w 2 bytes; a scale per token
@@ -43,8 +45,8 @@ class PeersTest(unittest.TestCase):
             nf.peers("rmsnorm.fp8_static", dims(1, 4096, "dynamic"), ps)
 
     def test_the_recipe_constants(self):
-        src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "recipes", "rmsnorm",
-                                "fp8.lua")).read()
+        with open(os.path.join(HERE, "..", "..", "recipes", "rmsnorm", "fp8.lua")) as f:
+            src = f.read()
         self.assertIn("local EPS = 1e-6", src)
         self.assertIn('init = { "uniform", 6 / E4M3_MAX, 10 / E4M3_MAX }', src)
         self.assertEqual(nf.STATIC_SCALE, (6 / 448, 10 / 448))

@@ -20,7 +20,7 @@ from typing import Tuple
 
 import torch
 
-from ..errors import DTypeMismatch, InvalidArgument
+from ..errors import DeviceMismatch, DTypeMismatch, InvalidArgument
 from . import _ops, _state
 from ._ops import _cuda_kernel, _device_index, _dt, _norm_check, _run
 
@@ -51,6 +51,8 @@ def _check(op, x, residual, w, scale):
     if scale is not None:
         if scale.dtype != torch.float32:
             raise DTypeMismatch(f"tunert.torch.{op}: scale is {scale.dtype}, want torch.float32")
+        if scale.device != x.device and x.device.type != "meta":
+            raise DeviceMismatch(f"tunert.torch.{op}: scale on {scale.device}, x on {x.device}")
         if scale.numel() != 1:
             raise InvalidArgument(f"tunert.torch.{op}: scale {tuple(scale.shape)}: want one element (a static "
                                   f"per-tensor scale), or None for per-token scales")
