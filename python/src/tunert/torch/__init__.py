@@ -20,11 +20,12 @@ from ._ops_varlen import attention_varlen
 from ._ops_moe import grouped_mm, grouped_mm_masked
 from ._ops_moe_layer import grouped_swiglu, moe_layer, moe_layer_torch
 from ._ops_fp8 import scaled_mm, scaled_mm_op
+from ._ops_norm_fp8 import rmsnorm_add_fp8, rmsnorm_add_fp8_op, rmsnorm_add_fp8_static_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle
 from ._explain import explain
 
 __all__ = ["use_bundle", "set_strict", "is_strict", "bundle_path", "stats", "reset_stats", "explain",
            "linear", "attention", "prefill", "decode", "rmsnorm", "rmsnorm_add", "softmax",
            "attention_varlen", "grouped_mm", "grouped_mm_masked", "scaled_mm",
-           "grouped_swiglu", "moe_layer", "moe_layer_torch",
+           "grouped_swiglu", "moe_layer", "moe_layer_torch", "rmsnorm_add_fp8",
            "rmsnorm_op", "softmax_op", "scaled_mm_op", "Plan", "Fallback"]
