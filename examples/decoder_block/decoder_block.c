@@ -204,12 +204,26 @@ static int times(cudaGraphExec_t exec) {
 
 /* ---- report --------------------------------------------------------------------------------------------- */
 
+/* "M=5348 N=6144 K=4096 b_layout=col": the problem a step asks for, as it is (never chunked). */
+static void problem_text(int ph, int s, char *buf, size_t n) {
+  plan_req req;
+  step_req(&blk.sh, ph, s, &req);
+  buf[0] = 0;
+  for (int d = 0; d < req.n_dims; ++d) {
+    size_t len = strlen(buf);
+    if (req.dims[d].enum_value) snprintf(buf + len, n - len, "%s%s=%s", d ? " " : "", req.dims[d].name, req.dims[d].enum_value);
+    else snprintf(buf + len, n - len, "%s%s=%lld", d ? " " : "", req.dims[d].name, (long long)req.dims[d].v);
+  }
+}
+
 static void print_plan(int standins) {
   for (int ph = 0; ph < N_PHASES; ++ph) {
-    printf("\nplan, %s (per step: the family and variant libtunert chose, and why)\n", phase_name(ph));
+    printf("\nplan, %s (per step: the problem, the family and variant libtunert chose, and why)\n", phase_name(ph));
     for (int s = 0; s < N_STEPS; ++s) {
       steprun *r = &blk.run[ph][s];
-      printf("%2d %-28s ", s + 1, step_title(s));
+      char prob[160];
+      problem_text(ph, s, prob, sizeof prob);
+      printf("%2d %-28s %s\n   ", s + 1, step_title(s), prob);
       if (!r->p.ok) {
         printf("%s\n     %s\n", standins ? "STAND-IN (plain reference kernel, bf16)" : "NO VARIANT", r->p.why_not);
         continue;
