@@ -5,6 +5,8 @@
 
 -- Threads resident per SM on sm_90 (the grid of a persistent variant fills them once).
 local THREADS_PER_SM = 2048
+-- Blocks of one tile each: elements over the elements of a block-step (BLOCK * ILP vectors).
+local TILES = "((rows * cols + BLOCK * ILP * (VEC_BYTES // 2) - 1) // (BLOCK * ILP * (VEC_BYTES // 2)))"
 
 return {
   name = "elementwise",
@@ -37,12 +39,13 @@ return {
     "MIN_BLOCKS == 1 or (BLOCK == 1024 and VEC_BYTES * ILP <= 16)",
   },
 
-  applies = function(c, p)
-    local ve = c.VEC_BYTES // 2
-    if p.cols % ve ~= 0 then return false, "cols is not a multiple of the vector width" end
-    if p.rows * p.cols // ve >= 2 ^ 31 then return false, "over 2^31 vectors (32-bit indices)" end
-    return true
-  end,
+  -- What a config needs (elementwise.cuh): whole vectors per row, vector indices below 2^31.
+  requires = { "cols % (VEC_BYTES // 2) == 0", "rows * cols // (VEC_BYTES // 2) < 2147483648" },
+
+  -- Any row count; an even row length (the narrowest vector is 2 bf16).
+  domain = { "rows >= 1", "cols >= 2 and cols % 2 == 0", "rows * cols // 2 < 2147483648" },
+  -- The generic variant: 4-byte vectors (any even row length), one tile per block.
+  fallback = { VEC_BYTES = 4, ILP = 4, BLOCK = 256, MIN_BLOCKS = 1, GRID_STRIDE = false, CACHE_HINT = true },
 
   -- 16384 x 14336 (470 MB per tensor) is left out to keep a run short: every variant's output is
   -- copied back and compared on the host, ~1 s per variant at that size. These two are 4x-5x L2.
@@ -51,16 +54,10 @@ return {
     { name = "r4096c14336",  rows = 4096,  cols = 14336 },   -- MLP intermediate 14336, 4k tokens
   },
 
+  -- expressions, so bundled variants serve untuned row counts (docs/runtime.md)
   launch = {
-    grid = function(c, p, d)
-      local tile = c.BLOCK * c.ILP * (c.VEC_BYTES // 2)      -- elements per block-step
-      local blocks = (p.rows * p.cols + tile - 1) // tile
-      if c.GRID_STRIDE then
-        blocks = math.min(blocks, d.sm_count * (THREADS_PER_SM // c.BLOCK))
-      end
-      return { blocks, 1, 1 }
-    end,
-    block = function(c) return { c.BLOCK, 1, 1 } end,
+    grid = { "GRID_STRIDE and min(" .. TILES .. ", sm_count * (" .. THREADS_PER_SM .. " // BLOCK)) or " .. TILES, 1, 1 },
+    block = { "BLOCK", 1, 1 },
     shared = 0,
   },
 

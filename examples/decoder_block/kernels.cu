@@ -70,77 +70,71 @@ extern "C" int k_bf16_to_f32(const uint16_t *src, float *dst, size_t n, void *st
   return launched();
 }
 
-// ---- layout glue (element moves; E is the element type: 2 or 4 bytes) --------------------------
+// ---- layout glue ------------------------------------------------------------------------------
+
+// The sequence of packed row r: the last b with cu[b] <= r (B is small: a scan).
+static __device__ __forceinline__ int seq_of(const int32_t *cu, int B, int64_t r) {
+  int b = 0;
+  while (b + 1 < B && cu[b + 1] <= r) ++b;
+  return b;
+}
 
 template <typename E>
-__global__ void split_heads_kernel(const E *qkv, E *q, E *k, E *v, int B, int S, int HQ, int HKV, int D) {
-  const size_t W = (size_t)(HQ + 2 * HKV) * D;
-  GRID_STRIDE(i, (size_t)B * S * W) {
-    size_t t = i / W, c = i % W;
-    size_t head = c / D, d = c % D, b = t / S, s = t % S;
+__global__ void split_qkv_kernel(const E *qkv, E *q, E *k, E *v, int64_t rows, int HQ, int HKV, int D) {
+  const size_t W = (size_t)(HQ + 2 * HKV) * D, WQ = (size_t)HQ * D, WK = (size_t)HKV * D;
+  GRID_STRIDE(i, (size_t)rows * W) {
+    size_t r = i / W, c = i % W;
     E x = qkv[i];
-    if (head < (size_t)HQ) q[((b * HQ + head) * S + s) * D + d] = x;
-    else if (head < (size_t)(HQ + HKV)) k[((b * HKV + head - HQ) * S + s) * D + d] = x;
-    else v[((b * HKV + head - HQ - HKV) * S + s) * D + d] = x;
+    if (c < WQ) q[r * WQ + c] = x;
+    else if (c < WQ + WK) k[r * WK + c - WQ] = x;
+    else v[r * WK + c - WQ - WK] = x;
+  }
+}
+__global__ void kv_to_cache_kernel(const void *qkv, int dti, int64_t ld, void *kc, void *vc, int dto, const int32_t *bt, int max_pages,
+                                   int page, int64_t rows, const int32_t *cu, const int32_t *lens, int B, int HQ, int HKV, int D) {
+  const size_t W = (size_t)HKV * D;
+  GRID_STRIDE(i, (size_t)rows * W) {
+    const int64_t r = (int64_t)(i / W);
+    const size_t c = i % W;
+    int b, j;
+    if (cu) b = seq_of(cu, B, r), j = (int)(r - cu[b]);
+    else b = (int)r, j = lens[b] - 1;
+    if (j < 0) continue;
+    const size_t p = (size_t)bt[(size_t)b * max_pages + j / page];
+    const size_t dst = (p * page + j % page) * W + c, src = (size_t)r * ld + (size_t)HQ * D + c;
+    stf(kc, dto, dst, ldf(qkv, dti, src));
+    stf(vc, dto, dst, ldf(qkv, dti, src + W));
   }
 }
 template <typename E>
-__global__ void merge_heads_kernel(const E *o, E *out, int B, int S, int H, int D) {
-  GRID_STRIDE(i, (size_t)B * H * S * D) {  // i indexes o [B][H][S][D]
-    size_t d = i % D, s = (i / D) % S, h = (i / ((size_t)D * S)) % H, b = i / ((size_t)D * S * H);
-    out[(b * S + s) * (size_t)H * D + h * D + d] = o[i];
-  }
-}
-template <typename E>
-__global__ void to_pages_kernel(const E *k, const E *v, E *kc, E *vc, const int32_t *bt, int B, int HKV, int S, int D, int page) {
-  const size_t pages_per_seq = (size_t)S / page;
-  GRID_STRIDE(i, (size_t)B * HKV * S * D) {  // i indexes k [B][HKV][S][D]
-    size_t d = i % D, j = (i / D) % S, h = (i / ((size_t)D * S)) % HKV, b = i / ((size_t)D * S * HKV);
-    size_t p = (size_t)bt[b * pages_per_seq + j / page];
-    size_t dst = ((p * page + j % page) * HKV + h) * D + d;
-    kc[dst] = k[i];
-    vc[dst] = v[i];
-  }
-}
-template <typename E>
-__global__ void last_row_kernel(const E *src, E *dst, int B, int H, int S, int D) {
-  GRID_STRIDE(i, (size_t)B * H * D) {
-    size_t d = i % D, bh = i / D;
-    dst[i] = src[(bh * S + S - 1) * D + d];
+__global__ void last_rows_kernel(const E *src, E *dst, const int32_t *cu, int B, int64_t W) {
+  GRID_STRIDE(i, (size_t)B * W) {
+    size_t b = i / W, c = i % W;
+    dst[i] = src[(size_t)(cu[b + 1] - 1) * W + c];
   }
 }
 
-#define BY_SIZE(dt, call_u16, call_u32) ((dt) == DT_BF16 ? (call_u16) : (call_u32))
-
-extern "C" int k_split_heads(const void *qkv, void *q, void *k, void *v, int dt, int B, int S, int HQ, int HKV, int D, void *stream) {
-  unsigned g = blocks_for((size_t)B * S * (HQ + 2 * HKV) * D, 256);
+extern "C" int k_split_qkv(const void *qkv, void *q, void *k, void *v, int dt, int64_t rows, int HQ, int HKV, int D, void *stream) {
+  unsigned g = blocks_for((size_t)rows * (HQ + 2 * HKV) * D, 256);
   cudaStream_t st = (cudaStream_t)stream;
-  if (dt == DT_BF16) split_heads_kernel<<<g, 256, 0, st>>>((const uint16_t *)qkv, (uint16_t *)q, (uint16_t *)k, (uint16_t *)v, B, S, HQ, HKV, D);
-  else split_heads_kernel<<<g, 256, 0, st>>>((const uint32_t *)qkv, (uint32_t *)q, (uint32_t *)k, (uint32_t *)v, B, S, HQ, HKV, D);
+  if (dt == DT_BF16) split_qkv_kernel<<<g, 256, 0, st>>>((const uint16_t *)qkv, (uint16_t *)q, (uint16_t *)k, (uint16_t *)v, rows, HQ, HKV, D);
+  else split_qkv_kernel<<<g, 256, 0, st>>>((const uint32_t *)qkv, (uint32_t *)q, (uint32_t *)k, (uint32_t *)v, rows, HQ, HKV, D);
   return launched();
 }
-extern "C" int k_merge_heads(const void *o, void *out, int dt, int B, int S, int H, int D, void *stream) {
-  unsigned g = blocks_for((size_t)B * S * H * D, 256);
-  cudaStream_t st = (cudaStream_t)stream;
-  if (dt == DT_BF16) merge_heads_kernel<<<g, 256, 0, st>>>((const uint16_t *)o, (uint16_t *)out, B, S, H, D);
-  else merge_heads_kernel<<<g, 256, 0, st>>>((const uint32_t *)o, (uint32_t *)out, B, S, H, D);
+extern "C" int k_kv_to_cache(const void *qkv, int dt_in, int64_t ld, void *k_cache, void *v_cache, int dt_out, const int32_t *bt,
+                             int max_pages, int page, int64_t rows, int n_seq, const int32_t *cu_seqlens, const int32_t *seq_lens, int HQ, int HKV,
+                             int D, void *stream) {
+  if (!cu_seqlens && !seq_lens) return (int)cudaErrorInvalidValue;
+  unsigned g = blocks_for((size_t)rows * HKV * D, 256);
+  kv_to_cache_kernel<<<g, 256, 0, (cudaStream_t)stream>>>(qkv, dt_in, ld, k_cache, v_cache, dt_out, bt, max_pages, page, rows, cu_seqlens,
+                                                          seq_lens, n_seq, HQ, HKV, D);
   return launched();
 }
-extern "C" int k_to_pages(const void *k, const void *v, void *k_cache, void *v_cache, const int32_t *bt, int dt, int B, int HKV,
-                          int S, int D, int page, void *stream) {
-  unsigned g = blocks_for((size_t)B * HKV * S * D, 256);
+extern "C" int k_last_rows(const void *src, void *dst, int dt, const int32_t *cu_seqlens, int B, int64_t W, void *stream) {
+  unsigned g = blocks_for((size_t)B * W, 256);
   cudaStream_t st = (cudaStream_t)stream;
-  if (dt == DT_BF16)
-    to_pages_kernel<<<g, 256, 0, st>>>((const uint16_t *)k, (const uint16_t *)v, (uint16_t *)k_cache, (uint16_t *)v_cache, bt, B, HKV, S, D, page);
-  else
-    to_pages_kernel<<<g, 256, 0, st>>>((const uint32_t *)k, (const uint32_t *)v, (uint32_t *)k_cache, (uint32_t *)v_cache, bt, B, HKV, S, D, page);
-  return launched();
-}
-extern "C" int k_last_row(const void *src, void *dst, int dt, int B, int H, int S, int D, void *stream) {
-  unsigned g = blocks_for((size_t)B * H * D, 256);
-  cudaStream_t st = (cudaStream_t)stream;
-  if (dt == DT_BF16) last_row_kernel<<<g, 256, 0, st>>>((const uint16_t *)src, (uint16_t *)dst, B, H, S, D);
-  else last_row_kernel<<<g, 256, 0, st>>>((const uint32_t *)src, (uint32_t *)dst, B, H, S, D);
+  if (dt == DT_BF16) last_rows_kernel<<<g, 256, 0, st>>>((const uint16_t *)src, (uint16_t *)dst, cu_seqlens, B, W);
+  else last_rows_kernel<<<g, 256, 0, st>>>((const uint32_t *)src, (uint32_t *)dst, cu_seqlens, B, W);
   return launched();
 }
 
@@ -220,71 +214,67 @@ __global__ void ref_silu_kernel(const void *x, const bf16 *scale, const bf16 *bi
   }
 }
 
-// A warp per query row (lane holds dims lane + 32 e), online softmax over the keys, fp32.
+// A warp per (query row, head): lane holds dims lane + 32 e; online softmax over the keys, fp32.
+// Keys j = 0 .. n - 1 at rows key_row(j); one routine for the packed prefill and the paged decode.
 #define MAX_DPL 8
-__global__ void ref_prefill_kernel(const void *q, const void *k, const void *v, void *o, int dti, int dto, int HQ, int HKV, int S, int D, int causal) {
-  const int lane = threadIdx.x % 32, i = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int h = blockIdx.y, b = blockIdx.z, kvh = h / (HQ / HKV), dpl = D / 32;
-  if (i >= S) return;
-  const size_t qo = (((size_t)b * HQ + h) * S + i) * D, kv0 = ((size_t)b * HKV + kvh) * S * D;
+struct attn_args {
+  const void *q, *k, *v;       // q row at q + qoff; key row j at k / v + key_row(j)
+  void *o;
+  int dti, dto, D;
+};
+template <typename RowOf>
+static __device__ void attend_row(const attn_args &a, size_t qoff, size_t ooff, int n, RowOf key_row) {
+  const int lane = threadIdx.x % 32, dpl = a.D / 32;
   float qv[MAX_DPL], acc[MAX_DPL];
 #pragma unroll
   for (int e = 0; e < MAX_DPL; ++e) {
-    qv[e] = e < dpl ? ldf(q, dti, qo + lane + 32 * e) : 0.f;
+    qv[e] = e < dpl ? ldf(a.q, a.dti, qoff + lane + 32 * e) : 0.f;
     acc[e] = 0.f;
   }
-  const float scale = rsqrtf((float)D);
+  const float scale = rsqrtf((float)a.D);
   float m = -INFINITY, l = 0.f;
-  const int nk = causal ? i + 1 : S;
-  for (int j = 0; j < nk; ++j) {
+  for (int j = 0; j < n; ++j) {
+    const size_t row = key_row(j);
     float s = 0.f;
 #pragma unroll
     for (int e = 0; e < MAX_DPL; ++e)
-      if (e < dpl) s += qv[e] * ldf(k, dti, kv0 + (size_t)j * D + lane + 32 * e);
+      if (e < dpl) s += qv[e] * ldf(a.k, a.dti, row + lane + 32 * e);
     s = warp_sum(s) * scale;
     float mn = fmaxf(m, s), corr = expf(m - mn), p = expf(s - mn);
     l = l * corr + p;
 #pragma unroll
     for (int e = 0; e < MAX_DPL; ++e)
-      if (e < dpl) acc[e] = acc[e] * corr + p * ldf(v, dti, kv0 + (size_t)j * D + lane + 32 * e);
+      if (e < dpl) acc[e] = acc[e] * corr + p * ldf(a.v, a.dti, row + lane + 32 * e);
     m = mn;
   }
 #pragma unroll
   for (int e = 0; e < MAX_DPL; ++e)
-    if (e < dpl) stf(o, dto, qo + lane + 32 * e, acc[e] / l);
+    if (e < dpl) stf(a.o, a.dto, ooff + lane + 32 * e, n ? acc[e] / l : 0.f);
 }
 
-__global__ void ref_decode_kernel(const void *q, const void *kc, const void *vc, const int32_t *bt, void *o, int dti, int dto, int HQ,
-                                  int HKV, int L, int D, int page) {
-  const int lane = threadIdx.x % 32, hq = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, b = blockIdx.y;
+// grid (ceil(T / 8), HQ): 8 warps, one query token each
+__global__ void ref_varlen_kernel(attn_args a, int64_t ld, const int32_t *cu, int64_t T, int B, int HQ, int HKV) {
+  const int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int h = blockIdx.y, kvh = h / (HQ / HKV);
+  if (i >= T) return;
+  const int b = seq_of(cu, B, i);
+  const int64_t first = cu[b];
+  const size_t koff = (size_t)HQ * a.D + (size_t)kvh * a.D;  // K of head kvh in a qkv row; V HKV heads later
+  attn_args r = a;
+  r.v = (const char *)a.v + (size_t)HKV * a.D * (a.dti == DT_BF16 ? 2 : 4);
+  attend_row(r, (size_t)i * ld + (size_t)h * a.D, (size_t)i * HQ * a.D + (size_t)h * a.D, (int)(i - first + 1),
+             [=](int j) { return (size_t)(first + j) * ld + koff; });
+}
+
+// grid (ceil(HQ / 8), B)
+__global__ void ref_decode_kernel(attn_args a, int64_t ld, const int32_t *bt, const int32_t *lens, int HQ, int HKV, int page,
+                                  int max_pages) {
+  const int hq = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, b = blockIdx.y;
   if (hq >= HQ) return;
-  const int hkv = hq / (HQ / HKV), dpl = D / 32, mp = L / page;
-  const size_t qo = ((size_t)b * HQ + hq) * D;
-  float qv[MAX_DPL], acc[MAX_DPL];
-#pragma unroll
-  for (int e = 0; e < MAX_DPL; ++e) {
-    qv[e] = e < dpl ? ldf(q, dti, qo + lane + 32 * e) : 0.f;
-    acc[e] = 0.f;
-  }
-  const float scale = rsqrtf((float)D);
-  float m = -INFINITY, l = 0.f;
-  for (int j = 0; j < L; ++j) {
-    const size_t row = (((size_t)bt[(size_t)b * mp + j / page] * page + j % page) * HKV + hkv) * D;
-    float s = 0.f;
-#pragma unroll
-    for (int e = 0; e < MAX_DPL; ++e)
-      if (e < dpl) s += qv[e] * ldf(kc, dti, row + lane + 32 * e);
-    s = warp_sum(s) * scale;
-    float mn = fmaxf(m, s), corr = expf(m - mn), p = expf(s - mn);
-    l = l * corr + p;
-#pragma unroll
-    for (int e = 0; e < MAX_DPL; ++e)
-      if (e < dpl) acc[e] = acc[e] * corr + p * ldf(vc, dti, row + lane + 32 * e);
-    m = mn;
-  }
-#pragma unroll
-  for (int e = 0; e < MAX_DPL; ++e)
-    if (e < dpl) stf(o, dto, qo + lane + 32 * e, acc[e] / l);
+  const int hkv = hq / (HQ / HKV), D = a.D;
+  attend_row(a, (size_t)b * ld + (size_t)hq * D, ((size_t)b * HQ + hq) * D, lens[b], [=](int j) {
+    return (((size_t)bt[(size_t)b * max_pages + j / page] * page + j % page) * HKV + hkv) * D;
+  });
 }
 
 extern "C" int k_ref_gemm(const void *a, int dt_in, const uint16_t *w, int col, void *c, int dt_out, int M, int N, int K, void *stream) {
@@ -303,18 +293,21 @@ extern "C" int k_ref_silu(const void *x, const uint16_t *scale, const uint16_t *
                                                                                             dt_in, dt_out, rows, cols);
   return launched();
 }
-extern "C" int k_ref_prefill(const void *q, const void *k, const void *v, void *o, int dt_in, int dt_out, int B, int HQ, int HKV, int S,
-                             int D, int causal, void *stream) {
+extern "C" int k_ref_varlen(const void *qkv, int64_t ld, const int32_t *cu_seqlens, void *o, int dt_in, int dt_out, int64_t T, int B,
+                            int HQ, int HKV, int D, void *stream) {
   if (D % 32 || D > 32 * MAX_DPL || HQ % HKV) return (int)cudaErrorInvalidValue;
-  dim3 grid((S + 7) / 8, HQ, B);
-  ref_prefill_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(q, k, v, o, dt_in, dt_out, HQ, HKV, S, D, causal);
+  attn_args a = {qkv, qkv, qkv, o, dt_in, dt_out, D};  // k, v offsets are added per head in the kernel
+  dim3 grid((unsigned)((T + 7) / 8), HQ);
+  ref_varlen_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(a, ld, cu_seqlens, T, B, HQ, HKV);
   return launched();
 }
-extern "C" int k_ref_decode(const void *q, const void *k_cache, const void *v_cache, const int32_t *bt, void *o, int dt_in, int dt_out, int B,
-                            int HQ, int HKV, int L, int D, int page, void *stream) {
-  if (D % 32 || D > 32 * MAX_DPL || HQ % HKV || L % page) return (int)cudaErrorInvalidValue;
+extern "C" int k_ref_decode(const void *qkv, int64_t ld, const void *k_cache, const void *v_cache, const int32_t *bt,
+                            const int32_t *seq_lens, void *o, int dt_in, int dt_out, int B, int HQ, int HKV, int D, int page, int max_pages,
+                            void *stream) {
+  if (D % 32 || D > 32 * MAX_DPL || HQ % HKV) return (int)cudaErrorInvalidValue;
+  attn_args a = {qkv, k_cache, v_cache, o, dt_in, dt_out, D};
   dim3 grid((HQ + 7) / 8, B);
-  ref_decode_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(q, k_cache, v_cache, bt, o, dt_in, dt_out, HQ, HKV, L, D, page);
+  ref_decode_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(a, ld, bt, seq_lens, HQ, HKV, page, max_pages);
   return launched();
 }
 

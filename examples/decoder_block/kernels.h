@@ -8,7 +8,8 @@
  * no variant for (decoder_block --standins), which the report marks as such.
  *
  * Every function launches on `stream` and returns a cudaError_t as int (0: launched). Pointers
- * are device pointers. Layouts: tokens t = b * S + s; hidden index = head * D + d. */
+ * are device pointers. Layouts: a row per token (prompts packed back to back, or one per sequence
+ * in a decode step); hidden index = head * D + d. */
 #ifndef DECODER_KERNELS_H
 #define DECODER_KERNELS_H
 
@@ -30,17 +31,19 @@ int k_init_weight(uint16_t *w, int64_t N, int64_t K, int col, uint64_t seed, flo
 /* dst (fp32) = src (bf16), n elements. */
 int k_bf16_to_f32(const uint16_t *src, float *dst, size_t n, void *stream);
 
-/* ---- layout glue ---- */
-/* qkv [B*S][(HQ + 2 HKV) D] -> q [B][HQ][S][D], k, v [B][HKV][S][D] (same dtype). */
-int k_split_heads(const void *qkv, void *q, void *k, void *v, int dt, int B, int S, int HQ, int HKV, int D, void *stream);
-/* o [B][H][S][D] -> out [B*S][H*D]. */
-int k_merge_heads(const void *o, void *out, int dt, int B, int S, int H, int D, void *stream);
-/* k, v [B][HKV][S][D] of sequences 0..B-1 -> their rows of the paged caches [pages][page][HKV][D]
- * through block_table [n_seq][S / page] (only the first B sequences' rows are written). */
-int k_to_pages(const void *k, const void *v, void *k_cache, void *v_cache, const int32_t *block_table, int dt, int B,
-               int HKV, int S, int D, int page, void *stream);
-/* src [B][H][S][D] -> dst [B][H][D]: row s = S - 1 of every (sequence, head). */
-int k_last_row(const void *src, void *dst, int dt, int B, int H, int S, int D, void *stream);
+/* ---- layout glue ----
+ * qkv rows hold [HQ query heads | HKV key heads | HKV value heads] x D at a row stride ld
+ * (elements); paged caches are [pages][page][HKV][D] through block_table [B][max_pages]. */
+/* qkv [rows] -> dense q [rows][HQ * D], k, v [rows][HKV * D] (same dtype). */
+int k_split_qkv(const void *qkv, void *q, void *k, void *v, int dt, int64_t rows, int HQ, int HKV, int D, void *stream);
+/* The K and V of qkv's rows into the paged caches (dtype dt_in -> dt_out). Row r is token j of
+ * sequence b: with cu_seqlens [n_seq + 1] (packed prompts) b holds r and j = r - cu_seqlens[b];
+ * without (NULL: one new token per sequence, rows = n_seq) b = r and j = seq_lens[b] - 1. */
+int k_kv_to_cache(const void *qkv, int dt_in, int64_t ld, void *k_cache, void *v_cache, int dt_out, const int32_t *block_table,
+                  int max_pages, int page, int64_t rows, int n_seq, const int32_t *cu_seqlens, const int32_t *seq_lens, int HQ, int HKV,
+                  int D, void *stream);
+/* dst [B][W] = src's last row of each packed sequence (src [T][W], cu_seqlens [B + 1]). */
+int k_last_rows(const void *src, void *dst, int dt, const int32_t *cu_seqlens, int B, int64_t W, void *stream);
 
 /* ---- plain references: fp32 math, activations of dtype dt_in -> dt_out, bf16 weights ---- */
 /* c[M][N] = a[M][K] @ W, W(k, n) = w[n * K + k] (col = 1) or w[k * N + n] (col = 0). */
@@ -52,12 +55,16 @@ int k_ref_rmsnorm(const void *x, const void *r, const uint16_t *w, void *y, void
 /* y = silu(x * scale[col] + bias[col]), x, y [rows][cols]. */
 int k_ref_silu(const void *x, const uint16_t *scale, const uint16_t *bias, void *y, int dt_in, int dt_out, int64_t rows,
                int64_t cols, void *stream);
-/* causal (or full) GQA attention, q, o [B][HQ][S][D], k, v [B][HKV][S][D]; D a multiple of 32, <= 256. */
-int k_ref_prefill(const void *q, const void *k, const void *v, void *o, int dt_in, int dt_out, int B, int HQ, int HKV, int S,
-                  int D, int causal, void *stream);
-/* decode: q, o [B][HQ][D], paged caches [pages][page][HKV][D], block_table [B][L / page]. */
-int k_ref_decode(const void *q, const void *k_cache, const void *v_cache, const int32_t *block_table, void *o, int dt_in,
-                 int dt_out, int B, int HQ, int HKV, int L, int D, int page, void *stream);
+/* Causal GQA attention within each packed sequence: q, k, v read from qkv (row stride ld),
+ * o [T][HQ * D]; D a multiple of 32, <= 256. */
+int k_ref_varlen(const void *qkv, int64_t ld, const int32_t *cu_seqlens, void *o, int dt_in, int dt_out, int64_t T, int B, int HQ,
+                 int HKV, int D, void *stream);
+/* One query per sequence (row b of qkv, stride ld) over seq_lens[b] cached tokens of the paged
+ * caches (dtype dt_in, like q); o [B][HQ * D]. A token-major cache is the case page = its rows,
+ * max_pages = 1, block_table[b] = b. */
+int k_ref_decode(const void *qkv, int64_t ld, const void *k_cache, const void *v_cache, const int32_t *block_table,
+                 const int32_t *seq_lens, void *o, int dt_in, int dt_out, int B, int HQ, int HKV, int D, int page, int max_pages,
+                 void *stream);
 
 /* ---- comparison ---- */
 typedef struct cmp_result {

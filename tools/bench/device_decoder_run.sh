@@ -1,30 +1,30 @@
 #!/usr/bin/env bash
-# device_decoder_run.sh: the deployment path on a GPU in one call, from the carried build/ folder
-# (nothing is rebuilt): bundle the recorded databases, run the decoder block example from that
-# bundle, measure libtunert's overhead, print a short table.
-#   1. tune bundle --db data/recorded/{rmsnorm,elementwise,attention}.db [--db GEMM_DB...]
-#      --recipe rmsnorm,elementwise,attention[,gemm] --arch <this GPU's> -o OUTDIR/decoder.bundle
-#      (retried with --allow-source-change, said so, when a recording predates a template edit;
-#      when the databases were measured on different GPUs, one bundle per database instead),
+# device_decoder_run.sh: the decoder block as a serving engine runs it, on a GPU in one call, from
+# the carried build/ folder (nothing is rebuilt), against the same block in PyTorch:
+#   1. bundles from the recorded databases data/recorded/{gemm,rmsnorm,elementwise,
+#      attention.varlen,attention.decode}.db: one bundle per GPU the databases were measured on
+#      (tune bundle takes one device's results), each with the families its databases hold, for
+#      this GPU's arch (+ PTX); retried with --allow-source-change, said so, where a recording
+#      predates a recipe or template edit,
 #   2. build/examples/decoder_block/decoder_block --plan, then the run (--standins: a step with no
-#      tuned variant runs the plain reference kernel and is marked STAND-IN in the table),
-#   3. build/tools/runtime_overhead --bundle OUTDIR/copy.bundle (select+launch vs cuLaunchKernel,
-#      bundle open time with 100 variants).
-# usage: tools/bench/device_decoder_run.sh OUTDIR [GEMM_DB...]   (data/recorded/gemm.db is taken
-#        when present and no GEMM_DB is given). Logs and bundles go to OUTDIR; about 2-4 minutes.
+#      variant runs the plain reference kernel and is marked STAND-IN),
+#   3. tools/bench/decoder_block_torch.py with the same sizes (both programs' defaults),
+#   4. one short table: prefill time and decode step time (graph replay and eager) of both.
+# usage: tools/bench/device_decoder_run.sh OUTDIR [decoder_block options, e.g. --lens 500,20 --steps 4]
+#        Logs and bundles go to OUTDIR; a few minutes (bundling compiles every variant once).
 set -u
-OUT=${1:?usage: device_decoder_run.sh OUTDIR [GEMM_DB...]}
+OUT=${1:?usage: device_decoder_run.sh OUTDIR [--lens L1,L2,... --steps N --page P]}
 shift
+SIZES=("$@")
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 BUILD=${BUILD:-$ROOT/build}
 TUNE=$BUILD/tune
 DECODER=$BUILD/examples/decoder_block/decoder_block
-OVERHEAD=$BUILD/tools/runtime_overhead
-for b in "$TUNE" "$DECODER" "$OVERHEAD"; do
+for b in "$TUNE" "$DECODER"; do
   [ -x "$b" ] || { echo "missing $b: build the tree first (cmake --build build; the example needs nvcc at build time)"; exit 1; }
 done
 
@@ -35,12 +35,25 @@ case "$CC" in 90|100|101|120) ARCH="sm_${CC}a" ;; esac
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 echo "GPU: $GPU; bundles for $ARCH (+ PTX)"
 
-DBS=(data/recorded/rmsnorm.db data/recorded/elementwise.db data/recorded/attention.db)
-RECIPES=rmsnorm,elementwise,attention
-GEMM_DBS=("$@")
-[ ${#GEMM_DBS[@]} -eq 0 ] && [ -f data/recorded/gemm.db ] && GEMM_DBS=(data/recorded/gemm.db)
-if [ ${#GEMM_DBS[@]} -gt 0 ]; then DBS+=("${GEMM_DBS[@]}"); RECIPES=$RECIPES,gemm
-else echo "NOTE: no GEMM database (argument or data/recorded/gemm.db): the GEMM steps will be stand-ins"; fi
+DBS=()
+for d in gemm rmsnorm elementwise attention.varlen attention.decode; do
+  if [ -f "data/recorded/$d.db" ]; then DBS+=("data/recorded/$d.db"); else echo "NOTE: data/recorded/$d.db is absent"; fi
+done
+# "device<TAB>family,family<TAB>db db" per device the databases' ok results were measured on
+groups() { python3 - "$@" <<'PY'
+import sqlite3, sys
+by = {}
+for p in sys.argv[1:]:
+    db = sqlite3.connect("file:%s?mode=ro" % p, uri=True)
+    for dev, fam in db.execute("""select distinct d.name, rc.name from results r join recipes rc on rc.id = r.recipe_id
+                                  join devices d on d.id = r.device_id where r.status = 'ok'"""):
+        fams, dbs = by.setdefault(dev, (set(), []))
+        fams.add(fam)
+        if p not in dbs: dbs.append(p)
+for dev, (fams, dbs) in by.items():
+    print("%s\t%s\t%s" % (dev, ",".join(sorted(fams)), " ".join(dbs)))
+PY
+}
 
 SOURCE_NOTE=""
 bundle() { # bundle OUT RECIPES DB... -> 0 when written; logs OUT.log
@@ -54,66 +67,48 @@ bundle() { # bundle OUT RECIPES DB... -> 0 when written; logs OUT.log
   fi
   return 1
 }
-families_of() { python3 - "$@" <<'PY'
-import sqlite3, sys
-have = set()
-for p in sys.argv[1:]:
-    db = sqlite3.connect("file:%s?mode=ro" % p, uri=True)
-    have |= {r[0] for r in db.execute("select distinct rc.name from results r join recipes rc on rc.id = r.recipe_id where r.status = 'ok'")}
-print(",".join(sorted(have)))
-PY
-}
 
 BUNDLES=()
 T0=$(date +%s)
-if bundle "$OUT/decoder.bundle" "$RECIPES" "${DBS[@]}"; then
-  BUNDLES=("$OUT/decoder.bundle")
-elif grep -q "several devices" "$OUT/decoder.bundle.log"; then
-  echo "the databases were measured on different GPUs: one bundle per database"
-  for d in "${DBS[@]}"; do
-    name=$(basename "$d" .db)
-    fams=$(families_of "$d")
-    [ -n "$fams" ] && bundle "$OUT/$name.bundle" "$fams" "$d" && BUNDLES+=("$OUT/$name.bundle") || tail -3 "$OUT/$name.bundle.log"
-  done
-else
-  tail -5 "$OUT/decoder.bundle.log"
-fi
+i=0
+while IFS=$'\t' read -r dev fams dbs; do
+  i=$((i + 1))
+  out="$OUT/decoder$i.bundle"
+  echo "bundle $(basename "$out"): $fams (measured on $dev)"
+  # shellcheck disable=SC2086  # dbs: space-separated paths without spaces
+  if bundle "$out" "$fams" $dbs; then BUNDLES+=("$out"); else tail -5 "$out.log"; fi
+done < <(groups "${DBS[@]}")
 T1=$(date +%s)
 [ ${#BUNDLES[@]} -gt 0 ] || { echo "no bundle could be made (logs in $OUT)"; exit 1; }
 [ -n "$SOURCE_NOTE" ] && echo "NOTE: bundled with --allow-source-change (measured with older recipe/template sources, recorded in the bundle):$SOURCE_NOTE"
 grep -h "^wrote" "$OUT"/*.bundle.log
 
-echo; echo "== decoder block"
-timeout 120 "$DECODER" "${BUNDLES[@]}" --plan >"$OUT/plan.txt" 2>&1
+echo; echo "== decoder block through libtunert"
+timeout 120 "$DECODER" "${BUNDLES[@]}" "${SIZES[@]}" --plan >"$OUT/plan.txt" 2>&1
 PLAN_RC=$?
-timeout 300 "$DECODER" "${BUNDLES[@]}" --standins >"$OUT/decoder_block.txt" 2>&1
+timeout 400 "$DECODER" "${BUNDLES[@]}" "${SIZES[@]}" --standins >"$OUT/decoder_block.txt" 2>&1
 RUN_RC=$?
-sed -n '/^reference:/,$p' "$OUT/decoder_block.txt" | tail -n +2
+sed -n '/^prefill: [0-9]* prompts, /,$p' "$OUT/decoder_block.txt"
 [ $RUN_RC -eq 0 ] || tail -20 "$OUT/decoder_block.txt"
 
-echo; echo "== runtime overhead"
-OV_RC=1
-if bundle "$OUT/copy.bundle" copy data/recorded/copy.db; then
-  timeout 120 "$OVERHEAD" --bundle "$OUT/copy.bundle" --family copy >"$OUT/runtime_overhead.txt" 2>&1
-  OV_RC=$?
-else
-  tail -3 "$OUT/copy.bundle.log"
-  timeout 120 "$OVERHEAD" >"$OUT/runtime_overhead.txt" 2>&1
-fi
-cat "$OUT/runtime_overhead.txt"
+echo; echo "== the same block in PyTorch"
+timeout 400 python3 tools/bench/decoder_block_torch.py "${SIZES[@]}" >"$OUT/decoder_block_torch.txt" 2>&1
+TORCH_RC=$?
+tail -8 "$OUT/decoder_block_torch.txt"
 
-steps=$(grep -o "summary: [0-9]* of [0-9]* steps through libtunert" "$OUT/decoder_block.txt" | head -1)
-checks=$(grep -o "[0-9]* of [0-9]* within rel-L2" "$OUT/decoder_block.txt" | head -1)
-cross=$(grep -o "decode vs prefill.*" "$OUT/decoder_block.txt" | sed 's/.*: //' | head -1)
-launch=$(grep -E "raw cuLaunchKernel|tunert_select \+ tunert_launch|output check" "$OUT/runtime_overhead.txt" | sed 's/^ *//' | tr -s ' ' | tr '\n' ';')
-open=$(grep "^open:" "$OUT/runtime_overhead.txt" | head -1 | sed 's/^open: //')
+val() { grep -o "^result: .*" "$1" | tail -1 | grep -o "$2=[^ ]*" | cut -d= -f2; }
+ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('%.2fx' % (float(b) / float(a)) if a and b else '-')" "${1:-}" "${2:-}" 2>/dev/null || echo -; }
+R=$OUT/decoder_block.txt P=$OUT/decoder_block_torch.txt
+steps=$(grep -o "summary: [0-9]* of [0-9]* steps through libtunert" "$R" | head -1 | sed 's/summary: //')
+checks=$(grep -o "prefill [0-9]* of [0-9]* steps and decode [0-9]* of [0-9]* steps within rel-L2 [^ ]*" "$R" | head -1)
+shape=$(grep -o "^prefill: [0-9]* prompts of .*decode steps" "$R" | head -1 | sed 's/ tokens packed into / -> /; s/ (causal within each); then / + /')
 echo
-echo "| what | result |"
-echo "| --- | --- |"
-echo "| GPU | $GPU |"
-echo "| bundle(s) | ${#BUNDLES[@]} file(s), $((T1 - T0)) s to make: $(for b in "${BUNDLES[@]}"; do basename "$b"; done | tr '\n' ' ') |"
-echo "| decoder --plan | exit $PLAN_RC |"
-echo "| decoder run | exit $RUN_RC; ${steps#summary: }; ${checks:-no checks}; decode vs prefill: ${cross:-?} |"
-echo "| runtime_overhead | exit $OV_RC; $launch |"
-echo "| bundle open (100 variants) | $open |"
-echo "outputs: $OUT (decoder_block.txt, plan.txt, runtime_overhead.txt, *.bundle, *.log)"
+echo "| $GPU | tunert (decoder_block) | PyTorch (cuBLAS, flash varlen / SDPA) | PyTorch / tunert |"
+echo "| --- | --- | --- | --- |"
+for m in prefill_us decode_graph_us decode_eager_us; do
+  a=$(val "$R" $m) b=$(val "$P" $m)
+  echo "| ${m%_us} [us] | ${a:--} | ${b:--} | $(ratio "$a" "$b") |"
+done
+echo "| checks | exit $RUN_RC (plan $PLAN_RC): ${checks:-none}; ${steps:-?} | exit $TORCH_RC; $(grep -o "graph replay vs eager.*" "$P" | head -1) | |"
+echo "shape: ${shape:-?}; bundles: ${#BUNDLES[@]} in $((T1 - T0)) s; prefill attention in torch: $(val "$P" attention)"
+echo "outputs: $OUT (decoder_block.txt, plan.txt, decoder_block_torch.txt, *.bundle, *.log)"
