@@ -8,6 +8,8 @@
 
 #include "argv.h"
 #include "compare.h"
+#include "session.h"
+#include "stop_signal.h"
 
 static const char usage_compare[] =
     "usage: tune compare RECIPE [options]\n"
@@ -86,9 +88,10 @@ int tune_compare_main(int argc, char **argv) {
   o.command = cmd;
   tune_err err;
   tune_err_clear(&err);
+  tune_stop_signals_install();
   if (tune_compare_run(&o, &err)) {
     fprintf(stderr, "tune compare: %s\n", err.msg);
     return 1;
   }
-  return 0;
+  return tune_interrupted ? 128 + tune_interrupted : 0;
 }

@@ -1,15 +1,14 @@
 /* run_cmd.c: `tune run RECIPE [options]`: the command line of a tuning session (session.h). */
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "argv.h"
 #include "commands.h"
 #include "session.h"
 #include "shard.h"
+#include "stop_signal.h"
 
 static const char *usage_run =
     "usage: tune run RECIPE [options]\n"
@@ -95,29 +94,6 @@ static const char *usage_run =
     "                       each run, recorded in the database)\n"
     "  --timeout MS         watchdog per variant (default: 30 s + 400x the reference time)\n"
     "  --quiet              only summaries, no line per variant\n";
-
-/* A stop signal this soon after the first is the same stop: `timeout -s INT` signals the child and
-   then its whole group, and a terminal may repeat a key; only a later one means "quit now". */
-#define STOP_REPEAT_S 2
-
-static struct timespec first_stop; /* when the first stop signal came (CLOCK_MONOTONIC) */
-
-/* Ctrl-C, or SIGTERM (what `timeout` and service managers send): stop after the variant in flight,
-   print the summary, mark the run interrupted and exit 128 + the signal; a stop signal
-   STOP_REPEAT_S or more after the first leaves at once. Only async-signal-safe calls here. */
-static void on_stop_signal(int sig) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (tune_interrupted) {
-    if (now.tv_sec - first_stop.tv_sec - (now.tv_nsec < first_stop.tv_nsec) >= STOP_REPEAT_S) _exit(128 + sig);
-    return;
-  }
-  first_stop = now;
-  tune_interrupted = sig;
-  static const char m_int[] = "\ninterrupt: finishing the variant in flight (Ctrl-C again after 2 s to quit now)\n";
-  static const char m_term[] = "\nSIGTERM: finishing the variant in flight (SIGTERM again after 2 s to quit now)\n";
-  if (sig == SIGTERM ? write(2, m_term, sizeof m_term - 1) : write(2, m_int, sizeof m_int - 1)) {}
-}
 
 /* Append the current option's value to list[*n] (at most max of them). */
 static void add_value(tune_argv *ap, const char *v, const char **list, int *n, int max) {
@@ -212,11 +188,7 @@ int tune_cmd_run(int argc, char **argv) {
   if (ap.failed) { fprintf(stderr, "%s\n", ap.msg); return 2; }
   if (!o.recipe_path) { fputs(usage_run, stderr); return 2; }
   if (check_run_opts(&o)) return 2;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  tune_stop_signals_install();
   tune_err err;
   tune_err_clear(&err);
   int usage_error = 0;

@@ -37,7 +37,7 @@ kill -TERM $pid
 wait $pid
 rc=$?
 check "SIGTERM: exit 143 (rc $rc)" test $rc -eq 143
-check "SIGTERM: says so" contains term.txt "SIGTERM: finishing the variant in flight"
+check "SIGTERM: says so" contains term.txt "SIGTERM: finishing the work in flight"
 check "SIGTERM: results kept" contains term.txt "interrupted: results so far are stored"
 check "SIGTERM: the run is marked interrupted" test "$(sql t.db "select status from runs order by id desc limit 1")" = interrupted
 n_stored=$(sql t.db "select count(*) from results")
