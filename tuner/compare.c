@@ -294,7 +294,13 @@ static int compare_recipe(cmp_ctx *c, const char *file_text, tune_err *err) {
     if (problem_wanted(c->o, &r->problems[pi])) rc = compare_problem(c, &r->problems[pi], err);
   tune_err e;
   tune_err_clear(&e);
-  db_comparison_end(c->db, c->comparison_id, rc ? "failed" : tune_interrupted ? "interrupted" : "done", peer_info, &e);
+  const char *status = tune_interrupted ? "interrupted" : rc ? "failed" : "done";
+  if (rc && tune_interrupted) { /* the work in flight failed with the stop: what finished stands */
+    fprintf(stderr, "tune compare: interrupted during a problem: %s\n", err->msg);
+    tune_err_clear(err);
+    rc = TUNE_OK;
+  }
+  db_comparison_end(c->db, c->comparison_id, status, peer_info, &e);
   free(peer_info);
   if (!rc) rc = report(c->o, c->db, c->comparison_id, err);
   return rc;

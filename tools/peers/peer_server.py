@@ -22,6 +22,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import time
 import warnings
@@ -795,6 +796,10 @@ def main(argv):
         lib = argv[1]
     elif argv:
         sys.exit(__doc__.strip().splitlines()[-1])
+    # a stop signal to tune compare's process group (Ctrl-C, `timeout -s INT`) is tune compare's to
+    # handle: it finishes the problem in flight with this server, as the worker ignores it too
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # replies go to the real stdout only; anything a library prints goes to stderr
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
