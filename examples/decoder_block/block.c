@@ -9,15 +9,6 @@
 
 #include "kernels.h"
 
-#define TRY(what, call)                                                                                                   \
-  do {                                                                                                                    \
-    int rc_ = (int)(call);                                                                                                \
-    if (rc_) {                                                                                                            \
-      fprintf(stderr, "decoder_block: %s: %s (%s:%d)\n", what, cudaGetErrorString((cudaError_t)rc_), __FILE__, __LINE__); \
-      return -1;                                                                                                          \
-    }                                                                                                                     \
-  } while (0)
-
 /* ---- sizes ------------------------------------------------------------------------------------------- */
 
 static const int64_t act_width[N_ACT] = {[X] = H,  [Y0] = H, [QKV] = NQKV, [Q] = H,   [K] = HKV * D, [V] = HKV * D,

@@ -30,6 +30,16 @@
 
 #include "plan.h"
 
+/* A CUDA runtime call of the example: on failure print what failed and return -1. */
+#define TRY(what, call)                                                                                                   \
+  do {                                                                                                                    \
+    int rc_ = (int)(call);                                                                                                \
+    if (rc_) {                                                                                                            \
+      fprintf(stderr, "decoder_block: %s: %s (%s:%d)\n", what, cudaGetErrorString((cudaError_t)rc_), __FILE__, __LINE__); \
+      return -1;                                                                                                          \
+    }                                                                                                                     \
+  } while (0)
+
 enum { HQ = 32, HKV = 8, D = 128, H = HQ * D, I = 14336, NQKV = (HQ + 2 * HKV) * D };
 #define MAX_SEQS 64
 #define RMS_EPS 1e-6f /* the recipes' eps, used where a step has no bundle value */

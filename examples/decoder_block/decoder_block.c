@@ -55,15 +55,6 @@ static int n_ctxs;
 static check pre_check[N_STEPS], dec_check[MAX_STEPS][N_STEPS];
 static double pre_us[N_STEPS], glue_us[N_GLUE], prefill_total_us, decode_eager_us, decode_graph_us;
 
-#define TRY(what, call)                                                                                                   \
-  do {                                                                                                                    \
-    int rc_ = (int)(call);                                                                                                \
-    if (rc_) {                                                                                                            \
-      fprintf(stderr, "decoder_block: %s: %s (%s:%d)\n", what, cudaGetErrorString((cudaError_t)rc_), __FILE__, __LINE__); \
-      return -1;                                                                                                          \
-    }                                                                                                                     \
-  } while (0)
-
 static const char *bundle_of(const tunert_ctx *c) {
   for (int i = 0; i < n_ctxs; ++i)
     if (ctxs[i] == c) return bundle_paths[i];

@@ -77,15 +77,7 @@ def decode_bundle(on_gpu=False):
             _run(run + ["--device", "cuda:0", "--only", c])
     else:
         _run(run + ["--compile-only", "--arch", "sm_90a", "--only", DECODE_CONFIGS[0]])
-        import sqlite3
-        con = sqlite3.connect(db)
-        dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
-                          "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
-        con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
-                    "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 50000.0, 1, binary_key "
-                    "from results", (dev,))
-        con.commit()
-        con.close()
+        fake_gpu_results(db, 50000.0)
     _run([TUNE, "bundle", "--db", str(db), "--recipe", "attention.decode", "--arch", "sm_90a", "--quiet",
           "-o", str(out)])
     return str(out)
@@ -97,6 +89,20 @@ def have_driver():
         return True
     except OSError:
         return False
+
+
+def fake_gpu_results(db, median_ns):
+    """Give every compile-only result of db an ok twin with a made-up median on a device named
+    "FAKE GPU" (sm_90a), so that `tune bundle` takes it: bundles for selection tests, never launched."""
+    import sqlite3
+    con = sqlite3.connect(db)
+    dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
+                      "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
+    con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
+                "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', ?, 1, binary_key "
+                "from results", (dev, median_ns))
+    con.commit()
+    con.close()
 
 
 def tmpdir():

@@ -2,10 +2,9 @@
 the routing and permutation helpers, the argument errors, fake implementations, opcheck,
 torch.compile tracing, and the plans read through explain() with meta tensors."""
 import functools
-import sqlite3
 import unittest
 
-from common import HAVE_TORCH, SRC, TUNE, _run, bundle, needs_torch, tmpdir
+from common import HAVE_TORCH, SRC, TUNE, _run, bundle, fake_gpu_results, needs_torch, tmpdir
 
 if HAVE_TORCH:
     import torch
@@ -66,14 +65,7 @@ def swiglu_bundle():
     out = db.with_suffix(".bundle")
     _run([TUNE, "run", str(SRC / "recipes" / "moe" / "swiglu.lua"), "--db", str(db), "--strategy", "exhaustive",
           "--problem", SWIGLU_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", SWIGLU_FALLBACK])
-    con = sqlite3.connect(db)
-    dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
-                      "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
-    con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
-                "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 50000.0, 1, binary_key "
-                "from results", (dev,))
-    con.commit()
-    con.close()
+    fake_gpu_results(db, 50000.0)
     _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.grouped_swiglu", "--arch", "sm_90a", "--quiet",
           "-o", str(out)])
     return str(out)

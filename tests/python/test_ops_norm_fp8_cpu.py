@@ -4,11 +4,9 @@ torch.compile tracing, and the plans (tuned, nearest, fallback) read through exp
 against a bundle of rmsnorm.fp8 / rmsnorm.fp8_static made here with synthetic times (no GPU)."""
 import functools
 import pathlib
-import sqlite3
-import subprocess
 import unittest
 
-from common import HAVE_TORCH, SRC, TUNE, needs_torch, tmpdir
+from common import HAVE_TORCH, SRC, TUNE, _run, fake_gpu_results, needs_torch, tmpdir
 
 if HAVE_TORCH:
     import torch
@@ -160,20 +158,10 @@ def norm_fp8_bundle():
            "--only", FALLBACK]
     for p in PROBLEMS:
         cmd += ["--problem", p]
-    for c in (cmd, [TUNE, "bundle", "--db", str(db), "--recipe", "rmsnorm.fp8,rmsnorm.fp8_static", "--arch", "sm_90a",
-                    "--quiet", "-o", str(out)]):
-        if c[1] == "bundle":
-            con = sqlite3.connect(db)
-            dev = con.execute("insert into devices (kind, name, arch, cc_major, cc_minor, sm_count) values "
-                              "('gpu', 'FAKE GPU', 'sm_90a', 9, 0, 132) returning id").fetchone()[0]
-            con.execute("insert into results (recipe_id, device_id, config_id, problem_id, status, median_ns, samples, "
-                        "binary_key) select recipe_id, ?, config_id, problem_id, 'ok', 20000.0, 1, binary_key "
-                        "from results", (dev,))
-            con.commit()
-            con.close()
-        r = subprocess.run(c, cwd=SRC, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(c)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    _run(cmd)
+    fake_gpu_results(db, 20000.0)
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "rmsnorm.fp8,rmsnorm.fp8_static", "--arch", "sm_90a",
+          "--quiet", "-o", str(out)])
     return str(out)
 
 
