@@ -32,6 +32,20 @@ void tune_wk_alt_free(wstate *w) {
  * time stays comparable with a peer timed on the problem's inputs; the data around them differ. */
 static int is_structure(const wstate *w, int i) { return w->def[i].dtype == TUNE_I32 || w->def[i].dtype == TUNE_I64; }
 
+/* Input i as set `set` holds it, into dst: the data drawn from that set's seed (the second set's
+ * from the arg's adversarial init where it has one), the structure always from the first set's. */
+static int fill_input(wstate *w, int i, int set, uint64_t seed0, uint64_t seed1, CUdeviceptr dst, tune_err *err) {
+  tune_arg_def def = w->def[i];
+  int second_data = set && !is_structure(w, i);
+  if (second_data && def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
+  if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
+  tune_inputs_fill_parallel(&def, w->numel[i], second_data ? seed1 : seed0, i, w->host);
+  CU_TRY(err, cuMemcpyHtoD(dst, w->host, w->bytes[i]));
+  return TUNE_OK;
+fail:
+  return err->code;
+}
+
 /* Draw the other set's inputs. Out of device memory, the problem keeps one set (said in each
  * result's input_sets). */
 int tune_wk_alt_alloc(wstate *w, tune_err *err) {
@@ -47,15 +61,11 @@ int tune_wk_alt_alloc(wstate *w, tune_err *err) {
       tune_err_clear(err);
       return TUNE_OK;
     }
-    if (is_structure(w, i)) {
+    if (is_structure(w, i)) { /* the same values: a copy on the device */
       CU_TRY(err, cuMemcpyDtoD(w->alt.ptr[i], w->ptr[i], w->bytes[i]));
       continue;
     }
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    tune_arg_def def = w->def[i];
-    if (def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
-    tune_inputs_fill_parallel(&def, w->numel[i], w->alt.seed, i, w->host);
-    CU_TRY(err, cuMemcpyHtoD(w->alt.ptr[i], w->host, w->bytes[i]));
+    if (fill_input(w, i, 1, w->seed, w->alt.seed, w->alt.ptr[i], err)) return err->code;
     any = 1;
   }
   w->two_sets = any;
@@ -110,23 +120,17 @@ fail:
   return err->code;
 }
 
-/* Regenerate the live set's inputs a variant modified (same seed, same arg index, same values;
- * the second set's adversarial init where the arg has one). */
+/* Regenerate the live set's inputs a variant modified (the values they had: fill_input). */
 static int restore_live(wstate *w, tune_err *err) {
+  /* the seeds follow the contents: w->seed is the live contents' */
+  uint64_t seed0 = w->live_set ? w->alt.seed : w->seed, seed1 = w->live_set ? w->seed : w->alt.seed;
   for (int i = 0; i < w->n_args; ++i) {
     if (!is_input(w, i)) continue;
     uint64_t h;
     if (tune_wk_checksum(w, i, &h, err)) return err->code;
-    if (h == w->in_hash[i]) continue;
-    if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-    tune_arg_def def = w->def[i];
-    if (w->live_set && def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
-    tune_inputs_fill_parallel(&def, w->numel[i], w->seed, i, w->host);
-    CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+    if (h != w->in_hash[i] && fill_input(w, i, w->live_set, seed0, seed1, w->ptr[i], err)) return err->code;
   }
   return TUNE_OK;
-fail:
-  return err->code;
 }
 
 int tune_wk_restore_inputs(wstate *w, tune_err *err) {
