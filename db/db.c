@@ -622,9 +622,9 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
                " median_ns, min_ns, max_ns, stddev_ns, samples, registers, shared_bytes,"
                " dyn_shared_bytes, local_bytes, spill_stores, spill_loads, compile_ms,"
                " measure_ms, err_rel_l2, err_max_abs, seed, binary_key, error_text,"
-               " sm_mhz, mem_mhz, clock_reasons, timing, timer, event_median_ns, rel_ci, power_w)"
+               " sm_mhz, mem_mhz, clock_reasons, timing, timer, event_median_ns, rel_ci, power_w, gpu)"
                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)"
+               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)"
                " RETURNING id, created_at",
                &st, err);
   if (rc) goto fail;
@@ -665,6 +665,7 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
   if (r->rel_ci > 0) SQL_TRY(db, err, sqlite3_bind_double(st, 31, r->rel_ci));
   else SQL_TRY(db, err, sqlite3_bind_null(st, 31));
   SQL_TRY(db, err, sqlite3_bind_int(st, 32, r->power_w));
+  SQL_TRY(db, err, bind_fixed(st, 33, r->gpu, sizeof r->gpu));
 
   SQL_EXEC(db, err, "BEGIN IMMEDIATE");
   began = 1;

@@ -24,7 +24,7 @@
 /* The number of schema migrations this build knows (db_schema.c), and so the
  * PRAGMA user_version of a file it made: a tune that knows fewer refuses the
  * file as newer. */
-#define DB_SCHEMA_VERSION 7
+#define DB_SCHEMA_VERSION 8
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables, columns or views. */
 #define DB_SCHEMA_READ_MIN 1
@@ -105,6 +105,8 @@ typedef struct db_result {
   double event_median_ns; /* CUDA-event median beside the CUPTI one [ns], 0 none */
   double rel_ci;        /* relative width of the median's 95 % interval, 0 unknown */
   int power_w;          /* highest board power while timing [W], 0 unknown */
+  char gpu[48];         /* UUID of the GPU that measured it ("" unknown): cards of one model
+                           share the device row (tune run --device cuda:all) */
 } db_result;
 
 typedef struct db_binary {

@@ -365,6 +365,10 @@ static const db_migration migrations[] = {
     "DROP VIEW v_vs_peer;\n"
     "DROP VIEW v_best;\n"
     V_BEST_SELECTED_SQL V_VS_PEER_SQL},
+    /* which GPU measured a result: with several GPUs of one model (tune run --device cuda:all)
+       results pool under one device row and this column names the card (its UUID); '' where
+       unknown (replay, older files) */
+    {"0008-result-gpu", "ALTER TABLE results ADD COLUMN gpu TEXT NOT NULL DEFAULT '';\n"},
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -1019,7 +1019,7 @@ static void test_named_migrations(void) {
   /* a file of numbered migrations (schema 4, before the ledger and the views): on a write
      the first four are recorded without a time and the missing one applied */
   CHECK(raw_exec(path, "DROP VIEW v_vs_peer; DROP VIEW v_best; DROP VIEW v_results;"
-                       " ALTER TABLE recipes DROP COLUMN code_hash;"
+                       " ALTER TABLE recipes DROP COLUMN code_hash; ALTER TABLE results DROP COLUMN gpu;"
                        " DROP TABLE selections; ALTER TABLE comparisons DROP COLUMN kind;"
                        " DROP TABLE schema_migrations; PRAGMA user_version = 4") == SQLITE_OK);
   db = NULL;
