@@ -105,7 +105,7 @@ typedef struct db_result {
   double event_median_ns; /* CUDA-event median beside the CUPTI one [ns], 0 none */
   double rel_ci;        /* relative width of the median's 95 % interval, 0 unknown */
   int power_w;          /* highest board power while timing [W], 0 unknown */
-  char gpu[48];         /* UUID of the GPU that measured it ("" unknown): cards of one model
+  char gpu[64];         /* UUID of the GPU that measured it ("" unknown): cards of one model
                            share the device row (tune run --device cuda:all) */
 } db_result;
 

@@ -2,6 +2,7 @@
  *
  * cuda:N   a `tune worker` child process owning GPU N (backend_cuda.c); it is
  *          restarted when a variant crashes it or hangs past the watchdog.
+ * cuda:all one such worker per GPU, fed variants as they free up (backend_pool.c).
  * replay:F answers from a recorded database exactly as measured there; a
  *          (config, problem) it does not hold is not_recorded, never invented
  *          (backend_replay.c). It cannot re-time: a quick measure gets the
@@ -52,12 +53,25 @@ struct tune_backend {
   /* tune's wgmma kernel's bf16 TFLOP/s (sm_90 only; NULL where not measured) */
   int (*measure_mma_peak)(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err);
   void (*close)(tune_backend *b);
+  /* Several variants at once (backend_pool.c; NULL elsewhere): submit sends q to an idle GPU,
+   * its figures to come into *out (which must stay valid until collected) under the caller's
+   * tag; collect waits for the next variant to finish and names its tag. At most `slots` in
+   * flight; slots may shrink when a GPU is set aside. measure() is for one variant alone, with
+   * nothing in flight. */
+  int slots;
+  int (*submit)(tune_backend *b, const tune_measure_req *q, db_result *out, int tag, tune_err *err);
+  int (*collect)(tune_backend *b, int *tag, tune_err *err);
   void *impl;
 };
 
 /* Start a worker for GPU `ordinal` and read its device facts. exe: path of
  * the tune binary to run as `tune worker`. TUNE_ENOGPU without a driver. */
 int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tune_err *err);
+/* One worker per GPU of one model: gpus is "all" (every GPU the driver shows) or a list of
+ * ordinals ("0,1,3"). Results are attributed to the first GPU's device row; db_result.gpu names
+ * the card. Single-variant calls (measure, the peaks) go to the first GPU still in use.
+ * TUNE_EINVAL for a bad list or GPUs of different models. */
+int tune_backend_pool_open(const char *exe, const char *gpus, tune_backend **out, tune_err *err);
 /* Open a recorded database read-only. recipe_name selects the device whose
  * data is replayed (the latest one that measured it). */
 int tune_backend_replay_open(const char *path, const char *recipe_name, tune_backend **out, tune_err *err);

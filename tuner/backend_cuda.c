@@ -1,5 +1,6 @@
 /* backend_cuda.c: the cuda backend: a supervised `tune worker` process. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "backend_cuda.h"
 #include "compile.h"
 #include "protocol.h"
 #include "tensormap.h"
@@ -20,6 +22,10 @@ typedef struct cuda_impl {
   void *ref_cubin;
   size_t ref_cubin_n;
   double ref_ms;
+  int device_count;        /* GPUs the worker's driver sees */
+  /* the variant sent and not yet answered (tune_cuda_send_measure) */
+  int pending_timeout_ms, pending_sustained;
+  tune_err pending_err;    /* its send failed: the worker is gone */
 } cuda_impl;
 
 static void worker_stop(cuda_impl *c, int kill_it) {
@@ -34,7 +40,12 @@ static void worker_stop(cuda_impl *c, int kill_it) {
 
 static int worker_start(cuda_impl *c, tune_err *err) {
   int a[2], b[2];
+  /* close-on-exec: a worker started later for another GPU must not hold this one's pipe ends
+     open, or this worker never sees EOF when the tuner closes them */
   if (pipe(a) || pipe(b)) return tune_fail(err, TUNE_EIO, "cuda: pipe: %s", strerror(errno));
+  for (int i = 0; i < 2; ++i)
+    if (fcntl(a[i], F_SETFD, FD_CLOEXEC) || fcntl(b[i], F_SETFD, FD_CLOEXEC))
+      return tune_fail(err, TUNE_EIO, "cuda: fcntl: %s", strerror(errno));
   pid_t pid = fork();
   if (pid < 0) return tune_fail(err, TUNE_EIO, "cuda: fork: %s", strerror(errno));
   if (pid == 0) {
@@ -90,6 +101,7 @@ static int hello(cuda_impl *c, db_device *d, char *notes, size_t notes_n, tune_e
     snprintf(d->cuda, sizeof d->cuda, "%s", tune_nvrtc_version());
     snprintf(d->uuid, sizeof d->uuid, "%s", json_string_value(json_object_get(v, "uuid")) ?: "");
   }
+  c->device_count = (int)json_integer_value(json_object_get(v, "device_count"));
   if (notes) snprintf(notes, notes_n, "%s", json_string_value(json_object_get(v, "timer")) ?: "?");
   json_decref(rep);
   return TUNE_OK;
@@ -151,34 +163,40 @@ static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
   return TUNE_OK;
 }
 
-static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *out, tune_err *err) {
-  cuda_impl *c = b->impl;
+/* The measure request as the worker reads it (protocol.h). */
+static json_t *measure_msg(const tune_measure_req *q) {
   const tune_variant *v = q->variant;
-  json_t *launches = json_array(), *scratch = json_array();
-  for (int i = 0; i < v->n_launches; ++i) {
-    json_array_append_new(launches, tune_launch_to_json(&v->launch[i], q->lowered[i])); /* protocol.h */
-  }
+  json_t *launches = json_array(), *scratch = json_array(), *tmaps = json_array();
+  for (int i = 0; i < v->n_launches; ++i) json_array_append_new(launches, tune_launch_to_json(&v->launch[i], q->lowered[i]));
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(scratch, json_integer(v->scratch_numel[i]));
   json_t *msg = json_pack("{s:s,s:o,s:o}", "op", "measure", "launches", launches, "scratch", scratch);
   tune_measure_policy_to_json(msg, q->samples); /* 0: the default policy; >= 3: a quick timing */
   if (q->sustained) json_object_set_new(msg, "timing", json_string("sustained"));
-  json_t *tmaps = json_array();
   for (int i = 0; i < q->setup->n_args; ++i) json_array_append_new(tmaps, tune_tmap_var_json(&v->tmap[i]));
   json_object_set_new(msg, "tmaps", tmaps);
+  return msg;
+}
+
+int tune_cuda_send_measure(tune_backend *b, const tune_measure_req *q, tune_err *err) {
+  cuda_impl *c = b->impl;
+  json_t *msg = measure_msg(q);
   /* watchdog: generous against the reference (itself simple and slow) */
-  int timeout = b->timeout_ms > 0 ? b->timeout_ms : (int)(30000 + 400 * c->ref_ms);
-  json_t *rep = NULL;
-  tune_err e;
-  tune_err_clear(&e);
-  int rc = call(c, msg, q->bin->cubin, q->bin->cubin_size, timeout, &rep, &e);
+  c->pending_timeout_ms = b->timeout_ms > 0 ? b->timeout_ms : (int)(30000 + 400 * c->ref_ms);
+  c->pending_sustained = q->sustained;
+  tune_err_clear(&c->pending_err);
+  /* a worker that died before reading it answers nothing: recv then reports the crash */
+  tune_msg_write(c->to_w, msg, q->bin->cubin, q->bin->cubin_size, &c->pending_err);
   json_decref(msg);
-  if (rc) {
-    int timed_out = strstr(e.msg, "timeout") != NULL;
-    out->status = timed_out ? DB_TIMEOUT : DB_CRASH;
-    snprintf(out->error_text, sizeof out->error_text, "%s", timed_out ? "watchdog: no answer within the time limit; worker killed" : "the worker died without a reply");
-    if (timed_out) snprintf(out->error_text, sizeof out->error_text, "watchdog: no answer within %d ms; worker killed", timeout);
-    return restart(c, err);
-  }
+  (void)err;
+  return TUNE_OK;
+}
+
+int tune_cuda_reply_fd(const tune_backend *b) { return ((const cuda_impl *)b->impl)->from_w; }
+
+int tune_cuda_pending_timeout_ms(const tune_backend *b) { return ((const cuda_impl *)b->impl)->pending_timeout_ms; }
+
+/* The reply's figures into out; 1 when the worker said its state is lost (restart it). */
+static int read_reply(json_t *rep, int sustained, db_result *out) {
   const char *st = json_string_value(json_object_get(rep, "status")) ?: "error";
   int s = db_status_parse(st);
   out->status = s < 0 ? DB_CRASH : (db_status)s;
@@ -200,11 +218,32 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   out->event_median_ns = json_number_value(json_object_get(rep, "event_median_ns"));
   out->rel_ci = json_number_value(json_object_get(rep, "rel_ci"));
   snprintf(out->timer, sizeof out->timer, "%s", json_string_value(json_object_get(rep, "timer")) ?: "");
-  snprintf(out->timing, sizeof out->timing, "%s", q->sustained ? "sustained" : "burst");
-  int fatal = json_is_true(json_object_get(rep, "fatal")) || s < 0;
+  snprintf(out->timing, sizeof out->timing, "%s", sustained ? "sustained" : "burst");
+  return json_is_true(json_object_get(rep, "fatal")) || s < 0;
+}
+
+int tune_cuda_recv_measure(tune_backend *b, int timeout_ms, db_result *out, tune_err *err) {
+  cuda_impl *c = b->impl;
+  json_t *rep = NULL;
+  tune_err e = c->pending_err;
+  snprintf(out->gpu, sizeof out->gpu, "%s", b->device.uuid);
+  if (e.code || tune_msg_read(c->from_w, &rep, NULL, NULL, timeout_ms, &e)) {
+    int timed_out = strstr(e.msg, "timeout") != NULL;
+    out->status = timed_out ? DB_TIMEOUT : DB_CRASH;
+    snprintf(out->error_text, sizeof out->error_text, "%s", "the worker died without a reply");
+    if (timed_out)
+      snprintf(out->error_text, sizeof out->error_text, "watchdog: no answer within %d ms; worker killed",
+               c->pending_timeout_ms);
+    return restart(c, err);
+  }
+  int fatal = read_reply(rep, c->pending_sustained, out);
   json_decref(rep);
-  if (fatal) return restart(c, err);
-  return TUNE_OK;
+  return fatal ? restart(c, err) : TUNE_OK;
+}
+
+static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *out, tune_err *err) {
+  if (tune_cuda_send_measure(b, q, err)) return err->code;
+  return tune_cuda_recv_measure(b, tune_cuda_pending_timeout_ms(b), out, err);
 }
 
 static int cuda_mma_peak(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err) {
@@ -264,3 +303,5 @@ int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tun
   *out = b;
   return TUNE_OK;
 }
+
+int tune_cuda_device_count(const tune_backend *b) { return ((const cuda_impl *)b->impl)->device_count; }

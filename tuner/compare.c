@@ -328,8 +328,9 @@ int tune_compare_run(const tune_compare_opts *o, tune_err *err) {
   signal(SIGPIPE, SIG_IGN); /* a peer server that died is an error value, not a signal */
   if ((rc = tune_recipes_load(o->recipe_path, &set, err))) goto done;
   int ordinal = o->device && !strncmp(o->device, "cuda:", 5) ? atoi(o->device + 5) : 0;
-  if (o->device && strncmp(o->device, "cuda:", 5)) {
-    rc = tune_fail(err, TUNE_EINVAL, "--device %s: tune compare measures on a GPU (cuda:N)", o->device);
+  if (o->device && (strncmp(o->device, "cuda:", 5) || !o->device[5] || strspn(o->device + 5, "0123456789") != strlen(o->device + 5))) {
+    rc = tune_fail(err, TUNE_EINVAL, "--device %s: tune compare measures on one GPU (cuda:N): tune and its peers"
+                   " are timed on the same card", o->device);
     goto done;
   }
   if ((rc = tune_backend_cuda_open(o->exe, ordinal, &be, err))) goto done;

@@ -82,6 +82,8 @@ typedef struct batch {
   int n;                          /* candidates: configs, then code variants */
   candidate *c;                   /* [TUNE_BATCH] */
   db_result *quick;               /* [TUNE_BATCH] halving: quick results; NULL without halving */
+  db_result *res;                 /* [TUNE_BATCH] this pass's result per candidate, filled while in flight */
+  int sync_tag;                   /* a backend without submit: the candidate measured at submit */
   tune_compile_job *jobs;         /* [TUNE_BATCH] */
   int n_jobs;
   job_origin origin[TUNE_BATCH];
@@ -237,7 +239,9 @@ static int problem_open(tune_problem_run *x, const tune_rejections *rej, tune_er
   b->c = calloc(TUNE_BATCH, sizeof *b->c);
   b->jobs = calloc(TUNE_BATCH, sizeof *b->jobs);
   b->quick = x->halving > 0 ? calloc(TUNE_BATCH, sizeof *b->quick) : NULL;
-  if (!b->c || !b->jobs || (x->halving > 0 && !b->quick)) return tune_fail(err, TUNE_ENOMEM, "session: out of memory");
+  b->res = calloc(TUNE_BATCH, sizeof *b->res);
+  if (!b->c || !b->jobs || !b->res || (x->halving > 0 && !b->quick))
+    return tune_fail(err, TUNE_ENOMEM, "session: out of memory");
   tune_progress_init(&x->pg, rr->o->quiet, rr->o->budget, x->space->n_points, &x->setup);
   return TUNE_OK;
 }
@@ -249,6 +253,7 @@ static void problem_close(tune_problem_run *x) {
   free(b->jobs);
   free(b->c);
   free(b->quick);
+  free(b->res);
   tune_source_chain_free(&x->sources);
 }
 
@@ -416,19 +421,43 @@ static void result_init(const tune_problem_run *x, const candidate *c, db_result
   res->registers = res->shared_bytes = res->local_bytes = res->spill_stores = res->spill_loads = -1;
 }
 
-/* The backend verifies and times the variant (bin NULL: a backend that needs no binaries). */
-static int backend_measure(tune_problem_run *x, const candidate *c, const tune_compile_job *j, int samples,
-                           db_result *res, int *measured, tune_err *err) {
+/* Variants the backend measures at once: one per GPU in use (backend_pool.c), else 1. */
+static int backend_slots(const tune_problem_run *x) {
+  const tune_backend *be = x->rr->be;
+  return be && be->submit && be->slots > 1 ? be->slots : 1;
+}
+
+/* The backend verifies and times candidate i (bin NULL: a backend that needs no binaries) into
+ * b->res[i]: sent to a free GPU, or, for a backend of one variant at a time, measured now. */
+static int backend_submit(tune_problem_run *x, int i, const tune_compile_job *j, int samples, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
+  const candidate *c = &x->b.c[i];
   tune_measure_req req = {.recipe = rr->r, .problem = x->p, .setup = &x->setup, .variant = &c->v,
                           .bin = j ? &j->bin : NULL, .lowered = j ? (const char(*)[512])j->lowered : NULL,
                           .config_hash = c->hash, .samples = samples, .sustained = rr->o->sustained};
   double t_m = tune_now_s();
-  int mrc = rr->be->measure(rr->be, &req, res, err);
+  int rc;
+  if (rr->be->submit) {
+    rc = rr->be->submit(rr->be, &req, &x->b.res[i], i, err);
+  } else {
+    x->b.sync_tag = i;
+    rc = rr->be->measure(rr->be, &req, &x->b.res[i], err);
+  }
   rr->st->t_measure += tune_now_s() - t_m;
-  if (mrc) return mrc;
-  *measured = 1;
-  return TUNE_OK;
+  return rc;
+}
+
+/* The next candidate the backend finished (*i), its figures in b->res[*i]. */
+static int backend_collect(tune_problem_run *x, int *i, tune_err *err) {
+  const tune_recipe_run *rr = x->rr;
+  if (!rr->be->collect) {
+    *i = x->b.sync_tag;
+    return TUNE_OK;
+  }
+  double t_m = tune_now_s();
+  int rc = rr->be->collect(rr->be, i, err);
+  rr->st->t_measure += tune_now_s() - t_m;
+  return rc;
 }
 
 /* A code proposal's variant compiled once more to PTX and checked statically (code_proposal.h):
@@ -462,11 +491,12 @@ static double mma_rate(const tune_problem_setup *s) {
   return 1;
 }
 
-/* A compiled variant: its binary's resources, then compile error, pruned, compile-only, or the
- * backend's verdict (a time beyond the device's limits is suspicious: peaks.h). */
-static int measure_binary(tune_problem_run *x, const candidate *c, int samples, db_result *res, int *measured,
-                          tune_err *err) {
+/* A compiled variant: its binary's resources, then compile error, pruned, compile-only (final
+ * now), or sent to the backend (*sent). */
+static int start_binary(tune_problem_run *x, int i, int samples, int *sent, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
+  const candidate *c = &x->b.c[i];
+  db_result *res = &x->b.res[i];
   if (job_ready(x, c->job, err)) return err->code;
   const tune_compile_job *j = &x->b.jobs[c->job];
   const db_binary *b = &j->bin;
@@ -491,19 +521,18 @@ static int measure_binary(tune_problem_run *x, const candidate *c, int samples, 
     res->status = DB_SKIPPED;
     snprintf(res->error_text, sizeof res->error_text, DB_REASON_COMPILE_ONLY);
   } else {
-    if (backend_measure(x, c, j, samples, res, measured, err)) return err->code;
-    if (res->status == DB_OK && tune_peaks_judge(rr->peaks, x->setup.bytes, x->setup.flops, mma_rate(&x->setup),
-                                                 res->median_ns, res->error_text, sizeof res->error_text) != DB_OK)
-      res->status = DB_SUSPICIOUS;
+    if (backend_submit(x, i, j, samples, err)) return err->code;
+    *sent = 1;
   }
   return TUNE_OK;
 }
 
-/* Candidate i in this pass: *measured when the backend timed it; *quick_only when it keeps a
- * quick timing as its result. */
-static int measure_candidate(tune_problem_run *x, int i, tune_pass pass, db_result *res, int *measured,
-                             int *quick_only, tune_err *err) {
+/* Candidate i in this pass into b->res[i]: final now (*sent = 0; *quick_only when it keeps a
+ * quick timing as its result), or sent to the backend (*sent = 1) to be collected. */
+static int start_candidate(tune_problem_run *x, int i, tune_pass pass, int *sent, int *quick_only, tune_err *err) {
   const candidate *c = &x->b.c[i];
+  db_result *res = &x->b.res[i];
+  *sent = *quick_only = 0;
   result_init(x, c, res);
   if (tune_pass_keeps_quick(pass, c->has_quick, c->full)) {
     *res = x->b.quick[i]; /* verified, or failed verification: final either way */
@@ -519,9 +548,21 @@ static int measure_candidate(tune_problem_run *x, int i, tune_pass pass, db_resu
     snprintf(res->error_text, sizeof res->error_text, "%s", c->v.skip_reason);
     return TUNE_OK;
   }
-  if (x->rr->be && !x->rr->be->needs_binaries)
-    return backend_measure(x, c, NULL, tune_pass_samples(pass), res, measured, err);
-  return measure_binary(x, c, tune_pass_samples(pass), res, measured, err);
+  if (x->rr->be && !x->rr->be->needs_binaries) {
+    *sent = 1;
+    return backend_submit(x, i, NULL, tune_pass_samples(pass), err);
+  }
+  return start_binary(x, i, tune_pass_samples(pass), sent, err);
+}
+
+/* The backend's verdict on candidate i, with a time beyond the device's limits suspicious
+ * (peaks.h). */
+static void judge_measured(tune_problem_run *x, int i) {
+  db_result *res = &x->b.res[i];
+  if (res->status == DB_OK && x->rr->be->needs_binaries &&
+      tune_peaks_judge(x->rr->peaks, x->setup.bytes, x->setup.flops, mma_rate(&x->setup), res->median_ns,
+                       res->error_text, sizeof res->error_text) != DB_OK)
+    res->status = DB_SUSPICIOUS;
 }
 
 /* ---- record: one transaction per result ----------------------------------- */
@@ -550,29 +591,52 @@ static void select_full(tune_problem_run *x) {
   for (int i = 0; i < b->n; ++i) b->c[i].full = full[i];
 }
 
+/* Candidate i's result of this pass, final or measured: kept as its quick timing, or recorded. */
+static int pass_done(tune_problem_run *x, int i, tune_pass pass, int measured, int quick_only, tune_err *err) {
+  batch *b = &x->b;
+  candidate *c = &b->c[i];
+  db_result *res = &b->res[i];
+  if (pass == TUNE_PASS_QUICK) {
+    if (measured) { b->quick[i] = *res; c->has_quick = 1; return TUNE_OK; }
+    c->done = 1; /* never reaches the backend (skipped, compile error, pruned): final now */
+  } else if (c->has_quick && measured) {
+    res->measure_ms += b->quick[i].measure_ms; /* what this result cost: both passes */
+    x->rr->st->quick_full++;
+  }
+  return record(x, c, res, quick_only, err);
+}
+
+/* One pass over the batch: candidates go to the backend in batch order, as many at once as it
+ * has GPUs, and are recorded as they finish. An interrupt sends nothing more and waits for
+ * those in flight. */
+static int measure_pass(tune_problem_run *x, tune_pass pass, tune_err *err) {
+  batch *b = &x->b;
+  int next = 0, in_flight = 0;
+  for (;;) {
+    while (!tune_interrupted && next < b->n && in_flight < backend_slots(x)) {
+      int i = next++, sent = 0, quick_only = 0;
+      if (b->c[i].done) continue;
+      if (start_candidate(x, i, pass, &sent, &quick_only, err)) return err->code;
+      if (sent) ++in_flight;
+      else if (pass_done(x, i, pass, 0, quick_only, err)) return err->code;
+    }
+    if (!in_flight) return TUNE_OK;
+    int i;
+    if (backend_collect(x, &i, err)) return err->code;
+    --in_flight;
+    judge_measured(x, i);
+    if (pass_done(x, i, pass, 1, 0, err)) return err->code;
+  }
+}
+
 /* With halving, the quick pass times each variant quickly (after the same verification) and
  * records those that never reach the backend; the full pass times the contenders fully and
  * records the rest. An interrupt between the passes records nothing of the quick ones: a
  * resumed run measures them again. */
 static int stage_measure(tune_problem_run *x, tune_err *err) {
-  batch *b = &x->b;
   for (int pass = tune_first_pass(x->halving); pass <= TUNE_PASS_FULL && !tune_interrupted; ++pass) {
     if (pass == TUNE_PASS_FULL && x->halving > 0) select_full(x);
-    for (int i = 0; i < b->n && !tune_interrupted; ++i) {
-      candidate *c = &b->c[i];
-      if (c->done) continue;
-      db_result res;
-      int measured = 0, quick_only = 0;
-      if (measure_candidate(x, i, (tune_pass)pass, &res, &measured, &quick_only, err)) return err->code;
-      if (pass == TUNE_PASS_QUICK) {
-        if (measured) { b->quick[i] = res; c->has_quick = 1; continue; }
-        c->done = 1; /* never reaches the backend (skipped, compile error, pruned): final now */
-      } else if (c->has_quick && measured) {
-        res.measure_ms += b->quick[i].measure_ms; /* what this result cost: both passes */
-        x->rr->st->quick_full++;
-      }
-      if (record(x, c, &res, quick_only, err)) return err->code;
-    }
+    if (measure_pass(x, (tune_pass)pass, err)) return err->code;
   }
   return TUNE_OK;
 }

@@ -23,7 +23,9 @@ static const char *usage_run =
     "\n"
     "options:\n"
     "  --db FILE            results database (default tune.db; created if missing)\n"
-    "  --device D           cuda:N to measure on GPU N, or replay:FILE to answer from a\n"
+    "  --device D           cuda:N to measure on GPU N; cuda:all (or cuda:0,1,...) for\n"
+    "                       one worker per GPU of one model, fed from one queue, results\n"
+    "                       pooled (docs/cluster.md); or replay:FILE to answer from a\n"
     "                       recorded database (default: cuda:0 when a GPU is present,\n"
     "                       else replay of data/recorded/<recipe file>.db, for\n"
     "                       recipes/<family>/<sub>.lua <family>.<sub>.db where that\n"
@@ -93,7 +95,12 @@ static const char *usage_run =
     "  --seed N             seed of the random inputs and of the strategy (default: new\n"
     "                       each run, recorded in the database)\n"
     "  --timeout MS         watchdog per variant (default: 30 s + 400x the reference time)\n"
-    "  --quiet              only summaries, no line per variant\n";
+    "  --quiet              only summaries, no line per variant\n"
+    "\n"
+    "environment:\n"
+    "  TUNE_WORKER_PROGRAM  program started as the worker, with the arguments\n"
+    "                       `worker --device N` (default: this tune); e.g. a script that\n"
+    "                       runs `compute-sanitizer tune \"$@\"`\n";
 
 /* Append the current option's value to list[*n] (at most max of them). */
 static void add_value(tune_argv *ap, const char *v, const char **list, int *n, int max) {
@@ -174,7 +181,9 @@ int tune_cmd_run(int argc, char **argv) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;
-  o.exe = exe;
+  /* a wrapper (compute-sanitizer around `tune worker`) or a test's stand-in may take its place */
+  const char *worker = getenv("TUNE_WORKER_PROGRAM");
+  o.exe = worker && *worker ? worker : exe;
   tune_argv ap;
   tune_argv_init(&ap, "tune run", argc, argv);
   while (tune_argv_next(&ap)) {

@@ -472,17 +472,29 @@ static int open_replay(session *s, tune_recipe *r, db_device *dev, int *skip, tu
   return TUNE_OK;
 }
 
-/* The worker on GPU N (cuda:N), started once for the file's recipes. */
+/* Whether --device names several GPUs: cuda:all or a list (cuda:0,1). */
+static int several_gpus(const char *device) {
+  return device && !strncmp(device, "cuda:", 5) && (!strcmp(device + 5, "all") || strchr(device, ','));
+}
+
+/* The worker on GPU N (cuda:N), or one per GPU (cuda:all, cuda:0,1), started once for the
+ * file's recipes. */
 static int open_cuda(session *s, tune_err *err) {
   int ordinal = 0;
   if (s->device && strncmp(s->device, "cuda", 4))
-    return tune_fail(err, TUNE_EINVAL, "--device %s: want cuda:N or replay:FILE", s->device);
-  if (s->device && s->device[4] == ':') ordinal = atoi(s->device + 5);
-  if (tune_backend_cuda_open(s->o->exe, ordinal, &s->be, err)) return err->code;
+    return tune_fail(err, TUNE_EINVAL, "--device %s: want cuda:N, cuda:all, cuda:N,M,... or replay:FILE", s->device);
+  if (several_gpus(s->device)) {
+    if (tune_backend_pool_open(s->o->exe, s->device + 5, &s->be, err)) return err->code;
+  } else {
+    if (s->device && s->device[4] == ':') ordinal = atoi(s->device + 5);
+    if (tune_backend_cuda_open(s->o->exe, ordinal, &s->be, err)) return err->code;
+  }
   s->be->timeout_ms = s->o->timeout_ms;
   const db_device *dev = &s->be->device;
   printf("measuring on %s (%s, %d SMs, driver %s) as %s; kernel timer: %s\n", dev->name, dev->arch, dev->sm_count,
          dev->driver, s->be->name, s->be->provenance);
+  if (s->be->slots > 1)
+    printf("  %d GPUs of this model, one variant in flight on each; results pool under one device\n", s->be->slots);
   return TUNE_OK;
 }
 

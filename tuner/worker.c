@@ -57,6 +57,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   size_t mem = 0;
   int drv = 0;
   CUuuid uuid;
+  int count = 0;
   if (tune_cuda_load(err)) return err->code;
   /* CUPTI before the context exists, so every kernel of it is recorded */
   tune_err cerr;
@@ -75,6 +76,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
   CU_TRY(err, cuDeviceTotalMem(&mem, w->dev));
   CU_TRY(err, cuDriverGetVersion(&drv));
   CU_TRY(err, cuDeviceGetUuid(&uuid, w->dev));
+  CU_TRY(err, cuDeviceGetCount(&count));
   CU_TRY(err, cuEventCreate(&w->e0, CU_EVENT_DEFAULT));
   CU_TRY(err, cuEventCreate(&w->e1, CU_EVENT_DEFAULT));
   /* launch steps with stream = "side"; non-blocking, so the legacy stream does not wait for it:
@@ -110,6 +112,7 @@ static int worker_init(wstate *w, int ordinal, json_t **info, tune_err *err) {
                     "mem_bus_bits", v[5], "l2_bytes", v[6], "smem_per_block_optin", v[7],
                     "mem_bytes", (json_int_t)mem, "driver", drvs, "uuid", u);
   json_object_set_new(*info, "timer", json_string(tune_cupti_available() ? "cupti" : cerr.msg));
+  json_object_set_new(*info, "device_count", json_integer(count));
   return TUNE_OK;
 fail:
   return err->code;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Planted faults: each variant must end with the right status while the run goes on and the good
-# variant's result stays intact. Skipped (77) without a GPU.
+# variant's result stays intact. Skipped (77) without a GPU. FAULTS_DEVICE (default cuda:0) runs
+# it over several GPUs too (cuda:all): the same statuses, whichever card a variant lands on.
 . "$(dirname "$0")/../integration/lib.sh"
-"$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device cuda:0 --db f.db --timeout 4000 --seed 3 >run.txt 2>&1
+DEV=${FAULTS_DEVICE:-cuda:0}
+"$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device "$DEV" --db f.db --timeout 4000 --seed 3 >run.txt 2>&1
 rc=$?
 if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
 cat run.txt
@@ -34,6 +36,11 @@ check "SM clock recorded while timing (${clocks} MHz)" test "${clocks:--1}" -gt 
 n_ok=$(sql f.db "select count(*) from results where status='ok' and median_ns > 0 and err_rel_l2 = 0")
 check "the good variants are verified and timed" test "$n_ok" -eq 2
 # a second run resumes: nothing is measured again
-"$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device cuda:0 --db f.db --timeout 4000 --seed 3 >again.txt 2>&1
+"$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device "$DEV" --db f.db --timeout 4000 --seed 3 >again.txt 2>&1
 check "second run resumes everything" contains again.txt "14 resumed from the database"
+if [ "$DEV" = cuda:all ]; then
+  cards=$(sql f.db "select count(distinct gpu) from results where gpu != ''")
+  check "over several GPUs: results name $cards cards, under one device row" \
+    test "$cards" -ge 2 -a "$(sql f.db "select count(*) from devices")" = 1
+fi
 finish

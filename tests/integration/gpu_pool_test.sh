@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# tune run --device cuda:all on any CPU: tests/support/fake_worker.c answers for two "GPUs"
+# (made-up times, 200 ms per variant, timer "fake"), so what is checked is the run's logic:
+#  - one worker per GPU, variants in flight on both at once, every result stored once, each
+#    naming the card that measured it, all under one device row;
+#  - a GPU whose worker dies on every variant is set aside with a message and the other one
+#    measures the rest;
+#  - GPUs of different models, a GPU named twice or one that does not exist are refused.
+. "$(dirname "$0")/lib.sh"
+export TUNE_WORKER_PROGRAM="${FAKE_WORKER:?set FAKE_WORKER to the stand-in worker}"
+R="$SRC/tests/fixtures/recipes/pool.lua"
+run() { "$TUNE" run "$R" --strategy exhaustive --seed 1 "$@"; }
+
+FAKE_MEASURE_MS=200 FAKE_LOG=$PWD/a.log run --device cuda:all --db a.db >a.txt 2>&1
+check "cuda:all exits 0" test $? -eq 0
+check "the header names both GPUs" contains a.txt "2 GPUs of this model"
+check "24 results (12 configs x 2 problems), each once" \
+  test "$(sql a.db "select count(*), count(distinct config_id || '/' || problem_id) from results")" = "24|24"
+check "both cards measured" test "$(sql a.db "select count(distinct gpu) from results where status = 'ok'")" = 2
+check "one device row" test "$(sql a.db "select count(*) from devices")" = 1
+check "the gpu column holds the cards' UUIDs" \
+  test "$(sql a.db "select group_concat(distinct gpu) from (select gpu from results order by gpu)")" = "GPU-fake-0000,GPU-fake-0001"
+# in flight on both at once: some measure on GPU 1 starts before one on GPU 0 has ended
+overlap=$(python3 - a.log <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+a = [(float(s), float(e)) for g, s, e in rows if g == "0"]
+b = [(float(s), float(e)) for g, s, e in rows if g == "1"]
+print(sum(1 for s0, e0 in a for s1, e1 in b if s1 < e0 and s0 < e1))
+PY
+)
+check "measures overlap across the GPUs ($overlap pairs)" test "$overlap" -ge 5
+
+FAKE_MEASURE_MS=20 run --device cuda:0 --db one.db >one.txt 2>&1
+check "cuda:0 alone exits 0" test $? -eq 0
+check "cuda:0: one card" test "$(sql one.db "select count(distinct gpu) from results")" = 1
+
+FAKE_MEASURE_MS=20 FAKE_CRASH_GPU=1 run --device cuda:all --db c.db >c.txt 2>&1
+check "a crashing GPU: the run still exits 0" test $? -eq 0
+check "it is set aside, named" contains c.txt "cuda:1 (GPU-fake-0001) set aside"
+check "every variant has its result" \
+  test "$(sql c.db "select count(*), count(distinct config_id || '/' || problem_id) from results")" = "24|24"
+check "at most 3 crashes before it was set aside" \
+  test "$(sql c.db "select count(*) <= 3 from results where status = 'crash'")" = 1
+check "GPU 0 measured the rest" test "$(sql c.db "select count(*) >= 21 from results where status = 'ok' and gpu = 'GPU-fake-0000'")" = 1
+
+FAKE_OTHER_MODEL_GPU=1 run --device cuda:all --db m.db >m.txt 2>&1
+check "different models refused" test $? -ne 0
+check "... saying why" contains m.txt "different GPU models never pool"
+run --device cuda:0,0 --db d.db >d.txt 2>&1
+check "a GPU named twice refused" contains d.txt "GPU 0 named twice"
+run --device cuda:0,7 --db d.db >e.txt 2>&1
+check "a GPU that is not there refused" contains e.txt "ordinals below 2"
+finish
