@@ -28,6 +28,8 @@ typedef struct tune_measure_req {
                                                  timing of exactly that many samples, after
                                                  the same verification (halving.h) */
   int sustained;                              /* 1: sustained timing (protocol.h), else burst */
+  int card;                                   /* submit on several GPUs: 1 + which of those in use
+                                                 takes it (kept while it is free); 0: any free one */
 } tune_measure_req;
 
 typedef struct tune_backend tune_backend;

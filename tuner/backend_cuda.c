@@ -119,8 +119,8 @@ static int restart(cuda_impl *c, tune_err *err) {
   return rc;
 }
 
-static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_problem *p, const tune_problem_setup *s,
-                            const db_binary *ref_bin, const char *ref_lowered, uint64_t seed, tune_err *err) {
+int tune_cuda_send_problem(tune_backend *b, const tune_problem_setup *s, const db_binary *ref_bin,
+                           const char *ref_lowered, uint64_t seed, tune_err *err) {
   cuda_impl *c = b->impl;
   json_t *args = json_array();
   for (int i = 0; i < s->n_args; ++i) {
@@ -146,11 +146,18 @@ static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
   if (!c->ref_cubin) return tune_fail(err, TUNE_ENOMEM, "cuda: out of memory");
   memcpy(c->ref_cubin, ref_bin->cubin, ref_bin->cubin_size);
   c->ref_cubin_n = ref_bin->cubin_size;
+  tune_err_clear(&c->pending_err);
+  tune_msg_write(c->to_w, c->problem_msg, c->ref_cubin, c->ref_cubin_n, &c->pending_err); /* a dead worker: seen by the recv */
+  return TUNE_OK;
+}
+
+int tune_cuda_recv_problem(tune_backend *b, const tune_recipe *r, const tune_problem *p, tune_err *err) {
+  cuda_impl *c = b->impl;
   json_t *rep = NULL;
-  int rc = call(c, c->problem_msg, c->ref_cubin, c->ref_cubin_n, 600000, &rep, err);
-  if (rc) return tune_fail(err, TUNE_EWORKER, "cuda: the worker died while setting up problem %s", p->name);
+  if (c->pending_err.code || tune_msg_read(c->from_w, &rep, NULL, NULL, 600000, err))
+    return tune_fail(err, TUNE_EWORKER, "cuda: the worker died while setting up problem %s", p->name);
   if (strcmp(json_string_value(json_object_get(rep, "status")) ?: "", "ok")) {
-    rc = tune_fail(err, TUNE_EWORKER, "problem %s of %s: %s", p->name, r->name, json_string_value(json_object_get(rep, "error")) ?: "?");
+    int rc = tune_fail(err, TUNE_EWORKER, "problem %s of %s: %s", p->name, r->name, json_string_value(json_object_get(rep, "error")) ?: "?");
     json_decref(rep);
     /* the worker may be in a bad state: start afresh next time */
     json_decref(c->problem_msg);
@@ -161,6 +168,12 @@ static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
   c->ref_ms = json_number_value(json_object_get(rep, "ref_ms"));
   json_decref(rep);
   return TUNE_OK;
+}
+
+static int cuda_set_problem(tune_backend *b, const tune_recipe *r, const tune_problem *p, const tune_problem_setup *s,
+                            const db_binary *ref_bin, const char *ref_lowered, uint64_t seed, tune_err *err) {
+  if (tune_cuda_send_problem(b, s, ref_bin, ref_lowered, seed, err)) return err->code;
+  return tune_cuda_recv_problem(b, r, p, err);
 }
 
 /* The measure request as the worker reads it (protocol.h). */

@@ -5,6 +5,11 @@
 
 #include "backend.h"
 
+/* The problem (inputs, reference) to the worker, then its answer: set_problem in two halves,
+ * so that several GPUs prepare a problem at once. */
+int tune_cuda_send_problem(tune_backend *b, const tune_problem_setup *s, const db_binary *ref_bin,
+                           const char *ref_lowered, uint64_t seed, tune_err *err);
+int tune_cuda_recv_problem(tune_backend *b, const tune_recipe *r, const tune_problem *p, tune_err *err);
 /* Send q to the worker (its data is serialised now; q may go). A worker already gone is seen
  * by the recv. */
 int tune_cuda_send_measure(tune_backend *b, const tune_measure_req *q, tune_err *err);

@@ -68,8 +68,11 @@ static int pool_set_problem(tune_backend *b, const tune_recipe *r, const tune_pr
   int ok = 0, failed = -1;
   for (int i = 0; i < p->n; ++i) {
     tune_err_clear(&e[i]);
+    if (p->m[i].in_use) tune_cuda_send_problem(p->m[i].be, s, ref_bin, ref_lowered, seed, &e[i]);
+  }
+  for (int i = 0; i < p->n; ++i) { /* every GPU prepares its inputs and reference at once */
     if (!p->m[i].in_use) continue;
-    if (!p->m[i].be->set_problem(p->m[i].be, r, pr, s, ref_bin, ref_lowered, seed, &e[i])) ++ok;
+    if (!e[i].code && !tune_cuda_recv_problem(p->m[i].be, r, pr, &e[i])) ++ok;
     else if (failed < 0) failed = i;
   }
   if (failed >= 0 && !ok) {
@@ -94,20 +97,25 @@ static int pool_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   return rc;
 }
 
+/* The free GPU for q: the card it asks for while that one is free, else the first free one. */
+static member *free_member(pool_impl *p, int card) {
+  for (int i = 0, k = 0; card > 0 && i < p->n; ++i)
+    if (p->m[i].in_use && ++k == card && !p->m[i].busy) return &p->m[i];
+  for (int i = 0; i < p->n; ++i)
+    if (p->m[i].in_use && !p->m[i].busy) return &p->m[i];
+  return NULL;
+}
+
 static int pool_submit(tune_backend *b, const tune_measure_req *q, db_result *out, int tag, tune_err *err) {
-  pool_impl *p = b->impl;
-  for (int i = 0; i < p->n; ++i) {
-    member *m = &p->m[i];
-    if (!m->in_use || m->busy) continue;
-    m->be->timeout_ms = b->timeout_ms;
-    if (tune_cuda_send_measure(m->be, q, err)) return err->code;
-    m->busy = 1;
-    m->tag = tag;
-    m->out = out;
-    m->deadline_s = now_s() + 1e-3 * tune_cuda_pending_timeout_ms(m->be);
-    return TUNE_OK;
-  }
-  return tune_fail(err, TUNE_EINTERNAL, "%s: submit with every GPU busy", b->name);
+  member *m = free_member(b->impl, q->card);
+  if (!m) return tune_fail(err, TUNE_EINTERNAL, "%s: submit with every GPU busy", b->name);
+  m->be->timeout_ms = b->timeout_ms;
+  if (tune_cuda_send_measure(m->be, q, err)) return err->code;
+  m->busy = 1;
+  m->tag = tag;
+  m->out = out;
+  m->deadline_s = now_s() + 1e-3 * tune_cuda_pending_timeout_ms(m->be);
+  return TUNE_OK;
 }
 
 /* The reply of busy member m (or its timeout): figures into m->out, crash bookkeeping. */

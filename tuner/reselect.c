@@ -50,20 +50,57 @@ int tune_reselect_choose(const tune_reselect_cand *c, int n, const char **rule, 
   return pick;
 }
 
-/* Round r of every ready candidate, in order; failures mark the candidate. */
+/* Candidate i's timing in round `round`: a measurement of the comparison; a failure marks it. */
+static int note_round(const tune_reselect_req *q, int64_t comparison_id, int round, const tune_retimed *cv, int i,
+                      const db_result *res, double (*ns)[TUNE_RESELECT_ROUNDS], tune_reselect_cand *cand, tune_err *err) {
+  db_measurement m = {.comparison_id = comparison_id, .problem_id = q->problem_id,
+                      .config_id = cv[i].top.config_id, .result_id = cv[i].top.result_id, .round = round};
+  snprintf(m.timing, sizeof m.timing, "%s", q->sustained ? "sustained" : "burst");
+  tune_measurement_from_result(&m, res);
+  if (db_measurement_put(q->db, &m, err)) return err->code;
+  if (res->status != DB_OK) cand[i].ok = 0;
+  else ns[i][round - 1] = res->median_ns;
+  return TUNE_OK;
+}
+
+/* Round r of every ready candidate, in order. */
 static int one_round(const tune_reselect_req *q, int64_t comparison_id, int round, tune_retimed *cv, int n,
                      double (*ns)[TUNE_RESELECT_ROUNDS], tune_reselect_cand *cand, tune_err *err) {
   for (int i = 0; i < n; ++i) {
     if (!cand[i].ok) continue;
     db_result res;
-    if (tune_retime_once(q->be, q->r, q->p, q->setup, &cv[i], q->sustained, &res, err)) return err->code;
-    db_measurement m = {.comparison_id = comparison_id, .problem_id = q->problem_id,
-                        .config_id = cv[i].top.config_id, .result_id = cv[i].top.result_id, .round = round};
-    snprintf(m.timing, sizeof m.timing, "%s", q->sustained ? "sustained" : "burst");
-    tune_measurement_from_result(&m, &res);
-    if (db_measurement_put(q->db, &m, err)) return err->code;
-    if (res.status != DB_OK) cand[i].ok = 0;
-    else ns[i][round - 1] = res.median_ns;
+    if (tune_retime_once(q->be, q->r, q->p, q->setup, &cv[i], q->sustained, &res, err) ||
+        note_round(q, comparison_id, round, cv, i, &res, ns, cand, err))
+      return err->code;
+  }
+  return TUNE_OK;
+}
+
+/* Several GPUs (backend_pool.c): the rounds of a wave at once, each on a card of its own with
+ * its candidates in order there, so every candidate meets the same cards in the same order and
+ * the comparison stays even; S cards take S rounds in the time of one. at[k]: the candidate of
+ * round first + k in flight. */
+static int rounds_on_cards(const tune_reselect_req *q, int64_t comparison_id, tune_retimed *cv, int n,
+                           double (*ns)[TUNE_RESELECT_ROUNDS], tune_reselect_cand *cand, tune_err *err) {
+  db_result res[TUNE_RESELECT_ROUNDS];
+  int at[TUNE_RESELECT_ROUNDS];
+  for (int first = 1; first <= TUNE_RESELECT_ROUNDS; first += q->be->slots) {
+    int rounds = TUNE_RESELECT_ROUNDS - first + 1 < q->be->slots ? TUNE_RESELECT_ROUNDS - first + 1 : q->be->slots;
+    int in_flight = 0;
+    for (int k = 0; k < rounds; ++k) at[k] = -1;
+    for (int k = -1;;) { /* k: the round whose card is free (-1: start every round) */
+      for (int w = k < 0 ? 0 : k; w < (k < 0 ? rounds : k + 1); ++w) {
+        do ++at[w]; while (at[w] < n && !cand[at[w]].ok);
+        if (at[w] >= n) continue;
+        if (tune_retime_submit(q->be, q->r, q->p, q->setup, &cv[at[w]], q->sustained, w + 1, &res[w], w, err))
+          return err->code;
+        ++in_flight;
+      }
+      if (!in_flight) break;
+      if (q->be->collect(q->be, &k, err)) return err->code;
+      --in_flight;
+      if (note_round(q, comparison_id, first + k, cv, at[k], &res[k], ns, cand, err)) return err->code;
+    }
   }
   return TUNE_OK;
 }
@@ -134,7 +171,8 @@ int tune_reselect(const tune_reselect_req *q, tune_err *err) {
   }
   if (!rc && n > 1)
     rc = db_selection_rounds_begin(q->db, q->recipe_id, q->device_id, TUNE_RESELECT_ROUNDS, n, timing, &comparison_id, err);
-  for (int round = 1; !rc && n > 1 && round <= TUNE_RESELECT_ROUNDS; ++round)
+  if (!rc && n > 1 && q->be->submit && q->be->slots > 1) rc = rounds_on_cards(q, comparison_id, cv, n, ns, cand, err);
+  for (int round = 1; !rc && n > 1 && !(q->be->submit && q->be->slots > 1) && round <= TUNE_RESELECT_ROUNDS; ++round)
     rc = one_round(q, comparison_id, round, cv, n, ns, cand, err);
   for (int i = 0; !rc && n > 1 && i < n; ++i)
     if (cand[i].ok) summarize(&cand[i], ns[i], TUNE_RESELECT_ROUNDS);

@@ -86,6 +86,15 @@ int tune_retime_once(tune_backend *be, tune_recipe *r, tune_problem *p, const tu
   return be->measure(be, &q, res, err);
 }
 
+int tune_retime_submit(tune_backend *be, tune_recipe *r, tune_problem *p, const tune_problem_setup *setup,
+                       const tune_retimed *cv, int sustained, int card, db_result *res, int tag, tune_err *err) {
+  tune_measure_req q = {.recipe = r, .problem = p, .setup = setup, .variant = &cv->v, .bin = &cv->bin,
+                        .lowered = (const char(*)[512])cv->lowered, .config_hash = cv->top.config_hash,
+                        .sustained = sustained, .card = card};
+  memset(res, 0, sizeof *res);
+  return be->submit(be, &q, res, tag, err);
+}
+
 void tune_measurement_from_result(db_measurement *m, const db_result *res) {
   m->status = res->status;
   m->median_ns = res->median_ns;

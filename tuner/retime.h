@@ -26,6 +26,11 @@ void tune_retime_release(tune_retimed *cv, int n);
 int tune_retime_once(tune_backend *be, tune_recipe *r, tune_problem *p, const tune_problem_setup *setup,
                      const tune_retimed *cv, int sustained, db_result *res, tune_err *err);
 
+/* The same sent to a backend of several GPUs (be->submit): on card (backend.h), its figures into
+ * *res when collected under tag. */
+int tune_retime_submit(tune_backend *be, tune_recipe *r, tune_problem *p, const tune_problem_setup *setup,
+                       const tune_retimed *cv, int sustained, int card, db_result *res, int tag, tune_err *err);
+
 /* A round's measurement row from a result (the caller sets ids, round and timing). */
 void tune_measurement_from_result(db_measurement *m, const db_result *res);
 

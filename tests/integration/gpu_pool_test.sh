@@ -30,6 +30,8 @@ print(sum(1 for s0, e0 in a for s1, e1 in b if s1 < e0 and s0 < e1))
 PY
 )
 check "measures overlap across the GPUs ($overlap pairs)" test "$overlap" -ge 5
+check "a selection per problem, its rounds over both cards (4 candidates x 3 rounds x 2 problems)" \
+  test "$(sql a.db "select (select count(*) from selections), count(*), count(distinct round) from measurements")" = "2|24|3"
 
 FAKE_MEASURE_MS=20 run --device cuda:0 --db one.db >one.txt 2>&1
 check "cuda:0 alone exits 0" test $? -eq 0
