@@ -39,8 +39,8 @@ check "the good variants are verified and timed" test "$n_ok" -eq 2
 "$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device "$DEV" --db f.db --timeout 4000 --seed 3 >again.txt 2>&1
 check "second run resumes everything" contains again.txt "14 resumed from the database"
 if [ "$DEV" = cuda:all ]; then
-  cards=$(sql f.db "select count(distinct gpu) from results where gpu != ''")
-  check "over several GPUs: results name $cards cards, under one device row" \
-    test "$cards" -ge 2 -a "$(sql f.db "select count(*) from devices")" = 1
+  # which card takes a variant depends on which is free first: all on one is fine
+  check "over several GPUs: every result names its card, under one device row" \
+    test "$(sql f.db "select count(*) from results where gpu = ''")|$(sql f.db "select count(*) from devices")" = "0|1"
 fi
 finish
