@@ -162,21 +162,3 @@ static void fill_range(const tune_arg_def *def, uint64_t base, int64_t lo, int64
     store(def->dtype, dst, i, v);
   }
 }
-
-void tune_inputs_compare(tune_dtype t, const void *out, const double *ref, int64_t n, double tol_max_abs,
-                         tune_compare *c) {
-  double num = 0, den = 0, mx = 0;
-  c->n_nan = 0;
-  c->first_bad = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    double o = tune_inputs_get(t, out, i), r = ref[i];
-    if (!isfinite(o) || !isfinite(r)) { if (!c->n_nan++ && c->first_bad < 0) c->first_bad = i; continue; }
-    double d = fabs(o - r);
-    num += d * d;
-    den += r * r;
-    if (d > mx) mx = d;
-    if (d > tol_max_abs && c->first_bad < 0) c->first_bad = i;
-  }
-  c->rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
-  c->max_abs = mx;
-}

@@ -16,6 +16,8 @@ void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t 
 /* Element i of a typed buffer as a double. */
 double tune_inputs_get(tune_dtype t, const void *buf, int64_t i);
 
+/* An output against its reference, as the worker's device comparison computes it
+ * (worker_kernels.c): NaN or Inf in either counts as bad. */
 typedef struct tune_compare {
   double rel_l2;      /* ||out - ref|| / ||ref|| (||out - ref|| when ref is 0) */
   double max_abs;     /* max |out - ref| */
@@ -23,7 +25,5 @@ typedef struct tune_compare {
   int64_t first_bad;  /* index of the first element over max_abs tolerance, -1 none */
 } tune_compare;
 
-void tune_inputs_compare(tune_dtype t, const void *out, const double *ref, int64_t n, double tol_max_abs,
-                         tune_compare *c);
 
 #endif

@@ -80,8 +80,8 @@ typedef struct tune_wk_cmp { double sums[2]; unsigned long long stat[3]; } tune_
 extern const tune_wk_cmp tune_wk_cmp_init;
 
 /* tune's own kernels (worker_kernels.c), built on first use. checksum: of tensor i of the live
- * set. compare: output i against a reference buffer (ref) as tune_inputs_compare would, on the
- * device. element: element k of buf, a buffer of arg i's dtype, read to the host. */
+ * set. compare: output i against a reference buffer (ref), on the device (inputs.h
+ * tune_compare). element: element k of buf, a buffer of arg i's dtype, read to the host. */
 int tune_wk_kernels_init(wstate *w, tune_err *err);
 /* Compile them for arch with NVRTC (no GPU needed): job->bin holds the cubin when TUNE_OK. */
 int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err);
