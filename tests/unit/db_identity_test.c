@@ -235,6 +235,54 @@ static void test_put(void) {
   db_close(db);
 }
 
+/* ---- failures on each checked call of a re-timing and of an upgrade -------------------------------- */
+
+static void test_faults(void) {
+  char path[512], sql[256];
+  ids x;
+  db_conn *db = fresh("faults.db", path, sizeof path, &x);
+  if (!db) return;
+  db_result r = result(&x, x.config, DB_OK, 200);
+  OK(db_result_put(db, &r, E));
+  int n, retimed = 0, broken = 0;
+  for (n = 1; n < 100; ++n) { /* a re-timing fails whole or not at all */
+    tune_err e;
+    tune_err_clear(&e);
+    db_fault_set(db, n);
+    r = result(&x, x.config, DB_OK, 300 + n);
+    int rc = db_result_put(db, &r, &e), injected = db->n_faults > 0;
+    db_fault_set(db, 0);
+    db->n_faults = 0;
+    retimed += rc == TUNE_OK;
+    broken += (rc && !e.msg[0]) || !sqlite3_get_autocommit(db->h);
+    if (!injected) break;
+  }
+  CHECK(n > 3 && n < 100 && broken == 0);
+  CHECK(count(path, "SELECT count(*) FROM results") == 1);
+  CHECK(count(path, "SELECT count(*) FROM measurements") == retimed);
+  for (n = 1; n < 100; ++n) { /* an upgrade too: the row is the placeholder or the result */
+    tune_err e;
+    tune_err_clear(&e);
+    char hash[32];
+    int64_t config = 0;
+    snprintf(hash, sizeof hash, "up%d", n);
+    OK(db_config_put(db, "copy", hash, "{}", "test", &config, E));
+    r = result(&x, config, DB_SKIPPED, 0);
+    OK(db_result_put(db, &r, E));
+    db_fault_set(db, n);
+    r = result(&x, config, DB_OK, 100);
+    int rc = db_result_put(db, &r, &e), injected = db->n_faults > 0;
+    db_fault_set(db, 0);
+    db->n_faults = 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM results WHERE config_id = %lld AND status = '%s'",
+             (long long)config, rc ? "skipped" : "ok");
+    broken += count(path, sql) != 1 || !sqlite3_get_autocommit(db->h);
+    if (!injected) break;
+  }
+  CHECK(n > 3 && n < 100 && broken == 0);
+  db_close(db);
+}
+
 /* ---- what a resumed run answers from ---------------------------------------------------------- */
 
 static void test_find(void) {
@@ -425,6 +473,7 @@ int main(void) {
   }
   test_rule();
   test_put();
+  test_faults();
   test_find();
   test_merge();
   test_soak();
