@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "db_identity.h"
 #include "db_int.h"
 
 /* ---- statuses ---------------------------------------------------------- */
@@ -602,32 +603,20 @@ static void read_device(sqlite3_stmt *st, int c, db_device *dev) {
   col_copy(st, c++, dev->uuid, sizeof dev->uuid);
 }
 
-int db_result_put(db_conn *db, db_result *r, tune_err *err) {
-  int rc = TUNE_OK, step = 0, began = 0;
-  sqlite3_stmt *st = NULL;
-  int64_t id = 0;
-  char created_at[sizeof r->created_at] = "";
-  if (!db || !r) return tune_fail(err, TUNE_EINVAL, "db_result_put: NULL argument");
-  if ((int)r->status < 0 || (int)r->status >= DB_STATUS_COUNT)
-    return tune_fail(err, TUNE_EINVAL, "db_result_put: bad status %d", (int)r->status);
-  if (r->recipe_id <= 0 || r->device_id <= 0 || r->config_id <= 0 || r->problem_id <= 0)
-    return tune_fail(err, TUNE_EINVAL,
-                     "db_result_put: recipe_id, device_id, config_id and problem_id are required"
-                     " (got %lld, %lld, %lld, %lld)",
-                     (long long)r->recipe_id, (long long)r->device_id, (long long)r->config_id,
-                     (long long)r->problem_id);
-  DB_LOCK(db);
-  rc = db_stmt(db, DB_ST_RESULT_INS,
-               "INSERT INTO results (run_id, recipe_id, device_id, config_id, problem_id, status,"
-               " median_ns, min_ns, max_ns, stddev_ns, samples, registers, shared_bytes,"
-               " dyn_shared_bytes, local_bytes, spill_stores, spill_loads, compile_ms,"
-               " measure_ms, err_rel_l2, err_max_abs, seed, binary_key, error_text,"
-               " sm_mhz, mem_mhz, clock_reasons, timing, timer, event_median_ns, rel_ci, power_w, gpu)"
-               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-               " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)"
-               " RETURNING id, created_at",
-               &st, err);
-  if (rc) goto fail;
+/* The columns db_result_put writes, and their parameters (bind_result). */
+#define RESULT_PUT_COLS                                                                    \
+  "run_id, recipe_id, device_id, config_id, problem_id, status, median_ns, min_ns, max_ns," \
+  " stddev_ns, samples, registers, shared_bytes, dyn_shared_bytes, local_bytes,"           \
+  " spill_stores, spill_loads, compile_ms, measure_ms, err_rel_l2, err_max_abs, seed,"     \
+  " binary_key, error_text, sm_mhz, mem_mhz, clock_reasons, timing, timer,"                \
+  " event_median_ns, rel_ci, power_w, gpu, protocol"
+#define RESULT_PUT_PARAMS                                                                  \
+  "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"  \
+  " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34"
+
+/* Binds r to ?1..?34 of RESULT_PUT_PARAMS. */
+static int bind_result(db_conn *db, sqlite3_stmt *st, const db_result *r, tune_err *err) {
+  int rc = TUNE_OK;
   if (r->run_id > 0) SQL_TRY(db, err, sqlite3_bind_int64(st, 1, r->run_id));
   else SQL_TRY(db, err, sqlite3_bind_null(st, 1));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 2, r->recipe_id));
@@ -658,7 +647,7 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
   SQL_TRY(db, err, sqlite3_bind_int(st, 25, r->sm_mhz));
   SQL_TRY(db, err, sqlite3_bind_int(st, 26, r->mem_mhz));
   SQL_TRY(db, err, sqlite3_bind_int64(st, 27, r->clock_reasons));
-  SQL_TRY(db, err, sqlite3_bind_text(st, 28, r->timing[0] ? r->timing : "burst", -1, SQLITE_TRANSIENT));
+  SQL_TRY(db, err, sqlite3_bind_text(st, 28, db_result_timing(r), -1, SQLITE_TRANSIENT));
   SQL_TRY(db, err, bind_fixed(st, 29, r->timer, sizeof r->timer));
   if (r->event_median_ns > 0) SQL_TRY(db, err, sqlite3_bind_double(st, 30, r->event_median_ns));
   else SQL_TRY(db, err, sqlite3_bind_null(st, 30));
@@ -666,25 +655,80 @@ int db_result_put(db_conn *db, db_result *r, tune_err *err) {
   else SQL_TRY(db, err, sqlite3_bind_null(st, 31));
   SQL_TRY(db, err, sqlite3_bind_int(st, 32, r->power_w));
   SQL_TRY(db, err, bind_fixed(st, 33, r->gpu, sizeof r->gpu));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 34, db_result_protocol(r)));
+fail:
+  return rc;
+}
 
-  SQL_EXEC(db, err, "BEGIN IMMEDIATE");
-  began = 1;
+/* Writes r as a new row (upgrade_id 0) or over row upgrade_id; *id and created_at get the row's. */
+static int write_result(db_conn *db, const db_result *r, int64_t upgrade_id, int64_t *id, char *created_at,
+                        size_t cap, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL, *own = NULL;
+  if (!upgrade_id) {
+    rc = db_stmt(db, DB_ST_RESULT_INS,
+                 "INSERT INTO results (" RESULT_PUT_COLS ") VALUES (" RESULT_PUT_PARAMS ") RETURNING id, created_at",
+                 &st, err);
+    if (rc) goto fail;
+  } else {
+    /* an upgrade is rare (a compile-only row measured later): not worth a cached statement */
+    SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
+        "UPDATE results SET (" RESULT_PUT_COLS ") = (" RESULT_PUT_PARAMS "), created_at = " DB_NOW
+        " WHERE id = ?35 RETURNING id, created_at", -1, &own, NULL));
+    st = own;
+    SQL_TRY(db, err, sqlite3_bind_int64(st, 35, upgrade_id));
+  }
+  if ((rc = bind_result(db, st, r, err))) goto fail;
   SQL_STEP(db, err, st, step);
   if (step != SQLITE_ROW) {
-    rc = tune_fail(err, TUNE_EINTERNAL, "db_result_put: insert returned no id");
+    rc = tune_fail(err, TUNE_EINTERNAL, "db %s: db_result_put: %s returned no id", db->path,
+                   upgrade_id ? "update" : "insert");
     goto fail;
   }
-  id = sqlite3_column_int64(st, 0);
-  col_copy(st, 1, created_at, sizeof created_at);
+  *id = sqlite3_column_int64(st, 0);
+  col_copy(st, 1, created_at, cap);
   SQL_STEP(db, err, st, step); /* finish the statement before COMMIT */
-  db_stmt_done(st);
-  st = NULL;
+fail:
+  if (own) sqlite3_finalize(own);
+  else db_stmt_done(st);
+  return rc;
+}
+
+int db_result_put(db_conn *db, db_result *r, tune_err *err) {
+  int rc = TUNE_OK, began = 0;
+  int64_t id = 0;
+  char created_at[sizeof r->created_at] = "";
+  db_identity_row kept;
+  if (!db || !r) return tune_fail(err, TUNE_EINVAL, "db_result_put: NULL argument");
+  if ((int)r->status < 0 || (int)r->status >= DB_STATUS_COUNT)
+    return tune_fail(err, TUNE_EINVAL, "db_result_put: bad status %d", (int)r->status);
+  if (r->recipe_id <= 0 || r->device_id <= 0 || r->config_id <= 0 || r->problem_id <= 0)
+    return tune_fail(err, TUNE_EINVAL,
+                     "db_result_put: recipe_id, device_id, config_id and problem_id are required"
+                     " (got %lld, %lld, %lld, %lld)",
+                     (long long)r->recipe_id, (long long)r->device_id, (long long)r->config_id,
+                     (long long)r->problem_id);
+  DB_LOCK(db);
+  /* the identity is looked up under the write lock, so two processes putting one identity at
+     once see each other's row: the second one upgrades, re-times or keeps it */
+  SQL_EXEC(db, err, "BEGIN IMMEDIATE");
+  began = 1;
+  if ((rc = db_identity_lookup(db, r, &kept, err))) goto fail;
+  db_put_outcome put = db_identity_rule(kept.found, kept.status, r->status);
+  if (put == DB_PUT_INSERTED || put == DB_PUT_UPGRADED) {
+    if ((rc = write_result(db, r, put == DB_PUT_UPGRADED ? kept.id : 0, &id, created_at, sizeof created_at, err)))
+      goto fail;
+  } else {
+    if (put == DB_PUT_RETIMED && (rc = db_identity_retime(db, kept.id, r, err))) goto fail;
+    id = kept.id;
+    db_copy(created_at, sizeof created_at, kept.created_at);
+  }
   SQL_EXEC(db, err, "COMMIT");
   began = 0;
   r->id = id;
+  r->put = put;
   memcpy(r->created_at, created_at, sizeof created_at);
 fail:
-  db_stmt_done(st);
   if (began && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
   DB_UNLOCK(db);
   return rc;
@@ -695,8 +739,10 @@ int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t co
   return db_result_find_timing(db, recipe_id, device_id, config_id, problem_id, NULL, out, err);
 }
 
-int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
-                          int64_t problem_id, const char *timing, db_result *out, tune_err *err) {
+/* The latest result of (recipe source, device, config, problem) of the current protocol that is a
+ * final answer, of timing mode timing (NULL: any); with compiled, a compile-only skip answers too. */
+static int find_result(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id, int64_t problem_id,
+                       const char *timing, int compiled, db_result *out, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   if (!db || !out) return tune_fail(err, TUNE_EINVAL, "db_result_find: NULL argument");
@@ -704,8 +750,9 @@ int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int
   rc = db_stmt(db, DB_ST_RESULT_FIND,
                "SELECT " RESULT_COLS " FROM results r"
                " WHERE r.recipe_id = ?1 AND r.device_id = ?2 AND r.config_id = ?3"
-               " AND r.problem_id = ?4 AND r.status NOT IN ('skipped', 'not_recorded')"
-               " AND (?5 IS NULL OR r.timing = ?5)"
+               " AND r.problem_id = ?4 AND (?5 IS NULL OR r.timing = ?5) AND r.protocol = ?6"
+               " AND (r.status NOT IN ('skipped', 'not_recorded')"
+               "      OR (?7 AND r.status = 'skipped' AND r.error_text = '" DB_REASON_COMPILE_ONLY "'))"
                " ORDER BY r.id DESC LIMIT 1",
                &st, err);
   if (rc) goto fail;
@@ -715,6 +762,8 @@ int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int
   SQL_TRY(db, err, sqlite3_bind_int64(st, 4, problem_id));
   if (timing) SQL_TRY(db, err, sqlite3_bind_text(st, 5, timing, -1, SQLITE_STATIC));
   else SQL_TRY(db, err, sqlite3_bind_null(st, 5));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 6, DB_MEASURE_PROTOCOL));
+  SQL_TRY(db, err, sqlite3_bind_int(st, 7, compiled));
   SQL_STEP(db, err, st, step);
   if (step != SQLITE_ROW) {
     rc = tune_fail(err, TUNE_ENOTFOUND,
@@ -728,6 +777,16 @@ fail:
   db_stmt_done(st);
   DB_UNLOCK(db);
   return rc;
+}
+
+int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                          int64_t problem_id, const char *timing, db_result *out, tune_err *err) {
+  return find_result(db, recipe_id, device_id, config_id, problem_id, timing, 0, out, err);
+}
+
+int db_result_find_compiled(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                            int64_t problem_id, db_result *out, tune_err *err) {
+  return find_result(db, recipe_id, device_id, config_id, problem_id, NULL, 1, out, err);
 }
 
 int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash,

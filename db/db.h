@@ -24,9 +24,10 @@
 /* The number of schema migrations this build knows (db_schema.c), and so the
  * PRAGMA user_version of a file it made: a tune that knows fewer refuses the
  * file as newer. */
-#define DB_SCHEMA_VERSION 8
+#define DB_SCHEMA_VERSION 9
 /* The oldest schema a read-only open accepts (recorded databases are version
- * 1): every migration after it only adds tables, columns or views. */
+ * 1): every migration after it only adds tables, columns or views, or lets a
+ * column take more values than before. */
 #define DB_SCHEMA_READ_MIN 1
 
 typedef struct db_conn db_conn;
@@ -48,6 +49,20 @@ typedef enum db_status {
 /* Reasons of a `skipped` result other than the recipe's applies/requires: */
 #define DB_REASON_PRUNED "pruned: "           /* prefix: compiled, never launched (tuner/prune.h) */
 #define DB_REASON_COMPILE_ONLY "compile-only" /* tune run --compile-only */
+
+/* The measurement protocol results are stored under (results.protocol): how a variant is verified
+ * and timed (sample policy, warm-up, L2 flush, sustained rotation: docs/measurement.md). It is part
+ * of a result's identity, so timings of another protocol are neither resumed from nor merged into.
+ * Bump it when a change to the measurement makes earlier timings incomparable. */
+#define DB_MEASURE_PROTOCOL 1
+
+/* What db_result_put did with a result, by the identity rules (docs/database.md, "Result identity"). */
+typedef enum db_put_outcome {
+  DB_PUT_INSERTED = 0, /* the identity had no result: a new row */
+  DB_PUT_UPGRADED,     /* the identity's row was skipped or not_recorded: it now holds this result */
+  DB_PUT_RETIMED,      /* the identity had a final answer: kept, with this timing as a measurement under it */
+  DB_PUT_KEPT          /* this result is skipped or not_recorded and the identity has a row: nothing written */
+} db_put_outcome;
 
 const char *db_status_name(db_status s);
 /* Parse a status name; returns -1 when unknown. */
@@ -107,6 +122,8 @@ typedef struct db_result {
   int power_w;          /* highest board power while timing [W], 0 unknown */
   char gpu[64];         /* UUID of the GPU that measured it ("" unknown): cards of one model
                            share the device row (tune run --device cuda:all) */
+  int protocol;         /* measurement protocol (DB_MEASURE_PROTOCOL); 0 writes the current one */
+  db_put_outcome put;   /* set by db_result_put: what it did with the result */
 } db_result;
 
 typedef struct db_binary {
@@ -161,16 +178,28 @@ int db_runs_running(db_conn *db, db_running_run **out, int *n, tune_err *err);
  * `running`; a run that ended meanwhile is left as it is. */
 int db_run_mark_interrupted(db_conn *db, int64_t run_id, tune_err *err);
 
-/* One transaction. r->id is set. */
+/* Store a result, upserted on its identity (recipe source, problem, config, binary, device, timing
+ * mode, protocol; db_identity.h) in one BEGIN IMMEDIATE transaction, which serialises the writers
+ * of every process. Where the identity has no row, a new one; where its row is skipped or
+ * not_recorded and r is a final answer, that row now holds r (same id); where its row is a final
+ * answer and so is r, the row stays the result and r's timing becomes a measurement under it
+ * (comparison_id NULL); where r is skipped or not_recorded, an existing row is left as it is.
+ * r->id and r->created_at become the surviving row's, r->put says which case it was; the rest of
+ * *r is the caller's. On failure nothing is written and *r is unchanged. */
 int db_result_put(db_conn *db, db_result *r, tune_err *err);
-/* Latest result for (recipe source, device, config, problem) that is a final
- * answer (not skipped/not_recorded); TUNE_ENOTFOUND when none. */
+/* Latest result for (recipe source, device, config, problem) of the current protocol that is a
+ * final answer (not skipped/not_recorded); TUNE_ENOTFOUND when none. */
 int db_result_find(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
                    int64_t problem_id, db_result *out, tune_err *err);
 /* The same, of one timing mode ("burst" or "sustained"; NULL: any): a resumed run answers only
  * from results timed the way it times. */
 int db_result_find_timing(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
                           int64_t problem_id, const char *timing, db_result *out, tune_err *err);
+/* What a --compile-only run resumes from: the latest result of the current protocol for (recipe
+ * source, device, config, problem) that is a final answer or skipped as compile-only
+ * (DB_REASON_COMPILE_ONLY); TUNE_ENOTFOUND when none. Pruned and recipe-skipped rows never answer. */
+int db_result_find_compiled(db_conn *db, int64_t recipe_id, int64_t device_id, int64_t config_id,
+                            int64_t problem_id, db_result *out, tune_err *err);
 /* Replay lookup across databases: the latest GPU result for the recipe name,
  * config hash and problem hash, with the device it was measured on.
  * TUNE_ENOTFOUND when none. Like db_result_find it skips skipped and

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "db_identity.h"
 #include "db_int.h"
 
 struct db_merger {
@@ -68,8 +69,8 @@ static const table_spec tables[DB_MERGE_N_TABLES] = {
     [DB_MERGE_COMPARISONS] = {"comparisons", {NULL}, {"recipe_id", "device_id", "command", "started_at"},
                               {MAP("recipe_id", "recipes"), MAP("device_id", "devices")}, 1},
     [DB_MERGE_MEASUREMENTS] = {"measurements", {NULL},
-                               {"comparison_id", "problem_id", "config_id", "side", "round", "timing", "created_at",
-                                "median_ns"},
+                               {"comparison_id", "problem_id", "config_id", "result_id", "side", "round", "timing",
+                                "created_at", "median_ns"},
                                {MAP("comparison_id", "comparisons"), MAP("problem_id", "problems"),
                                 MAP("config_id", "configs"), MAP("result_id", "results")}},
     [DB_MERGE_SELECTIONS] = {"selections", {NULL},
@@ -270,6 +271,181 @@ fail:
   return rc;
 }
 
+/* ---- results: by identity ------------------------------------------------------------------- */
+
+/* The SQL value of OUT's results column `name` for input row s (put_value) into out. */
+static int value_sql(const table_spec *t, const columns *c, const char *name, char *out, size_t cap) {
+  int k = column_index(c, name);
+  sql_buf b = {.n = 0};
+  if (k < 0) put(&b, "NULL");
+  else put_value(&b, t, c, k);
+  if (b.over || b.n >= cap) return -1;
+  memcpy(out, b.s, b.n + 1);
+  return 0;
+}
+
+/* The statements of the results merge, prepared once per input. */
+typedef struct result_stmts {
+  sqlite3_stmt *ids;      /* the input's result ids */
+  sqlite3_stmt *dup;      /* ?1 src id: OUT's row with the same key (the same row merged before) */
+  sqlite3_stmt *same;     /* ?1 src id: OUT's row of its identity, its status and the input's status */
+  sqlite3_stmt *ins;      /* ?1 src id: a new row */
+  sqlite3_stmt *upgrade;  /* ?1 src id, ?2 OUT id: the input row over OUT's placeholder */
+  sqlite3_stmt *retimed;  /* ?1 src id, ?2 OUT id: the input row is a measurement under it already */
+  sqlite3_stmt *retime;   /* ?1 src id, ?2 OUT id: the input row as a measurement under it */
+  sqlite3_stmt *map;      /* ?1 src id, ?2 OUT id into temp.m_results */
+} result_stmts;
+
+static void result_stmts_free(result_stmts *q) {
+  sqlite3_stmt **all[] = {&q->ids, &q->dup, &q->same, &q->ins, &q->upgrade, &q->retimed, &q->retime, &q->map};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) sqlite3_finalize(*all[i]), *all[i] = NULL;
+}
+
+static int prepare(db_conn *db, const sql_buf *b, sqlite3_stmt **st, tune_err *err) {
+  int rc = TUNE_OK;
+  if (b->over) return tune_fail(err, TUNE_EINTERNAL, "db merge: results: a statement does not fit %d bytes", SQL_CAP);
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, b->s, -1, st, NULL));
+fail:
+  return rc;
+}
+
+/* The input row's timing as a measurement under OUT's result ?2 (db_identity_retime's row). */
+static void put_retime(sql_buf *b, const table_spec *t, const columns *c) {
+  static const char *const copied[] = {"timing", "status", "median_ns", "min_ns", "max_ns", "samples", "rel_ci",
+                                       "timer", "sm_mhz", "mem_mhz", "power_w", "clock_reasons", "error_text", "gpu",
+                                       "created_at"};
+  char v[256];
+  put(b, "INSERT INTO main.measurements (comparison_id, result_id, round, problem_id, config_id, side");
+  for (size_t i = 0; i < sizeof copied / sizeof copied[0]; ++i) put(b, ", %s", copied[i]);
+  put(b, ") SELECT NULL, ?2, 0, m.problem_id, m.config_id,"
+         " CASE WHEN (SELECT origin FROM main.configs WHERE id = m.config_id) LIKE 'peer:%%' THEN 'peer' ELSE 'tune' END");
+  for (size_t i = 0; i < sizeof copied / sizeof copied[0]; ++i) {
+    if (value_sql(t, c, copied[i], v, sizeof v)) b->over = 1;
+    put(b, ", %s", v);
+  }
+  put(b, " FROM src.results s JOIN main.results m ON m.id = ?2 WHERE s.id = ?1");
+}
+
+static int prepare_results(db_conn *db, const table_spec *t, const columns *c, result_stmts *q, tune_err *err) {
+  static const char *const cols[DB_IDENTITY_N] = DB_IDENTITY_COLS;
+  char vals[DB_IDENTITY_N][256], where[2048];
+  const char *val_p[DB_IDENTITY_N];
+  for (int k = 0; k < DB_IDENTITY_N; ++k) {
+    if (value_sql(t, c, cols[k], vals[k], sizeof vals[k]))
+      return tune_fail(err, TUNE_EINTERNAL, "db merge: results: the value of %s does not fit", cols[k]);
+    val_p[k] = vals[k];
+  }
+  if (db_identity_where(where, sizeof where, "r", val_p))
+    return tune_fail(err, TUNE_EINTERNAL, "db merge: results: the identity condition does not fit");
+  sql_buf b = {.n = 0};
+  put_duplicate_query(&b, t, c);
+  if (prepare(db, &b, &q->dup, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put(&b, "SELECT r.id, r.status, s.status FROM src.results s JOIN main.results r ON %s WHERE s.id = ?1"
+          DB_IDENTITY_PICK, where);
+  if (prepare(db, &b, &q->same, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put_insert(&b, t, c);
+  put(&b, " WHERE s.id = ?1");
+  if (prepare(db, &b, &q->ins, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put(&b, "UPDATE main.results AS r SET ");
+  for (int k = 0, first = 1; k < c->n; ++k)
+    if (c->in_src[k] && strcmp(c->name[k], "id")) {
+      put(&b, "%s\"%s\" = ", first ? "" : ", ", c->name[k]);
+      put_value(&b, t, c, k);
+      first = 0;
+    }
+  put(&b, " FROM src.results s WHERE s.id = ?1 AND r.id = ?2");
+  if (prepare(db, &b, &q->upgrade, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  char created[256], median[256];
+  if (value_sql(t, c, "created_at", created, sizeof created) || value_sql(t, c, "median_ns", median, sizeof median))
+    return tune_fail(err, TUNE_EINTERNAL, "db merge: results: a value does not fit");
+  put(&b, "SELECT 1 FROM src.results s JOIN main.measurements m ON m.result_id = ?2 AND m.comparison_id IS NULL"
+          " AND m.created_at IS %s AND m.median_ns IS %s WHERE s.id = ?1", created, median);
+  if (prepare(db, &b, &q->retimed, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put_retime(&b, t, c);
+  if (prepare(db, &b, &q->retime, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put(&b, "INSERT INTO temp.m_results (i, o) VALUES (?1, ?2)");
+  if (prepare(db, &b, &q->map, err)) return err->code;
+  b = (sql_buf){.n = 0};
+  put(&b, "SELECT id FROM src.results ORDER BY id");
+  return prepare(db, &b, &q->ids, err);
+}
+
+/* Runs st (reset first) with ?1 = a and, when st has it, ?2 = b; *row: it returned a row. */
+static int run2(db_conn *db, sqlite3_stmt *st, int64_t a, int64_t b, int *row, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_reset(st);
+  SQL_TRY(db, err, sqlite3_bind_int64(st, 1, a));
+  if (sqlite3_bind_parameter_count(st) >= 2) SQL_TRY(db, err, sqlite3_bind_int64(st, 2, b));
+  SQL_STEP(db, err, st, step);
+  if (row) *row = step == SQLITE_ROW;
+fail:
+  return rc;
+}
+
+/* One input result: the row it duplicates, else by the identity rule (db_identity_rule) a new row,
+ * an upgrade of OUT's placeholder, a measurement under OUT's final answer, or nothing. *out_id:
+ * where references to it go. */
+static int merge_result(db_conn *db, result_stmts *q, int64_t src_id, int64_t *out_id, db_merge_count *n,
+                        tune_err *err) {
+  int row = 0;
+  if (run2(db, q->dup, src_id, 0, &row, err)) return err->code;
+  if (row) {
+    *out_id = sqlite3_column_int64(q->dup, 0);
+    n->duplicates++;
+    return TUNE_OK;
+  }
+  if (run2(db, q->same, src_id, 0, &row, err)) return err->code;
+  db_put_outcome put = DB_PUT_INSERTED;
+  if (row) {
+    int kept = db_status_parse((const char *)sqlite3_column_text(q->same, 1));
+    int incoming = db_status_parse((const char *)sqlite3_column_text(q->same, 2));
+    *out_id = sqlite3_column_int64(q->same, 0);
+    if (kept < 0 || incoming < 0)
+      return tune_fail(err, TUNE_EINVAL, "db merge: result %lld or its match %lld has an unknown status",
+                       (long long)src_id, (long long)*out_id);
+    put = db_identity_rule(1, (db_status)kept, (db_status)incoming);
+  }
+  if (put == DB_PUT_INSERTED) {
+    if (run2(db, q->ins, src_id, 0, NULL, err)) return err->code;
+    *out_id = sqlite3_last_insert_rowid(db->h);
+    n->added++;
+    return TUNE_OK;
+  }
+  n->duplicates++;
+  if (put == DB_PUT_UPGRADED) {
+    if (run2(db, q->upgrade, src_id, *out_id, NULL, err)) return err->code;
+    n->upgraded++;
+  } else if (put == DB_PUT_RETIMED) {
+    if (run2(db, q->retimed, src_id, *out_id, &row, err)) return err->code;
+    if (!row && run2(db, q->retime, src_id, *out_id, NULL, err)) return err->code;
+    n->retimed += !row;
+  }
+  return TUNE_OK;
+}
+
+/* The results: row by row, each by its identity (merge_result), into the id map. */
+static int merge_results(db_conn *db, const table_spec *t, const columns *c, db_merge_count *n, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  result_stmts q = {0};
+  if ((rc = prepare_results(db, t, c, &q, err))) goto fail;
+  for (;;) {
+    SQL_STEP(db, err, q.ids, step);
+    if (step == SQLITE_DONE) break;
+    int64_t src_id = sqlite3_column_int64(q.ids, 0), out_id = 0;
+    if ((rc = merge_result(db, &q, src_id, &out_id, n, err))) goto fail;
+    if ((rc = run2(db, q.map, src_id, out_id, NULL, err))) goto fail;
+  }
+fail:
+  result_stmts_free(&q);
+  return rc;
+}
+
 /* One table of the input into OUT (nothing when the input lacks it). */
 static int merge_table(db_merger *mg, int ti, db_merge_count *n, tune_err *err) {
   db_conn *db = mg->db;
@@ -283,7 +459,9 @@ static int merge_table(db_merger *mg, int ti, db_merge_count *n, tune_err *err) 
   if (count_rows(db, sql, &n->read, err)) return err->code;
   columns c;
   if (read_columns(db, t->name, &c, err)) return err->code;
-  int rc = t->identity[0] ? merge_by_identity(db, t, &c, n, err) : merge_by_key(db, t, &c, n, err);
+  int rc = ti == DB_MERGE_RESULTS ? merge_results(db, t, &c, n, err)
+           : t->identity[0]       ? merge_by_identity(db, t, &c, n, err)
+                                  : merge_by_key(db, t, &c, n, err);
   if (rc) return tune_fail(err, rc, "db merge: table %s", t->name);
   return TUNE_OK;
 }

@@ -8,7 +8,10 @@
  * is not copied again: a result with the same recipe (name and source hash), problem hash, config
  * hash, device identity (kind, name, arch, uuid), timing mode, created_at and median, a run with
  * the same recipe, device, backend, strategy, seed and start, and so on; so a merge run twice adds
- * nothing the second time. Inputs are opened read-only and may be of any schema a read-only open
+ * nothing the second time. Results are moreover matched on their identity (db_identity.h) by the
+ * rule db_result_put keeps: an input result of an identity OUT holds upgrades OUT's skipped or
+ * not_recorded row, becomes a measurement under OUT's final answer, or is dropped (a skipped or
+ * not_recorded one), so OUT holds one row per identity however many inputs measured it. Inputs are opened read-only and may be of any schema a read-only open
  * accepts (columns they lack take OUT's defaults); OUT is created or migrated by db_open.
  *
  * Results of different GPU models are never pooled (they are keyed by device as ever), but a
@@ -48,7 +51,10 @@ const char *db_merge_table_name(int table);
 typedef struct db_merge_count {
   long long read;        /* rows of the input */
   long long added;       /* rows new to OUT */
-  long long duplicates;  /* rows OUT already held (read - added) */
+  long long duplicates;  /* rows OUT already held (read - added); for results: rows of an identity
+                            OUT held, of which: */
+  long long upgraded;    /* results: a final answer now in OUT's skipped or not_recorded row */
+  long long retimed;     /* results: a final answer now a measurement under OUT's (a new one) */
 } db_merge_count;
 
 typedef struct db_merge_stats {

@@ -369,6 +369,50 @@ static const db_migration migrations[] = {
        results pool under one device row and this column names the card (its UUID); '' where
        unknown (replay, older files) */
     {"0008-result-gpu", "ALTER TABLE results ADD COLUMN gpu TEXT NOT NULL DEFAULT '';\n"},
+    /* a result's identity (db/db_identity.h): the measurement protocol it was timed under joins it
+       (1: every result before the column), and a second final answer of one identity is kept as a
+       measurement under the first outside any comparison (comparison_id NULL, round 0), so
+       measurements is rebuilt with comparison_id nullable and a gpu column (the card, as in
+       results). Old files may hold several rows of one identity: no UNIQUE index. */
+    {"0009-result-identity",
+    "ALTER TABLE results ADD COLUMN protocol INTEGER NOT NULL DEFAULT 1;\n"
+    "CREATE TABLE measurements_v9 (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  comparison_id INTEGER REFERENCES comparisons(id),\n"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),\n"
+    "  config_id INTEGER NOT NULL REFERENCES configs(id),\n"
+    "  result_id INTEGER REFERENCES results(id),\n"
+    "  side TEXT NOT NULL CHECK (side IN ('tune', 'peer')),\n"
+    "  round INTEGER NOT NULL,\n"
+    "  timing TEXT NOT NULL CHECK (timing IN ('burst', 'sustained')),\n"
+    "  status TEXT NOT NULL,\n"
+    "  median_ns REAL,\n"
+    "  min_ns REAL,\n"
+    "  max_ns REAL,\n"
+    "  samples INTEGER NOT NULL DEFAULT 0,\n"
+    "  rel_ci REAL,\n"
+    "  timer TEXT NOT NULL DEFAULT '',\n"
+    "  kernels TEXT NOT NULL DEFAULT '',\n"
+    "  library TEXT NOT NULL DEFAULT '',\n"
+    "  sm_mhz INTEGER NOT NULL DEFAULT -1,\n"
+    "  mem_mhz INTEGER NOT NULL DEFAULT -1,\n"
+    "  power_w INTEGER NOT NULL DEFAULT 0,\n"
+    "  clock_reasons INTEGER NOT NULL DEFAULT 0,\n"
+    "  error_text TEXT,\n"
+    "  created_at TEXT NOT NULL DEFAULT " NOW ",\n"
+    "  gpu TEXT NOT NULL DEFAULT '',\n"
+    "  CHECK (comparison_id IS NOT NULL OR (round = 0 AND result_id IS NOT NULL))\n"
+    ");\n"
+    "INSERT INTO measurements_v9 (id, comparison_id, problem_id, config_id, result_id, side, round, timing, status,\n"
+    "  median_ns, min_ns, max_ns, samples, rel_ci, timer, kernels, library, sm_mhz, mem_mhz, power_w,\n"
+    "  clock_reasons, error_text, created_at)\n"
+    "SELECT id, comparison_id, problem_id, config_id, result_id, side, round, timing, status,\n"
+    "  median_ns, min_ns, max_ns, samples, rel_ci, timer, kernels, library, sm_mhz, mem_mhz, power_w,\n"
+    "  clock_reasons, error_text, created_at FROM measurements;\n"
+    "DROP TABLE measurements;\n"
+    "ALTER TABLE measurements_v9 RENAME TO measurements;\n"
+    "CREATE INDEX measurements_comparison ON measurements (comparison_id, problem_id, timing, side);\n"
+    "CREATE INDEX measurements_result ON measurements (result_id);\n"},
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
