@@ -279,21 +279,26 @@ static void describe(tune_problem_run *x, candidate *c, const tune_proposal *p) 
 }
 
 /* A result the database holds for this config, problem and device is this run's answer: the
- * sources observe it as if it had been measured now. Returns 1 when it did. */
+ * sources observe it as if it had been measured now. Returns 1 when it did. A --compile-only
+ * run (no backend) answers from compile-only rows too. */
 static int resume(tune_problem_run *x, candidate *c) {
   const tune_recipe_run *rr = x->rr;
   db_result prev;
   tune_err e;
   tune_err_clear(&e);
   const char *timing = rr->o->sustained ? "sustained" : "burst";
-  if (!rr->be || db_result_find_timing(rr->db, rr->recipe_id, rr->device_id, c->config_id, x->problem_id, timing, &prev, &e))
-    return 0;
+  int missing = rr->be ? db_result_find_timing(rr->db, rr->recipe_id, rr->device_id, c->config_id, x->problem_id,
+                                               timing, &prev, &e)
+                       : db_result_find_compiled(rr->db, rr->recipe_id, rr->device_id, c->config_id, x->problem_id,
+                                                 &prev, &e);
+  if (missing) return 0;
   c->done = 1;
   rr->st->resumed++;
   x->resumed++;
   tune_source_chain_observe(&x->sources, &c->prop, c->json, &prev);
   tune_best_offer(&x->best, &prev, tune_halving_is_quick(prev.error_text), &c->prop, c->label);
   rr->st->n_status[prev.status]++;
+  rr->st->compile_only += prev.status == DB_SKIPPED && !strcmp(prev.error_text, DB_REASON_COMPILE_ONLY);
   return 1;
 }
 

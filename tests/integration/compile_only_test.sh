@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --compile-only compiles every variant with NVRTC (no GPU), stores resource usage,
-# and a second identical run compiles nothing.
+# and a second identical run resumes every variant: nothing compiled, no row added.
 . "$(dirname "$0")/lib.sh"
 "$TUNE" run "$SRC/recipes/copy.lua" --compile-only --arch sm_90a --db c.db --problem 64MiB >first.txt 2>&1
 check "first run exits 0" test $? -eq 0
@@ -13,5 +13,7 @@ n_res=$(sql c.db "select count(*) from results where registers > 0 and spill_sto
 check "results carry resource usage" test "$n_res" = "$n_space"
 "$TUNE" run "$SRC/recipes/copy.lua" --compile-only --arch sm_90a --db c.db --problem 64MiB >second.txt 2>&1
 check "second run exits 0" test $? -eq 0
-check "second run compiles nothing" contains second.txt "compile: 0 compiled, $n_space from the compile cache (nothing to compile)"
+check "second run resumes every variant" contains second.txt "$n_space resumed from the database"
+check "... compiling nothing" contains second.txt "compile: 0 compiled, 0 from the compile cache"
+check "... and adding no row" test "$(sql c.db "select count(*) from results")" = "$n_space"
 finish

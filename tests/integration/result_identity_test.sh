@@ -64,9 +64,14 @@ check "merge again adds nothing" contains merge2.txt "m.db: results $((2 * expec
 check "merge again adds no re-timing" test "$(sql m.db "select count(*) from measurements")" -eq "$expected"
 # the soak's database: its rows are re-timings of OUT's, its own re-timings come along; once
 "$TUNE" db merge m.db soak.db >merge3.txt 2>&1
+after3=$(sql m.db "select count(*) from measurements where comparison_id is null")
 "$TUNE" db merge m.db soak.db >merge4.txt 2>&1
 check "merging the soak adds no result" test "$(rows m.db)" -eq "$expected"
-check "the soak's rows and re-timings are re-timings in OUT, once" \
-  test "$(sql m.db "select count(*) from measurements where comparison_id is null")" -eq $((2 * expected + retimes))
+# replay answers every writer with the same figures: two re-timings of one config in the same
+# second are the same row to the merge, so up to (not exactly) all of the soak's arrive
+check "the soak's rows and re-timings are re-timings in OUT ($after3)" \
+  test "$after3" -gt "$expected" -a "$after3" -le $((2 * expected + retimes))
+check "... once: merging the soak again adds none" \
+  test "$(sql m.db "select count(*) from measurements where comparison_id is null")" -eq "$after3"
 check "merged database is consistent" test "$(sql m.db "pragma foreign_key_check" | wc -l)" -eq 0
 finish
