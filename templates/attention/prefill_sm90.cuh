@@ -105,6 +105,16 @@
 //   USE_TMA: 4-D maps {D, heads, T, 1} (token stride = the row stride; box {64, 1, rows, 1}, the Q
 //   box {64, G, BLOCK_M / G, 1}); rows past T read as zeros, rows of the next sequence are masked.
 //   PERSISTENT must be 0. Shared memory: 16 more bytes (the block's work, written by warp 0).
+//
+// VARLEN_KV 1 (with VARLEN; recipes/attention/varlen_kv.lua): keys longer than queries, as a chunked
+//   prefill or a prompt continuing a cached prefix (flash_attn_varlen_func with cu_seqlens_q and
+//   cu_seqlens_k). Entry attn_varlen_kv_sm90 takes cu_seqlens_q and cu_prefix (i32 [B + 1], prefix
+//   sums of the per-sequence prefix lengths Lk - Lq >= 0, i.e. cu_seqlens_k - cu_seqlens_q): sequence
+//   b's queries are q tokens [cu_seqlens_q[b], cu_seqlens_q[b + 1]), its keys k and v tokens
+//   [cu_seqlens_q[b] + cu_prefix[b], cu_seqlens_q[b + 1] + cu_prefix[b + 1]). Causal is aligned at the
+//   end: query j sees keys 0 .. j + Lk - Lq. The grid and the tile map are those of VARLEN over the
+//   query tiles (T = the query tokens); the K/V loop runs over the sequence's Lk keys. USE_TMA: the K
+//   and V maps span the key tokens {D, HKV, TK, 1}. Shared memory: 32 bytes of work, not 16.
 #include <cuda_bf16.h>
 #include "common/cp_async.cuh"
 #include "common/cp_async_zfill.cuh"
@@ -157,6 +167,9 @@
 #ifndef GQA_PACK
 #define GQA_PACK 0
 #endif
+#ifndef VARLEN_KV
+#define VARLEN_KV 0
+#endif
 #if GQA_PACK && !defined(GQA_RATIO)
 #error "GQA_PACK needs -D GQA_RATIO (HQ / HKV)"
 #endif
@@ -183,8 +196,8 @@ constexpr int kKOff = kQBytes;
 constexpr int kVOff = kKOff + kStages * kKVBytes;
 constexpr int kBarOff = kVOff + kStages * kKVBytes;
 constexpr int kBarBytes = (1 + 4 * kStages + PERSISTENT) * 8;  // PERSISTENT: + q_empty
-constexpr int kWorkOff = kBarOff + kBarBytes;      // VARLEN: the block's work (4 ints)
-constexpr int kSmemBytes = 1024 + kWorkOff + (VARLEN ? 16 : 0);  // + slack to align the base to 1024
+constexpr int kWorkOff = kBarOff + kBarBytes;      // VARLEN: the block's work (4 ints, VARLEN_KV 6)
+constexpr int kSmemBytes = 1024 + kWorkOff + (VARLEN ? 16 + 16 * VARLEN_KV : 0);  // + slack to align the base to 1024
 #if GQA_PACK
 constexpr int kG = GQA_RATIO;                      // query heads per tile row group
 #else
@@ -231,6 +244,7 @@ static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT must be 0 or 1");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(VARLEN == 0 || VARLEN == 1, "VARLEN must be 0 or 1");
 static_assert(!VARLEN || !PERSISTENT, "VARLEN has no persistent schedule");
+static_assert(VARLEN_KV == 0 || (VARLEN_KV == 1 && VARLEN), "VARLEN_KV must be 0 or 1, and 1 needs VARLEN");
 static_assert(kG == 1 || (VARLEN && kG >= 1 && 64 % kG == 0), "GQA_PACK: VARLEN only, GQA_RATIO dividing 64");
 
 constexpr int kSchedBar = 4;  // PINGPONG named barriers 4 .. 3 + kCons (1 .. kCons: epilogues)
@@ -242,7 +256,7 @@ struct Smem {
   unsigned q, k, v;
   unsigned q_full, k_full, k_empty, v_full, v_empty;  // barrier arrays: + 8 * slot
   unsigned q_empty;                                   // PERSISTENT only
-  unsigned work;                                      // VARLEN only: m_blk, head, first token, length
+  unsigned work;  // VARLEN only: m_blk, head, first token, length (VARLEN_KV: then first key, keys)
 };
 __device__ __forceinline__ Smem smem_layout(unsigned base) {
   Smem s;
@@ -302,10 +316,25 @@ struct Tile {
   const bf16 *q, *k, *v;  // first token: q at its (first) query head, k and v at its KV head
   bf16 *o;                // first token at its (first) query head
   long long q_ld, k_ld, v_ld, o_ld;  // elements from one token to the next
-  int S;                  // tokens (queries and keys)
+  int S;                  // tokens (queries and keys; VARLEN_KV: queries)
   int m_blk;              // query tile: rows [m_blk * kBM, + kBM) of S * kG
   int row0, h, kvh, b;    // TMA coordinates: first token in the map, query head, KV head, batch
+#if VARLEN_KV
+  int Sk;                 // keys (>= S)
+  int krow0;              // TMA: first key token in the K and V maps
+#endif
 };
+
+// Keys of the tile's sequence, the first one's row in the K and V maps, and the causal shift: query
+// token i sees keys up to i + shift (0 unless VARLEN_KV: the keys past the queries, aligned at the end).
+#if VARLEN_KV
+__device__ __forceinline__ int tile_keys(const Tile &w) { return w.Sk; }
+__device__ __forceinline__ int tile_krow0(const Tile &w) { return w.krow0; }
+#else
+__device__ __forceinline__ int tile_keys(const Tile &w) { return w.S; }
+__device__ __forceinline__ int tile_krow0(const Tile &w) { return w.row0; }
+#endif
+__device__ __forceinline__ int tile_shift(const Tile &w) { return tile_keys(w) - w.S; }
 
 // The dense layout's tile: heads are S * D apart, tokens D.
 __device__ __forceinline__ Tile dense_tile(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *o, const Work &w, int HQ,
@@ -326,10 +355,11 @@ __device__ __forceinline__ Tile dense_tile(const bf16 *q, const bf16 *k, const b
   return t;
 }
 
-// K/V tiles the block visits: [0, n_end). m0: its first query row (token m0 / kG).
-__device__ __forceinline__ int block_n_end(int m0, int S) {
-  const int n_tiles = (S + kBN - 1) / kBN;
-  return IS_CAUSAL ? min(n_tiles, ((m0 + kBM - 1) / kG + kBN) / kBN) : n_tiles;
+// K/V tiles the block visits: [0, n_end). m0: its first query row (token m0 / kG), n_keys: keys,
+// shift: tile_shift.
+__device__ __forceinline__ int block_n_end(int m0, int n_keys, int shift) {
+  const int n_tiles = (n_keys + kBN - 1) / kBN;
+  return IS_CAUSAL ? min(n_tiles, ((m0 + kBM - 1) / kG + shift + kBN) / kBN) : n_tiles;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,7 +405,7 @@ __device__ __forceinline__ void producer(const Tile &w, const Smem &sm, int t, c
                                          const tune::tensormap *tmK, const tune::tensormap *tmV, int it,
                                          int ring) {
   if (t >= kProdThreads) return;  // idle warps of the producer warpgroup
-  const int S = w.S;
+  const int Sk = tile_keys(w);  // keys (the queries are w.S)
   const int m0 = w.m_blk * kBM;
 #if USE_TMA
   if (it == 0) {
@@ -383,7 +413,7 @@ __device__ __forceinline__ void producer(const Tile &w, const Smem &sm, int t, c
     tune::tma_prefetch_desc(*tmK);
     tune::tma_prefetch_desc(*tmV);
   }
-  const int n_end = block_n_end(m0, S);
+  const int n_end = block_n_end(m0, Sk, tile_shift(w));
   // PERSISTENT: the first kStages K/V tiles go before Q, so that they load while the previous tile's
   // epilogue runs (their slots are released before it); Q waits for that epilogue, which reads O
   // back from the Q tile. Not all of them: later slots are released only once Q has arrived.
@@ -410,12 +440,12 @@ __device__ __forceinline__ void producer(const Tile &w, const Smem &sm, int t, c
     tune::mbar_arrive_expect_tx(sm.k_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_rows(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, w.row0 + jj * kBN, w.kvh, w.b, sm.k_full + 8 * s);
+      tma_rows(sm.k + s * kKVBytes + blk * kBN * 128, *tmK, blk * 64, tile_krow0(w) + jj * kBN, w.kvh, w.b, sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
     tune::mbar_arrive_expect_tx(sm.v_full + 8 * s, kKVBytes);
 #pragma unroll
     for (int blk = 0; blk < kDB; ++blk)
-      tma_rows(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, w.row0 + jj * kBN, w.kvh, w.b, sm.v_full + 8 * s);
+      tma_rows(sm.v + s * kKVBytes + blk * kBN * 128, *tmV, blk * 64, tile_krow0(w) + jj * kBN, w.kvh, w.b, sm.v_full + 8 * s);
   }
 #if PERSISTENT
   if (n_pre == n_end) load_q();  // every K/V tile went first (n_end <= kStages)
@@ -426,18 +456,18 @@ __device__ __forceinline__ void producer(const Tile &w, const Smem &sm, int t, c
   (void)tmV;
   // PERSISTENT: the consumers' epilogue of the previous tile reads O from the Q tile
   if (PERSISTENT && it > 0) tune::mbar_wait(sm.q_empty, (it - 1) & 1);
-  load_rows<kBM, kG>(sm.q, w.q, w.q_ld, m0, S * kG, t);
+  load_rows<kBM, kG>(sm.q, w.q, w.q_ld, m0, w.S * kG, t);
   tune::cp_async_mbar_arrive_noinc(sm.q_full);
-  const int n_end = block_n_end(m0, S);
+  const int n_end = block_n_end(m0, Sk, tile_shift(w));
   for (int jj = 0; jj < n_end; ++jj) {
     const int j = ring + jj;  // ring slot use
     const int s = j % kStages;
     const unsigned parity = ((j / kStages) - 1) & 1;  // phase of the slot's previous use
     if (j >= kStages) tune::mbar_wait(sm.k_empty + 8 * s, parity);
-    load_rows<kBN, 1>(sm.k + s * kKVBytes, w.k, w.k_ld, jj * kBN, S, t);
+    load_rows<kBN, 1>(sm.k + s * kKVBytes, w.k, w.k_ld, jj * kBN, Sk, t);
     tune::cp_async_mbar_arrive_noinc(sm.k_full + 8 * s);
     if (j >= kStages) tune::mbar_wait(sm.v_empty + 8 * s, parity);
-    load_rows<kBN, 1>(sm.v + s * kKVBytes, w.v, w.v_ld, jj * kBN, S, t);
+    load_rows<kBN, 1>(sm.v + s * kKVBytes, w.v, w.v_ld, jj * kBN, Sk, t);
     tune::cp_async_mbar_arrive_noinc(sm.v_full + 8 * s);
   }
   tune::cp_async_wait<0>();
@@ -494,16 +524,16 @@ __device__ __forceinline__ void issue_pv(float (&o)[kOAcc], const unsigned (&p)[
   }
 }
 
-// Scores -> -inf where key > the row's token (causal) or key >= S. row_g: the thread's row for h = 0
-// (row g of its warp's 16), key_t: the key of its first column (tile start + 2 t).
-__device__ __forceinline__ void apply_mask(float (&s)[kSAcc], int row_g, int key_t, int S) {
+// Scores -> -inf where key > the row's token + shift (causal) or key >= n_keys. row_g: the thread's
+// row for h = 0 (row g of its warp's 16), key_t: the key of its first column (tile start + 2 t).
+__device__ __forceinline__ void apply_mask(float (&s)[kSAcc], int row_g, int key_t, int n_keys, int shift) {
 #pragma unroll
   for (int jj = 0; jj < kBN / 8; ++jj)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int tok = (row_g + 8 * (e >> 1)) / kG;
       const int key = key_t + 8 * jj + (e & 1);
-      if ((IS_CAUSAL && key > tok) || key >= S) s[4 * jj + e] = neg_inf();
+      if ((IS_CAUSAL && key > tok + shift) || key >= n_keys) s[4 * jj + e] = neg_inf();
     }
 }
 
@@ -612,15 +642,15 @@ __device__ __forceinline__ void release(unsigned bar, int j, int lane) {
 __device__ __forceinline__ void consumer(const Tile &w, float scale_log2, const Smem &sm, int wg, int wt, int it,
                                          int ring) {
   const int warp = wt >> 5, lane = wt & 31, g = lane >> 2, t = lane & 3;
-  const int S = w.S;
+  const int S = w.S, Sk = tile_keys(w), shift = tile_shift(w);
   const int m0 = w.m_blk * kBM;
   const int r0 = m0 + wg * 64;  // first query row of this warpgroup
-  const int n_tiles = (S + kBN - 1) / kBN;
-  const int n_end = block_n_end(m0, S);
-  // Tiles this warpgroup computes (up to its last row's token), and those of them that need no mask
-  // (every key at most its first row's token).
-  const int n_end_wg = (IS_CAUSAL && !PINGPONG) ? min(n_tiles, ((r0 + 63) / kG + kBN) / kBN) : n_end;
-  const int n_plain = min(IS_CAUSAL ? (r0 / kG + 1) / kBN : n_tiles, S / kBN);
+  const int n_tiles = (Sk + kBN - 1) / kBN;
+  const int n_end = block_n_end(m0, Sk, shift);
+  // Tiles this warpgroup computes (up to its last row's token + shift), and those of them that need
+  // no mask (every key at most its first row's token + shift).
+  const int n_end_wg = (IS_CAUSAL && !PINGPONG) ? min(n_tiles, ((r0 + 63) / kG + shift + kBN) / kBN) : n_end;
+  const int n_plain = min(IS_CAUSAL ? (r0 / kG + shift + 1) / kBN : n_tiles, Sk / kBN);
   const int row_g = r0 + warp * 16 + g;
   const unsigned sq_wg = sm.q + wg * 64 * 128;
 
@@ -659,7 +689,7 @@ __device__ __forceinline__ void consumer(const Tile &w, float scale_log2, const 
   tune::wgmma_wait<0>();
   tune::wgmma_fence_acc(s);
   release(sm.k_empty, ring + 0, lane);
-  if (0 >= n_plain) apply_mask(s, row_g, 2 * t, S);
+  if (0 >= n_plain) apply_mask(s, row_g, 2 * t, Sk, shift);
   softmax_update(s, m, l, alpha, scale_log2);
   pack_p(p, s);
   for (int j = 1; j < n_end_wg; ++j) {
@@ -680,7 +710,7 @@ __device__ __forceinline__ void consumer(const Tile &w, float scale_log2, const 
     tune::wgmma_wait<1>();  // scores of tile j are done
     tune::wgmma_fence_acc(s);
     release(sm.k_empty, ring + j, lane);
-    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
+    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, Sk, shift);
     softmax_update(s, m, l, alpha, scale_log2);
     tune::wgmma_wait<0>();  // P V of tile j - 1 is done: O and P may change, V slot j - 1 is free
     tune::wgmma_fence_acc(o);
@@ -714,7 +744,7 @@ __device__ __forceinline__ void consumer(const Tile &w, float scale_log2, const 
     tune::wgmma_wait<0>();
     tune::wgmma_fence_acc(s);
     release(sm.k_empty, ring + j, lane);
-    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, S);
+    if (j >= n_plain) apply_mask(s, row_g, j * kBN + 2 * t, Sk, shift);
     softmax_update(s, m, l, alpha, scale_log2);
     rescale_o(o, alpha);
     pack_p(p, s);
@@ -818,8 +848,11 @@ __device__ __forceinline__ int2 find_unit(int B, int x, int lane, const Count &c
 }
 
 // Warp 0: the block's work -> slot (m_blk or -1 past the last tile, head index, first token,
-// length). Head index: a query head, or with GQA_PACK a KV head (n_heads = HQ / kG).
-__device__ __forceinline__ void varlen_work(const int *__restrict__ cu, int B, int n_heads, unsigned slot, int lane) {
+// length; VARLEN_KV: then the first key token and the keys, from cu_prefix, else null). Head index:
+// a query head, or with GQA_PACK a KV head (n_heads = HQ / kG).
+__device__ __forceinline__ void varlen_work(const int *__restrict__ cu, const int *__restrict__ cu_prefix, int B,
+                                            int n_heads, unsigned slot, int lane) {
+  (void)cu_prefix;
   const auto tiles = [&](int i) { return seq_tiles(cu, i); };
 #if SCHED == 2
   const int head = (int)(blockIdx.x % (unsigned)n_heads), x = (int)(blockIdx.x / (unsigned)n_heads);
@@ -859,6 +892,13 @@ __device__ __forceinline__ void varlen_work(const int *__restrict__ cu, int B, i
     const int vals[4] = {seq >= 0 ? m : -1, head, start, len};
 #pragma unroll
     for (int i = 0; i < 4; ++i) asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(slot + 4 * i), "r"(vals[i]) : "memory");
+#if VARLEN_KV
+    // the sequence's cached prefix comes first among its keys: keys = prefix + queries
+    const int p0 = seq >= 0 ? cu_prefix[seq] : 0, p1 = seq >= 0 ? cu_prefix[seq + 1] : 0;
+    const int kv[2] = {start + p0, len + p1 - p0};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(slot + 16 + 4 * i), "r"(kv[i]) : "memory");
+#endif
   }
 }
 #endif
@@ -901,14 +941,14 @@ attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
     for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
       const pf90::Tile w = pf90::dense_tile(q, k, v, o, pf90::block_work(HQ, B, S, lin), HQ, HKV, S);
       pf90::producer(w, sm, pt, maps[0], maps[1], maps[2], it, ring);
-      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
+      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S, 0);
     }
   } else {
     if constexpr (pf90::kSetMaxNReg) tune::setmaxnreg_inc<pf90::kConsumerRegs>();
     for (int lin = (int)blockIdx.x; lin < n_work; lin += (int)gridDim.x, ++it) {
       const pf90::Tile w = pf90::dense_tile(q, k, v, o, pf90::block_work(HQ, B, S, lin), HQ, HKV, S);
       pf90::consumer(w, scale_log2, sm, wg, ct, it, ring);
-      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S);
+      ring += pf90::block_n_end(w.m_blk * pf90::kBM, S, 0);
     }
   }
 #else
@@ -918,9 +958,16 @@ attn_prefill_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
 }
 #else
 // Packed sequences (header: VARLEN). T: tokens of all sequences (the grid's bound; not read here).
+// VARLEN_KV: cu_seqlens and T are the queries', cu_prefix gives the keys (header: VARLEN_KV).
 extern "C" __global__ void __launch_bounds__(pf90::kThreads, MIN_BLOCKS)
+#if VARLEN_KV
+attn_varlen_kv_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                    bf16 *__restrict__ o, const int *__restrict__ cu_seqlens, const int *__restrict__ cu_prefix,
+                    int B, int T, int HQ, int HKV,
+#else
 attn_varlen_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                  bf16 *__restrict__ o, const int *__restrict__ cu_seqlens, int B, int T, int HQ, int HKV,
+#endif
                  long long q_ld, long long k_ld, long long v_ld, long long o_ld, float scale_log2
 #if TMA_ARGS
                  , const __grid_constant__ tune::tensormap tmQ, const __grid_constant__ tune::tensormap tmK,
@@ -928,15 +975,18 @@ attn_varlen_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const b
 #endif
 ) {
   (void)T;
+#if !VARLEN_KV
+  const int *cu_prefix = nullptr;
+#endif
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned base = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
   const pf90::Smem sm = pf90::smem_layout(base);
-  if (threadIdx.x < 32) pf90::varlen_work(cu_seqlens, B, HQ / pf90::kG, sm.work, (int)threadIdx.x);
+  if (threadIdx.x < 32) pf90::varlen_work(cu_seqlens, cu_prefix, B, HQ / pf90::kG, sm.work, (int)threadIdx.x);
   if (threadIdx.x == 0) pf90::init_barriers(sm);
   __syncthreads();
-  int wk[4];  // m_blk (-1: no tile), head index, first token, length
+  int wk[4 + 2 * VARLEN_KV];  // m_blk (-1: no tile), head index, first token, length (, first key, keys)
 #pragma unroll
-  for (int i = 0; i < 4; ++i) asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(wk[i]) : "r"(sm.work + 4 * i) : "memory");
+  for (int i = 0; i < 4 + 2 * VARLEN_KV; ++i) asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(wk[i]) : "r"(sm.work + 4 * i) : "memory");
   if (wk[0] < 0) return;  // past the last tile: the whole block leaves before any copy
 #if USE_TMA
   const tune::tensormap *maps[3] = {&tmQ, &tmK, &tmV};
@@ -948,8 +998,15 @@ attn_varlen_sm90(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const b
   w.kvh = w.h / (HQ / HKV);
   w.q = q + wk[2] * q_ld + w.h * pf90::kD;
   w.o = o + wk[2] * o_ld + w.h * pf90::kD;
+#if VARLEN_KV
+  w.k = k + wk[4] * k_ld + w.kvh * pf90::kD;
+  w.v = v + wk[4] * v_ld + w.kvh * pf90::kD;
+  w.krow0 = wk[4];
+  w.Sk = wk[5];
+#else
   w.k = k + wk[2] * k_ld + w.kvh * pf90::kD;
   w.v = v + wk[2] * v_ld + w.kvh * pf90::kD;
+#endif
   w.q_ld = q_ld;
   w.k_ld = k_ld;
   w.v_ld = v_ld;

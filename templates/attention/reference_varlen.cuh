@@ -9,6 +9,10 @@
 // sequence up to the token. Tokens outside [cu_seqlens[0], cu_seqlens[B]) are not written.
 // Defines: HEAD_DIM, IS_CAUSAL, REF_TMA_ARGS [0] (1: also takes the tensor maps tmQ, tmK, tmV after
 // scale_log2; never read). Launch: grid = (ceil(T / 128), HQ, 1), block = 128, no shared memory.
+// VARLEN_KV [0] 1: entry attn_varlen_kv_reference, the same arguments as attn_varlen_kv_sm90: T and
+// cu_seqlens are the queries', cu_prefix (after cu_seqlens) the prefix sums of Lk - Lq; sequence b's
+// keys are k, v tokens [cu_seqlens[b] + cu_prefix[b], cu_seqlens[b + 1] + cu_prefix[b + 1]), causal
+// aligned at the end (query j of a sequence sees keys 0 .. j + Lk - Lq).
 #include <cuda_bf16.h>
 
 #if !defined(HEAD_DIM) || !defined(IS_CAUSAL)
@@ -17,6 +21,9 @@
 
 #ifndef REF_TMA_ARGS
 #define REF_TMA_ARGS 0
+#endif
+#ifndef VARLEN_KV
+#define VARLEN_KV 0
 #endif
 #if REF_TMA_ARGS
 #include "common/tma.cuh"
@@ -29,8 +36,14 @@
 
 typedef __nv_bfloat16 bf16;
 
+#if VARLEN_KV
+extern "C" __global__ void attn_varlen_kv_reference(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *o,
+                                                    const int *cu_seqlens, const int *cu_prefix, int B, int T,
+                                                    int HQ, int HKV,
+#else
 extern "C" __global__ void attn_varlen_reference(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *o,
                                                  const int *cu_seqlens, int B, int T, int HQ, int HKV,
+#endif
                                                  long long q_ld, long long k_ld, long long v_ld, long long o_ld,
                                                  float scale_log2 REF_TMA_PARAMS) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;  // token
@@ -44,10 +57,16 @@ extern "C" __global__ void attn_varlen_reference(const bf16 *q, const bf16 *k, c
     else hi = mid;
   }
   const int start = cu_seqlens[lo], end = cu_seqlens[lo + 1];
+#if VARLEN_KV
+  // keys: the prefix, then one per query; query i sees the prefix and the keys up to its own
+  const int k_first = start + cu_prefix[lo], k_end = end + cu_prefix[lo + 1], k_self = i + cu_prefix[lo + 1];
+#else
+  const int k_first = start, k_end = end, k_self = i;
+#endif
   const int kvh = h / (HQ / HKV);
   const bf16 *qr = q + i * q_ld + (size_t)h * HEAD_DIM;
   bf16 *orow = o + i * o_ld + (size_t)h * HEAD_DIM;
-  const int key_end = IS_CAUSAL ? i + 1 : end;
+  const int key_end = IS_CAUSAL ? k_self + 1 : k_end;
 
   float qf[HEAD_DIM];
   for (int d = 0; d < HEAD_DIM; ++d) qf[d] = __bfloat162float(qr[d]);
@@ -60,13 +79,13 @@ extern "C" __global__ void attn_varlen_reference(const bf16 *q, const bf16 *k, c
 
   // Pass 1: the largest score of the row.
   float mx = __int_as_float(0xff800000u);  // -inf (NVRTC defines no INF macro)
-  for (int j = start; j < key_end; ++j) mx = fmaxf(mx, score(j));
+  for (int j = k_first; j < key_end; ++j) mx = fmaxf(mx, score(j));
 
   // Pass 2: p_j = 2^((s_j - max) * scale_log2); o = sum p_j v_j / sum p_j.
   float acc[HEAD_DIM];
   for (int d = 0; d < HEAD_DIM; ++d) acc[d] = 0.f;
   float sum = 0.f;
-  for (int j = start; j < key_end; ++j) {
+  for (int j = k_first; j < key_end; ++j) {
     const float p = exp2f((score(j) - mx) * scale_log2);
     const bf16 *vr = v + j * v_ld + (size_t)kvh * HEAD_DIM;
     sum += p;

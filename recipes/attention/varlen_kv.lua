@@ -1,0 +1,171 @@
+-- attention/varlen_kv.lua: attention forward over packed variable-length sequences whose keys are
+-- longer than their queries: a long prompt prefilled in chunks, or a prompt continuing a cached
+-- prefix (vLLM's chunked prefill, SGLang's extend). The Hopper path: templates/attention/
+-- prefill_sm90.cuh with VARLEN = 1 and VARLEN_KV = 1 (entry attn_varlen_kv_sm90, the mainloop of
+-- attention.varlen with per-sequence key counts and a causal shift). sm_90a only.
+--
+-- The serving contract (flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=True)):
+--   q [TQ, HQ, D] and o [TQ, HQ, D] bf16, TQ query tokens of B sequences packed back to back;
+--   k and v [TK, HKV, D], TK key tokens packed the same way; cu_seqlens_q i32 [B + 1] (sequence b's
+--   queries are tokens [cu_seqlens_q[b], cu_seqlens_q[b + 1])) and cu_prefix i32 [B + 1], the prefix
+--   sums of the per-sequence cached-prefix lengths Lk - Lq >= 0: cu_prefix = cu_seqlens_k -
+--   cu_seqlens_q, so sequence b's keys are tokens [cu_seqlens_q[b] + cu_prefix[b], cu_seqlens_q[b + 1]
+--   + cu_prefix[b + 1]) (SGLang keeps these lengths as extend_prefix_lens; tunert.torch.
+--   attention_varlen computes cu_prefix from cu_seqlens_k on the device, no host sync). The kernel
+--   takes the prefix form because it is what the offsets init can draw with Lk >= Lq for every
+--   sequence (two independent offsets draws would give some sequences fewer keys than queries).
+--   Causal aligned at the end: query j of a sequence sees keys 0 .. j + Lk - Lq (FlashAttention-2's
+--   and torch's causal_lower_right). GQA, D 64 or 128, any Lq >= 1, any prefix >= 0 (Lq = Lk is
+--   attention.varlen's case), row strides q_ld, k_ld, v_ld, o_ld as attention.varlen.
+--   The grid depends on TQ, B and the heads only (TILES over the query tokens, as attention.varlen):
+--   one CUDA graph replays a prefill step while the chunk and prefix lengths change.
+--   USE_TMA = 1: the Q map spans {D, HQ, TQ, 1}, the K and V maps {D, HKV, TK, 1}.
+-- Tuned: as attention.varlen (tiles, pipeline, tile order, GQA_PACK). A query tile now walks its
+-- sequence's whole prefix, so the work per tile is mostly the prefix: the causal tile orders matter
+-- less than in attention.varlen, and long prefixes favour the deeper K/V rings.
+-- Problems draw the query lengths with {"offsets", "TQ", QMIN} (QMIN = max(1, TQ // (2 B)): chunks
+-- between half the mean and a few times it) and the prefixes with {"offsets", "TK - TQ", 0} (skewed:
+-- some long, some short, and where TK - TQ is small against B some 0, i.e. Lq = Lk).
+
+-- Query heads per tile row group, tiles of the grid (an upper bound) and head blocks (varlen.lua).
+local G = "(GQA_PACK * (HQ // HKV - 1) + 1)"
+local TILES = "(TQ * " .. G .. " // (64 * CONSUMERS) + B)"
+local HEADS = "(HQ // " .. G .. ")"
+-- Dynamic shared memory (prefill_sm90.cuh kSmemBytes, VARLEN_KV): varlen.lua's with 32 bytes of work.
+local SMEM = "(1024 + (64 * CONSUMERS + 2 * STAGES * BLOCK_N) * D * 2 + (1 + 4 * STAGES) * 8 + 32)"
+-- The shortest query chunk the problems draw (the offsets init's min_part).
+local QMIN = "max(1, TQ // (2 * B))"
+
+local function problem(B, TQ, TK, HQ, HKV, D, causal)
+  return { name = string.format("b%dq%dk%dhq%dkv%dd%d%s", B, TQ, TK, HQ, HKV, D, causal and "c" or ""),
+           B = B, TQ = TQ, TK = TK, HQ = HQ, HKV = HKV, D = D, causal = causal }
+end
+
+return {
+  name = "attention.varlen_kv",
+  template = "templates/attention/prefill_sm90.cuh",
+  kernel = "attn_varlen_kv_sm90",
+
+  -- attention.varlen's space and constraints (the same mainloop and register budgets)
+  params = {
+    { "BLOCK_N",   { 64, 128, 176 } },  -- keys per K/V tile (n of the Q K^T wgmma)
+    { "CONSUMERS", { 1, 2 } },          -- consumer warpgroups; query rows per tile = 64 * CONSUMERS
+    { "STAGES",    { 2, 3 } },          -- K/V ring depth
+    { "OVERLAP",   { 0, 1 } },          -- 1: Q K_{j+1}^T and P_j V_j in flight together (FA3 style)
+    -- tile order: 0 sequence by sequence, 1 the last tile of each sequence first, 2 the highest tile
+    -- index of the whole batch first, heads fastest
+    { "SCHED",     { 0, 1, 2 } },
+    { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
+    { "USE_TMA",   { 0, 1 } },          -- 1: TMA producer (one thread), 0: cp.async (any row stride)
+    { "MIN_BLOCKS", { 1, 2 } },         -- 2 (one consumer warpgroup, TMA): two blocks per SM
+    { "LEAN_PRODUCER", { 0, 1 } },      -- 1: the producer is one warp (MIN_BLOCKS 2 only)
+    { "GQA_PACK",  { 0, 1 } },          -- 1: a tile packs the query heads of one KV head
+  },
+
+  constraints = {
+    "PINGPONG == 0 or (OVERLAP == 1 and CONSUMERS >= 2)",
+    "OVERLAP == 1 or (MIN_BLOCKS == 2 and LEAN_PRODUCER == 1)",
+    "(MIN_BLOCKS == 1 and LEAN_PRODUCER == 0 and CONSUMERS == 2) or (MIN_BLOCKS == 2 and CONSUMERS == 1 and "
+      .. "USE_TMA == 1 and ((LEAN_PRODUCER == 1 and BLOCK_N <= 128) or (LEAN_PRODUCER == 0 and OVERLAP == 1)))",
+    "USE_TMA == 1 or STAGES == 2",
+    "STAGES == 2 or BLOCK_N == 128",
+  },
+
+  -- What a config needs to run a problem (prefill_sm90.cuh static_asserts, the SM's shared memory).
+  requires = {
+    "HQ % HKV == 0",
+    "causal or SCHED == 0",  -- SCHED only reorders causal work
+    "GQA_PACK == 0 or (HQ > HKV and 64 % (HQ // HKV) == 0)",
+    -- a box no larger than its tensor: Q rows of TQ, K and V rows of TK
+    "USE_TMA == 0 or (TQ >= 64 * CONSUMERS and TK >= BLOCK_N)",
+    SMEM .. " <= 227 * 1024",
+    "MIN_BLOCKS * (" .. SMEM .. " + 1024) <= 228 * 1024",  -- each block also holds 1 KiB of the system's
+  },
+
+  defines = { HEAD_DIM = "D", IS_CAUSAL = "causal", TMA_ARGS = 1, VARLEN = 1, VARLEN_KV = 1,
+              GQA_RATIO = "GQA_PACK * (HQ // HKV)" },  -- 0 unless packed: one binary for every ratio
+
+  -- The problems the family serves: every sequence has at least as many keys as queries in total,
+  -- the grid's blocks and token indices fit int32, heads fit grid.y.
+  domain = {
+    "D == 64 or D == 128",
+    "HKV >= 1 and HQ % HKV == 0 and HQ <= 65535",
+    "B >= 1 and TQ >= B and TK >= TQ and TK <= 2147483647",
+    "(TQ // 64 + B) * HQ <= 2147483647",
+  },
+  -- The generic variant: attention.varlen's (cp.async producer, any row stride, no packing).
+  fallback = { BLOCK_N = 128, CONSUMERS = 2, STAGES = 2, OVERLAP = 1, SCHED = 0, PINGPONG = 1, USE_TMA = 0,
+               MIN_BLOCKS = 1, LEAN_PRODUCER = 0, GQA_PACK = 0 },
+
+  problems = {
+    problem(4, 4096, 69632, 32, 8, 128, true),   -- chunks of 512..2560 queries over prefixes up to ~30k
+    problem(8, 8192, 73728, 32, 8, 128, true),   -- more sequences, prefixes of ~8k on average
+    problem(2, 2048, 65536, 32, 8, 128, true),   -- two chunks continuing ~31k-token cached prefixes
+    problem(4, 2048, 18432, 16, 16, 64, true),   -- D 64, no GQA
+    problem(16, 200, 520, 32, 8, 128, true),     -- tails: short uneven chunks, some with no prefix (Lq = Lk)
+    problem(32, 32, 16416, 32, 8, 128, true),    -- Lq = 1 for every sequence (decode-like) over ~512 keys
+    problem(8, 600, 2600, 8, 8, 128, false),     -- not causal (every query sees its sequence's keys)
+  },
+
+  launch = {
+    grid = { "SCHED == 2 and " .. TILES .. " * " .. HEADS .. " or " .. TILES, "SCHED == 2 and 1 or " .. HEADS, 1 },
+    block = { "128 * CONSUMERS + 128 - 96 * LEAN_PRODUCER", 1, 1 },
+    shared = SMEM,
+  },
+
+  args = {
+    { "q", tensor = "bf16", shape = { "TQ", "HQ", "D" },  init = { "normal", 0, 1 } },
+    { "k", tensor = "bf16", shape = { "TK", "HKV", "D" }, init = { "normal", 0, 1 } },
+    { "v", tensor = "bf16", shape = { "TK", "HKV", "D" }, init = { "normal", 0, 1 } },
+    { "o", tensor = "bf16", shape = { "TQ", "HQ", "D" },  output = true },
+    { "cu_seqlens_q", tensor = "i32", shape = { "B + 1" }, init = { "offsets", "TQ", QMIN } },
+    { "cu_prefix", tensor = "i32", shape = { "B + 1" }, init = { "offsets", "TK - TQ", 0 } },
+    { "B",   scalar = "i32", value = "B" },
+    { "TQ",  scalar = "i32", value = "TQ" },
+    { "HQ",  scalar = "i32", value = "HQ" },
+    { "HKV", scalar = "i32", value = "HKV" },
+    -- row (token) strides in elements: contiguous here; an engine passes its own
+    { "q_ld", scalar = "i64", value = "HQ * D" },
+    { "k_ld", scalar = "i64", value = "HKV * D" },
+    { "v_ld", scalar = "i64", value = "HKV * D" },
+    { "o_ld", scalar = "i64", value = "HQ * D" },
+    -- softmax(x * scale) is computed as 2^(x * scale * log2 e); scale = 1 / sqrt(D)
+    { "scale_log2", scalar = "f32", value = "1.4426950408889634 / sqrt(D)" },
+    -- 4-D maps {D, heads, tokens, 1} (varlen.lua): Q over the TQ query tokens, K and V over the TK keys
+    { "tmQ", tensormap = { tensor = "q", swizzle = 128, dims = { "D", "HQ", "TQ", 1 },
+      strides = { "D * 2", "HQ * D * 2", "TQ * HQ * D * 2" },
+      box = { 64, G, "max(1, min(64 * CONSUMERS // " .. G .. ", TQ + USE_TMA * 64 * CONSUMERS))", 1 } } },
+    { "tmK", tensormap = { tensor = "k", swizzle = 128, dims = { "D", "HKV", "TK", 1 },
+      strides = { "D * 2", "HKV * D * 2", "TK * HKV * D * 2" },
+      box = { 64, 1, "min(BLOCK_N, TK + USE_TMA * BLOCK_N)", 1 } } },
+    { "tmV", tensormap = { tensor = "v", swizzle = 128, dims = { "D", "HKV", "TK", 1 },
+      strides = { "D * 2", "HKV * D * 2", "TK * HKV * D * 2" },
+      box = { 64, 1, "min(BLOCK_N, TK + USE_TMA * BLOCK_N)", 1 } } },
+  },
+
+  reference = {
+    source = "templates/attention/reference_varlen.cuh",
+    kernel = "attn_varlen_kv_reference",
+    grid = { "(TQ + 127) // 128", "HQ", 1 },
+    block = { 128, 1, 1 },
+    shared = 0,
+    defines = function(p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal, REF_TMA_ARGS = 1, VARLEN_KV = 1 } end,
+  },
+
+  -- As attention.varlen (and prefill_sm90): the kernel rounds P to bf16 before P V and writes bf16;
+  -- the reference is fp32 throughout. Longer key ranges average more values, which shrinks |o| (so
+  -- max_abs only gets easier) and leaves the relative error of the bf16 steps where it was.
+  tolerance = { rel_l2 = 2e-2, max_abs = 5e-2 },
+
+  metrics = {
+    -- The lengths are drawn per run, so flops use their expectation under the two offsets draws
+    -- (tuner/inputs.c; varlen.lua's derivation): the query length is QMIN + s w, s = TQ - B QMIN,
+    -- w the u^3 weights (E[sum w^2] ~ 16 / (7 B)), independent of the prefix, whose mean is
+    -- (TK - TQ) / B. Key-query pairs: sum Lq P + sum Lq^2 (causal: half of the latter). Two matmuls
+    -- of 2 D flops per pair and query head.
+    flops = "4 * HQ * D * (TQ * (TK - TQ) / B + (causal and 0.5 or 1) * (B * " .. QMIN .. " ^ 2 + 2 * "
+            .. QMIN .. " * (TQ - B * " .. QMIN .. ") + 16 * (TQ - B * " .. QMIN .. ") ^ 2 / (7 * B)))",
+    -- q and o at TQ tokens, k and v at TK, each read or written once
+    bytes = "2 * D * (2 * TQ * HQ + 2 * TK * HKV)",
+  },
+}
