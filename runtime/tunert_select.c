@@ -297,7 +297,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
   char why[512];
   char rejected[2048] = "";
   size_t rlen = 0;
-  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0, exact_rejected = -1;
+  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0, exact_rejected = -1, exact_ok = -1;
   int best = -1, best_cls = 0;
   double best_dist = INFINITY;
   if (domain_check(f, dims, err)) return TUNERT_ENOVARIANT;
@@ -315,6 +315,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
                                  e->kind == RT_FALLBACK ? "fallback for " : "", e->problem_name, why);
       continue;
     }
+    if (cls == CLASS_EXACT && exact_ok < 0) exact_ok = i;
     if (best < 0 || ranks_before(f, i, cls, dist, best, best_cls, best_dist)) {
       best = i;
       best_cls = cls;
@@ -333,13 +334,16 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
                    n_rejected ? "rejected: " : "", n_rejected ? rejected : "");
   }
   rt_entry *e = &f->entries[best];
-  char t[32], untuned[200], model[600];
+  char t[32], untuned[320], model[600];
   fmt_ns(e->median_ns, t, sizeof t);
   rt_model_note(ctx, e, model, sizeof model);
   /* a tuned problem whose own entry cannot serve here (no binary for the device, say) */
   if (exact_rejected >= 0)
     snprintf(untuned, sizeof untuned, "is tuned problem %s, but its entry cannot serve it here (rejected below)",
              f->entries[exact_rejected].problem_name);
+  else if (exact_ok >= 0) /* tuned on a GPU model whose entries rank after the one chosen */
+    snprintf(untuned, sizeof untuned, "is tuned problem %s on %.80s, whose entries rank after those of this GPU's model",
+             f->entries[exact_ok].problem_name, f->entries[exact_ok].device_name);
   else snprintf(untuned, sizeof untuned, "is not a tuned problem");
   if (best_cls == CLASS_EXACT && e->kind == RT_VENDOR) {
     char vt[32];
