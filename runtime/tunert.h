@@ -231,6 +231,9 @@ typedef struct tunert_candidate {
   double measured_ns;          /* median at the tuned problem [ns]; 0: not measured (fallback) */
   int ok;                      /* 1: it may serve the problem */
   char why[512];               /* ok 0: why not (requirement false, no binary, exact-only...) */
+  /* since 0.5 (bundle format 1.5) */
+  const char *measured_on;     /* the GPU model it was tuned on ("" for a fallback) */
+  int tier;                    /* that model's TUNERT_MODEL_* for the device (0 for a fallback) */
 } tunert_candidate;
 
 /* The candidates for a problem, ranked: first those that may serve it, in the order tunert_select

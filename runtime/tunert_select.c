@@ -463,6 +463,8 @@ TUNERT_API int tunert_select_candidates(tunert_ctx *ctx, const char *family, con
     c[i].kind = kind_name(e, cls[i]);
     c[i].vendor = cls[i] == CLASS_EXACT && e->kind == RT_VENDOR ? e->vendor : NULL;
     c[i].measured_ns = e->median_ns;
+    c[i].measured_on = e->kind == RT_FALLBACK ? "" : e->device_name;
+    c[i].tier = e->tier;
     order[i] = i;
   }
   /* insertion sort: ok ones in selection order first, then the others in bundle order */

@@ -31,9 +31,10 @@ static int print_candidates(tunert_ctx *ctx, const char *family, const int64_t *
     return 1;
   }
   printf("candidates:\n");
+  int models = tunert_model_count(ctx) > 1; /* then each names the GPU model it was tuned on */
   for (int i = 0; i < n; ++i)
-    printf("  %d. %s %-8s %s %s%s%s\n", i + 1, c[i].ok ? "ok    " : "passed", c[i].kind, c[i].tuned_problem, c[i].variant,
-           c[i].ok ? "" : ": ", c[i].ok ? "" : c[i].why);
+    printf("  %d. %s %-8s %s %s%s%s%s%s\n", i + 1, c[i].ok ? "ok    " : "passed", c[i].kind, c[i].tuned_problem, c[i].variant,
+           models && c[i].measured_on[0] ? " on " : "", models ? c[i].measured_on : "", c[i].ok ? "" : ": ", c[i].ok ? "" : c[i].why);
   return 0;
 }
 

@@ -68,6 +68,8 @@ check "... nb64r2 listed with B's winner" contains list.txt 'nb64r2 .*{"CL":2,"T
 sel w/two.bundle "$A" NB=62,ROWS=2 a62.txt --candidates
 check "NB=62 on A: A's own portable entry first" contains a62.txt 'variant:  {"CL":2,"THREADS":32}'
 check "... tuned for nb6r1 on A" contains a62.txt "tuned for: nb6r1 .* on $A)"
+check "... candidates: A's first, then B's, each naming its model" test "$(grep -c "^  [0-9]*\. ok .* on $A$\|^  [0-9]*\. ok .* on $B$" a62.txt)" -ge 2
+check "... B's nb64r2 ranks after A's nb6r1" test "$(grep -n "ok .*nb6r1.* on $A$" a62.txt | cut -d: -f1)" -lt "$(grep -n "ok .*nb64r2.* on $B$" a62.txt | cut -d: -f1)"
 # an unknown model: every model ranks alike, and the reason says why
 sel w/two.bundle "NVIDIA H20" NB=64,ROWS=2 unk.txt
 check "an unknown model selects (ties: bundle order)" contains unk.txt "reason:   exact"
