@@ -21,7 +21,8 @@ static int wfail(db_bundle_writer *w, tune_err *err, const char *what) {
   return tune_fail(err, TUNE_ESQL, "bundle %s: %s: %s", w->path, what, sqlite3_errmsg(w->h));
 }
 
-/* Run sql with the bound values: types 't' text, 'i' int64, 'd' double, 'b' blob (ptr, size). */
+/* Run sql with the bound values: types 't' text, 'i' int64, 'I' int64 with 0 as NULL (an absent
+ * reference), 'd' double, 'b' blob (ptr, size). */
 static int run(db_bundle_writer *w, tune_err *err, int64_t *id, const char *sql, const char *types, ...) {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(w->h, sql, -1, &st, NULL) != SQLITE_OK) return wfail(w, err, sql);
@@ -32,6 +33,7 @@ static int run(db_bundle_writer *w, tune_err *err, int64_t *id, const char *sql,
     switch (types[i]) {
     case 't': { const char *s = va_arg(ap, const char *); rc = sqlite3_bind_text(st, i + 1, s ? s : "", -1, SQLITE_TRANSIENT); break; }
     case 'i': rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t)); break;
+    case 'I': { int64_t v = va_arg(ap, int64_t); rc = v ? sqlite3_bind_int64(st, i + 1, v) : sqlite3_bind_null(st, i + 1); break; }
     case 'd': rc = sqlite3_bind_double(st, i + 1, va_arg(ap, double)); break;
     case 'b': {
       const void *p = va_arg(ap, const void *);
@@ -129,15 +131,20 @@ int db_bundle_entry_put(db_bundle_writer *w, const db_bundle_entry *e, int64_t *
              "INSERT INTO entries(family_id, variant_id, problem_name, problem_hash, dims, dims_json, portable,"
              " exact_why, requires, define_exprs, define_values, median_ns, min_ns, stddev_ns, samples, err_rel_l2,"
              " result_id, measured_at, device_name, device_uuid, driver, backend, seed, measured_source_hash, same_binary,"
-             " kind, vendor, vendor_ns)"
+             " kind, vendor, vendor_ns, model_id)"
              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
-             " ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
-             "iittttittttdddidittttttti" "ttd", e->family_id, e->variant_id, e->problem_name, e->problem_hash, e->dims,
+             " ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+             "iittttittttdddidittttttti" "ttdI", e->family_id, e->variant_id, e->problem_name, e->problem_hash, e->dims,
              e->dims_json, (int64_t)e->portable, e->exact_why, e->requires, e->define_exprs, e->define_values,
              e->median_ns, e->min_ns, e->stddev_ns, (int64_t)e->samples, e->err_rel_l2, e->result_id, e->measured_at,
              e->device_name, e->device_uuid, e->driver, e->backend, e->seed, e->measured_source_hash,
              (int64_t)e->same_binary, e->kind && *e->kind ? e->kind : "tuned", e->vendor,
-             e->vendor && *e->vendor ? e->vendor_ns : NAN);
+             e->vendor && *e->vendor ? e->vendor_ns : NAN, e->model_id);
+}
+
+int db_bundle_model_put(db_bundle_writer *w, const db_bundle_model *m, int64_t *id, tune_err *err) {
+  return run(w, err, id, "INSERT INTO models(name, arch, sm_count, driver, uuid) VALUES (?1, ?2, ?3, ?4, ?5)", "ttitt",
+             m->name, m->arch, (int64_t)m->sm_count, m->driver, m->uuid);
 }
 
 int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *grid, const char *block,

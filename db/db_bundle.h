@@ -142,7 +142,17 @@ typedef struct db_bundle_entry {
   const char *kind;             /* "tuned" (NULL or ""), "fallback" or "vendor" */
   const char *vendor;           /* kind vendor: "cublaslt", "cudnn-sdpa", "torch"...; else NULL */
   double vendor_ns;             /* kind vendor: the vendor's median [ns]; NAN otherwise */
+  /* format 1.5 */
+  int64_t model_id;             /* the GPU model it was tuned on (db_bundle_model_put); 0: none (fallback) */
 } db_bundle_entry;
+
+/* A GPU model the entries were tuned on (format 1.5, table models). */
+typedef struct db_bundle_model {
+  const char *name;             /* "NVIDIA H100 80GB HBM3" */
+  const char *arch;             /* "sm_90" */
+  int sm_count;
+  const char *driver, *uuid;    /* of the card measured on ("" unknown) */
+} db_bundle_model;
 
 /* Create PATH.tmp with the schema and begin the transaction. */
 int db_bundle_create(const char *path, db_bundle_writer **out, tune_err *err);
@@ -154,6 +164,7 @@ int db_bundle_arg_put(db_bundle_writer *w, int64_t family_id, int idx, const cha
 int db_bundle_variant_put(db_bundle_writer *w, const db_bundle_variant *v, int64_t *id, tune_err *err);
 int db_bundle_binary_put(db_bundle_writer *w, const db_bundle_binary *b, tune_err *err);
 int db_bundle_entry_put(db_bundle_writer *w, const db_bundle_entry *e, int64_t *id, tune_err *err);
+int db_bundle_model_put(db_bundle_writer *w, const db_bundle_model *m, int64_t *id, tune_err *err);
 int db_bundle_launch_put(db_bundle_writer *w, int64_t entry_id, int idx, const char *grid,
                          const char *block, const char *shared, tune_err *err);
 /* The thread-block cluster of a launch already put (format 1.2, launches.cluster: an expression list

@@ -219,6 +219,57 @@ static int read_meta(opener *o) {
   return 0;
 }
 
+/* The GPU models (format 1.5: table models; before, or where it is empty, one model from meta
+ * device_*, which every tuned entry is of). */
+static int read_models(opener *o) {
+  tunert_ctx *ctx = o->ctx;
+  rt_arena *a = &ctx->arena;
+  sqlite3_stmt *st = NULL;
+  int rc = 0, step, n = 0;
+  if (ctx->format_minor >= 5) {
+    if ((rc = prepare(o, "SELECT count(*) FROM models", &st))) return rc;
+    step = sqlite3_step(st);
+    n = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (step != SQLITE_ROW) return sql_fail(o, "models");
+  }
+  ctx->models_table = n > 0;
+  ctx->models = rt_alloc(a, sizeof(rt_model) * (size_t)(n > 0 ? n : 1));
+  if (!ctx->models) return rt_fail(o->err, TUNERT_ENOMEM, "out of memory");
+  if (!ctx->models_table) {
+    rt_model *m = &ctx->models[ctx->n_models++];
+    m->name = ctx->device_name ? ctx->device_name : "";
+    m->arch = ctx->device_arch ? ctx->device_arch : "";
+    m->sm_count = ctx->meta_sm_count;
+  } else {
+    if ((rc = prepare(o, "SELECT id, name, arch, sm_count FROM models ORDER BY id", &st))) return rc;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && ctx->n_models < n) {
+      rt_model *m = &ctx->models[ctx->n_models++];
+      m->id = sqlite3_column_int64(st, 0);
+      m->name = rt_strdup(a, col_text(st, 1));
+      m->arch = rt_strdup(a, col_text(st, 2));
+      m->sm_count = sqlite3_column_int(st, 3);
+    }
+    if (step != SQLITE_DONE && step != SQLITE_ROW) rc = sql_fail(o, "models");
+    sqlite3_finalize(st);
+    if (rc) return rc;
+  }
+  for (int i = 0; i < ctx->n_models; ++i) {
+    rt_model *m = &ctx->models[i];
+    int is_ptx, spec;
+    if (!m->arch || tunert_arch_parse(m->arch, &is_ptx, &m->major, &m->minor, &spec)) m->major = m->minor = -1;
+  }
+  return a->failed ? rt_fail(o->err, TUNERT_ENOMEM, "out of memory") : 0;
+}
+
+/* The index into ctx->models of a models.id, -1 when there is none. */
+static int model_by_id(const tunert_ctx *ctx, int64_t id) {
+  for (int i = 0; i < ctx->n_models; ++i)
+    if (ctx->models[i].id == id) return i;
+  return -1;
+}
+
 static int role_parse(const char *s) {
   if (!strcmp(s, "input")) return TUNERT_ROLE_INPUT;
   if (!strcmp(s, "output")) return TUNERT_ROLE_OUTPUT;
@@ -581,13 +632,18 @@ static int read_entries(opener *o) {
     if (!ctx->families[i].entries)
       return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s has no tuned problem", o->path, ctx->families[i].name);
   /* entries.kind, vendor, vendor_ns since 1.3; before, every entry is a tuned one */
-  if ((rc = prepare(o, ctx->format_minor >= 3
+  /* entries.model_id since 1.5; before, every tuned entry is of the one model (index 0) */
+  if ((rc = prepare(o, ctx->format_minor >= 5
                            ? "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
                              " requires, define_exprs, define_values, median_ns, device_name, measured_at, kind, vendor,"
-                             " vendor_ns FROM entries ORDER BY id"
+                             " vendor_ns, model_id FROM entries ORDER BY id"
+                           : ctx->format_minor >= 3
+                           ? "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
+                             " requires, define_exprs, define_values, median_ns, device_name, measured_at, kind, vendor,"
+                             " vendor_ns, NULL FROM entries ORDER BY id"
                            : "SELECT id, family_id, variant_id, problem_name, dims, dims_json, portable, exact_why,"
                              " requires, define_exprs, define_values, median_ns, device_name, measured_at, 'tuned', '',"
-                             " NULL FROM entries ORDER BY id", &st))) goto fail;
+                             " NULL, NULL FROM entries ORDER BY id", &st))) goto fail;
   /* launches.cluster since 1.2; older bundles launch every kernel without a cluster */
   if ((rc = prepare(o, ctx->format_minor >= 2 ? "SELECT entry_id, idx, grid, block, shared, cluster FROM launches ORDER BY entry_id, idx"
                                               : "SELECT entry_id, idx, grid, block, shared, '1, 1, 1' FROM launches ORDER BY entry_id, idx",
@@ -613,6 +669,12 @@ static int read_entries(opener *o) {
     if (e->kind < 0) { rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: unknown kind '%s'", o->path, (long long)e->id, kind); goto fail; }
     e->vendor = e->kind == RT_VENDOR ? rt_strdup(a, col_text(st, 15)) : NULL;
     e->vendor_ns = sqlite3_column_double(st, 16);
+    if (!ctx->models_table) e->model = e->kind == RT_FALLBACK ? -1 : 0;
+    else if (sqlite3_column_type(st, 17) == SQLITE_NULL) e->model = -1;
+    else if ((e->model = model_by_id(ctx, sqlite3_column_int64(st, 17))) < 0) {
+      rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: unknown GPU model", o->path, (long long)e->id);
+      goto fail;
+    }
     e->dims = rt_alloc(a, sizeof(int64_t) * (size_t)(f->n_dims + 1));
     e->shape = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
     e->value = rt_alloc(a, sizeof(tunert_expr *) * (size_t)f->n_args);
@@ -864,6 +926,8 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cudev);
   int sms = 0;
   if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cudev);
+  char name[256] = "";
+  if (r == CUDA_SUCCESS) r = ctx->cu.cuDeviceGetName(name, (int)sizeof name - 1, ctx->cudev);
   if (r != CUDA_SUCCESS) {
     ctx->cu_state = -1;
     snprintf(ctx->cu_error, sizeof ctx->cu_error, "CUDA device %d: %s", ctx->device, tunert_cuda_error(&ctx->cu, r, e, sizeof e));
@@ -872,6 +936,7 @@ int rt_device_open(tunert_ctx *ctx, tunert_err *err) {
   }
   ctx->cu_state = 1;
   ctx->dev_sm_count = sms;
+  snprintf(ctx->dev_name, sizeof ctx->dev_name, "%s", name);
   if (!ctx->dev_known) {
     ctx->dev_known = 1;
     ctx->dev_major = maj;
@@ -928,7 +993,8 @@ static int choose_device(opener *o, const tunert_options *opt) {
     if (rt_device_open(ctx, &derr)) snprintf(ctx->dev_note, sizeof ctx->dev_note, "%.250s", derr.msg);
   } else snprintf(ctx->dev_note, sizeof ctx->dev_note, "TUNERT_OPEN_NO_DEVICE");
   if (!ctx->dev_known) snprintf(ctx->dev_arch, sizeof ctx->dev_arch, "unknown");
-  ctx->sm_count = ctx->dev_sm_count > 0 ? ctx->dev_sm_count : ctx->meta_sm_count;
+  int rc = rt_models_rank(ctx, opt->device_name, o->err);
+  if (rc) return rc;
   rt_choose_binaries(ctx);
   if (ctx->dev_known && !(opt->flags & TUNERT_OPEN_ANY_ARCH)) {
     for (int i = 0; i < ctx->n_families; ++i) {
@@ -984,7 +1050,7 @@ static int open_bundle(opener *o, const tunert_options *opt, int64_t bytes) {
   if (page_size * page_count != bytes)
     return rt_fail(o->err, TUNERT_EFORMAT, "%s: truncated or damaged: it has %lld bytes, its header says %lld", path,
                    (long long)bytes, (long long)(page_size * page_count));
-  if ((rc = read_meta(o)) || (rc = read_families(o)) || (rc = read_args(o)) || (rc = read_variants(o)) ||
+  if ((rc = read_meta(o)) || (rc = read_models(o)) || (rc = read_families(o)) || (rc = read_args(o)) || (rc = read_variants(o)) ||
       (rc = read_binaries(o)) || (rc = check_binary_hashes(o)) || (rc = read_entries(o)) || (rc = read_tensormaps(o)))
     return rc;
   for (int i = 0; i < ctx->n_families; ++i) {
@@ -1093,7 +1159,7 @@ TUNERT_API void tunert_close(tunert_ctx *ctx) {
 
 int rt_tuned_count(const rt_family *f) {
   int n = 0;
-  for (int j = 0; j < f->n_entries; ++j) n += f->entries[j].kind != RT_FALLBACK;
+  for (int j = 0; j < f->n_entries; ++j) n += f->entries[j].kind != RT_FALLBACK && !f->entries[j].repeat;
   return n;
 }
 
@@ -1144,9 +1210,10 @@ TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, 
                                      const int64_t **dims, tunert_err *err) {
   rt_family *f = rt_family_find(ctx, family);
   if (!f) return no_family(ctx, family, err);
-  /* fallback entries are no tuned problems: the i-th entry of another kind */
+  /* fallback entries are no tuned problems, and another model's entry for a problem listed is not
+     another problem: the i-th entry of neither */
   for (int j = 0, k = 0; i >= 0 && j < f->n_entries; ++j) {
-    if (f->entries[j].kind == RT_FALLBACK || k++ != i) continue;
+    if (f->entries[j].kind == RT_FALLBACK || f->entries[j].repeat || k++ != i) continue;
     if (name) *name = f->entries[j].problem_name;
     if (dims) *dims = f->entries[j].dims;
     return TUNERT_OK;
@@ -1169,6 +1236,9 @@ TUNERT_API int tunert_bundle_info_get(const tunert_ctx *ctx, tunert_bundle_info 
   full.archs = ctx->archs ? ctx->archs : "";
   full.device_arch_here = ctx->dev_arch;
   full.open_ms = ctx->open_ms;
+  full.n_models = ctx->n_models;
+  full.device_name_here = ctx->here_name ? ctx->here_name : "";
+  full.model_here = ctx->model_here;
   memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
   return TUNERT_OK;
 }

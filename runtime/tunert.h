@@ -44,9 +44,10 @@ extern "C" {
 #define TUNERT_VERSION_STRING "0.5.0"
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
  * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
- * 1.2 clusters, 1.3 domains, fallback and vendor entries, 1.4 fp8 (e4m3) args. */
+ * 1.2 clusters, 1.3 domains, fallback and vendor entries, 1.4 fp8 (e4m3) args,
+ * 1.5 entries of several GPU models. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 4
+#define TUNERT_FORMAT_MINOR 5
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -115,6 +116,13 @@ typedef struct tunert_options {
   const tunert_allocator *allocator;   /* NULL: malloc/free; must outlive the context */
   int max_selections;                  /* distinct problems cached per family before the cache
                                           grows (default 64; growing takes the slow path once) */
+  /* since 0.5 (bundle format 1.5) */
+  const char *device_name;             /* NULL: the device's, as the driver names it ("NVIDIA H100
+                                          80GB HBM3"), else the environment variable
+                                          TUNERT_DEVICE_NAME; else the GPU model to select for
+                                          (a bundle's models: tunert_model_info_get), e.g. on a
+                                          machine without a GPU. Case-insensitive: the model of
+                                          that name, else the one model whose name contains it */
 } tunert_options;
 
 /* Fill *o with the defaults. */
@@ -201,7 +209,10 @@ TUNERT_API int tunert_family_problem(const tunert_ctx *ctx, const char *family, 
  *     ln(dim / tuned dim)^2; a differing bool or non-positive dim counts 1);
  *     ties: the faster measured time, then the first in the bundle.
  *  3. else TUNERT_ENOVARIANT, with every candidate's reason in the message.
- * With TUNERT_OPEN_EXACT_ONLY step 2 is skipped. Variants without a binary for
+ * A bundle of several GPU models runs steps 1 and 2 over the entries of the
+ * model the device is first, then over those of other models of its arch, then
+ * of other archs (tunert_model_info.tier); the family's fallback comes after
+ * all of them. With TUNERT_OPEN_EXACT_ONLY step 2 is skipped. Variants without a binary for
  * the device are never chosen. The result is cached: the first select of a
  * problem computes it (and may allocate, under a lock); later selects of the
  * same dims are lock-free and allocate nothing. *out stays valid until
@@ -220,6 +231,9 @@ typedef struct tunert_candidate {
   double measured_ns;          /* median at the tuned problem [ns]; 0: not measured (fallback) */
   int ok;                      /* 1: it may serve the problem */
   char why[512];               /* ok 0: why not (requirement false, no binary, exact-only...) */
+  /* since 0.5 (bundle format 1.5) */
+  const char *measured_on;     /* the GPU model it was tuned on ("" for a fallback) */
+  int tier;                    /* that model's TUNERT_MODEL_* for the device (0 for a fallback) */
 } tunert_candidate;
 
 /* The candidates for a problem, ranked: first those that may serve it, in the order tunert_select
@@ -370,9 +384,39 @@ typedef struct tunert_bundle_info {
   const char *archs;           /* binaries it holds, e.g. "sm_90a" */
   const char *device_arch_here;/* the arch checked against ("unknown" without a driver) */
   double open_ms;              /* time tunert_open took [ms] */
+  /* since 0.5 (bundle format 1.5) */
+  int n_models;                /* GPU models the bundle has entries of (1 for bundles before 1.5) */
+  const char *device_name_here;/* the GPU model selection is for (options.device_name, the driver's
+                                  name, TUNERT_DEVICE_NAME), "" unknown */
+  int model_here;              /* the bundle's model it is (tunert_model_info_get), -1 none */
 } tunert_bundle_info;
 
 TUNERT_API int tunert_bundle_info_get(const tunert_ctx *ctx, tunert_bundle_info *info);
+
+/* ---- GPU models (bundle format 1.5) ----------------------------------------- */
+
+/* A bundle made from results of several GPU models (`tune bundle` over a merged
+ * database) holds entries of each. Selection ranks the entries of the model it
+ * runs on first (the tiers below), then those of another model of the same
+ * arch, then those of other archs; vendor and fallback entries as before
+ * (docs/runtime.md, "Bundles of several GPU models"). A bundle before 1.5 has
+ * one model, described by its meta device_*. */
+#define TUNERT_MODEL_THIS 0        /* the GPU selection is for */
+#define TUNERT_MODEL_SAME_ARCH 1   /* another model of its arch (or the GPU is unknown) */
+#define TUNERT_MODEL_OTHER_ARCH 2  /* a model of another arch */
+
+typedef struct tunert_model_info {
+  uint32_t struct_size;        /* set by the caller: sizeof(tunert_model_info) */
+  const char *name;            /* "NVIDIA H100 80GB HBM3" */
+  const char *arch;            /* "sm_90" ("" unknown) */
+  int sm_count;                /* multiprocessors (0 unknown) */
+  int n_problems;              /* tuned problems of every family tuned on it */
+  int tier;                    /* TUNERT_MODEL_*: how selection ranks its entries here */
+} tunert_model_info;
+
+/* The number of GPU models of the bundle, and the i-th (TUNERT_EINVAL when out of range). */
+TUNERT_API int tunert_model_count(const tunert_ctx *ctx);
+TUNERT_API int tunert_model_info_get(const tunert_ctx *ctx, int i, tunert_model_info *info);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,18 @@
  * 1.4 adds the arg dtype 'e4m3' (fp8 e4m3fn, 1 byte; tensors only). A bundle
  * with such an arg has min_reader_minor = 4: a 1.3 reader knows no size for it.
  *
+ * 1.5 holds entries of several GPU models (docs/runtime.md, "Bundles of several
+ * GPU models"): the table models (one row per GPU model the entries were tuned
+ * on: name, arch, multiprocessor count) and entries.model_id (the model an entry
+ * was tuned on; NULL for fallback entries, which serve every model). A tuned
+ * problem may then have one entry per model; readers rank the entries of the
+ * model they run on first, then those of another model of the same arch. A
+ * bundle of one model has its one models row and min_reader_minor as before:
+ * older readers open it unchanged (meta device_* still describe that model).
+ * A bundle of several models has min_reader_minor = 5: an older reader would
+ * take any model's entry for a problem (the fastest measured, whatever GPU).
+ * 1.5 readers open older bundles as one model, described by meta device_*.
+ *
  * Binaries (any 1.x): a variant has at least one binary, not necessarily one per
  * architecture of meta `archs`: `tune bundle` writes no cubin for an arch the
  * variant does not compile for, and PTX only for a generic virtual arch
@@ -59,8 +71,9 @@
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 4 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
-                                        1.3: families.domain, entries.kind / vendor / vendor_ns; 1.4: dtype e4m3 */
+#define TUNERT_BUNDLE_FORMAT_MINOR 5 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
+                                        1.3: families.domain, entries.kind / vendor / vendor_ns; 1.4: dtype e4m3;
+                                        1.5: models, entries.model_id */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32
@@ -132,7 +145,15 @@
   "  same_binary INTEGER,           -- 1: the cubin is the measured one (same compile key)\n"     \
   "  kind TEXT NOT NULL DEFAULT 'tuned' CHECK (kind IN ('tuned','fallback','vendor')), -- 1.3\n"   \
   "  vendor TEXT NOT NULL DEFAULT '', -- 1.3, kind vendor: the library that was faster\n"         \
-  "  vendor_ns REAL                 -- 1.3, kind vendor: its median time at the tuned problem\n"   \
+  "  vendor_ns REAL,                -- 1.3, kind vendor: its median time at the tuned problem\n"   \
+  "  model_id INTEGER REFERENCES models(id) -- 1.5: the GPU model it was tuned on (NULL: fallback)\n" \
+  ");\n"                                                                                           \
+  "CREATE TABLE models(             -- format 1.5: the GPU models the entries were tuned on\n"     \
+  "  id INTEGER PRIMARY KEY,\n"                                                                    \
+  "  name TEXT NOT NULL UNIQUE,     -- as the driver names it: 'NVIDIA H100 80GB HBM3'\n"         \
+  "  arch TEXT NOT NULL,            -- its compute capability: 'sm_90'\n"                        \
+  "  sm_count INTEGER NOT NULL,     -- multiprocessors: expressions' sm_count on it\n"           \
+  "  driver TEXT NOT NULL DEFAULT '', uuid TEXT NOT NULL DEFAULT '' -- of the card measured on\n" \
   ");\n"                                                                                           \
   "CREATE TABLE launches(\n"                                                                       \
   "  entry_id INTEGER NOT NULL REFERENCES entries(id),\n"                                          \

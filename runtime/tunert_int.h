@@ -119,7 +119,22 @@ typedef struct rt_entry {
   double median_ns;            /* [ns] */
   const char *device_name;
   const char *measured_at;
+  int model;                   /* index into ctx->models it was tuned on; -1: none (fallback entries) */
+  int tier;                    /* TUNERT_MODEL_* of its model for the device (rt_models_rank): selection
+                                  takes the lowest tier that serves a problem; fallback entries 0 */
+  int repeat;                  /* 1: another model's entry for a problem an earlier entry has (not
+                                  listed again by tunert_family_problem) */
 } rt_entry;
+
+/* A GPU model the bundle's entries were tuned on (format 1.5 table models; before, meta device_*). */
+typedef struct rt_model {
+  int64_t id;                  /* models.id (0 before 1.5) */
+  const char *name, *arch;     /* "NVIDIA H200", "sm_90" ("" unknown) */
+  int major, minor;            /* of arch; -1 unknown */
+  int sm_count;                /* 0 unknown */
+  int n_problems;              /* its tuned and vendor entries, every family */
+  int tier;                    /* TUNERT_MODEL_* for the device (rt_models_rank) */
+} rt_model;
 
 typedef struct sel_table {
   size_t cap;                  /* power of two */
@@ -206,6 +221,15 @@ struct tunert_ctx {
   tunert_cu cu;
   CUdevice cudev;
   CUcontext cuctx;             /* retained primary context, NULL until first launch */
+  /* GPU models (tunert_models.c) */
+  int n_models;
+  rt_model *models;            /* [n_models], at least one */
+  int models_table;            /* 1: from the table models (1.5); 0: the one model of meta device_* */
+  char dev_name[256];          /* the driver's name of the opened device, "" until rt_device_open */
+  const char *here_name;       /* the GPU model selection is for: options.device_name, dev_name at
+                                  open, TUNERT_DEVICE_NAME; NULL unknown */
+  int model_here;              /* index into models of here_name, -1 none */
+  char model_note[300];        /* why model_here is -1, for reasons ("" when it is known) */
   /* facts */
   int format_major, format_minor;
   const char *created_at, *tool_version, *nvrtc_version, *device_name, *device_arch, *archs;
@@ -226,6 +250,13 @@ int rt_fail(tunert_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* The GPU model selection is for (name: options.device_name or NULL) and each model's and entry's
+ * tier (tunert_models.c); after the device's arch is known. Also fixes ctx->sm_count. */
+int rt_models_rank(tunert_ctx *ctx, const char *name, tunert_err *err);
+/* The model of an entry in words for a selection's reason: "" when it is the device's own (or the
+ * bundle has one model and the device's is unknown); else "; tuned on M, another GPU model ...". */
+void rt_model_note(const tunert_ctx *ctx, const rt_entry *e, char *buf, size_t n);
 
 /* Choose each variant's binary for the device (ctx->dev_*). */
 void rt_choose_binaries(tunert_ctx *ctx);

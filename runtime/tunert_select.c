@@ -1,5 +1,5 @@
-/* tunert_select.c: the selection policy (exact, else nearest portable
- * variant whose requirements hold) and the lock-free selection cache. */
+/* tunert_select.c: the selection policy (per GPU model tier: exact, else nearest portable
+ * variant whose requirements hold; then the fallback) and the lock-free selection cache. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -278,8 +278,12 @@ static int judge(const tunert_ctx *ctx, const rt_family *f, const rt_entry *e, c
   return entry_check(ctx, f, e, dims, same, c, why, n);
 }
 
-/* a before b in selection order? (class, distance, measured time, bundle order) */
+/* a before b in selection order? (fallback last; then the GPU model's tier, class, distance, measured
+ * time, bundle order) */
 static int ranks_before(const rt_family *f, int a, int cls_a, double dist_a, int b, int cls_b, double dist_b) {
+  int fb_a = cls_a == CLASS_FALLBACK, fb_b = cls_b == CLASS_FALLBACK;
+  if (fb_a != fb_b) return fb_b;
+  if (f->entries[a].tier != f->entries[b].tier) return f->entries[a].tier < f->entries[b].tier;
   if (cls_a != cls_b) return cls_a < cls_b;
   if (dist_a != dist_b) return dist_a < dist_b;
   if (f->entries[a].median_ns != f->entries[b].median_ns) return f->entries[a].median_ns < f->entries[b].median_ns;
@@ -293,7 +297,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
   char why[512];
   char rejected[2048] = "";
   size_t rlen = 0;
-  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0, exact_rejected = -1;
+  int n_rejected = 0, n_exact_only = 0, first_exact_only = 0, exact_rejected = -1, exact_ok = -1;
   int best = -1, best_cls = 0;
   double best_dist = INFINITY;
   if (domain_check(f, dims, err)) return TUNERT_ENOVARIANT;
@@ -311,6 +315,7 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
                                  e->kind == RT_FALLBACK ? "fallback for " : "", e->problem_name, why);
       continue;
     }
+    if (cls == CLASS_EXACT && exact_ok < 0) exact_ok = i;
     if (best < 0 || ranks_before(f, i, cls, dist, best, best_cls, best_dist)) {
       best = i;
       best_cls = cls;
@@ -329,26 +334,30 @@ static int choose(tunert_ctx *ctx, rt_family *f, const int64_t *dims, int *best_
                    n_rejected ? "rejected: " : "", n_rejected ? rejected : "");
   }
   rt_entry *e = &f->entries[best];
-  char t[32], untuned[200];
+  char t[32], untuned[320], model[600];
   fmt_ns(e->median_ns, t, sizeof t);
+  rt_model_note(ctx, e, model, sizeof model);
   /* a tuned problem whose own entry cannot serve here (no binary for the device, say) */
   if (exact_rejected >= 0)
     snprintf(untuned, sizeof untuned, "is tuned problem %s, but its entry cannot serve it here (rejected below)",
              f->entries[exact_rejected].problem_name);
+  else if (exact_ok >= 0) /* tuned on a GPU model whose entries rank after the one chosen */
+    snprintf(untuned, sizeof untuned, "is tuned problem %s on %.80s, whose entries rank after those of this GPU's model",
+             f->entries[exact_ok].problem_name, f->entries[exact_ok].device_name);
   else snprintf(untuned, sizeof untuned, "is not a tuned problem");
   if (best_cls == CLASS_EXACT && e->kind == RT_VENDOR) {
     char vt[32];
     fmt_ns(e->vendor_ns, vt, sizeof vt);
     snprintf(reason, reason_n, "vendor: %s is tuned problem %s, where %s (%s) measured faster than the fastest verified variant "
-             "(%s on %s): call %s", dt, e->problem_name, e->vendor, vt, t, e->device_name, e->vendor);
+             "(%s on %s): call %s%s", dt, e->problem_name, e->vendor, vt, t, e->device_name, e->vendor, model);
   } else if (best_cls == CLASS_EXACT)
-    snprintf(reason, reason_n, "exact: %s is tuned problem %s; its fastest verified variant (%s on %s)%s%s",
-             dt, e->problem_name, t, e->device_name, n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
+    snprintf(reason, reason_n, "exact: %s is tuned problem %s; its fastest verified variant (%s on %s)%s%s%s",
+             dt, e->problem_name, t, e->device_name, model, n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   else if (best_cls == CLASS_NEAREST)
     snprintf(reason, reason_n,
              "nearest: %s %s; chose the variant tuned for %s %s (log-distance %.3f, %s there on %s), "
-             "whose requirements and defines hold here; %d exact-only entr%s skipped%s%s",
-             dt, untuned, e->problem_name, e->dims_json, best_dist, t, e->device_name, n_exact_only, n_exact_only == 1 ? "y" : "ies",
+             "whose requirements and defines hold here%s; %d exact-only entr%s skipped%s%s",
+             dt, untuned, e->problem_name, e->dims_json, best_dist, t, e->device_name, model, n_exact_only, n_exact_only == 1 ? "y" : "ies",
              n_rejected ? "; rejected: " : "", n_rejected ? rejected : "");
   else
     snprintf(reason, reason_n,
@@ -454,6 +463,8 @@ TUNERT_API int tunert_select_candidates(tunert_ctx *ctx, const char *family, con
     c[i].kind = kind_name(e, cls[i]);
     c[i].vendor = cls[i] == CLASS_EXACT && e->kind == RT_VENDOR ? e->vendor : NULL;
     c[i].measured_ns = e->median_ns;
+    c[i].measured_on = e->kind == RT_FALLBACK ? "" : e->device_name;
+    c[i].tier = e->tier;
     order[i] = i;
   }
   /* insertion sort: ok ones in selection order first, then the others in bundle order */

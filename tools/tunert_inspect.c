@@ -6,6 +6,8 @@
  *                 [--candidates]                 and every entry of the family ranked for it
  *   tunert_inspect --version                      the libtunert it runs with
  *   options: --arch sm_90a (check against this arch instead of the device's)
+ *            --device-name NAME (the GPU model to select for, instead of the device's: a bundle
+ *            of several models, format 1.5)
  *            --exact (TUNERT_OPEN_EXACT_ONLY)  --try-launch (only where there is no
  *            driver: shows the error a launch gives there)
  * Exit: 0 ok, 1 a tunert error (printed), 2 usage. */
@@ -29,10 +31,24 @@ static int print_candidates(tunert_ctx *ctx, const char *family, const int64_t *
     return 1;
   }
   printf("candidates:\n");
+  int models = tunert_model_count(ctx) > 1; /* then each names the GPU model it was tuned on */
   for (int i = 0; i < n; ++i)
-    printf("  %d. %s %-8s %s %s%s%s\n", i + 1, c[i].ok ? "ok    " : "passed", c[i].kind, c[i].tuned_problem, c[i].variant,
-           c[i].ok ? "" : ": ", c[i].ok ? "" : c[i].why);
+    printf("  %d. %s %-8s %s %s%s%s%s%s\n", i + 1, c[i].ok ? "ok    " : "passed", c[i].kind, c[i].tuned_problem, c[i].variant,
+           models && c[i].measured_on[0] ? " on " : "", models ? c[i].measured_on : "", c[i].ok ? "" : ": ", c[i].ok ? "" : c[i].why);
   return 0;
+}
+
+/* The GPU models the bundle has entries of, and how selection ranks them for the device here. */
+static void print_models(const tunert_ctx *ctx, const tunert_bundle_info *bi) {
+  static const char *tiers[] = {"this GPU", "same arch", "other arch"};
+  printf("GPU models: %d; selecting for %s%s\n", tunert_model_count(ctx), bi->device_name_here[0] ? bi->device_name_here : "an unknown model",
+         bi->model_here >= 0 ? "" : " (none of them: every model of its arch ranks alike)");
+  for (int m = 0; m < tunert_model_count(ctx); ++m) {
+    tunert_model_info mi = {.struct_size = sizeof mi};
+    if (tunert_model_info_get(ctx, m, &mi)) continue;
+    printf("  %-32s %-6s %3d SMs  %4d tuned problems  ranks: %s\n", mi.name, mi.arch[0] ? mi.arch : "?", mi.sm_count, mi.n_problems,
+           tiers[mi.tier]);
+  }
 }
 
 static void print_selection(const tunert_selection *s) {
@@ -73,7 +89,7 @@ static void print_selection(const tunert_selection *s) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help")) {
-    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--exact] [--select FAMILY K=V,... [--try-launch] [--candidates]]\n"
+    fprintf(stderr, "usage: tunert_inspect BUNDLE [--arch sm_XY] [--device-name NAME] [--exact] [--select FAMILY K=V,... [--try-launch] [--candidates]]\n"
                     "       tunert_inspect --version\n");
     return 2;
   }
@@ -88,6 +104,7 @@ int main(int argc, char **argv) {
   int try_launch = 0, candidates = 0;
   for (int i = 2; i < argc; ++i) {
     if (!strcmp(argv[i], "--arch") && i + 1 < argc) o.arch = argv[++i];
+    else if (!strcmp(argv[i], "--device-name") && i + 1 < argc) o.device_name = argv[++i];
     else if (!strcmp(argv[i], "--exact")) o.flags |= TUNERT_OPEN_EXACT_ONLY;
     else if (!strcmp(argv[i], "--select") && i + 2 < argc) { family = argv[++i]; dims = argv[++i]; }
     else if (!strcmp(argv[i], "--try-launch")) try_launch = 1;
@@ -104,6 +121,7 @@ int main(int argc, char **argv) {
            " by libtunert %s\n",
            argv[1], bi.format_major, bi.format_minor, bi.created_at, bi.tool_version, bi.nvrtc_version, bi.device_name,
            bi.device_arch, bi.archs, bi.device_arch_here, bi.open_ms, tunert_version());
+    print_models(ctx, &bi);
     for (int f = 0; f < tunert_family_count(ctx); ++f) {
       tunert_family_info fi = {.struct_size = sizeof fi};
       tunert_family_info_get(ctx, tunert_family_name(ctx, f), &fi, &e);

@@ -68,7 +68,8 @@ static void print_summary(const bstate *s, double secs) {
       if (be->family != fi) continue;
       char t[32], label[160];
       fmt_ns(be->best->median_ns, t, sizeof t);
-      snprintf(label, sizeof label, "%s", be->p->name);
+      if (s->n_models > 1 && be->model >= 0) snprintf(label, sizeof label, "%s [%.40s]", be->p->name, s->models[be->model].name);
+      else snprintf(label, sizeof label, "%s", be->p->name);
       if (be->kind == BUNDLE_FALLBACK) { snprintf(label, sizeof label, "fallback (%.60s)", be->p->name); snprintf(t, sizeof t, "-"); }
       printf("  %-22s %10s  %s\n  %-22s %10s  %s%s\n", label, t, s->var[be->variant].params_json, "", "",
              !bundle_variant_compiled(s, be->variant) ? "left out: its variant compiles for no --arch" :
@@ -92,6 +93,7 @@ static void print_summary(const bstate *s, double secs) {
   printf("\nwrote %s: %d famil%s, %d problems, %d variants, %d binaries (%s), %.1f KiB in %.1f s; checked with libtunert\n",
          o->out, s->n_families, s->n_families == 1 ? "y" : "ies", n_problems, n_variants, n_binaries,
          o->archs ? o->archs : s->archs[0], size / 1024.0, secs);
+  if (s->n_models > 1) printf("GPU models: %s; libtunert picks each problem's entry of the GPU it runs on\n", s->model_list);
 }
 
 void bundle_state_free(bstate *s) {
@@ -107,16 +109,32 @@ void bundle_state_free(bstate *s) {
   free(s);
 }
 
+/* Without --arch: the archs the entries were measured on, in the order first seen (one for a bundle
+ * of GPU models of one arch). */
+static void measured_archs(const bstate *s, char *out, size_t n) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int i = 0; i < s->n_entries; ++i) {
+    const char *a = s->ent[i].best->arch;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; ++j) seen = !strcmp(s->ent[j].best->arch, a);
+    if (!seen && *a && len < n) len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", a);
+  }
+  if (!out[0]) snprintf(out, n, "%s", s->fam[0].measured_arch);
+}
+
 /* The stages, in order; on failure nothing is left at o->out. */
 static int run_stages(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
   if (bundle_collect(s, err)) return err->code;
-  if (parse_archs(s, o->archs ? o->archs : s->fam[0].measured_arch, err)) return err->code;
+  char archs[256];
+  measured_archs(s, archs, sizeof archs);
+  if (parse_archs(s, o->archs ? o->archs : archs, err)) return err->code;
   if (bundle_evaluate(s, err) || (!o->no_vendor && bundle_mark_vendors(s, err)) || bundle_add_fallbacks(s, err)) return err->code;
   if (!o->quiet)
     printf("bundling %d famil%s, %d tuned problems, %d variants measured on %s; compiling for %s%s on %d threads\n",
-           s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->device_name,
-           o->archs ? o->archs : s->archs[0], o->no_ptx ? "" : " (cubin + PTX)", o->jobs);
+           s->n_families, s->n_families == 1 ? "y" : "ies", s->n_entries, s->n_variants, s->model_list,
+           o->archs ? o->archs : archs, o->no_ptx ? "" : " (cubin + PTX)", o->jobs);
   fflush(stdout);
   if (bundle_compile(s, err) || bundle_check_archs(s, err) || check_sources(s, err)) return err->code;
   for (int i = 0; i < s->n_entries; ++i)

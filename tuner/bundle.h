@@ -1,7 +1,8 @@
 /* bundle.h: `tune bundle`, the deployment export.
  *
- * Owns: choosing, per kernel family (recipe) and tuned problem, the fastest
- * verified result of a results database for one device; recompiling those
+ * Owns: choosing, per kernel family (recipe), tuned problem and GPU model, the
+ * fastest verified result of the results databases (results of different GPU
+ * models are never pooled: each model gets its entries); recompiling those
  * variants (a cubin per requested arch on the compile pool, plus portable PTX
  * for the driver's JIT; a variant that does not compile for an arch is skipped
  * there and said so), turning the recipe's launch geometry, shapes, values,
@@ -28,7 +29,7 @@ typedef struct tune_bundle_opts {
   const char *db_path;        /* results database, default tune.db (the first of db_paths) */
   int n_dbs;                  /* 0: db_path only; else db_paths[0..n_dbs) (--db repeated): */
   const char *db_paths[TUNE_BUNDLE_MAX_DBS]; /* their results are taken together, as one */
-  const char *device;         /* device name filter (case-insensitive substring), NULL: the only one */
+  const char *device;         /* GPU model filter (case-insensitive substring), NULL: every model */
   const char *archs;          /* "sm_90a,sm_80"; NULL: the arch the results were measured on */
   const char *out;            /* the bundle file */
   int jobs;                   /* compile threads */

@@ -1,5 +1,5 @@
-/* bundle_collect.c: what goes into a bundle: per kernel family (recipe) and tuned problem, the
- * best verified result the databases hold for one device, the recipe it was measured with (found
+/* bundle_collect.c: what goes into a bundle: per kernel family (recipe), tuned problem and GPU
+ * model, the best verified result the databases hold for it, the recipe it was measured with (found
  * again and loaded), the recipe's evaluation of that config, and the variants (config + defines)
  * the entries share. */
 #define _GNU_SOURCE
@@ -82,19 +82,25 @@ static int wanted(const tune_bundle_opts *o, const char *recipe) {
   return 0;
 }
 
-/* The one device the wanted recipes' results are of (--device picks among several). */
-static int choose_device(bstate *s, tune_err *err) {
+/* The model (index into s->models) of a device name, -1 when the bundle does not take it. */
+static int model_of(const bstate *s, const char *device) {
+  for (int m = 0; m < s->n_models; ++m)
+    if (!strcmp(s->models[m].name, device)) return m;
+  return -1;
+}
+
+/* The GPU models the wanted recipes' results are of: every one, or those --device matches. Each gets
+ * its own entries (format 1.5); results of different models are never pooled. */
+static int choose_models(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
-  char names[8][128];
-  int n_names = 0;
   for (int i = 0; i < s->bests.n; ++i) {
     const db_bundle_best *row = &s->bests.a[i];
-    if (!wanted(o, row->recipe) || (o->device && !strcasestr(row->device, o->device))) continue;
-    int seen = 0;
-    for (int k = 0; k < n_names; ++k) seen |= !strcmp(names[k], row->device);
-    if (!seen && n_names < 8) snprintf(names[n_names++], sizeof names[0], "%s", row->device);
+    if (!wanted(o, row->recipe) || (o->device && !strcasestr(row->device, o->device)) || model_of(s, row->device) >= 0) continue;
+    if (s->n_models == BUNDLE_MAX_MODELS)
+      return tune_fail(err, TUNE_EINVAL, "%s has results of more than %d GPU models: choose with --device NAME", s->db_list, BUNDLE_MAX_MODELS);
+    snprintf(s->models[s->n_models++].name, sizeof s->models[0].name, "%s", row->device);
   }
-  if (n_names == 0) {
+  if (s->n_models == 0) {
     char have[1024] = "";
     size_t len = 0;
     for (int i = 0; i < s->bests.n; ++i) {
@@ -105,17 +111,13 @@ static int choose_device(bstate *s, tune_err *err) {
     return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified (ok) result for %s%s%s (it has: %s)", s->db_list, o->recipes[0],
                      o->device ? " on a device matching " : "", o->device ? o->device : "", have[0] ? have : "nothing");
   }
-  if (n_names > 1) {
-    char list[1024] = "";
-    size_t len = 0;
-    for (int k = 0; k < n_names; ++k) len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", k ? ", " : "", names[k]);
-    return tune_fail(err, TUNE_EINVAL, "%s has results on several devices (%s): choose one with --device NAME", s->db_list, list);
-  }
-  snprintf(s->device_name, sizeof s->device_name, "%s", names[0]);
+  size_t len = 0;
+  for (int m = 0; m < s->n_models && len < sizeof s->model_list; ++m)
+    len += (size_t)snprintf(s->model_list + len, sizeof s->model_list - len, "%s'%s'", m ? ", " : "", s->models[m].name);
   return TUNE_OK;
 }
 
-/* The problems the databases hold for recipe r on the bundle's device that its file does not list
+/* The problems the databases hold for recipe r on the bundle's GPU models that its file does not list
  * (a run with --problems-from: a deployment's served shapes) join r's problems, so that their
  * results are entries like the recipe's own. Called when r's family opens, before any entry
  * points into r->problems. A problem with other dims than the recipe's is left to take_row's note. */
@@ -125,7 +127,7 @@ static int add_db_problems(bstate *s, tune_recipe *r, tune_err *err) {
   int n = 0, rc = names && dims && owned ? TUNE_OK : tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
   for (int i = 0; !rc && i < s->bests.n; ++i) {
     const db_bundle_best *row = &s->bests.a[i];
-    if (strcmp(row->recipe, r->name) || strcmp(row->device, s->device_name) || !json_is_object(row->problem_dims)) continue;
+    if (strcmp(row->recipe, r->name) || model_of(s, row->device) < 0 || !json_is_object(row->problem_dims)) continue;
     int known = 0;
     for (int j = 0; j < r->n_problems && !known; ++j) known = !strcmp(r->problems[j].hash, row->problem_hash);
     for (int j = 0; j < n && !known; ++j) known = !strcmp(names[j], row->problem);
@@ -172,18 +174,18 @@ static int family_of(bstate *s, const db_bundle_best *row, const db_bundle_resul
   f->r = r;
   snprintf(f->name, sizeof f->name, "%s", row->recipe);
   snprintf(f->measured_arch, sizeof f->measured_arch, "%s", row->arch);
-  f->sm_count = res->device.sm_count;
   snprintf(f->recipe_file, sizeof f->recipe_file, "%s", recorded);
   if (bundle_family_layout(f, r, err)) return err->code;
-  if (*fi == 0) s->device = res->device; /* the bundle's meta: the first result's GPU */
   return TUNE_OK;
 }
 
-/* Row as the entry of its (family, problem), unless the problem left the recipe or the entry
- * already holds a better row: the current source's, else the faster. Takes res either way. */
+/* Row as the entry of its (family, problem, GPU model), unless the problem left the recipe or the
+ * entry already holds a better row: the current source's, else the faster. Takes res either way. */
 static int take_row(bstate *s, const db_bundle_best *row, db_bundle_result *res, tune_err *err) {
-  int fi;
+  int fi, model = model_of(s, row->device);
   if (family_of(s, row, res, &fi, err)) return err->code;
+  bmodel *bm = &s->models[model];
+  if (!bm->device.name[0]) bm->device = res->device; /* its models row: the first result's GPU */
   bfamily *f = &s->fam[fi];
   const tune_problem *p = NULL;
   for (int j = 0; j < f->r->n_problems; ++j)
@@ -195,7 +197,7 @@ static int take_row(bstate *s, const db_bundle_best *row, db_bundle_result *res,
   }
   int prev = -1;
   for (int j = 0; j < s->n_entries; ++j)
-    if (s->ent[j].family == fi && s->ent[j].p == p) prev = j;
+    if (s->ent[j].family == fi && s->ent[j].p == p && s->ent[j].model == model) prev = j;
   if (prev >= 0) {
     bentry *q = &s->ent[prev];
     int keep_prev = (!q->mismatch_source && !same_source) ||
@@ -209,6 +211,7 @@ static int take_row(bstate *s, const db_bundle_best *row, db_bundle_result *res,
   bentry *be = &s->ent[prev];
   memset(be, 0, sizeof *be);
   be->family = fi;
+  be->model = model;
   be->p = p;
   be->best = row;
   be->result = *res;
@@ -221,7 +224,7 @@ int bundle_collect(bstate *s, tune_err *err) {
   const tune_bundle_opts *o = s->o;
   for (int d = 0; d < s->n_dbs; ++d)
     if (db_bundle_bests_add(&s->bests, s->dbs[d], d, err)) return err->code;
-  if (choose_device(s, err)) return err->code;
+  if (choose_models(s, err)) return err->code;
   s->ent = calloc(BUNDLE_MAX_ENTRIES, sizeof *s->ent);
   s->var = calloc(BUNDLE_MAX_ENTRIES, sizeof *s->var);
   if (!s->ent || !s->var) return tune_fail(err, TUNE_ENOMEM, "bundle: out of memory");
@@ -229,7 +232,7 @@ int bundle_collect(bstate *s, tune_err *err) {
     int found = 0;
     for (int i = 0; i < s->bests.n; ++i) {
       const db_bundle_best *row = &s->bests.a[i];
-      if (!name_matches(row->recipe, o->recipes[k]) || strcmp(row->device, s->device_name)) continue;
+      if (!name_matches(row->recipe, o->recipes[k]) || model_of(s, row->device) < 0) continue;
       found = 1;
       db_bundle_result res;
       if (db_bundle_result_get(s->dbs[row->db_index], row->result_id, &res, err)) return err->code;
@@ -238,7 +241,7 @@ int bundle_collect(bstate *s, tune_err *err) {
       if (rc) return rc;
     }
     if (!found)
-      return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified result for recipe %s on %s", s->db_list, o->recipes[k], s->device_name);
+      return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified result for recipe %s on %s", s->db_list, o->recipes[k], s->model_list);
   }
   return TUNE_OK;
 }

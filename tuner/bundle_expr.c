@@ -13,8 +13,8 @@
 #include "bundle_int.h"
 
 /* env: dims (family order), params, then the device fact sm_count of the measured device. */
-int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
-                    char *why, size_t n) {
+int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, int sm_count,
+                    tunert_xval *env, char *why, size_t n) {
   json_error_t je;
   json_t *dims = json_loads(p->dims_json, 0, &je);
   if (!dims) { snprintf(why, n, "problem %s: dims are not JSON", p->name); return -1; }
@@ -39,7 +39,7 @@ int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *
     const tune_value *v = &r->params[k].values[vi[k]];
     env[f->n_dims + k] = v->kind == 'b' ? tunert_xbool((int)v->i) : tunert_xint(v->kind == 'i' ? v->i : 0);
   }
-  env[f->n_dims + r->n_params] = tunert_xint(f->sm_count); /* the device fact, last (names: bundle_family_layout) */
+  env[f->n_dims + r->n_params] = tunert_xint(sm_count); /* the device fact, last (names: bundle_family_layout) */
   return 0;
 }
 
@@ -408,7 +408,7 @@ int bundle_check_entry(bstate *s, bentry *be, tune_err *err) {
   bfamily *f = &s->fam[be->family];
   tunert_xval env[TUNERT_MAX_DIMS + 65];
   echeck c = {.be = be, .f = f, .r = f->r, .env = env, .err = err};
-  if (bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, c.why, sizeof c.why))
+  if (bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, be->result.device.sm_count, env, c.why, sizeof c.why))
     return tune_fail(err, TUNE_EINVAL, "%s: %s", f->r->name, c.why);
   lua_function_parts(be);
   if (check_launches(&c)) return err->code;

@@ -27,7 +27,7 @@ static int fallback_entry(bstate *s, int fi, const bentry *tuned, bentry *fe, db
   best->recipe = r->name;
   best->problem = tuned->p->name;
   best->problem_hash = tuned->p->hash;
-  best->device = s->device_name;
+  best->device = s->models[tuned->model].name;
   best->arch = tuned->best->arch;
   best->source_hash = r->source_hash;
   best->created_at = "";
@@ -35,6 +35,7 @@ static int fallback_entry(bstate *s, int fi, const bentry *tuned, bentry *fe, db
   best->config_hash = fe->fallback_hash;
   best->min_ns = best->stddev_ns = NAN;
   fe->family = fi;
+  fe->model = -1; /* serves every GPU model */
   fe->kind = BUNDLE_FALLBACK;
   fe->p = tuned->p;
   fe->best = best;

@@ -1,8 +1,9 @@
 /* bundle_int.h: the stages of `tune bundle` (bundle.h) and the state they share.
  *
- *   collect  (bundle_collect.c)  the best verified result per family and tuned problem of the
- *                                databases, for one device; each entry evaluated by its recipe and
- *                                grouped into variants (config + defines);
+ *   collect  (bundle_collect.c)  the best verified result per family, tuned problem and GPU model
+ *                                of the databases (every model, or those --device matches); each
+ *                                entry evaluated by its recipe and grouped into variants (config +
+ *                                defines), which the models' entries share;
  *   vendor   (bundle_vendor.c)   entries where a peer library measured faster become vendor
  *                                entries (unless --no-vendor);
  *   compile  (bundle_compile.c)  a cubin per arch and PTX per variant, on the compile pool; a
@@ -13,9 +14,9 @@
  *                                evaluates (runtime/tunert_expr.h), checked against Lua's values;
  *   write    (bundle_write.c)    the bundle file through db/db_bundle.h, verified before it is renamed
  *                                into place;
- *   verify   (bundle_verify.c)   the written file opened by libtunert for each arch, every tuned
- *                                problem selected (its own variant, or where that has no binary,
- *                                another entry: never the variant without one).
+ *   verify   (bundle_verify.c)   the written file opened by libtunert for each arch and model, every
+ *                                tuned problem of that model selected (its own variant, or where that
+ *                                has no binary, another entry: never the variant without one).
  * bundle.c runs them in that order. Memory: bstate owns everything below it; bundle_state_free
  * releases it. */
 #ifndef TUNE_BUNDLE_INT_H
@@ -36,6 +37,7 @@
 #define BUNDLE_MAX_SETS 16
 #define BUNDLE_MAX_FAMILIES 64
 #define BUNDLE_MAX_FALLBACKS 256
+#define BUNDLE_MAX_MODELS 8
 
 /* What an entry is (the bundle's entries.kind). */
 enum { BUNDLE_TUNED = 0, BUNDLE_FALLBACK = 1, BUNDLE_VENDOR = 2 };
@@ -58,8 +60,16 @@ typedef struct bvariant {
   char ptx_why[TUNE_BUNDLE_MAX_ARCHS][200];  /* no PTX although its cubin compiled: why ("" --no-ptx) */
 } bvariant;
 
+/* A GPU model whose results the bundle takes (format 1.5: its models row). */
+typedef struct bmodel {
+  char name[128];              /* the results' device name: "NVIDIA H100 80GB HBM3" */
+  db_device device;            /* of its first result taken */
+  int64_t id;                  /* in the bundle */
+} bmodel;
+
 typedef struct bentry {
   int family, variant;
+  int model;                   /* index into bstate.models; -1: a fallback entry (serves every model) */
   int kind;                    /* BUNDLE_TUNED, BUNDLE_FALLBACK (the recipe's fallback config, checked on
                                   tuned problem p), BUNDLE_VENDOR (a peer measured faster at p) */
   char vendor[32];             /* BUNDLE_VENDOR: "cublaslt", "cudnn-sdpa", "sdpa", "torch" */
@@ -97,7 +107,6 @@ typedef struct bfamily {
   char params[2048];
   const char *names[TUNERT_MAX_DIMS + 64 + 1]; /* expression env names: dims, params, sm_count */
   int n_names;
-  int sm_count;                /* multiprocessor count of the device measured on: expressions' `sm_count` */
   char domain[2048];           /* the recipe's domain as an expression list, "" none */
   char measured_arch[16];
   char recipe_file[PATH_MAX];  /* as recorded in the results database */
@@ -125,8 +134,9 @@ typedef struct bstate {
   db_bundle_best fallback_bests[BUNDLE_MAX_FALLBACKS]; /* what fallback entries' best point to */
   int n_archs;
   char archs[TUNE_BUNDLE_MAX_ARCHS][16];
-  char device_name[128];
-  db_device device;            /* the GPU of the first entry: the bundle's meta */
+  int n_models;
+  bmodel models[BUNDLE_MAX_MODELS]; /* in the order first seen; models[0] is the bundle's meta device_* */
+  char model_list[1024];       /* "'A', 'B'": for messages */
   char templates[BUNDLE_MAX_FAMILIES][PATH_MAX + 16]; /* include root per family (the jobs point here) */
   char ptx_archs[TUNE_BUNDLE_MAX_ARCHS][24];
   tune_compile_job *jobs;      /* [n_jobs]: per variant, a cubin per arch, then PTX per arch; a job
@@ -147,7 +157,7 @@ int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err);
 int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
 
 /* vendor (bundle_vendor.c): each tuned entry weighed against the databases' peer timings of its
- * problem on the bundle's device in its result's timing mode; where the peer was faster (the latest
+ * problem on its GPU model in its result's timing mode; where the peer was faster (the latest
  * comparison's verdict "slower", else the peer's median below the entry's) it becomes BUNDLE_VENDOR
  * with the library libtunert names (cublaslt, sdpa, cudnn-sdpa, torch). After bundle_evaluate. */
 int bundle_mark_vendors(bstate *s, tune_err *err);
@@ -186,9 +196,9 @@ void bundle_print_archs(const bstate *s);
 int bundle_family_layout(bfamily *f, tune_recipe *r, tune_err *err);
 int bundle_check_entry(bstate *s, bentry *be, tune_err *err);
 /* The expression environment of problem p and config vi: dims (family order), params, then sm_count
- * (f->sm_count); env holds TUNERT_MAX_DIMS + 65 values. */
-int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, tunert_xval *env,
-                    char *why, size_t n);
+ * (of the GPU model the entry was measured on); env holds TUNERT_MAX_DIMS + 65 values. */
+int bundle_make_env(const bfamily *f, const tune_problem *p, const tune_recipe *r, const int *vi, int sm_count,
+                    tunert_xval *env, char *why, size_t n);
 
 /* write: the bundle into a temporary of its own beside s->o->out (OUT.tmp.XXXXXX), verified
  * there (bundle_verify), then renamed over s->o->out; a failure removes only that temporary, so

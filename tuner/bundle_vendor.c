@@ -1,6 +1,6 @@
 /* bundle_vendor.c: vendor entries (docs/runtime.md "Selection policy"). A tuned problem where a
- * peer (tune compare: cuBLAS, cuDNN or flash SDPA, eager torch) measured faster on the bundle's
- * GPU, in the timing mode of the entry's result, becomes kind 'vendor': libtunert runs cuBLAS
+ * peer (tune compare: cuBLAS, cuDNN or flash SDPA, eager torch) measured faster on the entry's
+ * GPU model, in the timing mode of the entry's result, becomes kind 'vendor': libtunert runs cuBLAS
  * peers' entries through cuBLASLt and tells the caller to use its own path for the others, so
  * a deployment is never slower than what it had. The entry keeps its variant: a reader that
  * does not know vendor entries launches that kernel, a correct answer.
@@ -87,7 +87,7 @@ static void fmt_us(double ns, char *b, size_t n) { snprintf(b, n, "%.2f us", ns 
 /* be becomes a vendor entry when a peer measured faster at its problem. */
 static void weigh_entry(bstate *s, const db_bundle_peers *ps, bentry *be) {
   const db_bundle_best *b = be->best;
-  vkey k = {s->fam[be->family].name, b->problem_hash, s->device_name, b->timing};
+  vkey k = {s->fam[be->family].name, b->problem_hash, s->models[be->model].name, b->timing};
   const db_bundle_peer *any = best_peer(ps, &k, NULL);
   if (!any) return;
   verdict v;

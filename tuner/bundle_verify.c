@@ -1,7 +1,8 @@
 /* bundle_verify.c: the written bundle opened by libtunert (no device needed) as a GPU of each
- * requested arch, and every tuned problem selected: where its variant has a binary for that arch,
- * the variant, its launch geometry and its tensor maps must be the tuner's; where it has none,
- * libtunert must pass it over (what it serves instead is kept for the summary). */
+ * requested arch and each GPU model, and every tuned problem of that model selected: where its
+ * variant has a binary for that arch, the variant, its launch geometry and its tensor maps must be
+ * the tuner's; where it has none, libtunert must pass it over (what it serves instead is kept for
+ * the summary). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ static int verify_fallbacks(bstate *s, tunert_ctx *ctx, int a, tune_err *err) {
     tunert_xval env[TUNERT_MAX_DIMS + 65];
     char why[256];
     int64_t dims[TUNERT_MAX_DIMS];
-    bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, why, sizeof why);
+    bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, be->result.device.sm_count, env, why, sizeof why);
     for (int d = 0; d < f->n_dims; ++d) dims[d] = env[d].i;
     tunert_err te;
     int n = 0, ok = 0;
@@ -61,7 +62,7 @@ static int verify_passed_over(bstate *s, tunert_ctx *ctx, bentry *be, const int6
   if (rc) return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s", s->archs[a], te.msg);
   tunert_selection_info info = {.struct_size = sizeof info};
   tunert_selection_info_get(sel, &info);
-  if (info.exact)
+  if (info.exact && !strcmp(info.variant, s->var[be->variant].params_json)) /* another model's entry may serve it */
     return tune_fail(err, TUNE_EINTERNAL, "bundle check (%s): %s / %s selects its own variant %s, which has no binary for %s",
                      s->archs[a], f->name, be->p->name, info.variant, s->archs[a]);
   snprintf(be->served[a], sizeof be->served[a], "%s %.40s %.100s [%.40s]", info.kind, info.tuned_problem, info.variant, info.binary);
@@ -98,10 +99,10 @@ static int verify_exact(bstate *s, tunert_ctx *ctx, bentry *be, const int64_t *d
   return TUNE_OK;
 }
 
-/* Open the bundle as a GPU of arch a: it must open unless a family has no variant there
+/* Open the bundle as a GPU of arch a and model m: it must open unless a family has no variant there
  * (bundle_check_archs let that through with --allow-missing-arch), then it opens with
  * TUNERT_OPEN_ANY_ARCH; libtunert's TUNERT_EARCH and tune's view must agree. */
-static int open_as(bstate *s, int a, tunert_ctx **ctx, tune_err *err) {
+static int open_as(bstate *s, int a, int m, tunert_ctx **ctx, tune_err *err) {
   int missing = 0;
   for (int fi = 0; fi < s->n_families; ++fi) {
     int runs = 0;
@@ -111,6 +112,7 @@ static int open_as(bstate *s, int a, tunert_ctx **ctx, tune_err *err) {
   tunert_options opt;
   tunert_options_init(&opt);
   opt.arch = s->archs[a];
+  opt.device_name = s->models[m].name;
   opt.flags = TUNERT_OPEN_NO_DEVICE;
   tunert_err te;
   const char *path = s->verify_path ? s->verify_path : s->o->out;
@@ -127,26 +129,31 @@ static int open_as(bstate *s, int a, tunert_ctx **ctx, tune_err *err) {
   return TUNE_OK;
 }
 
+/* The entries of model m on arch a (the fallbacks once per arch, with the first model). */
+static int verify_model(bstate *s, int a, int m, tune_err *err) {
+  tunert_ctx *ctx = NULL;
+  int rc = open_as(s, a, m, &ctx, err);
+  for (int i = 0; i < s->n_entries && !rc; ++i) {
+    bentry *be = &s->ent[i];
+    bfamily *f = &s->fam[be->family];
+    if (be->model != m) continue; /* another model's; fallback entries are checked by verify_fallbacks */
+    be->served[a][0] = 0;
+    tunert_xval env[TUNERT_MAX_DIMS + 65];
+    char why[256];
+    int64_t dims[TUNERT_MAX_DIMS];
+    bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, be->result.device.sm_count, env, why, sizeof why);
+    for (int d = 0; d < f->n_dims; ++d) dims[d] = env[d].i;
+    rc = bundle_variant_runs_on(s, be->variant, a, NULL) ? verify_exact(s, ctx, be, dims, a, err)
+                                                         : verify_passed_over(s, ctx, be, dims, a, err);
+  }
+  if (!rc && m == 0) rc = verify_fallbacks(s, ctx, a, err);
+  tunert_close(ctx);
+  return rc;
+}
+
 int bundle_verify(bstate *s, tune_err *err) {
   int rc = TUNE_OK;
-  for (int a = 0; a < s->n_archs && !rc; ++a) {
-    tunert_ctx *ctx = NULL;
-    if ((rc = open_as(s, a, &ctx, err))) break;
-    for (int i = 0; i < s->n_entries && !rc; ++i) {
-      bentry *be = &s->ent[i];
-      bfamily *f = &s->fam[be->family];
-      be->served[a][0] = 0;
-      if (be->kind == BUNDLE_FALLBACK) continue; /* the tuned entry wins its problem: fallbacks are checked by verify_fallbacks */
-      tunert_xval env[TUNERT_MAX_DIMS + 65];
-      char why[256];
-      int64_t dims[TUNERT_MAX_DIMS];
-      bundle_make_env(f, be->p, f->r, s->var[be->variant].vi, env, why, sizeof why);
-      for (int d = 0; d < f->n_dims; ++d) dims[d] = env[d].i;
-      rc = bundle_variant_runs_on(s, be->variant, a, NULL) ? verify_exact(s, ctx, be, dims, a, err)
-                                                           : verify_passed_over(s, ctx, be, dims, a, err);
-    }
-    if (!rc) rc = verify_fallbacks(s, ctx, a, err);
-    tunert_close(ctx);
-  }
+  for (int a = 0; a < s->n_archs && !rc; ++a)
+    for (int m = 0; m < s->n_models && !rc; ++m) rc = verify_model(s, a, m, err);
   return rc;
 }

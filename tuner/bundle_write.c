@@ -36,19 +36,26 @@ static void target_list(const bstate *s, char *out, size_t n) {
     }
 }
 
-/* meta: what made the bundle, from what, for which GPU and archs. */
+/* meta: what made the bundle, from what, for which GPU and archs (device_*: the first model, what
+ * readers before format 1.5 know of the bundle's GPU); then one models row per GPU model. */
 static int write_meta(bstate *s, db_bundle_writer *w, tune_err *err) {
   char all_archs[520];
   target_list(s, all_archs, sizeof all_archs);
+  const db_device *d0 = &s->models[0].device;
   char smc[32];
-  snprintf(smc, sizeof smc, "%d", s->device.sm_count);
+  snprintf(smc, sizeof smc, "%d", d0->sm_count);
   struct { const char *k, *v; } meta[] = {
-      {"tool_version", TUNE_VERSION}, {"nvrtc_version", tune_nvrtc_version()}, {"device_name", s->device_name},
-      {"device_arch", s->device.arch}, {"device_uuid", s->device.uuid},
-      {"device_driver", s->device.driver}, {"device_sm_count", smc}, {"archs", all_archs},
+      {"tool_version", TUNE_VERSION}, {"nvrtc_version", tune_nvrtc_version()}, {"device_name", s->models[0].name},
+      {"device_arch", d0->arch}, {"device_uuid", d0->uuid},
+      {"device_driver", d0->driver}, {"device_sm_count", smc}, {"archs", all_archs},
       {"source_db", s->db_list}, {"made_by", "tune bundle"}};
   for (size_t i = 0; i < sizeof meta / sizeof meta[0]; ++i)
     if (db_bundle_meta(w, meta[i].k, meta[i].v, err)) return err->code;
+  for (int m = 0; m < s->n_models; ++m) {
+    const db_device *d = &s->models[m].device;
+    db_bundle_model dm = {.name = s->models[m].name, .arch = d->arch, .sm_count = d->sm_count, .driver = d->driver, .uuid = d->uuid};
+    if (db_bundle_model_put(w, &dm, &s->models[m].id, err)) return err->code;
+  }
   return TUNE_OK;
 }
 
@@ -152,7 +159,8 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
         .requires = be->ex.requires, .define_exprs = be->ex.define_exprs, .define_values = be->define_values,
         .median_ns = b->median_ns, .min_ns = b->min_ns, .stddev_ns = b->stddev_ns, .samples = b->samples,
         .err_rel_l2 = res->err_rel_l2, .result_id = b->result_id, .measured_at = b->created_at,
-        .device_name = s->device_name, .device_uuid = res->device.uuid, .driver = res->device.driver,
+        .device_name = be->model >= 0 ? s->models[be->model].name : s->models[0].name, .device_uuid = res->device.uuid,
+        .driver = res->device.driver, .model_id = be->model >= 0 ? s->models[be->model].id : 0,
         .backend = res->backend, .seed = res->seed, .measured_source_hash = b->source_hash,
         .same_binary = be->same_binary, .kind = be->kind == BUNDLE_FALLBACK ? "fallback" : be->kind == BUNDLE_VENDOR ? "vendor" : "tuned",
         .vendor = be->kind == BUNDLE_VENDOR ? be->vendor : NULL, .vendor_ns = be->vendor_ns};
@@ -164,7 +172,8 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
 
 /* A domain or a fallback entry: a 1.2 reader would serve problems outside the domain and take
  * fallback entries for tuned ones (tunert_format.h), so such a bundle needs a 1.3 reader; an fp8
- * (e4m3) arg one of 1.4, which knows its size. */
+ * (e4m3) arg one of 1.4, which knows its size; entries of several GPU models one of 1.5, which
+ * takes the entries of the GPU it runs on. */
 static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
   int need = 0;
   for (int fi = 0; fi < s->n_families; ++fi) {
@@ -174,6 +183,7 @@ static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
   }
   for (int i = 0; i < s->n_entries; ++i)
     if (s->ent[i].kind == BUNDLE_FALLBACK) need = need > 3 ? need : 3;
+  if (s->n_models > 1) need = 5;
   char v[12];
   snprintf(v, sizeof v, "%d", need);
   return need ? db_bundle_meta(w, "min_reader_minor", v, err) : TUNE_OK;

@@ -38,14 +38,14 @@ static int add_entry(bstate *s, int problem, const int *vi, db_bundle_best *best
   static char hashes[4][17];
   tune_recipe_config_hash(r, vi, hashes[s->n_entries]);
   *best = (db_bundle_best){.recipe = r->name, .problem = r->problems[problem].name, .problem_hash = r->problems[problem].hash,
-                           .device = s->device_name, .arch = "sm_90a", .source_hash = r->source_hash,
+                           .device = s->models[0].name, .arch = "sm_90a", .source_hash = r->source_hash,
                            .config_hash = hashes[s->n_entries], .created_at = "now", .median_ns = median_ns,
                            .min_ns = median_ns, .stddev_ns = 0, .samples = 5, .result_id = 100 + s->n_entries};
   bentry *be = &s->ent[s->n_entries++];
   be->p = &r->problems[problem];
   be->best = best;
   be->result = (db_bundle_result){.recipe_path = "recipes/copy.lua", .binary_key = "", .origin = "", .backend = "test",
-                                  .seed = "1", .device = s->device};
+                                  .seed = "1", .device = s->models[0].device};
   return bundle_entry_eval(s, be, vi, err) || bundle_entry_variant(s, be, vi, err);
 }
 
@@ -80,14 +80,14 @@ static bstate *make_plan(tune_bundle_opts *o, db_bundle_best *bests, tune_err *e
   s->n_archs = 1;
   snprintf(s->archs[0], sizeof s->archs[0], "sm_90a");
   snprintf(s->db_list, sizeof s->db_list, "test.db");
-  snprintf(s->device_name, sizeof s->device_name, "synthetic test device");
-  s->device = (db_device){.kind = "gpu", .name = "synthetic test device", .arch = "sm_90a", .sm_count = 132,
+  s->n_models = 1;
+  snprintf(s->models[0].name, sizeof s->models[0].name, "synthetic test device");
+  s->models[0].device = (db_device){.kind = "gpu", .name = "synthetic test device", .arch = "sm_90a", .sm_count = 132,
                           .smem_per_block_optin = 232448, .l2_bytes = 50 << 20, .uuid = "GPU-test", .driver = "test"};
   bfamily *f = &s->fam[s->n_families++];
   f->r = &s->sets[0]->r[0];
   snprintf(f->name, sizeof f->name, "%s", f->r->name);
   snprintf(f->recipe_file, sizeof f->recipe_file, "recipes/copy.lua");
-  f->sm_count = s->device.sm_count; /* as bundle_collect takes it from the measured device */
   CHECK(bundle_family_layout(f, f->r, err) == 0);
   CHECK(add_entry(s, 0, cfg_a, &bests[0], 33000, err) == 0); /* 64MiB */
   CHECK(add_entry(s, 1, cfg_b, &bests[1], 126000, err) == 0); /* 256MiB */

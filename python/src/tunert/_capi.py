@@ -37,7 +37,9 @@ class Allocator(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("device", ctypes.c_int),
                 ("arch", ctypes.c_char_p), ("allocator", ctypes.POINTER(Allocator)),
-                ("max_selections", ctypes.c_int)]
+                ("max_selections", ctypes.c_int),
+                # since 0.5 (bundle format 1.5): the GPU model to select for (NULL: the device's)
+                ("device_name", ctypes.c_char_p)]
 
 
 class FamilyInfo(ctypes.Structure):
@@ -93,7 +95,17 @@ class BundleInfo(ctypes.Structure):
                 ("created_at", ctypes.c_char_p), ("tool_version", ctypes.c_char_p),
                 ("nvrtc_version", ctypes.c_char_p), ("device_name", ctypes.c_char_p),
                 ("device_arch", ctypes.c_char_p), ("archs", ctypes.c_char_p),
-                ("device_arch_here", ctypes.c_char_p), ("open_ms", ctypes.c_double)]
+                ("device_arch_here", ctypes.c_char_p), ("open_ms", ctypes.c_double),
+                # since 0.5 (bundle format 1.5): the GPU models and which one selection is for
+                ("n_models", ctypes.c_int), ("device_name_here", ctypes.c_char_p), ("model_here", ctypes.c_int)]
+
+
+MODEL_TIERS = {0: "this GPU", 1: "same arch", 2: "other arch"}   # tunert_model_info.tier
+
+
+class ModelInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char_p), ("arch", ctypes.c_char_p),
+                ("sm_count", ctypes.c_int), ("n_problems", ctypes.c_int), ("tier", ctypes.c_int)]
 
 
 class _ArgValue(ctypes.Union):
@@ -125,6 +137,9 @@ _PROTOTYPES = {
     "tunert_launch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                      ctypes.c_int, _P(Err)]),
     "tunert_bundle_info_get": (ctypes.c_int, [ctypes.c_void_p, _P(BundleInfo)]),
+    # since 0.5; absent from older libraries (bundle.py then reports the one model of meta device_*)
+    "tunert_model_count?": (ctypes.c_int, [ctypes.c_void_p]),
+    "tunert_model_info_get?": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, _P(ModelInfo)]),
 }
 
 _lib = None
@@ -181,6 +196,10 @@ def lib():
             raise LibraryNotFound("libtunert.so not found; set TUNERT_LIBRARY to its path, or build it "
                                   "(cmake --build build) in the repository. Tried: " + "; ".join(tried))
     for name, (res, argtypes) in _PROTOTYPES.items():
+        optional = name.endswith("?")
+        name = name.rstrip("?")
+        if optional and not hasattr(handle, name):
+            continue
         fn = getattr(handle, name)
         fn.restype = res
         fn.argtypes = argtypes

@@ -139,10 +139,12 @@ class Bundle:
     """An open bundle (tunert_open). `device`: the CUDA ordinal launches go to; `arch`: the
     architecture to check binaries against instead of the device's ("sm_90a"; for selection on a
     machine without a GPU); `exact_only`: select only tuned problems; `no_device`: do not open
-    libcuda (open and select only); `any_arch`: open even when no binary runs on the device."""
+    libcuda (open and select only); `any_arch`: open even when no binary runs on the device;
+    `device_name`: the GPU model to select for in a bundle of several models ("NVIDIA H200", or a
+    part of the name) instead of the device's (docs/runtime.md, "Bundles of several GPU models")."""
 
     def __init__(self, path, device=0, arch=None, exact_only=False, no_device=False, any_arch=False,
-                 max_selections=0):
+                 max_selections=0, device_name=None):
         lib = C.lib()
         self.path = os.fspath(path)
         self.device = int(device)
@@ -154,6 +156,8 @@ class Bundle:
         opt.device = self.device
         self._arch = arch.encode() if arch else None
         opt.arch = self._arch
+        self._device_name = device_name.encode() if device_name else None
+        opt.device_name = self._device_name
         if max_selections:
             opt.max_selections = int(max_selections)
         err = C.Err()
@@ -209,7 +213,26 @@ class Bundle:
         return {"format": f"{bi.format_major}.{bi.format_minor}", "created_at": _s(bi.created_at),
                 "tool_version": _s(bi.tool_version), "nvrtc_version": _s(bi.nvrtc_version),
                 "device_name": _s(bi.device_name), "device_arch": _s(bi.device_arch), "archs": _s(bi.archs),
-                "device_arch_here": _s(bi.device_arch_here), "open_ms": bi.open_ms}
+                "device_arch_here": _s(bi.device_arch_here), "open_ms": bi.open_ms,
+                "device_name_here": _s(bi.device_name_here), "model_here": bi.model_here if bi.n_models else None}
+
+    @property
+    def models(self):
+        """The GPU models the bundle has entries of, as dicts (name, arch, sm_count, n_problems, and
+        tier: how selection ranks them for the device, "this GPU", "same arch" or "other arch")."""
+        ctx, lib = self._handle(), self._lib
+        if not hasattr(lib, "tunert_model_count"):   # a libtunert before 0.5: one model, meta device_*
+            info = self.info
+            return [{"name": info["device_name"], "arch": info["device_arch"], "sm_count": 0, "n_problems": None,
+                     "tier": None}]
+        out = []
+        for i in range(lib.tunert_model_count(ctx)):
+            mi = C.ModelInfo()
+            mi.struct_size = ctypes.sizeof(mi)
+            if lib.tunert_model_info_get(ctx, i, ctypes.byref(mi)) == C.TUNERT_OK:
+                out.append({"name": _s(mi.name), "arch": _s(mi.arch), "sm_count": mi.sm_count,
+                            "n_problems": mi.n_problems, "tier": C.MODEL_TIERS.get(mi.tier, str(mi.tier))})
+        return out
 
     def family(self, name):
         """The Family `name` (NoFamily, listing those there are, when absent)."""
