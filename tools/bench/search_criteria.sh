@@ -94,9 +94,13 @@ if [ ${#held[@]} -gt 0 ]; then
     held_json+=("$OUT/tune/held-$stem.json")
     while IFS=$'\t' read -r recipe problem; do
       [ "$recipe" = - ] && continue
-      "$TUNE" db export --db "$db" --format kernel_tuner --recipe "$recipe" --problem "$problem" \
-        -o "$OUT/caches/${recipe}__${problem}.json"
-      caches+=("$OUT/caches/${recipe}__${problem}.json")
+      # a space the export cannot write gets no Kernel Tuner data: its (b) is unknown (said in the summary)
+      if "$TUNE" db export --db "$db" --format kernel_tuner --recipe "$recipe" --problem "$problem" \
+        -o "$OUT/caches/${recipe}__${problem}.json"; then
+        caches+=("$OUT/caches/${recipe}__${problem}.json")
+      else
+        echo "search_criteria: no Kernel Tuner run on $recipe / $problem (export failed)" >&2
+      fi
     done < <(python3 -c 'import json, sys
 known = set()
 if sys.argv[2]:
