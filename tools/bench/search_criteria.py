@@ -133,6 +133,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--cold", default="bayes:cold")
     ap.add_argument("--warm", default="bayes")
+    ap.add_argument("--kt-best", help="the bar of (b), as chosen on the whole design set earlier (when --design "
+                    "holds only part of it)")
     a = ap.parse_args()
     partial = []
     probs = load_tune(a.design, "design", partial) + load_tune(a.held_out, "held-out", partial)
@@ -152,7 +154,9 @@ def main():
     ranked = sorted((s for s in strategies if scores[s][0] is not None), key=lambda s: -scores[s][0])
     if not ranked:
         sys.exit("search_criteria: no Kernel Tuner strategy has a score on the design spaces")
-    best = ranked[0]
+    best = a.kt_best or ranked[0]
+    if best not in strategies:
+        sys.exit(f"search_criteria: --kt-best {best}: no such Kernel Tuner strategy in the trajectories")
     rows, missing = [], []
     for p in probs:
         n, cap = p["n_points"], p["trajectory_cap"]

@@ -22,7 +22,8 @@
 # Environment: TUNE, BENCH_SEARCH (binaries), REPEATS (seeds, default 100), JOBS (default: cores),
 # STRATEGIES (tune's rows, default "bayes:cold,bayes": the default strategy cold, then warm),
 # KT_STRATEGIES (held-out runs, default: the strategies in KT_DESIGN), OUT (intermediate files,
-# default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run).
+# default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run), KT_BEST (the
+# bar of (b) when DESIGN is only part of the design set: the strategy the whole set chose).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TUNE=${TUNE:-$ROOT/build/tune}
@@ -38,7 +39,7 @@ KT_HELD_OUT=${KT_HELD_OUT:-}
 RECIPES=$ROOT/recipes
 . "$ROOT/tools/bench/search_lib.sh" # recipe_of
 
-[ $# -ge 1 ] || { sed -n '2,25p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,26p' "$0" >&2; exit 2; }
 OUT_FILE=$1
 shift
 held=()
@@ -122,6 +123,7 @@ for p in json.load(open(sys.argv[1])):
 fi
 
 args=(--design "${design[@]}" --kt "${kt[@]}" --out "$OUT_FILE")
+[ -z "${KT_BEST:-}" ] || args+=(--kt-best "$KT_BEST")
 [ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
 IFS=, read -r cold warm _ <<< "$STRATEGIES"
 python3 "$ROOT/tools/bench/search_criteria.py" "${args[@]}" --cold "$cold" --warm "${warm:-$cold}"
