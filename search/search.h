@@ -91,6 +91,15 @@ int search_strategy_new(const char *name, const search_space *space, uint64_t se
  * observation (TUNE_EINVAL after); the values are copied. */
 int search_strategy_set_features(search_strategy *s, const double *feat, int n_feat, tune_err *err);
 
+/* Points the caller measures at once, 1..SEARCH_MAX_PARALLEL (default 1): with k > 1 (one worker per
+ * GPU) bayes's steps after its initial design propose up to k distinct points per batch, and its
+ * design has at least k points; the other strategies ignore it (exhaustive, random and genetic
+ * already fill the batch asked for; anneal walks one step at a time; bandit's arms keep 1). With
+ * k == 1 the proposals are those of a strategy that was never told. Only before the first proposal
+ * (observations before it, such as a warm start, are fine); TUNE_EINVAL after or out of range. */
+#define SEARCH_MAX_PARALLEL 64
+int search_strategy_set_parallel(search_strategy *s, int k, tune_err *err);
+
 /* Propose up to `max` points neither proposed nor observed before into out[];
  * *n_out is set to the number written, 0 when the strategy has nothing more to
  * propose. */

@@ -37,6 +37,7 @@ struct search_strategy {
   unsigned char *seen;          /* [n_points / 8 + 1] bit per space index: proposed or observed;
                                    strategy.c drops what the vt proposes again after an outside
                                    observation (a warm start) */
+  int parallel;                 /* points measured at once (search_strategy_set_parallel), >= 1 */
   uint64_t n_observed;          /* observe calls so far */
   uint64_t n_failed;            /* of which reported a failure (cost < 0) */
   int has_best;                 /* 1 once a point with cost >= 0 was observed */

@@ -124,6 +124,7 @@ int search_strategy_new(const char *name, const search_space *space, uint64_t se
   s->vt = vt;
   s->space = space;
   s->seed = seed;
+  s->parallel = 1;
   if (vt->init) {
     int rc = vt->init(s, err);
     if (rc) {
@@ -143,6 +144,15 @@ int search_strategy_set_features(search_strategy *s, const double *feat, int n_f
   if (s->n_proposed || s->n_observed)
     return tune_fail(err, TUNE_EINVAL, "search_strategy_set_features: only before the first proposal or observation");
   return s->vt->features && n_feat ? s->vt->features(s, feat, n_feat, err) : TUNE_OK;
+}
+
+int search_strategy_set_parallel(search_strategy *s, int k, tune_err *err) {
+  if (!s || k < 1 || k > SEARCH_MAX_PARALLEL)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_set_parallel: k is %d, must be 1..%d", k, SEARCH_MAX_PARALLEL);
+  if (s->n_proposed)
+    return tune_fail(err, TUNE_EINVAL, "search_strategy_set_parallel: only before the first proposal");
+  s->parallel = k;
+  return TUNE_OK;
 }
 
 int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *n_out,

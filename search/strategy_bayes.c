@@ -35,7 +35,8 @@
  * design has no centre: all n_init points are such farthest draws, away from
  * the warm-start points, which already exploit what is known; a centre often
  * lies in their region and adds little (docs/search.md, "bayes").
- * Then one point per batch, two local steps for one global step:
+ * Then one point per batch (k with search_strategy_set_parallel: see below),
+ * two local steps for one global step:
  *  - local: the largest expected improvement among the unseen points one or
  *    two unit steps (one value index in one or two parameters) away from the
  *    best point (when all those are seen, a global step instead);
@@ -44,6 +45,16 @@
  *    plus the unseen neighbours of the best points.
  * Expected improvement below the best standardized value by xi = BAYES_XI.
  * With no success observed yet (nothing to model) it draws at random.
+ *
+ * Parallel batches (k points measured at once, one per GPU): the design has at
+ * least k points, and each later batch is k picks made as above in turn, the
+ * model refitted between them with a kriging believer: the cost model's mean
+ * at each pick taken as observed there (its real cost replaces it later).
+ * Why this and not the k largest acquisitions of one fit: those cluster
+ * around the same optimum of a smooth acquisition, often next to each other;
+ * the believer removes what a pick would teach, so the next one tests
+ * something else, at the cost of k fits per batch (milliseconds). With k = 1
+ * nothing changes.
  *
  * Feasibility: once a failure is among the training points, a second GP
  * (same kernel form, its own length scales and noise) is fitted to the
@@ -546,11 +557,11 @@ static long farthest_draw(bayes_state *st) {
 /* The initial design: the centre point, then n_init - 1 points, each the
  * unseen draw farthest from the points chosen or seen so far (maximin over
  * BAYES_INIT_DRAWS draws); after a warm start, n_init such farthest draws
- * and no centre. */
-static int initial_design(bayes_state *st, tune_err *err) {
+ * and no centre. n_init is at least `parallel`, the points measured at once. */
+static int initial_design(bayes_state *st, int parallel, tune_err *err) {
   search_pool *p = &st->pool;
   int c0 = 1; /* design points placed so far, the centre included */
-  int n_init = st->n_init;
+  int n_init = st->n_init > parallel ? st->n_init : parallel; /* a batch of k costs the wall time of one */
   if (st->n_obs > 0) {
     /* warm start: the points seen already stand for the exploiting part; a centre point would often
        sit in their region, so the whole design fills space away from them instead */
@@ -641,37 +652,53 @@ static int local_candidates(bayes_state *st, uint32_t pos, uint32_t *out, int ma
   return n;
 }
 
+/* One model step: the pick of largest acquisition among the local or the global candidates (two
+ * local steps, then a global one), or a random unseen point while there is nothing to model. */
+static int model_step(bayes_state *st, int *modelled, tune_err *err) {
+  search_pool *p = &st->pool;
+  double best_ys = 0;
+  *modelled = 0;
+  if (build_model(st, &best_ys) != 0) return search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
+  *modelled = 1;
+  int nc = 0;
+  if (st->n_steps++ % 3 != 2) { /* two local steps, then a global one */
+    int bi = -1;
+    for (int i = 0; i < st->n_obs; i++)
+      if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
+    if (bi >= 0) nc = local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND);
+  }
+  if (nc == 0) nc = candidates(st);
+  long pick = -1;
+  double pick_ei = -INFINITY;
+  for (int i = 0; i < nc; i++) {
+    double ei = acquisition(st, st->cand[i], best_ys);
+    if (ei > pick_ei) {
+      pick_ei = ei;
+      pick = st->cand[i];
+    }
+  }
+  if (pick < 0) pick = search_pool_random_unseen(p);
+  return search_pool_push(p, (uint32_t)pick, err);
+}
+
+static void believe(bayes_state *st, uint32_t pos);
+
 static int bayes_next(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
   bayes_state *st = s->state;
   search_pool *p = &st->pool;
   if (search_pool_queued(p) == 0 && p->n_seen < p->n) {
-    double best_ys = 0;
-    int rc;
+    int rc = TUNE_OK;
     if (!st->design_done) {
       st->design_done = 1;
-      rc = initial_design(st, err);
-    } else if (build_model(st, &best_ys) != 0) {
-      rc = search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
+      rc = initial_design(st, s->parallel, err);
     } else {
-      int nc = 0;
-      if (st->n_steps++ % 3 != 2) { /* two local steps, then a global one */
-        int bi = -1;
-        for (int i = 0; i < st->n_obs; i++)
-          if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
-        if (bi >= 0) nc = local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND);
+      /* s->parallel points per batch: after each pick but the last, the model takes its own
+         prediction there as if observed (below), so the next pick looks elsewhere */
+      for (int j = 0; j < s->parallel && rc == TUNE_OK && p->n_seen < p->n; j++) {
+        int modelled = 0;
+        rc = model_step(st, &modelled, err);
+        if (rc == TUNE_OK && modelled && j + 1 < s->parallel) believe(st, p->queue[p->queue_len - 1]);
       }
-      if (nc == 0) nc = candidates(st);
-      long pick = -1;
-      double pick_ei = -INFINITY;
-      for (int i = 0; i < nc; i++) {
-        double ei = acquisition(st, st->cand[i], best_ys);
-        if (ei > pick_ei) {
-          pick_ei = ei;
-          pick = st->cand[i];
-        }
-      }
-      if (pick < 0) pick = search_pool_random_unseen(p);
-      rc = search_pool_push(p, (uint32_t)pick, err);
     }
     if (rc) return rc;
   }
@@ -719,6 +746,21 @@ static int grow(bayes_state *st) {
   }
   st->cap = cap;
   return 0;
+}
+
+/* Kriging believer (Ginsbourger et al., 2010): take the cost model's posterior mean at position pos
+ * as if it were observed there, so that the next pick of the same batch sees less to gain around pos
+ * and goes elsewhere. The real observation replaces it (bayes_observe keeps the latest of a
+ * position). The model of the current step must be built (build_model). */
+static void believe(bayes_state *st, uint32_t pos) {
+  double x[BAYES_MAX_DIM], mu, sd;
+  bayes_coords(st, pos, x);
+  predict(st, &st->cost, x, &mu, &sd);
+  if (grow(st)) return; /* no memory: the next pick goes without it */
+  int i = st->n_obs++;
+  st->obs[i] = pos;
+  memcpy(st->X + (size_t)i * (size_t)st->d, x, (size_t)st->d * sizeof(double));
+  st->y[i] = st->cost.mean + st->cost.sd * mu;
 }
 
 static void bayes_observe(search_strategy *s, uint64_t point, double cost_ns) {

@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # search_criteria.sh: B98 and the search criteria (docs/search.md, "The criteria") of tune's default
-# strategy, cold and warm, on the design spaces (every data/recorded/*.db) and on held-out recordings,
+# strategy, cold and warm, on the design spaces (the recordings DESIGN names) and on held-out recordings,
 # against Kernel Tuner 1.5.0's strategies: prints the summary table, writes the per-space file.
 #
 #   tools/bench/search_criteria.sh OUT_FILE [--held-out DB[=RECIPE.lua] ...]
 #
 # OUT_FILE: the per-space file (markdown if it ends in .md, else JSON); a build output, not committed.
 # --held-out DB: a recording the heuristics never saw (its recipe found as for data/recorded: see
-# search_lib.sh's recipe_of on its file name, or given after '='); reported as a set of its own.
+# search_lib.sh's recipe_of on its file name, or given after '='); reported as a set of its own, and
+# never counted in the design set even when DESIGN names it.
+# DESIGN: the design set, stems of data/recorded/*.db (default: the recordings the heuristics were
+# chosen on; a recording added since is neither design nor held-out until passed with --held-out).
+# Only spaces recorded in full are scored: a space with unrecorded configs (a --budget recording)
+# has no known optimum, so search_criteria.py leaves it out and lists it.
 # Kernel Tuner: the design spaces' trajectories are read from KT_DESIGN (default
 # data/kernel_tuner/trajectories_design.json.gz, recorded with kernel_tuner_sim.py --trajectory, 100
 # seeds); held-out spaces are exported (tune db export --format kernel_tuner) and Kernel Tuner runs on
-# them here (KT_PYTHON: a python with kernel_tuner 1.5.0, default build/ktvenv/bin/python).
+# them here (KT_PYTHON: a python with kernel_tuner 1.5.0, default build/ktvenv/bin/python), unless
+# KT_HELD_OUT names trajectories already made for them (data/kernel_tuner/trajectories_held_out.json.gz:
+# the same command, kept; a held-out space missing from it is run here).
 # Environment: TUNE, BENCH_SEARCH (binaries), REPEATS (seeds, default 100), JOBS (default: cores),
 # STRATEGIES (tune's rows, default "bayes:cold,bayes": the default strategy cold, then warm),
 # KT_STRATEGIES (held-out runs, default: the strategies in KT_DESIGN), OUT (intermediate files,
-# default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run).
+# default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run), KT_BEST (the
+# bar of (b) when DESIGN is only part of the design set: the strategy the whole set chose).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TUNE=${TUNE:-$ROOT/build/tune}
@@ -26,10 +34,12 @@ STRATEGIES=${STRATEGIES:-bayes:cold,bayes}
 KT_DESIGN=${KT_DESIGN:-$ROOT/data/kernel_tuner/trajectories_design.json.gz}
 KT_PYTHON=${KT_PYTHON:-$ROOT/build/ktvenv/bin/python}
 OUT=${OUT:-$ROOT/build/search-criteria}
+DESIGN=${DESIGN:-attention attention.decode attention.prefill_sm90 copy elementwise gemm gemm.f16 rmsnorm softmax softmax.stream transpose}
+KT_HELD_OUT=${KT_HELD_OUT:-}
 RECIPES=$ROOT/recipes
 . "$ROOT/tools/bench/search_lib.sh" # recipe_of
 
-[ $# -ge 1 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,26p' "$0" >&2; exit 2; }
 OUT_FILE=$1
 shift
 held=()
@@ -54,9 +64,17 @@ bench() {
     --jobs "$JOBS" --json > "$OUT/tune/$name.json"
 }
 
+held_paths=()
+for h in "${held[@]}"; do held_paths+=("$(realpath "${h%%=*}")"); done
+is_held() { local x; for x in "${held_paths[@]}"; do [ "$x" = "$(realpath "$1")" ] && return 0; done; return 1; }
+
 design=()
-for db in "$ROOT"/data/recorded/*.db; do
-  stem=$(basename "$db" .db)
+for stem in $DESIGN; do
+  db=$ROOT/data/recorded/$stem.db
+  [ -f "$db" ] || { echo "search_criteria: DESIGN names $stem, no $db" >&2; exit 1; }
+  if [ ${#held_paths[@]} -gt 0 ] && is_held "$db"; then
+    echo "search_criteria: $stem is held out: not in the design set" >&2; continue
+  fi
   r=$(recipe_of "$stem")
   [ -f "$r" ] || { echo "search_criteria: no recipe for $db, skipped" >&2; continue; }
   bench "$db" "$r" "$stem"
@@ -76,20 +94,36 @@ if [ ${#held[@]} -gt 0 ]; then
     bench "$db" "$r" "held-$stem"
     held_json+=("$OUT/tune/held-$stem.json")
     while IFS=$'\t' read -r recipe problem; do
-      "$TUNE" db export --db "$db" --format kernel_tuner --recipe "$recipe" --problem "$problem" \
-        -o "$OUT/caches/${recipe}__${problem}.json"
-      caches+=("$OUT/caches/${recipe}__${problem}.json")
+      [ "$recipe" = - ] && continue
+      # a space the export cannot write gets no Kernel Tuner data: its (b) is unknown (said in the summary)
+      if "$TUNE" db export --db "$db" --format kernel_tuner --recipe "$recipe" --problem "$problem" \
+        -o "$OUT/caches/${recipe}__${problem}.json"; then
+        caches+=("$OUT/caches/${recipe}__${problem}.json")
+      else
+        echo "search_criteria: no Kernel Tuner run on $recipe / $problem (export failed)" >&2
+      fi
     done < <(python3 -c 'import json, sys
-for p in json.load(open(sys.argv[1])): print(p["recipe"] + "\t" + p["problem"])' "$OUT/tune/held-$stem.json")
+known = set()
+if sys.argv[2]:
+    import gzip
+    known = {(p["recipe"], p["problem"]) for p in json.load(gzip.open(sys.argv[2], "rt"))["problems"]}
+for p in json.load(open(sys.argv[1])):
+    # a space with unrecorded configs is not scored (search_criteria.py); one with trajectories already made is not run again
+    skip = p["statuses"].get("not_recorded", 0) or (p["recipe"], p["problem"]) in known
+    print(("-" if skip else p["recipe"]) + "\t" + p["problem"])' "$OUT/tune/held-$stem.json" "$KT_HELD_OUT")
   done
+  [ -z "$KT_HELD_OUT" ] || kt+=("$KT_HELD_OUT")
   kts=${KT_STRATEGIES:-$(python3 -c 'import gzip, json, sys; print(",".join(json.load(gzip.open(sys.argv[1], "rt"))["strategies"]))' "$KT_DESIGN")}
-  echo "== Kernel Tuner on the held-out spaces ($kts, $REPEATS seeds)" >&2
-  "$KT_PYTHON" "$ROOT/tools/bench/kernel_tuner_sim.py" "${caches[@]}" --trajectory --repeats "$REPEATS" \
-    --strategies "$kts" --jobs "$JOBS" --json "$OUT/kt_held_out.json" > "$OUT/kt_held_out.txt"
-  kt+=("$OUT/kt_held_out.json")
+  if [ ${#caches[@]} -gt 0 ]; then
+    echo "== Kernel Tuner on ${#caches[@]} held-out spaces ($kts, $REPEATS seeds)" >&2
+    "$KT_PYTHON" "$ROOT/tools/bench/kernel_tuner_sim.py" "${caches[@]}" --trajectory --repeats "$REPEATS" \
+      --strategies "$kts" --jobs "$JOBS" --json "$OUT/kt_held_out.json" > "$OUT/kt_held_out.txt"
+    kt+=("$OUT/kt_held_out.json")
+  fi
 fi
 
 args=(--design "${design[@]}" --kt "${kt[@]}" --out "$OUT_FILE")
+[ -z "${KT_BEST:-}" ] || args+=(--kt-best "$KT_BEST")
 [ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
 IFS=, read -r cold warm _ <<< "$STRATEGIES"
 python3 "$ROOT/tools/bench/search_criteria.py" "${args[@]}" --cold "$cold" --warm "${warm:-$cold}"

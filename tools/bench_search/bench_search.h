@@ -28,7 +28,8 @@
  *     < 0 worse than random. Summaries are the median and the quartiles (linear interpolation)
  *     over the seeds                                                                  (report.c);
  *  6. B98: the run of the largest budget goes on to bench_trajectory_cap evaluations and keeps its
- *     best so far after each; B98 is the fewest evaluations at which the median over the seeds of
+ *     best so far after each (and, for --parallel K, the round of K concurrent evaluations in which
+ *     each completes: R98 is B98 in rounds, the wall time of K GPUs); B98 is the fewest evaluations at which the median over the seeds of
  *     optimum / found reaches NEAR_OPT, W90 the fewest at which WORST_SHARE of the seeds do
  *     (criteria (a) and (c); (b) compares with Kernel Tuner: tools/bench/search_criteria.py)  (report.c).
  * Runs are spread over threads; each is deterministic for its seed. Plain C over search/, db/ and
@@ -114,6 +115,10 @@ typedef struct bench_run {
   double *curve;             /* [strategy][seed][cap] [ns] best found after 1..cap evaluations (INFINITY: none
                                 yet), in the run of the largest budget (its warm start: a run without --budget) */
   long cap;                  /* bench_trajectory_cap(points) */
+  int parallel;              /* --parallel: points measured at once (search_strategy_set_parallel) */
+  long *rounds;              /* [strategy][seed][cap] rounds of `parallel` concurrent evaluations
+                                elapsed when each evaluation of curve completes (wall time in units of
+                                one evaluation; = the evaluation count when parallel is 1) */
   int *has_pt;               /* [strategy][seed][N_BUDGETS] 1: found_pt is set */
   atomic_int next;           /* next job: strategy * repeats + seed index */
   pthread_mutex_t lock;
@@ -142,6 +147,7 @@ long bench_trajectory_cap(size_t n);
 typedef struct bench_b98 {
   long b98;                  /* fewest evaluations at which the median over seeds of optimum / found >= NEAR_OPT */
   long w90;                  /* fewest evaluations at which WORST_SHARE of the seeds have optimum / found >= NEAR_OPT */
+  long r98;                  /* as b98 in rounds (--parallel): the wall time to 98 %, in evaluation times */
 } bench_b98;
 
 /* The criteria's bars on a space of n points: (a) B98 <= max(10 %, 5); (c) W90 <= max(25 %, 10). */

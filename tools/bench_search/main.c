@@ -48,6 +48,9 @@ static const char *usage_bench =
     "  --compile-features     give the strategies each config's compile-time facts (registers,\n"
     "                         shared memory, spills, as recorded) before any measurement, as\n"
     "                         if every variant were compiled first (search_strategy_set_features)\n"
+    "  --parallel K           K points measured at once (one worker per GPU): every strategy\n"
+    "                         gets search_strategy_set_parallel(K); adds R98, B98 in rounds of K\n"
+    "                         concurrent evaluations (wall time), to each problem's criteria\n"
     "  --json                 print JSON (every number of the tables, and the baselines)\n"
     "  --halving[=F]          also run the default strategy (" TUNE_DEFAULT_STRATEGY ") with successive\n"
     "                         halving (margin F, default 0.1), as tune run --halving drives it:\n"
@@ -61,6 +64,7 @@ typedef struct bench_opts {
   const char *problems[MAX_PROBLEMS];
   int n_problems, repeats, json, no_warm, jobs;
   int features;                     /* --compile-features */
+  int parallel;                     /* --parallel */
   const char *warm_db_path;         /* --warm-db */
   double halving;                   /* --halving: margin of the extra default-strategy run, 0 none */
   const char *strategies;           /* comma list */
@@ -114,6 +118,9 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
       continue;
     if (tune_argv_int(&ap, "--repeats", &o->repeats)) { if (o->repeats < 1 || o->repeats > 100000) tune_argv_bad(&ap, "want 1..100000"); }
     else if (tune_argv_int(&ap, "--jobs", &o->jobs)) { if (o->jobs < 1) tune_argv_bad(&ap, "want a positive count"); }
+    else if (tune_argv_int(&ap, "--parallel", &o->parallel)) {
+      if (o->parallel < 1 || o->parallel > SEARCH_MAX_PARALLEL) tune_argv_bad(&ap, "want 1..64");
+    }
     else if (tune_argv_str(&ap, "--problem", &v)) {
       if (o->n_problems == MAX_PROBLEMS) tune_argv_error(&ap, "too many --problem");
       else o->problems[o->n_problems++] = v;
@@ -282,11 +289,14 @@ static int bench_problem(bench_ctx *c, tune_recipe *r, int pi, const db_device *
   }
   long cap = bench_trajectory_cap(b.n);
   double *curve = malloc((size_t)st->n * (size_t)c->o->repeats * (size_t)cap * sizeof(double));
-  if (!curve) {
+  long *rounds = malloc((size_t)st->n * (size_t)c->o->repeats * (size_t)cap * sizeof(long));
+  if (!curve || !rounds) {
+    free(curve);
+    free(rounds);
     bench_space_free(&b);
     return tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
   }
-  bench_run br = {.b = &b, .names = st->names, .curve = curve, .cap = cap, .labels = st->labels, .halving = st->margins,
+  bench_run br = {.b = &b, .names = st->names, .curve = curve, .rounds = rounds, .parallel = c->o->parallel, .cap = cap, .labels = st->labels, .halving = st->margins,
                   .with_halving = c->o->halving > 0, .n_strategies = st->n, .repeats = c->o->repeats,
                   .found = c->found, .spent = c->spent, .warm = st->warm, .hist = h->pts, .hist_dist = h->dist,
                   .n_hist = h->n, .max_problems = h->max, .found_pt = c->found_pt, .has_pt = c->has_pt,
@@ -301,6 +311,7 @@ static int bench_problem(bench_ctx *c, tune_recipe *r, int pi, const db_device *
     rc = report_problem(c, &br, r, p, dev, n_rejected, err);
   }
   free(curve);
+  free(rounds);
   bench_space_free(&b);
   return rc;
 }
@@ -354,7 +365,7 @@ static int bench_recipe(bench_ctx *c, tune_recipe *r, tune_err *err) {
 }
 
 int main(int argc, char **argv) {
-  bench_opts o = {.repeats = 100, .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN),
+  bench_opts o = {.repeats = 100, .parallel = 1, .jobs = (int)sysconf(_SC_NPROCESSORS_ONLN),
                   .strategies = "random,anneal,genetic,bayes,bandit,bayes:cold"};
   int rc = parse_opts(argc - 1, argv + 1, &o);
   if (rc) return rc < 0 ? 0 : rc;

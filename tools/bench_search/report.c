@@ -61,8 +61,34 @@ long bench_bar_c(size_t n) {
   return k > 10 ? k : 10;
 }
 
+/* R98: the fewest rounds after which the median over the seeds of optimum / (best found by then)
+ * reaches NEAR_OPT; 0 when not within the trajectories. */
+static long r98_of(const bench_run *br, int s, double *tmp) {
+  int n = br->repeats;
+  long *at = calloc((size_t)n, sizeof *at); /* per seed: evaluations completed by the round */
+  if (!at) return 0;
+  long last = 0;
+  for (int k = 0; k < n; k++) {
+    long r = br->rounds[((size_t)s * (size_t)n + (size_t)k) * (size_t)br->cap + (size_t)br->cap - 1];
+    if (r > last) last = r;
+  }
+  long found = 0;
+  for (long round = 1; round <= last && !found; round++) {
+    for (int k = 0; k < n; k++) {
+      size_t base = ((size_t)s * (size_t)n + (size_t)k) * (size_t)br->cap;
+      while (at[k] < br->cap && br->rounds[base + (size_t)at[k]] <= round) at[k]++;
+      double f = at[k] ? br->curve[base + (size_t)at[k] - 1] : INFINITY;
+      tmp[k] = isfinite(f) ? br->b->opt / f : 0;
+    }
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    if (quantile(tmp, n, 0.5) >= NEAR_OPT) found = round;
+  }
+  free(at);
+  return found;
+}
+
 bench_b98 bench_b98_of(const bench_run *br, int s, double *tmp) {
-  bench_b98 r = {0, 0};
+  bench_b98 r = {0, 0, 0};
   int n = br->repeats;
   for (long e = 0; e < br->cap && (!r.b98 || !r.w90); e++) {
     int near = 0;
@@ -75,6 +101,7 @@ bench_b98 bench_b98_of(const bench_run *br, int s, double *tmp) {
     if (!r.b98 && quantile(tmp, n, 0.5) >= NEAR_OPT) r.b98 = e + 1;
     if (!r.w90 && near >= WORST_SHARE * n) r.w90 = e + 1;
   }
+  r.r98 = br->parallel > 1 ? r98_of(br, s, tmp) : r.b98;
   return r;
 }
 
@@ -185,6 +212,7 @@ json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune
     bench_b98 q = bench_b98_of(br, s, tmp); /* 0: not within the cap: null */
     json_object_set_new(so, "b98", q.b98 ? json_integer(q.b98) : json_null());
     json_object_set_new(so, "w90", q.w90 ? json_integer(q.w90) : json_null());
+    json_object_set_new(so, "r98", q.r98 ? json_integer(q.r98) : json_null());
     /* every run's best found, [seed][budget] in ns */
     for (int kind = 0; kind < 2; kind++) {
       json_t *runs = json_array();
@@ -264,11 +292,16 @@ void bench_print_problem(const bench_run *br, const tune_recipe *r, const tune_p
          " (90%% of seeds at 98%%; bar (c) %ld), within %ld evaluations\n", bench_bar_a(b->n), bench_bar_c(b->n), br->cap);
   for (int s = 0; s < br->n_strategies; s++) {
     bench_b98 q = bench_b98_of(br, s, tmp);
-    char x[24], y[24];
+    char x[24], y[24], z[24];
     fmt_evals(q.b98, br->cap, x, sizeof x);
     fmt_evals(q.w90, br->cap, y, sizeof y);
-    printf("  %-10s B98 %5s%s  W90 %5s%s\n", br->labels[s], x, q.b98 && q.b98 <= bench_bar_a(b->n) ? " (a)" : "    ", y,
-           q.w90 && q.w90 <= bench_bar_c(b->n) ? " (c)" : "");
+    printf("  %-10s B98 %5s%s  W90 %5s%s", br->labels[s], x, q.b98 && q.b98 <= bench_bar_a(b->n) ? " (a)" : "    ", y,
+           q.w90 && q.w90 <= bench_bar_c(b->n) ? " (c)" : "    ");
+    if (br->parallel > 1) {
+      snprintf(z, sizeof z, "%ld", q.r98);
+      printf("  R98 %5s (rounds of %d)", q.r98 ? z : "-", br->parallel);
+    }
+    printf("\n");
   }
   if (br->with_halving) print_halving(br, a, h, tmp);
   fflush(stdout);

@@ -30,15 +30,16 @@ static uint64_t *hist_at(const bench_run *br, int s, int seed_i, int j) {
  * at the evaluation budgets then. */
 static int simulate(const bench_space *b, const char *name, double halving, uint64_t seed, const uint64_t *warm,
                     int n_warm, long max_e, double max_t, double *fe, double *ft, double *sp, uint64_t *fe_pt,
-                    int *fe_has, double *curve, long cap, tune_err *err) {
+                    int *fe_has, double *curve, long *rounds, long cap, int parallel, tune_err *err) {
   search_strategy *s = NULL;
   int rc = search_strategy_new(name, b->space, seed, &s, err);
   if (!rc && b->feat) rc = search_strategy_set_features(s, b->feat, BENCH_N_FEAT, err);
+  if (!rc) rc = search_strategy_set_parallel(s, parallel, err);
   if (rc) {
     search_strategy_free(s);
     return rc;
   }
-  long evals = 0;
+  long evals = 0, round0 = 0; /* rounds of `parallel` concurrent evaluations before this batch */
   double cum = 0, best = INFINITY;
   uint64_t best_pt = 0;
   int warm_next = 0;
@@ -82,6 +83,7 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
       else cum += b->time_s[pos[i]];
       if (c >= 0 && c < best && (halving <= 0 || full[i])) best = c, best_pt = pts[i];
       if (curve && evals <= cap) curve[evals - 1] = best;
+      if (rounds && evals <= cap) rounds[evals - 1] = round0 + i / parallel + 1; /* batch points dealt to the GPUs in turn */
       for (int j = 0; j < N_BUDGETS; j++) {
         if (evals == b->evals[j]) {
           fe[j] = best, sp[j] = cum;
@@ -90,9 +92,13 @@ static int simulate(const bench_space *b, const char *name, double halving, uint
         if (cum <= b->secs[j]) ft[j] = best;
       }
     }
+    round0 += (n + parallel - 1) / parallel;
   }
 out:
-  for (long e = evals; curve && e < cap; e++) curve[e] = best; /* the space ran out first */
+  for (long e = evals; curve && e < cap; e++) { /* the space ran out first */
+    curve[e] = best;
+    if (rounds) rounds[e] = round0;
+  }
   for (int j = 0; j < N_BUDGETS; j++) {
     if (evals < b->evals[j] && isinf(fe[j])) { /* the space ran out first */
       fe[j] = best, sp[j] = cum;
@@ -147,9 +153,10 @@ static int simulate_levels(bench_run *br, int s, int k, tune_err *err) {
     int has[N_BUDGETS];
     /* the largest budget's run goes on to the trajectory's cap (B98) */
     double *curve = group[ng - 1] == N_BUDGETS - 1 ? br->curve + run_index(br, s, k) * (size_t)br->cap : NULL;
+    long *rounds = curve ? br->rounds + run_index(br, s, k) * (size_t)br->cap : NULL;
     if (curve && br->cap > max_e) max_e = br->cap;
     if (simulate(b, br->names[s], br->halving[s], (uint64_t)k + 1, warm[j], n_warm[j], max_e, max_t, fe, ft, sp, pt,
-                 has, curve, br->cap, err))
+                 has, curve, rounds, br->cap, br->parallel, err))
       return err->code;
     for (int g = 0; g < ng; g++) {
       int l = group[g];
