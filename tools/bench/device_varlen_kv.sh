@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # device_varlen_kv.sh OUTDIR [compare]: verify attention.varlen_kv (chunked prefill) on the GPU:
 # exhaustive on the tail, Lq = 1 and non-causal problems, 40 random variants on each of the
-# others; with "compare", the fastest against the peers (tune compare, 3 rounds, top 2).
+# others; with "compare", the fastest against the peers (tune compare, 3 rounds, top 2; cut after
+# COMPARE_S seconds, default 300: the report keeps what was compared).
 set -u
 out=${1:?usage: device_varlen_kv.sh OUTDIR [compare]}
 mkdir -p "$out"
@@ -16,7 +17,7 @@ for p in b4q4096k69632hq32kv8d128c b8q8192k73728hq32kv8d128c b2q2048k65536hq32kv
   build/tune run $R --db $db --strategy random --budget 40 --seed 1 --quiet --problem $p >>"$out/varlen_kv.run.txt" 2>&1
 done
 if [ "${2:-}" = compare ]; then
-  timeout 300 build/tune compare $R --rounds 3 --top-k 2 --db $db >"$out/varlen_kv.compare.txt" 2>&1
+  timeout "${COMPARE_S:-300}" build/tune compare $R --rounds 3 --top-k 2 --db $db >"$out/varlen_kv.compare.txt" 2>&1
   build/tune compare --report last --db $db >"$out/varlen_kv.report.txt" 2>&1
 fi
 python3 tools/lean_db.py $db "$out/attention.varlen_kv.db" >/dev/null 2>&1
