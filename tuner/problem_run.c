@@ -195,6 +195,11 @@ static int open_search_sources(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   tune_source *strat;
   if (tune_source_strategy_new(rr->sc->strategy, x->space, rr->seed, rr->sc->strategy, &strat, err)) return err->code;
+  /* several GPUs: a strategy that proposes one point at a time would leave the others idle */
+  if (rr->be && rr->be->submit && rr->be->slots > 1 && tune_source_strategy_set_parallel(strat, rr->be->slots, err)) {
+    strat->free(strat);
+    return err->code;
+  }
   uint64_t warm[TUNE_WARM_MAX];
   int n_warm = 0;
   if (rr->be && !rr->o->no_warm_start && warm_points(x, warm, &n_warm, err)) {

@@ -90,6 +90,10 @@ int tune_source_strategy_new(const char *name, const search_space *space, uint64
   return TUNE_OK;
 }
 
+int tune_source_strategy_set_parallel(tune_source *s, int k, tune_err *err) {
+  return search_strategy_set_parallel(((strategy_source *)s)->strat, k, err);
+}
+
 /* ---- the warm start ------------------------------------------------------- */
 
 typedef struct warm_source {

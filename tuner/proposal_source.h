@@ -70,6 +70,8 @@ void tune_source_chain_free(tune_source_chain *c);
  * It observes its proposals' times (failures as -1). */
 int tune_source_strategy_new(const char *name, const search_space *space, uint64_t seed, const char *origin,
                              tune_source **out, tune_err *err);
+/* Proposals for k GPUs at once (search_strategy_set_parallel): before the first proposal. */
+int tune_source_strategy_set_parallel(tune_source *s, int k, tune_err *err);
 /* The warm start: pts[n] (tune_warm_order's order) a batch of its own at a time, each with
  * `origin`; their results go to `observer` (the strategy, which takes them as its own; not
  * owned, may be NULL). NULL on no memory. */

@@ -33,6 +33,11 @@ check "measures overlap across the GPUs ($overlap pairs)" test "$overlap" -ge 5
 check "a selection per problem, its rounds over both cards (4 candidates x 3 rounds x 2 problems)" \
   test "$(sql a.db "select (select count(*) from selections), count(*), count(distinct round) from measurements")" = "2|24|3"
 
+# the default strategy (bayes) proposes a point per GPU after its design: both cards get work
+FAKE_MEASURE_MS=100 "$TUNE" run "$R" --seed 1 --budget 8 --device cuda:all --db b.db >b.txt 2>&1
+check "bayes over cuda:all exits 0" test $? -eq 0
+check "bayes keeps both cards busy" test "$(sql b.db "select count(distinct gpu) from results where status = 'ok'")" = 2
+
 FAKE_MEASURE_MS=20 run --device cuda:0 --db one.db >one.txt 2>&1
 check "cuda:0 alone exits 0" test $? -eq 0
 check "cuda:0: one card" test "$(sql one.db "select count(distinct gpu) from results")" = 1
