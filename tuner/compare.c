@@ -35,6 +35,7 @@ typedef struct cmp_ctx {
     int64_t config_id;
     int sustained, n, sm_mhz, power_w;
     double ns[64];
+    char library[256];          /* the peer's library and version, as it reported them */
   } acc[16];
   int n_acc;
 } cmp_ctx;
@@ -147,6 +148,7 @@ static void peer_accumulate(cmp_ctx *c, const db_measurement *m, int sustained) 
   a->ns[a->n++] = m->median_ns;
   if (m->sm_mhz > 0 && (a->sm_mhz < 0 || m->sm_mhz < a->sm_mhz)) a->sm_mhz = m->sm_mhz;
   if (m->power_w > a->power_w) a->power_w = m->power_w;
+  if (!a->library[0]) snprintf(a->library, sizeof a->library, "%s", m->library);
 }
 
 /* Each peer's median over the rounds, per mode, as a result of the problem (origin peer:<name>),
@@ -176,6 +178,11 @@ static int peer_results(cmp_ctx *c, int64_t problem_id, tune_err *err) {
     res.seed = c->o->seed;
     snprintf(res.timing, sizeof res.timing, "%s", a->sustained ? "sustained" : "burst");
     snprintf(res.timer, sizeof res.timer, "cupti");
+    /* the library stands where a variant's binary does in a result's identity (db_identity.h):
+       the same library timed again is a re-timing, another version a result of its own */
+    char lib_hash[17];
+    tune_hash_hex(a->library, strlen(a->library), lib_hash);
+    snprintf(res.binary_key, sizeof res.binary_key, "peer-lib-%s", lib_hash);
     snprintf(res.error_text, sizeof res.error_text, "peer: median of %d interleaved rounds of comparison %lld", a->n,
              (long long)c->comparison_id);
     if (db_result_put(c->db, &res, err)) return err->code;
