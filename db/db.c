@@ -131,6 +131,20 @@ static char *immutable_uri(const char *path) {
   return uri;
 }
 
+/* WAL mode, which the file keeps. Switching needs the file to itself, and SQLite answers a
+ * switch that meets another connection's lock with SQLITE_BUSY at once, without the busy
+ * handler: several processes creating one database together retry here. */
+static int set_wal(db_conn *db, tune_err *err) {
+  int rc = SQLITE_BUSY;
+  for (int waited = 0; (rc & 0xff) == SQLITE_BUSY && waited <= DB_BUSY_TIMEOUT_MS; waited += 20) {
+    rc = db_fault_hit(db) ? SQLITE_IOERR : sqlite3_exec(db->h, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    if ((rc & 0xff) == SQLITE_BUSY) sqlite3_sleep(20);
+  }
+  if (rc != SQLITE_OK)
+    return db_sql_fail(db, err, rc, "sqlite3_exec(\"PRAGMA journal_mode = WAL\")", NULL, __FILE__, __LINE__);
+  return TUNE_OK;
+}
+
 int db_open(const char *path, int readonly, db_conn **out, tune_err *err) {
   int rc = TUNE_OK;
   db_conn *db = NULL;
@@ -167,7 +181,7 @@ int db_open(const char *path, int readonly, db_conn **out, tune_err *err) {
     SQL_TRY(db, err, sqlite3_extended_result_codes(db->h, 1));
   }
   if (!readonly) {
-    SQL_EXEC(db, err, "PRAGMA journal_mode = WAL");
+    if ((rc = set_wal(db, err))) goto fail;
     SQL_EXEC(db, err, "PRAGMA synchronous = NORMAL");
   }
   SQL_EXEC(db, err, "PRAGMA foreign_keys = ON");
