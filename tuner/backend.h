@@ -69,6 +69,11 @@ struct tune_backend {
 /* Start a worker for GPU `ordinal` and read its device facts. exe: path of
  * the tune binary to run as `tune worker`. TUNE_ENOGPU without a driver. */
 int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tune_err *err);
+/* The variants b measures at once: its GPUs for a backend of several (backend_pool.c), else 1. */
+static inline int tune_backend_cards(const tune_backend *b) {
+  return b && b->submit && b->slots > 1 ? b->slots : 1;
+}
+
 /* One worker per GPU of one model: gpus is "all" (every GPU the driver shows) or a list of
  * ordinals ("0,1,3"). Results are attributed to the first GPU's device row; db_result.gpu names
  * the card. Single-variant calls (measure, the peaks) go to the first GPU still in use.

@@ -196,7 +196,7 @@ static int open_search_sources(tune_problem_run *x, tune_err *err) {
   tune_source *strat;
   if (tune_source_strategy_new(rr->sc->strategy, x->space, rr->seed, rr->sc->strategy, &strat, err)) return err->code;
   /* several GPUs: a strategy that proposes one point at a time would leave the others idle */
-  if (rr->be && rr->be->submit && rr->be->slots > 1 && tune_source_strategy_set_parallel(strat, rr->be->slots, err)) {
+  if (tune_backend_cards(rr->be) > 1 && tune_source_strategy_set_parallel(strat, tune_backend_cards(rr->be), err)) {
     strat->free(strat);
     return err->code;
   }
@@ -431,12 +431,6 @@ static void result_init(const tune_problem_run *x, const candidate *c, db_result
   res->registers = res->shared_bytes = res->local_bytes = res->spill_stores = res->spill_loads = -1;
 }
 
-/* Variants the backend measures at once: one per GPU in use (backend_pool.c), else 1. */
-static int backend_slots(const tune_problem_run *x) {
-  const tune_backend *be = x->rr->be;
-  return be && be->submit && be->slots > 1 ? be->slots : 1;
-}
-
 /* The backend verifies and times candidate i (bin NULL: a backend that needs no binaries) into
  * b->res[i]: sent to a free GPU, or, for a backend of one variant at a time, measured now. */
 static int backend_submit(tune_problem_run *x, int i, const tune_compile_job *j, int samples, tune_err *err) {
@@ -623,7 +617,7 @@ static int measure_pass(tune_problem_run *x, tune_pass pass, tune_err *err) {
   batch *b = &x->b;
   int next = 0, in_flight = 0;
   for (;;) {
-    while (!tune_interrupted && next < b->n && in_flight < backend_slots(x)) {
+    while (!tune_interrupted && next < b->n && in_flight < tune_backend_cards(x->rr->be)) {
       int i = next++, sent = 0, quick_only = 0;
       if (b->c[i].done) continue;
       if (start_candidate(x, i, pass, &sent, &quick_only, err)) return err->code;

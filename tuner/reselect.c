@@ -84,8 +84,9 @@ static int rounds_on_cards(const tune_reselect_req *q, int64_t comparison_id, tu
                            double (*ns)[TUNE_RESELECT_ROUNDS], tune_reselect_cand *cand, tune_err *err) {
   db_result res[TUNE_RESELECT_ROUNDS];
   int at[TUNE_RESELECT_ROUNDS];
-  for (int first = 1; first <= TUNE_RESELECT_ROUNDS; first += q->be->slots) {
-    int rounds = TUNE_RESELECT_ROUNDS - first + 1 < q->be->slots ? TUNE_RESELECT_ROUNDS - first + 1 : q->be->slots;
+  for (int first = 1; first <= TUNE_RESELECT_ROUNDS; first += tune_backend_cards(q->be)) {
+    int cards = tune_backend_cards(q->be);
+    int rounds = TUNE_RESELECT_ROUNDS - first + 1 < cards ? TUNE_RESELECT_ROUNDS - first + 1 : cards;
     int in_flight = 0;
     for (int k = 0; k < rounds; ++k) at[k] = -1;
     for (int k = -1;;) { /* k: the round whose card is free (-1: start every round) */
@@ -171,9 +172,12 @@ int tune_reselect(const tune_reselect_req *q, tune_err *err) {
   }
   if (!rc && n > 1)
     rc = db_selection_rounds_begin(q->db, q->recipe_id, q->device_id, TUNE_RESELECT_ROUNDS, n, timing, &comparison_id, err);
-  if (!rc && n > 1 && q->be->submit && q->be->slots > 1) rc = rounds_on_cards(q, comparison_id, cv, n, ns, cand, err);
-  for (int round = 1; !rc && n > 1 && !(q->be->submit && q->be->slots > 1) && round <= TUNE_RESELECT_ROUNDS; ++round)
-    rc = one_round(q, comparison_id, round, cv, n, ns, cand, err);
+  if (!rc && n > 1 && tune_backend_cards(q->be) > 1) {
+    rc = rounds_on_cards(q, comparison_id, cv, n, ns, cand, err);
+  } else {
+    for (int round = 1; !rc && n > 1 && round <= TUNE_RESELECT_ROUNDS; ++round)
+      rc = one_round(q, comparison_id, round, cv, n, ns, cand, err);
+  }
   for (int i = 0; !rc && n > 1 && i < n; ++i)
     if (cand[i].ok) summarize(&cand[i], ns[i], TUNE_RESELECT_ROUNDS);
   if (!rc) rc = record(q, comparison_id, cand, n, err);

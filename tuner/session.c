@@ -493,8 +493,9 @@ static int open_cuda(session *s, tune_err *err) {
   const db_device *dev = &s->be->device;
   printf("measuring on %s (%s, %d SMs, driver %s) as %s; kernel timer: %s\n", dev->name, dev->arch, dev->sm_count,
          dev->driver, s->be->name, s->be->provenance);
-  if (s->be->slots > 1)
-    printf("  %d GPUs of this model, one variant in flight on each; results pool under one device\n", s->be->slots);
+  if (tune_backend_cards(s->be) > 1)
+    printf("  %d GPUs of this model, one variant in flight on each; results pool under one device\n",
+           tune_backend_cards(s->be));
   return TUNE_OK;
 }
 
