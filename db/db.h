@@ -331,7 +331,8 @@ typedef int (*db_bench_fn)(void *ctx, const db_bench_row *row);
 /* Call fn once per config of recipe_name that has a GPU result for the problem
  * of hash problem_hash (any recipe source, any GPU device): the latest result
  * that is a final answer, else the latest one (skipped, not_recorded). Rows
- * come in config-hash order. */
+ * come in config-hash order. Peers' rows and code proposals' variants are left
+ * out: they are not points of the recipe's space. */
 int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash, db_bench_fn fn,
                   void *ctx, tune_err *err);
 

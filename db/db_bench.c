@@ -38,8 +38,9 @@ int db_bench_rows(db_conn *db, const char *recipe_name, const char *problem_hash
       " JOIN devices d ON d.id = r.device_id"
       " LEFT JOIN bk ON bk.binary_key = r.binary_key"
       " WHERE c.recipe_name = ?1 AND rc.name = ?1 AND d.kind = 'gpu'"
-      /* code proposals' variants are other code: not points of the recipe's space */
-      "  AND c.origin NOT LIKE 'llm-code:%'"
+      /* code proposals' variants and the peers' rows (a vendor library's answer stored beside
+       * the recipe's) are not points of the recipe's space */
+      "  AND c.origin NOT LIKE 'llm-code:%' AND c.origin NOT LIKE 'peer:%'"
       " ORDER BY c.hash, r.status IN ('skipped', 'not_recorded'), r.id DESC",
       -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));

@@ -22,6 +22,12 @@ check "it names the tool that replaced it" contains moved.txt "build/tools/tune-
 check "db export exits 0" test $? -eq 0
 n=$(python3 -c "import json; d=json.load(open('kt.json')); print(len(d['cache']))")
 check "the export holds every recorded config of the problem ($n)" test "$n" = "$(sql "$SRC/data/recorded/copy.db" "select count(*) from results r join problems p on p.id=r.problem_id where p.name='64MiB'")"
+# A recording with peer results (a comparison in the same file): the peers are no configs of the space
+VL="$SRC/data/recorded/attention.varlen.db"
+"$TUNE" db export --db "$VL" --format kernel_tuner --recipe attention.varlen --problem b128t512hq32kv8d128c -o vl.json >vlx.txt 2>&1
+check "db export of a recording with peers exits 0 ($(head -c 200 vlx.txt))" test $? -eq 0
+n=$(python3 -c "import json; d=json.load(open('vl.json')); print(len(d['cache']))" 2>/dev/null)
+check "... and holds the recipe's configs only ($n)" test "$n" = "$(sql "$VL" "select count(distinct c.id) from results r join problems p on p.id=r.problem_id join configs c on c.id=r.config_id where p.name='b128t512hq32kv8d128c' and c.origin not like 'peer:%' and not (r.status='skipped' and r.error_text not like 'pruned: %' and r.error_text <> 'compile-only')")"
 # Configs the recipe rejects for a problem (applies) are not part of its space: not in the
 # benchmark's space, not in the export, and no budget is spent on them by tune run.
 PS="$SRC/data/recorded/attention.prefill_sm90.db"
