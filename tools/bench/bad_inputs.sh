@@ -39,6 +39,7 @@ variant tolerance_typo 's/rel_l2 = 0/rel_12 = 0/'
 variant empty 's/^    "BLOCK \* MIN_BLOCKS <= 2048",/    "BLOCK * MIN_BLOCKS <= 2048", "BLOCK < 0",/'
 # slowed in its Lua launch geometry, so that a signal or a kill finds it mid-run
 variant slow 's/^    grid = function(c, p, d)/    grid = function(c, p, d)\n      local x = 0; for i = 1, 300000 do x = x + i end/'
+variant slower 's/^    grid = function(c, p, d)/    grid = function(c, p, d)\n      local x = 0; for i = 1, 3000000 do x = x + i end/'
 # 10^8 configs: copy.cuh with its knobs fixed and four parameters of 100 values it ignores
 sed -e 's/{ 4, 8, 16 }/{ 16 }/; s/{ 1, 2, 4, 8 }/{ 1 }/; s/{ 128, 256, 512, 1024 }/{ 256 }/' \
     -e 's/{ false, true }/{ false }/; s/{ 1, 2 } },/{ 1 } }, { "X1", H }, { "X2", H }, { "X3", H }, { "X4", H },/' \
@@ -206,6 +207,19 @@ row "4 concurrent tune runs, one database" "4 x tune run recipes/slow.lua --devi
   "$(first_line "$W/soak.1.out" '^copy: [0-9]+ results')" \
   "$fails of 4 failed; one run alone stores $expected rows; stored $(rows_of "$DB.soak") rows, $(distinct_of "$DB.soak") distinct configs x problems"
 
+# 4 concurrent compile-only runs of 16 configs x 2 problems
+t0=$(now) pids=()
+for i in 1 2 3 4; do
+  (exec timeout -k 5 300 "$TUNE" run "$COPY" --compile-only --strategy exhaustive --only VEC_BYTES=16,ILP=1 --jobs 1 \
+     --quiet --db "$DB.cosoak") </dev/null >"$W/cosoak.$i.out" 2>&1 &
+  pids+=($!)
+done
+fails=0
+for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+row "4 concurrent compile-only runs, one database" "4 x tune run copy.lua --compile-only --only VEC_BYTES=16,ILP=1 --db same.db" "-" \
+  "$(since "$t0")" "$(first_line "$W/cosoak.1.out" '^copy: [0-9]+ results')" \
+  "$fails of 4 failed; $(distinct_of "$DB.cosoak") distinct configs x problems expected once each; stored $(rows_of "$DB.cosoak") rows"
+
 # a space of 4 configs, every one compiled: a rerun has nothing new to add
 CO=("$TUNE" run "$COPY" --compile-only --strategy exhaustive --problem 64MiB --only VEC_BYTES=16,ILP=1,BLOCK=128 --jobs 1 --db "$DB.co")
 timed co1 180 "${CO[@]}"
@@ -216,7 +230,7 @@ timed co2 180 "${CO[@]}"
 row "--compile-only rerun" "the same command again" "$RC" "$WALL" "$(first_line "$W/co2.out" '^copy: [0-9]+ results')" \
   "rows after the first run $n1, after the rerun $(rows_of "$DB.co") ($(distinct_of "$DB.co") distinct)"
 
-(exec "$TUNE" run "$P/recipes/slow.lua" --device "$REPLAY" --strategy exhaustive --no-warm-start --quiet \
+(exec "$TUNE" run "$P/recipes/slower.lua" --device "$REPLAY" --strategy exhaustive --no-warm-start --quiet \
    --db "$DB.killed") </dev/null >"$W/killed.out" 2>&1 &
 kp=$!
 sleep 1.5
@@ -230,12 +244,12 @@ row "killed run seen again" "kill -9 a run; tune run again on its database" "$RC
 
 summaries=0 interrupted=0 t0=$(now)
 for i in 1 2 3 4 5; do
-  timeout -k 10 -s INT 1 "$TUNE" run "$P/recipes/slow.lua" --device "$REPLAY" --strategy exhaustive --no-warm-start \
+  timeout -k 10 -s INT 1 "$TUNE" run "$P/recipes/slower.lua" --device "$REPLAY" --strategy exhaustive --no-warm-start \
     --quiet --db "$DB.int$i" </dev/null >"$W/int$i.out" 2>&1
   grep -qE '^copy: [0-9]+ results' "$W/int$i.out" && summaries=$((summaries + 1))
   [ "$(run_status "$DB.int$i")" = interrupted ] && interrupted=$((interrupted + 1))
 done
-row "timeout -s INT, 5 tries" "timeout -s INT 1 tune run recipes/slow.lua --device replay" "-" "$(since "$t0")" \
+row "timeout -s INT, 5 tries" "timeout -s INT 1 tune run recipes/slower.lua --device replay" "-" "$(since "$t0")" \
   "$(first_line "$W/int1.out" 'interrupt')" "summary printed in $summaries of 5; run recorded interrupted in $interrupted of 5"
 
 # --- corrupt files, messages, counters ---------------------------------------------------------
