@@ -4,10 +4,42 @@
 # row each: the command, its exit status, wall time, the first line of output that says what
 # happened, and what was counted. SOURCE_TREE is the checkout the binary was built from (its
 # recipes/copy.lua and templates/). Every command runs under a time limit, so the script ends.
+# bad_inputs.sh --merge BEFORE.md AFTER.md: the two tables side by side, row by case.
 # Environment: TUNERT_INSPECT (default: tools/tunert_inspect beside the binary), BAD_INPUTS_TRIALS
 # (concurrent-bundle trials, default 12), BAD_INPUTS_VMEM_KB (address-space cap of every command,
-# default 6 GiB, so a memory bomb cannot take a shared machine down).
+# default 6 GiB, so a memory bomb cannot take a shared machine down), BAD_INPUTS_KEEP (keep the
+# temporary directory).
 set -u
+if [ "${1:-}" = --merge ]; then # --merge BEFORE.md AFTER.md: one table of the two, row by case
+  [ $# -eq 3 ] || { echo "usage: $0 --merge BEFORE.md AFTER.md" >&2; exit 2; }
+  exec python3 - "$2" "$3" <<'PY'
+import sys
+def rows(p):
+    out = {}
+    order = []
+    for l in open(p):
+        if not l.startswith('| ') or l.startswith('| case') or l.startswith('| ---'):
+            continue
+        cells = [c.strip() for c in l.strip()[1:-1].replace('\\|', '\x00').split(' | ')]
+        cells = [c.replace('\x00', '\\|') for c in cells]
+        out[cells[0]] = cells
+        order.append(cells[0])
+    return order, out
+ob, b = rows(sys.argv[1])
+oa, a = rows(sys.argv[2])
+print('| case | command | before: exit, wall s | before: output / counted | after: exit, wall s | after: output / counted |')
+print('| --- | --- | --- | --- | --- | --- |')
+for k in oa + [k for k in ob if k not in a]:
+    x, y = b.get(k), a.get(k)
+    cmd = (y or x)[1]
+    def cell(r):
+        if not r: return 'not run', ''
+        out = r[4] + (f' ({r[5]})' if r[5] else '')
+        return f'{r[2]}, {r[3]}', out
+    be, bo = cell(x); ae, ao = cell(y)
+    print(f'| {k} | {cmd} | {be} | {bo} | {ae} | {ao} |')
+PY
+fi
 [ $# -ge 2 ] || { echo "usage: $0 TUNE_BINARY SOURCE_TREE [OUT.md]" >&2; exit 2; }
 TUNE=$(realpath "$1")
 SRC=$(realpath "$2")
