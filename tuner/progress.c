@@ -132,9 +132,12 @@ static void print_busy(const tune_run_stats *st, double wall, const tune_backend
 void tune_progress_recipe(const char *recipe, const tune_run_stats *st, double halving, double wall,
                           const tune_backend *be, const char *strategy) {
   printf("\n%s: %d results", recipe, st->total + st->resumed); /* the statuses below count both */
-  for (int s = 0; s < DB_STATUS_COUNT; ++s)
-    if (st->n_status[s]) printf(", %d %s", st->n_status[s], db_status_name((db_status)s));
-  if (st->compile_only) printf(" (%d of them compiled only, not timed)", st->compile_only);
+  /* a compile-only variant is stored as skipped (not timed) but shown as what happened to it */
+  for (int s = 0; s < DB_STATUS_COUNT; ++s) {
+    int n = st->n_status[s] - (s == DB_SKIPPED ? st->compile_only : 0);
+    if (n > 0) printf(", %d %s", n, db_status_name((db_status)s));
+  }
+  if (st->compile_only) printf(", %d compiled (compile-only, not timed)", st->compile_only);
   printf("; %d resumed from the database\n", st->resumed);
   printf("compile: %d compiled, %d from the compile cache%s\n", st->compiled, st->cached,
          st->compiled == 0 && st->cached > 0 ? " (nothing to compile)" : "");

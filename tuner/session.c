@@ -209,20 +209,35 @@ typedef struct shard_cursor {
 } shard_cursor;
 
 /* The points of space whose config is in part `part` of `parts` (shard.h), as a new space. */
-static int shard_cut(const tune_recipe *r, const search_space *space, int parts, int part, search_space **out,
-                     tune_err *err) {
+/* The points of space whose config keep(ctx, r, vi) accepts, as a new space. */
+typedef int (*config_keep_fn)(const void *ctx, const tune_recipe *r, const int *vi);
+static int space_cut(const tune_recipe *r, const search_space *space, config_keep_fn keep_config, const void *ctx,
+                     search_space **out, tune_err *err) {
   unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
   if (!keep) return tune_fail(err, TUNE_ENOMEM, "session: out of memory");
   int vi[SEARCH_MAX_PARAMS];
-  char hash[17];
   for (size_t i = 0; i < space->n_points; ++i) {
     search_point_decode(space, space->points[i], vi);
-    tune_recipe_config_hash(r, vi, hash);
-    keep[i] = (unsigned char)tune_shard_keeps_config(hash, parts, part);
+    keep[i] = (unsigned char)keep_config(ctx, r, vi);
   }
   int rc = search_space_subset(space, keep, out, err);
   free(keep);
   return rc;
+}
+
+typedef struct shard_part { int parts, part; } shard_part;
+
+static int shard_keeps(const void *ctx, const tune_recipe *r, const int *vi) {
+  const shard_part *s = ctx;
+  char hash[17];
+  tune_recipe_config_hash(r, vi, hash);
+  return tune_shard_keeps_config(hash, s->parts, s->part);
+}
+
+static int only_keeps(const void *ctx, const tune_recipe *r, const int *vi) {
+  char json[2048];
+  tune_recipe_config_json(r, vi, json, sizeof json);
+  return tune_run_opts_select_config(ctx, json);
 }
 
 /* A problem over the configs that apply to it (problem_space.h): the strategy walks only
@@ -246,8 +261,16 @@ static int run_problem_space(const tune_recipe_run *rr, int pi, const search_spa
            "as skipped when proposed\n", rr->r->name, p->name, recipe_space->n_points, TUNE_PROBLEM_FILTER_MAX);
   if (before && tune_warm_next_problem(before, n_before, own, &project))
     rc = tune_fail(err, TUNE_ENOMEM, "session: out of memory");
+  /* --only narrows the space the strategy walks (and its counters and budget) where the space
+   * is filtered ahead; a streamed space leaves other configs out as they are proposed */
+  search_space *only = NULL;
+  if (!rc && run && space && rr->o->n_only) {
+    rc = space_cut(rr->r, own, only_keeps, rr->o, &only, err);
+    if (!rc) own = only;
+  }
   if (!rc && run && parts > 1) {
-    rc = shard_cut(rr->r, own, parts, part, &share, err);
+    shard_part sp = {parts, part};
+    rc = space_cut(rr->r, own, shard_keeps, &sp, &share, err);
     if (!rc && !rr->o->quiet)
       printf("shard %d/%d: %s %s: %zu of its %zu configs (config hash mod %d = %d)\n", rr->o->shard_index,
              rr->o->shard_count, rr->r->name, p->name, share->n_points, own->n_points, parts, part);
@@ -255,6 +278,7 @@ static int run_problem_space(const tune_recipe_run *rr, int pi, const search_spa
   }
   if (!rc && run) rc = tune_run_problem(rr, p, pi, share ? share : own, &rej, sweep, project, err);
   search_space_free(share);
+  search_space_free(only);
   search_space_free(space);
   return rc;
 }

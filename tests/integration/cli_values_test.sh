@@ -25,6 +25,13 @@ usage_error only_form "--only BLOCK: want PARAM=VALUE" --only BLOCK
 usage_error arch "--arch banana: want sm_NN or sm_NNa" --arch banana
 usage_error arch_digits "--arch sm_9: want sm_NN or sm_NNa" --arch sm_9
 
+# --only narrows the space the run walks: its counters and its results are the matching configs only
+"$TUNE" run "$COPY" --device "replay:$SRC/data/recorded/copy.db" --only BLOCK=128,ILP=1 --problem 64MiB --db only.db >only.txt 2>&1
+check "--only run exits 0" test $? -eq 0
+check "--only: the problem's heading counts the 12 matching configs" grep -q "== copy / 64MiB .*: 12 configs" only.txt
+check "--only: the variants are numbered out of 12" grep -q "^\[ *1/12\]" only.txt
+check "--only: 12 results stored" test "$(sql only.db "select count(*) from results")" -eq 12
+
 # a recipe whose constraints reject every config: an error, not a quiet success
 mkdir -p recipes && ln -s "$SRC/templates" templates
 sed 's/"BLOCK \* MIN_BLOCKS <= 2048",/"BLOCK * MIN_BLOCKS <= 2048", "BLOCK < 0",/' "$COPY" > recipes/empty.lua
