@@ -34,6 +34,7 @@ const char *tune_dtype_name(tune_dtype t) {
   static const char *n[] = {"f32", "f16", "bf16", "i32", "i64", "f64", "e4m3"};
   return n[t];
 }
+int tune_dtype_is_narrow_float(tune_dtype t) { return t == TUNE_F16 || t == TUNE_BF16 || t == TUNE_E4M3; }
 static int dtype_parse(const char *s, tune_dtype *t) {
   for (int i = 0; i <= TUNE_E4M3; ++i)
     if (!strcmp(s, tune_dtype_name((tune_dtype)i))) { *t = (tune_dtype)i; return 0; }
@@ -682,6 +683,31 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   return resolve_tmap_tensors(L, r, tidx, err);
 }
 
+/* tolerance.honest = F (docs/measurement.md): F > 1, and an output it can judge. f32 and f64 outputs
+ * are left to rel_l2 and max_abs: their rounding error is far below the accumulation-order
+ * differences of correct variants, so a multiple of it would fail those. */
+static int parse_tolerance(lua_State *L, tune_recipe *r, int t, tune_err *err) {
+  int top = lua_gettop(L), rc = TUNE_OK;
+  if (lua_getfield(L, t, "tolerance") != LUA_TTABLE || lua_getfield(L, -1, "honest") == LUA_TNIL) goto done;
+  double f = lua_tonumber(L, -1);
+  if (!(f > 1) || !isfinite(f)) {
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': tolerance.honest must be a number above 1 (the multiple of the "
+                   "honest error a variant may reach), not %g", r->file, r->name, f);
+    goto done;
+  }
+  int judged = 0;
+  for (int i = 0; i < r->n_args; ++i) judged += r->args[i].output && tune_dtype_is_narrow_float(r->args[i].dtype);
+  if (!judged) {
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': tolerance.honest judges bf16, f16 and e4m3 outputs, and this "
+                   "recipe has none (f32, f64 and integer outputs are judged by rel_l2 and max_abs alone)", r->file, r->name);
+    goto done;
+  }
+  r->tol_honest = f;
+done:
+  lua_settop(L, top);
+  return rc;
+}
+
 /* domain = { "expr", ... } (docs/recipes.md): expressions over problem dims only; every tuned
  * problem must be inside it. */
 static int parse_domain(lua_State *L, tune_recipe *r, int t, tune_err *err) {
@@ -867,7 +893,7 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   if (rc) return rc;
   lua_pushvalue(L, t);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  if (parse_domain(L, r, t, err) || parse_fallback(L, r, t, err)) return err->code;
+  if (parse_domain(L, r, t, err) || parse_fallback(L, r, t, err) || parse_tolerance(L, r, t, err)) return err->code;
   return TUNE_OK;
 }
 
@@ -1570,6 +1596,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     if (lua_getfield(L, -1, "max_abs") == LUA_TNUMBER) out->tol_max_abs = lua_tonumber(L, -1);
     lua_pop(L, 1);
   }
+  out->tol_honest = r->tol_honest;
   lua_settop(L, dev);
   if (push_field(L, r, "metrics") == LUA_TTABLE) {
     int mt = lua_gettop(L);

@@ -150,6 +150,60 @@ static void test_module_hashes(void) {
   CHECK(system(cmd) == 0);
 }
 
+/* tolerance.honest: a number above 1, for recipes with a bf16, f16 or e4m3 output; handed to each
+ * problem's setup. */
+static int load_honest(const char *dir, const char *out_dtype, const char *honest, tune_recipes **set, tune_err *err) {
+  char p[4200], text[2048];
+  snprintf(p, sizeof p, "%s/recipes/h.lua", dir);
+  snprintf(text, sizeof text,
+           "return { name = \"h\", template = \"templates/t.cuh\", kernel = \"k\", params = { { \"X\", { 1 } } },\n"
+           "  problems = { { name = \"p\", N = 64 } }, launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  args = { { \"x\", tensor = \"bf16\", shape = { \"N\" }, init = { \"normal\", 0, 1 } },\n"
+           "           { \"y\", tensor = \"%s\", shape = { \"N\" }, output = true } },\n"
+           "  reference = { source = \"templates/t.cuh\", kernel = \"r\", grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  tolerance = { rel_l2 = 1e-2, max_abs = 1, %s }, metrics = { bytes = 4, flops = 0 } }\n",
+           out_dtype, honest);
+  write_text(p, text);
+  tune_err_clear(err);
+  *set = NULL;
+  return tune_recipes_load(p, set, err);
+}
+
+static void test_tolerance_honest(void) {
+  char dir[] = "/tmp/tune_honest_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  tune_recipes *set = NULL;
+  tune_err err;
+  CHECK(load_honest(dir, "bf16", "honest = 1.25", &set, &err) == TUNE_OK);
+  if (set) {
+    CHECK(set->r[0].tol_honest == 1.25);
+    tune_device_facts d = {.sm_count = 132, .smem_per_block = 232448, .l2_bytes = 50 << 20};
+    snprintf(d.arch, sizeof d.arch, "sm_90a");
+    tune_problem_setup ps;
+    CHECK(tune_recipe_eval_problem(&set->r[0], &set->r[0].problems[0], &d, &ps, &err) == TUNE_OK);
+    CHECK(ps.tol_honest == 1.25 && ps.tol_rel_l2 == 1e-2);
+    tune_recipes_free(set);
+  }
+  CHECK(load_honest(dir, "e4m3", "", &set, &err) == TUNE_OK); /* not given: off */
+  if (set) { CHECK(set->r[0].tol_honest == 0); tune_recipes_free(set); }
+  CHECK(load_honest(dir, "bf16", "honest = 1", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest must be a number above 1") != NULL);
+  CHECK(load_honest(dir, "f16", "honest = 0.5", &set, &err) == TUNE_ERECIPE);
+  CHECK(load_honest(dir, "bf16", "honest = 0/0", &set, &err) == TUNE_ERECIPE); /* NaN */
+  CHECK(load_honest(dir, "f32", "honest = 2", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest judges bf16, f16 and e4m3 outputs") && strstr(err.msg, "recipe 'h'"));
+  CHECK(load_honest(dir, "i32", "honest = 2", &set, &err) == TUNE_ERECIPE);
+  CHECK(load_honest(dir, "bf16", "honest = '2'", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest must be a number (not a string)") != NULL);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 static void test_inputs(void) {
   tune_arg_def d = {.name = "x", .is_tensor = 1, .dtype = TUNE_BF16, .init = TUNE_INIT_NORMAL, .init_a = 0, .init_b = 1};
   int64_t n = 5 << 20;
@@ -238,6 +292,7 @@ int main(int argc, char **argv) {
   if (!src) src = argc > 1 ? argv[1] : ".";
   test_recipe_copy(src);
   test_module_hashes();
+  test_tolerance_honest();
   test_inputs();
   test_ptxas_parse();
   test_protocol();
