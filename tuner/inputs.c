@@ -177,6 +177,9 @@ static void fill_range(const tune_arg_def *def, uint64_t base, int64_t lo, int64
       v = (double)(rlo + (long long)(splitmix64(k) % (uint64_t)(rhi - rlo + 1)));
       break;
     }
+    case TUNE_INIT_WIDE: /* 2^u, u uniform in [lo, hi], the sign from the element's second draw */
+      v = exp2(def->init_a + (def->init_b - def->init_a) * uniform01(k)) * ((splitmix64(k + 1) & 1) ? -1.0 : 1.0);
+      break;
     default: v = def->init_a + (def->init_b - def->init_a) * uniform01(k); break;
     }
     store(def->dtype, dst, i, v);

@@ -34,8 +34,10 @@ int tune_dtype_is_narrow_float(tune_dtype t);
 /* TUNE_INIT_OFFSETS {"offsets", total, min_part}: a tensor of n + 1 integers 0 = o_0 <= ... <= o_n = total,
  * the prefix sums of n parts of at least min_part each, skewed (a few long parts, many short: the
  * lengths of a serving batch, the tokens per expert of a routed batch). */
+/* TUNE_INIT_WIDE {"wide", lo_exp2, hi_exp2}: |x| = 2^u with u uniform in [lo_exp2, hi_exp2] and a random
+ * sign: values spread over many binades (wide dynamic range), floating-point tensors only. */
 typedef enum tune_init { TUNE_INIT_NONE, TUNE_INIT_UNIFORM, TUNE_INIT_NORMAL, TUNE_INIT_RANDINT,
-                         TUNE_INIT_PERMUTATION, TUNE_INIT_OFFSETS } tune_init;
+                         TUNE_INIT_PERMUTATION, TUNE_INIT_OFFSETS, TUNE_INIT_WIDE } tune_init;
 
 typedef struct tune_value {
   char kind;        /* 'i' integer, 'b' boolean, 's' string */
@@ -76,7 +78,7 @@ typedef struct tune_arg_def {
   int output, scratch;
   tune_init init;
   double init_a, init_b;
-  /* adversarial = {"uniform"|"normal", a, b}: the data of the worker's second input set
+  /* adversarial = {"uniform"|"normal"|"wide", a, b}: the data of the worker's second input set
      (tuner/worker_sets.c), e.g. large logits; TUNE_INIT_NONE: drawn like init */
   tune_init adv_init;
   double adv_a, adv_b;

@@ -1,7 +1,8 @@
-/* inputs_test: the fp8 e4m3 conversion, the "offsets" init and the expected rounding error
- * (tune_inputs_round_var) of tuner/inputs.c. */
+/* inputs_test: the fp8 e4m3 conversion, the "offsets" and "wide" inits and the expected rounding
+ * error (tune_inputs_round_var) of tuner/inputs.c. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -114,10 +115,52 @@ static void test_round_var(void) {
   }
 }
 
+/* "wide": |x| = 2^u, u uniform in [lo, hi]: inside the range, both signs, the exponents spread
+ * evenly, the same values for a seed (in parallel too) and others for another seed. */
+static void test_wide(void) {
+  enum { N = 1 << 16 };
+  static float x[N], y[N];
+  static uint16_t h[N];
+  tune_arg_def d = {.name = "w", .is_tensor = 1, .dtype = TUNE_F32, .init = TUNE_INIT_WIDE, .init_a = -20, .init_b = 12};
+  tune_inputs_fill(&d, N, 9, 1, x);
+  int inside = 1, neg = 0, above_one = 0, low = 0, high = 0;
+  for (int i = 0; i < N; ++i) {
+    double a = fabs(x[i]), e = log2(a);
+    inside &= a >= ldexp(1, -20) && a <= ldexp(1, 12);
+    neg += x[i] < 0;
+    above_one += a > 1;
+    low += e < -16;   /* the lowest 4 of 32 binades */
+    high += e >= 8;   /* the highest 4 */
+  }
+  CHECK(inside);
+  CHECK(abs(neg - N / 2) < N / 50);
+  CHECK(abs(above_one - N * 12 / 32) < N / 50);        /* 12 of the 32 binades are above 1 */
+  CHECK(abs(low - N / 8) < N / 50 && abs(high - N / 8) < N / 50);
+  tune_inputs_fill(&d, N, 9, 1, y);
+  CHECK(memcmp(x, y, sizeof x) == 0);                   /* deterministic per seed */
+  tune_inputs_fill_parallel(&d, N, 9, 1, y);
+  CHECK(memcmp(x, y, sizeof x) == 0);
+  tune_inputs_fill(&d, N, 10, 1, y);
+  int same = 0;
+  for (int i = 0; i < N; ++i) same += x[i] == y[i];
+  CHECK(same < N / 100);                                /* another seed, other values */
+  /* bf16: rounded, still inside the range (its ends are powers of two, exact in bf16) */
+  tune_arg_def b = {.name = "w", .is_tensor = 1, .dtype = TUNE_BF16, .init = TUNE_INIT_WIDE, .init_a = -100, .init_b = 100};
+  tune_inputs_fill(&b, N, 9, 1, h);
+  double lo = 1e300, hi = 0;
+  for (int i = 0; i < N; ++i) {
+    double a = fabs(tune_inputs_get(TUNE_BF16, h, i));
+    lo = a < lo ? a : lo;
+    hi = a > hi ? a : hi;
+  }
+  CHECK(lo >= ldexp(1, -100) && lo < ldexp(1, -98) && hi <= ldexp(1, 100) && hi > ldexp(1, 98));
+}
+
 int main(void) {
   test_e4m3();
   test_offsets();
   test_round_var();
+  test_wide();
   printf("inputs_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail != 0;
 }
