@@ -186,6 +186,8 @@ int db_open(const char *path, int readonly, db_conn **out, tune_err *err) {
   }
   SQL_EXEC(db, err, "PRAGMA foreign_keys = ON");
   if ((rc = db_schema_prepare(db, err))) goto fail;
+  db->results_honest = 1; /* migrated, unless read-only */
+  if (readonly && (rc = db_results_have_column(db, "honest_rel_l2", &db->results_honest, err))) goto fail;
   *out = db;
   db = NULL;
 fail:
@@ -544,14 +546,16 @@ fail:
 
 /* ---- results ----------------------------------------------------------- */
 
-/* The result columns, in db_result order, as read by read_result. */
-#define RESULT_COLS                                                                        \
+/* The result columns, in db_result order, as read by read_result; honest is the honest error's
+ * column, or NULL on a read-only file of a schema before 0010 (db_conn.results_honest). */
+#define RESULT_COLS_WITH(honest)                                                           \
   "r.id, r.run_id, r.recipe_id, r.device_id, r.config_id, r.problem_id, r.status,"         \
   " r.median_ns, r.min_ns, r.max_ns, r.stddev_ns, r.samples, r.registers, r.shared_bytes," \
   " r.dyn_shared_bytes, r.local_bytes, r.spill_stores, r.spill_loads, r.compile_ms,"       \
-  " r.measure_ms, r.err_rel_l2, r.err_max_abs, r.seed, r.binary_key, r.error_text,"        \
-  " r.created_at"
-#define RESULT_NCOLS 26
+  " r.measure_ms, r.err_rel_l2, r.err_max_abs, " honest ", r.seed, r.binary_key,"          \
+  " r.error_text, r.created_at"
+#define RESULT_COLS RESULT_COLS_WITH("r.honest_rel_l2")
+#define RESULT_NCOLS 27
 
 #define DEVICE_COLS                                                                      \
   "d.kind, d.name, d.arch, d.cc_major, d.cc_minor, d.sm_count, d.sm_clock_khz,"          \
@@ -589,6 +593,8 @@ static int read_result(sqlite3_stmt *st, db_result *out, tune_err *err) {
   out->measure_ms = col_double(st, c++);
   out->err_rel_l2 = col_double(st, c++);
   out->err_max_abs = col_double(st, c++);
+  out->honest_rel_l2 = sqlite3_column_type(st, c) == SQLITE_NULL ? -1 : sqlite3_column_double(st, c);
+  c++;
   out->seed = db_i2u(sqlite3_column_int64(st, c++));
   col_copy(st, c++, out->binary_key, sizeof out->binary_key);
   col_copy(st, c++, out->error_text, sizeof out->error_text);
@@ -623,12 +629,12 @@ static void read_device(sqlite3_stmt *st, int c, db_device *dev) {
   " stddev_ns, samples, registers, shared_bytes, dyn_shared_bytes, local_bytes,"           \
   " spill_stores, spill_loads, compile_ms, measure_ms, err_rel_l2, err_max_abs, seed,"     \
   " binary_key, error_text, sm_mhz, mem_mhz, clock_reasons, timing, timer,"                \
-  " event_median_ns, rel_ci, power_w, gpu, protocol"
+  " event_median_ns, rel_ci, power_w, gpu, protocol, honest_rel_l2"
 #define RESULT_PUT_PARAMS                                                                  \
   "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"  \
-  " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34"
+  " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35"
 
-/* Binds r to ?1..?34 of RESULT_PUT_PARAMS. */
+/* Binds r to ?1..?35 of RESULT_PUT_PARAMS. */
 static int bind_result(db_conn *db, sqlite3_stmt *st, const db_result *r, tune_err *err) {
   int rc = TUNE_OK;
   if (r->run_id > 0) SQL_TRY(db, err, sqlite3_bind_int64(st, 1, r->run_id));
@@ -670,6 +676,8 @@ static int bind_result(db_conn *db, sqlite3_stmt *st, const db_result *r, tune_e
   SQL_TRY(db, err, sqlite3_bind_int(st, 32, r->power_w));
   SQL_TRY(db, err, bind_fixed(st, 33, r->gpu, sizeof r->gpu));
   SQL_TRY(db, err, sqlite3_bind_int(st, 34, db_result_protocol(r)));
+  if (r->honest_rel_l2 > 0) SQL_TRY(db, err, sqlite3_bind_double(st, 35, r->honest_rel_l2));
+  else SQL_TRY(db, err, sqlite3_bind_null(st, 35));
 fail:
   return rc;
 }
@@ -688,9 +696,9 @@ static int write_result(db_conn *db, const db_result *r, int64_t upgrade_id, int
     /* an upgrade is rare (a compile-only row measured later): not worth a cached statement */
     SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
         "UPDATE results SET (" RESULT_PUT_COLS ") = (" RESULT_PUT_PARAMS "), created_at = " DB_NOW
-        " WHERE id = ?35 RETURNING id, created_at", -1, &own, NULL));
+        " WHERE id = ?36 RETURNING id, created_at", -1, &own, NULL));
     st = own;
-    SQL_TRY(db, err, sqlite3_bind_int64(st, 35, upgrade_id));
+    SQL_TRY(db, err, sqlite3_bind_int64(st, 36, upgrade_id));
   }
   if ((rc = bind_result(db, st, r, err))) goto fail;
   SQL_STEP(db, err, st, step);
@@ -803,6 +811,17 @@ int db_result_find_compiled(db_conn *db, int64_t recipe_id, int64_t device_id, i
   return find_result(db, recipe_id, device_id, config_id, problem_id, NULL, 1, out, err);
 }
 
+/* The latest recorded GPU answer for (recipe, config, problem), with its device (cols: the result's). */
+#define REPLAY_FIND_SQL(cols)                                                              \
+  "SELECT " cols ", " DEVICE_COLS " FROM configs c"                                          \
+  " JOIN problems p ON p.recipe_name = c.recipe_name AND p.hash = ?3"                        \
+  " JOIN results r ON r.config_id = c.id AND r.problem_id = p.id"                            \
+  " JOIN recipes rc ON rc.id = r.recipe_id"                                                  \
+  " JOIN devices d ON d.id = r.device_id"                                                    \
+  " WHERE c.recipe_name = ?1 AND c.hash = ?2 AND rc.name = ?1 AND d.kind = 'gpu'"             \
+  " AND r.status NOT IN ('skipped', 'not_recorded')"                                         \
+  " ORDER BY r.id DESC LIMIT 1"
+
 int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash,
                    const char *problem_hash, db_result *out, db_device *dev, tune_err *err) {
   int rc = TUNE_OK, step = 0;
@@ -812,15 +831,7 @@ int db_replay_find(db_conn *db, const char *recipe_name, const char *config_hash
   /* Start from the two unique identities, then the results of that pair. */
   DB_LOCK(db);
   rc = db_stmt(db, DB_ST_REPLAY_FIND,
-               "SELECT " RESULT_COLS ", " DEVICE_COLS " FROM configs c"
-               " JOIN problems p ON p.recipe_name = c.recipe_name AND p.hash = ?3"
-               " JOIN results r ON r.config_id = c.id AND r.problem_id = p.id"
-               " JOIN recipes rc ON rc.id = r.recipe_id"
-               " JOIN devices d ON d.id = r.device_id"
-               " WHERE c.recipe_name = ?1 AND c.hash = ?2 AND rc.name = ?1 AND d.kind = 'gpu'"
-               " AND r.status NOT IN ('skipped', 'not_recorded')"
-               " ORDER BY r.id DESC LIMIT 1",
-               &st, err);
+               db->results_honest ? REPLAY_FIND_SQL(RESULT_COLS) : REPLAY_FIND_SQL(RESULT_COLS_WITH("NULL")), &st, err);
   if (rc) goto fail;
   SQL_TRY(db, err, sqlite3_bind_text(st, 1, recipe_name, -1, SQLITE_STATIC));
   SQL_TRY(db, err, sqlite3_bind_text(st, 2, config_hash, -1, SQLITE_STATIC));

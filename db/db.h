@@ -24,7 +24,7 @@
 /* The number of schema migrations this build knows (db_schema.c), and so the
  * PRAGMA user_version of a file it made: a tune that knows fewer refuses the
  * file as newer. */
-#define DB_SCHEMA_VERSION 9
+#define DB_SCHEMA_VERSION 10
 /* The oldest schema a read-only open accepts (recorded databases are version
  * 1): every migration after it only adds tables, columns or views, or lets a
  * column take more values than before. */
@@ -108,6 +108,8 @@ typedef struct db_result {
   int spill_stores, spill_loads; /* [bytes], -1 unknown */
   double compile_ms, measure_ms;
   double err_rel_l2, err_max_abs; /* verification figures, -1 when not verified */
+  double honest_rel_l2; /* honest error of the output whose err/honest ratio is the worst
+                           (docs/measurement.md); <= 0 unknown (stored NULL, read back -1) */
   uint64_t seed;        /* seed of the inputs it was verified with */
   char binary_key[40];  /* hex key into binaries, "" none */
   char error_text[4096];/* compile log excerpt, CUDA error name, mismatch... */

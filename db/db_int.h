@@ -48,6 +48,8 @@ struct db_conn {
   int fault_now;                   /* 1: the call being reported was an injected fault */
   char path[1024];                 /* the file as given to db_open */
   sqlite3_stmt *st[DB_ST_COUNT];   /* statement cache, NULL until first use */
+  int results_honest;              /* 1: results has honest_rel_l2 (read-only files of older
+                                      schemas lack it) */
 };
 
 /* Fault injection (tests): make the n-th checked SQLite call from now on fail
@@ -115,6 +117,8 @@ static inline void db_stmt_done(sqlite3_stmt *st) {
 /* Appends every row of st to arr as an object keyed by column name; columns named *_json
  * are parsed (db_query.c). */
 int db_rows_to_array(db_conn *db, sqlite3_stmt *st, json_t *arr, tune_err *err);
+/* *out = 1 when the results table has column name (read-only files of older schemas lack some). */
+int db_results_have_column(db_conn *db, const char *name, int *out, tune_err *err);
 /* The rows of a query without parameters, as a new JSON array (db_rows_to_array's objects). */
 int db_query_rows(db_conn *db, const char *sql, json_t **rows, tune_err *err);
 

@@ -184,8 +184,7 @@ fail:
   return rc;
 }
 
-/* *out = 1 when the results table has column name (files of older schemas lack some). */
-static int has_result_column(db_conn *db, const char *name, int *out, tune_err *err) {
+int db_results_have_column(db_conn *db, const char *name, int *out, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
@@ -295,7 +294,7 @@ int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err
                      f->status);
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
   DB_LOCK(db);
-  if ((rc = has_result_column(db, "timing", &has_timing, err))) goto fail;
+  if ((rc = db_results_have_column(db, "timing", &has_timing, err))) goto fail;
   if ((rc = has_table(db, "selections", &has_selections, err))) goto fail;
   const char *sql = has_selections ? BEST_SQL("r.timing", SELECTED_ID, SELECTED_WHY)
                   : has_timing     ? BEST_SQL("r.timing", "NULL", "NULL")
@@ -366,7 +365,7 @@ int db_query_list_where(db_conn *db, const db_filter *f, int limit, json_t **row
   *rows = NULL;
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
   DB_LOCK(db);
-  if ((rc = has_result_column(db, "timing", &has_timing, err))) goto fail;
+  if ((rc = db_results_have_column(db, "timing", &has_timing, err))) goto fail;
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h, has_timing ? LIST_SQL("r.timing") : LIST_SQL("'burst'"),
                                       -1, &st, NULL));
   if ((rc = bind_filter(db, st, f, err))) goto fail;

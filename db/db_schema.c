@@ -413,6 +413,10 @@ static const db_migration migrations[] = {
     "ALTER TABLE measurements_v9 RENAME TO measurements;\n"
     "CREATE INDEX measurements_comparison ON measurements (comparison_id, problem_id, timing, side);\n"
     "CREATE INDEX measurements_result ON measurements (result_id);\n"},
+    /* the honest error beside err_rel_l2 (docs/measurement.md): the expected error of rounding the
+       reference once to the output's dtype, for the output whose error is the largest multiple of
+       it; NULL where unknown (f32 or integer outputs, not verified, older files) */
+    {"0010-result-honest-error", "ALTER TABLE results ADD COLUMN honest_rel_l2 REAL;\n"},
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

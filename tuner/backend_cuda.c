@@ -140,8 +140,8 @@ int tune_cuda_send_problem(tune_backend *b, const tune_problem_setup *s, const d
                           "block", l->block[0], l->block[1], l->block[2], "shared", l->shared);
   json_decref(c->problem_msg);
   free(c->ref_cubin);
-  c->problem_msg = json_pack("{s:s,s:I,s:f,s:f,s:o,s:o}", "op", "problem", "seed", (json_int_t)seed, "tol_rel_l2", s->tol_rel_l2,
-                             "tol_max_abs", s->tol_max_abs, "args", args, "ref", ref);
+  c->problem_msg = json_pack("{s:s,s:I,s:f,s:f,s:f,s:o,s:o}", "op", "problem", "seed", (json_int_t)seed, "tol_rel_l2", s->tol_rel_l2,
+                             "tol_max_abs", s->tol_max_abs, "tol_honest", s->tol_honest, "args", args, "ref", ref);
   c->ref_cubin = malloc(ref_bin->cubin_size);
   if (!c->ref_cubin) return tune_fail(err, TUNE_ENOMEM, "cuda: out of memory");
   memcpy(c->ref_cubin, ref_bin->cubin, ref_bin->cubin_size);
@@ -222,6 +222,8 @@ static int read_reply(json_t *rep, int sustained, db_result *out) {
   json_t *rl = json_object_get(rep, "rel_l2"), *ma = json_object_get(rep, "max_abs");
   out->err_rel_l2 = rl ? json_number_value(rl) : -1;
   out->err_max_abs = ma ? json_number_value(ma) : -1;
+  json_t *hr = json_object_get(rep, "honest_rel_l2");
+  out->honest_rel_l2 = hr ? json_number_value(hr) : -1;
   out->measure_ms = json_number_value(json_object_get(rep, "measure_ms"));
   json_t *sm = json_object_get(rep, "sm_mhz"), *mem = json_object_get(rep, "mem_mhz");
   out->sm_mhz = sm ? (int)json_integer_value(sm) : -1;

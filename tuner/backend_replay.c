@@ -34,6 +34,7 @@ static int replay_measure(tune_backend *b, const tune_measure_req *q, db_result 
   out->samples = rec.samples;
   out->err_rel_l2 = rec.err_rel_l2;
   out->err_max_abs = rec.err_max_abs;
+  out->honest_rel_l2 = rec.honest_rel_l2;
   out->measure_ms = rec.measure_ms;
   out->seed = rec.seed;
   out->registers = rec.registers;

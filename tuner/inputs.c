@@ -77,6 +77,26 @@ double tune_inputs_get(tune_dtype t, const void *buf, int64_t i) {
   return NAN;
 }
 
+double tune_inputs_round_var(tune_dtype t, const void *buf, int64_t i) {
+  uint64_t bits = 0; /* the magnitude's bits */
+  int shift = 0, bias = 0;
+  switch (t) {
+  case TUNE_F32: { uint32_t u; memcpy(&u, (const char *)buf + 4 * i, 4); bits = u & 0x7fffffffu; shift = 23; bias = 150; break; }
+  case TUNE_F16: bits = ((const uint16_t *)buf)[i] & 0x7fffu; shift = 10; bias = 25; break;
+  case TUNE_BF16: bits = ((const uint16_t *)buf)[i] & 0x7fffu; shift = 7; bias = 134; break;
+  case TUNE_F64: memcpy(&bits, (const char *)buf + 8 * i, 8); bits &= 0x7fffffffffffffffull; shift = 52; bias = 1075; break;
+  case TUNE_E4M3: bits = ((const uint8_t *)buf)[i] & 0x7fu; shift = 3; bias = 10; break;
+  case TUNE_I32: case TUNE_I64: return 0;
+  }
+  if (!bits) return 0;
+  int e = (int)(bits >> shift);
+  double ulp = ldexp(1.0, (e ? e : 1) - bias); /* subnormals: the smallest exponent's */
+  /* a power of two above the smallest normal gathers a quarter ulp below it (the binade below has
+     half its ulp) and half an ulp above: a mean square of ulp^2 / 16, not / 12 */
+  int pow2 = e > 1 && !(bits & ((1ull << shift) - 1));
+  return ulp * ulp / (pow2 ? 16.0 : 12.0);
+}
+
 static void fill_range(const tune_arg_def *def, uint64_t base, int64_t lo, int64_t hi, void *dst);
 
 /* numel - 1 parts of min_part plus a share of the rest weighted by u^3 (u uniform): most parts short,
@@ -157,6 +177,9 @@ static void fill_range(const tune_arg_def *def, uint64_t base, int64_t lo, int64
       v = (double)(rlo + (long long)(splitmix64(k) % (uint64_t)(rhi - rlo + 1)));
       break;
     }
+    case TUNE_INIT_WIDE: /* 2^u, u uniform in [lo, hi], the sign from the element's second draw */
+      v = exp2(def->init_a + (def->init_b - def->init_a) * uniform01(k)) * ((splitmix64(k + 1) & 1) ? -1.0 : 1.0);
+      break;
     default: v = def->init_a + (def->init_b - def->init_a) * uniform01(k); break;
     }
     store(def->dtype, dst, i, v);

@@ -34,6 +34,7 @@ const char *tune_dtype_name(tune_dtype t) {
   static const char *n[] = {"f32", "f16", "bf16", "i32", "i64", "f64", "e4m3"};
   return n[t];
 }
+int tune_dtype_is_narrow_float(tune_dtype t) { return t == TUNE_F16 || t == TUNE_BF16 || t == TUNE_E4M3; }
 static int dtype_parse(const char *s, tune_dtype *t) {
   for (int i = 0; i <= TUNE_E4M3; ++i)
     if (!strcmp(s, tune_dtype_name((tune_dtype)i))) { *t = (tune_dtype)i; return 0; }
@@ -596,12 +597,37 @@ static int resolve_tmap_tensors(lua_State *L, tune_recipe *r, int tidx, tune_err
   return TUNE_OK;
 }
 
-/* adversarial = {"uniform", lo, hi} or {"normal", mean, std} (numbers): the data of the second input
- * set, for floating-point inputs (the integer structure is the same in both sets). */
+/* The largest power of two below a floating-point dtype's largest finite value: the top of a "wide"
+ * init's range (-1 for integer dtypes, which take no "wide"). */
+static int wide_max_exp2(tune_dtype t) {
+  switch (t) {
+  case TUNE_F16: return 15;
+  case TUNE_BF16: case TUNE_F32: return 127;
+  case TUNE_F64: return 1023;
+  case TUNE_E4M3: return 8;
+  default: return -1;
+  }
+}
+
+/* {"wide", lo_exp2, hi_exp2} for arg a in `field` (init or adversarial), bounds known (numbers): a
+ * floating-point tensor, lo < hi, hi within the dtype's finite range. */
+static int check_wide(const tune_recipe *r, const tune_arg_def *a, const char *field, double lo, double hi, tune_err *err) {
+  int top = wide_max_exp2(a->dtype);
+  if (top < 0) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: %s \"wide\" is for floating-point tensors", r->file, a->name, field);
+  if (!(lo < hi)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: %s {\"wide\", lo_exp2, hi_exp2} needs lo_exp2 < hi_exp2", r->file, a->name, field);
+  if (hi > top)
+    return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: %s \"wide\": hi_exp2 %g is past %s's largest finite values (at most %d)", r->file,
+                     a->name, field, hi, tune_dtype_name(a->dtype), top);
+  return TUNE_OK;
+}
+
+/* adversarial = {"uniform", lo, hi}, {"normal", mean, std} or {"wide", lo_exp2, hi_exp2} (numbers): the
+ * data of the second input set, for floating-point inputs (the integer structure is the same in both
+ * sets). */
 static int parse_adversarial(lua_State *L, int e, tune_recipe *r, tune_arg_def *a, tune_err *err) {
   int rc = TUNE_OK;
   if (lua_getfield(L, e, "adversarial") == LUA_TNIL) { lua_pop(L, 1); return TUNE_OK; }
-  const char *why = "must be {\"uniform\", lo, hi} or {\"normal\", mean, std} with numbers";
+  const char *why = "must be {\"uniform\", lo, hi}, {\"normal\", mean, std} or {\"wide\", lo_exp2, hi_exp2} with numbers";
   lua_rawgeti(L, -1, 1);
   int t2 = lua_rawgeti(L, -2, 2), t3 = lua_rawgeti(L, -3, 3);
   const char *k = lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : NULL;
@@ -612,7 +638,9 @@ static int parse_adversarial(lua_State *L, int e, tune_recipe *r, tune_arg_def *
     rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial is for floating-point inputs", r->file, a->name);
   else if (!strcmp(k, "uniform") && a->adv_b > a->adv_a) a->adv_init = TUNE_INIT_UNIFORM;
   else if (!strcmp(k, "normal") && a->adv_b > 0) a->adv_init = TUNE_INIT_NORMAL;
-  else rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial %s (lo < hi, std > 0)", r->file, a->name, why);
+  else if (!strcmp(k, "wide")) {
+    if (!(rc = check_wide(r, a, "adversarial", a->adv_a, a->adv_b, err))) a->adv_init = TUNE_INIT_WIDE;
+  } else rc = tune_fail(err, TUNE_ERECIPE, "%s: arg %s: adversarial %s (lo < hi, std > 0)", r->file, a->name, why);
   lua_pop(L, 4);
   return rc;
 }
@@ -656,17 +684,22 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
         lua_rawgeti(L, -2, 2); a->init_a = lua_tonumber(L, -1);
         lua_rawgeti(L, -3, 3); a->init_b = lua_tonumber(L, -1);
         lua_pop(L, 3);
-        if (!k) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init must be {\"uniform\", lo, hi}, {\"normal\", mean, std}, {\"randint\", lo, hi}, {\"permutation\"} or {\"offsets\", total, min_part}", r->file, a->name);
+        if (!k) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init must be {\"uniform\", lo, hi}, {\"normal\", mean, std}, {\"randint\", lo, hi}, {\"permutation\"}, {\"offsets\", total, min_part} or {\"wide\", lo_exp2, hi_exp2}", r->file, a->name);
         if (!strcmp(k, "uniform")) a->init = TUNE_INIT_UNIFORM;
         else if (!strcmp(k, "normal")) { a->init = TUNE_INIT_NORMAL; if (a->init_b == 0) a->init_b = 1; }
         else if (!strcmp(k, "randint")) a->init = TUNE_INIT_RANDINT;
         else if (!strcmp(k, "permutation")) a->init = TUNE_INIT_PERMUTATION;
         else if (!strcmp(k, "offsets")) a->init = TUNE_INIT_OFFSETS;
+        else if (!strcmp(k, "wide")) a->init = TUNE_INIT_WIDE;
         else return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: unknown init '%s'", r->file, a->name, k);
         /* lo, hi may be expressions over problem dims, evaluated per problem (tune_recipe_eval_problem) */
         int lo_num = lua_rawgeti(L, -1, 2) == LUA_TNUMBER, hi_num = lua_rawgeti(L, -2, 3) == LUA_TNUMBER;
         lua_pop(L, 2);
         if (a->init == TUNE_INIT_UNIFORM && lo_num && hi_num && !(a->init_b > a->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: uniform needs lo < hi", r->file, a->name);
+        /* an integer tensor is refused whatever its bounds (check_wide looks at the dtype first) */
+        if (a->init == TUNE_INIT_WIDE && ((lo_num && hi_num) || wide_max_exp2(a->dtype) < 0) &&
+            check_wide(r, a, "init", a->init_a, a->init_b, err))
+          return err->code;
       }
       lua_pop(L, 1);
       if (!a->output && !a->scratch && a->init == TUNE_INIT_NONE) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: an input tensor needs init (never zeros)", r->file, a->name);
@@ -680,6 +713,31 @@ static int parse_args(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   }
   if (n_out == 0) return tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': no arg has output = true: nothing could be verified", r->file, r->name);
   return resolve_tmap_tensors(L, r, tidx, err);
+}
+
+/* tolerance.honest = F (docs/measurement.md): F > 1, and an output it can judge. f32 and f64 outputs
+ * are left to rel_l2 and max_abs: their rounding error is far below the accumulation-order
+ * differences of correct variants, so a multiple of it would fail those. */
+static int parse_tolerance(lua_State *L, tune_recipe *r, int t, tune_err *err) {
+  int top = lua_gettop(L), rc = TUNE_OK;
+  if (lua_getfield(L, t, "tolerance") != LUA_TTABLE || lua_getfield(L, -1, "honest") == LUA_TNIL) goto done;
+  double f = lua_tonumber(L, -1);
+  if (!(f > 1) || !isfinite(f)) {
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': tolerance.honest must be a number above 1 (the multiple of the "
+                   "honest error a variant may reach), not %g", r->file, r->name, f);
+    goto done;
+  }
+  int judged = 0;
+  for (int i = 0; i < r->n_args; ++i) judged += r->args[i].output && tune_dtype_is_narrow_float(r->args[i].dtype);
+  if (!judged) {
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': tolerance.honest judges bf16, f16 and e4m3 outputs, and this "
+                   "recipe has none (f32, f64 and integer outputs are judged by rel_l2 and max_abs alone)", r->file, r->name);
+    goto done;
+  }
+  r->tol_honest = f;
+done:
+  lua_settop(L, top);
+  return rc;
 }
 
 /* domain = { "expr", ... } (docs/recipes.md): expressions over problem dims only; every tuned
@@ -867,7 +925,7 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   if (rc) return rc;
   lua_pushvalue(L, t);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  if (parse_domain(L, r, t, err) || parse_fallback(L, r, t, err)) return err->code;
+  if (parse_domain(L, r, t, err) || parse_fallback(L, r, t, err) || parse_tolerance(L, r, t, err)) return err->code;
   return TUNE_OK;
 }
 
@@ -1453,10 +1511,12 @@ done:
   return rc;
 }
 
-/* An input's init range {"randint"|"uniform", lo, hi} whose bounds are expressions or functions of
- * the problem: their values for this problem into def (the args entry is on the top of the stack). */
+/* An input's init range {"randint"|"uniform"|"wide", lo, hi} whose bounds are expressions or functions
+ * of the problem: their values for this problem into def (the args entry is on the top of the stack). */
 static int eval_init_range(lua_State *L, tune_recipe *r, int i, int prob, int dev, tune_arg_def *def, tune_err *err) {
-  if (def->init != TUNE_INIT_RANDINT && def->init != TUNE_INIT_UNIFORM && def->init != TUNE_INIT_OFFSETS) return TUNE_OK;
+  if (def->init != TUNE_INIT_RANDINT && def->init != TUNE_INIT_UNIFORM && def->init != TUNE_INIT_OFFSETS &&
+      def->init != TUNE_INIT_WIDE)
+    return TUNE_OK;
   lua_getfield(L, -1, "init");
   double *bound[2] = {&def->init_a, &def->init_b};
   for (int k = 0; k < 2; ++k) {
@@ -1470,6 +1530,7 @@ static int eval_init_range(lua_State *L, tune_recipe *r, int i, int prob, int de
   }
   lua_pop(L, 1);
   if (def->init == TUNE_INIT_OFFSETS) return TUNE_OK; /* {total, min_part}: checked against the shape */
+  if (def->init == TUNE_INIT_WIDE) return check_wide(r, def, "init", def->init_a, def->init_b, err);
   if (!(def->init_b >= def->init_a)) return tune_fail(err, TUNE_ERECIPE, "%s: arg %s: init range is empty (lo > hi)", r->file, r->args[i].name);
   return TUNE_OK;
 }
@@ -1570,6 +1631,7 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
     if (lua_getfield(L, -1, "max_abs") == LUA_TNUMBER) out->tol_max_abs = lua_tonumber(L, -1);
     lua_pop(L, 1);
   }
+  out->tol_honest = r->tol_honest;
   lua_settop(L, dev);
   if (push_field(L, r, "metrics") == LUA_TTABLE) {
     int mt = lua_gettop(L);

@@ -27,12 +27,17 @@
 typedef enum tune_dtype { TUNE_F32, TUNE_F16, TUNE_BF16, TUNE_I32, TUNE_I64, TUNE_F64, TUNE_E4M3 } tune_dtype;
 int tune_dtype_size(tune_dtype t);
 const char *tune_dtype_name(tune_dtype t);
+/* 1 for the floating-point dtypes narrower than f32 (f16, bf16, e4m3): an output of one is the
+ * reference's value rounded, and tolerance.honest judges it against that rounding's error. */
+int tune_dtype_is_narrow_float(tune_dtype t);
 
 /* TUNE_INIT_OFFSETS {"offsets", total, min_part}: a tensor of n + 1 integers 0 = o_0 <= ... <= o_n = total,
  * the prefix sums of n parts of at least min_part each, skewed (a few long parts, many short: the
  * lengths of a serving batch, the tokens per expert of a routed batch). */
+/* TUNE_INIT_WIDE {"wide", lo_exp2, hi_exp2}: |x| = 2^u with u uniform in [lo_exp2, hi_exp2] and a random
+ * sign: values spread over many binades (wide dynamic range), floating-point tensors only. */
 typedef enum tune_init { TUNE_INIT_NONE, TUNE_INIT_UNIFORM, TUNE_INIT_NORMAL, TUNE_INIT_RANDINT,
-                         TUNE_INIT_PERMUTATION, TUNE_INIT_OFFSETS } tune_init;
+                         TUNE_INIT_PERMUTATION, TUNE_INIT_OFFSETS, TUNE_INIT_WIDE } tune_init;
 
 typedef struct tune_value {
   char kind;        /* 'i' integer, 'b' boolean, 's' string */
@@ -73,7 +78,7 @@ typedef struct tune_arg_def {
   int output, scratch;
   tune_init init;
   double init_a, init_b;
-  /* adversarial = {"uniform"|"normal", a, b}: the data of the worker's second input set
+  /* adversarial = {"uniform"|"normal"|"wide", a, b}: the data of the worker's second input set
      (tuner/worker_sets.c), e.g. large logits; TUNE_INIT_NONE: drawn like init */
   tune_init adv_init;
   double adv_a, adv_b;
@@ -109,6 +114,7 @@ typedef struct tune_recipe {
   int n_domain;               /* domain = { "expr", ... }: expressions over dims (texts in the table) */
   int has_fallback;           /* fallback = { PARAM = value, ... } given: */
   int fallback_vi[TUNE_MAX_FALLBACK_PARAMS]; /* its value index per param */
+  double tol_honest;          /* tolerance.honest (> 1), 0 when not given (docs/measurement.md) */
 } tune_recipe;
 
 typedef struct tune_recipes {
@@ -160,6 +166,7 @@ typedef struct tune_problem_setup {
   int n_ref_defines;
   char ref_defines[TUNE_MAX_DEFINES][160];
   double tol_rel_l2, tol_max_abs;
+  double tol_honest;              /* a rounded output is wrong above tol_honest x its honest error; 0 off */
   double flops, bytes;            /* per launch of the variant */
 } tune_problem_setup;
 

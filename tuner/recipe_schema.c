@@ -73,7 +73,8 @@ static const field reference_fields[] = {
   {"shared", EXPR, NULL},  {"defines", T_FN | T_TAB, &defines_map}, {NULL, 0, NULL}};
 static const node reference = {.kind = N_RECORD, .fields = reference_fields};
 
-static const field tolerance_fields[] = {{"rel_l2", T_NUM, NULL}, {"max_abs", T_NUM, NULL}, {NULL, 0, NULL}};
+static const field tolerance_fields[] = {
+  {"rel_l2", T_NUM, NULL}, {"max_abs", T_NUM, NULL}, {"honest", T_NUM, NULL}, {NULL, 0, NULL}};
 static const node tolerance = {.kind = N_RECORD, .fields = tolerance_fields};
 static const field metrics_fields[] = {{"flops", EXPR, NULL}, {"bytes", EXPR, NULL}, {NULL, 0, NULL}};
 static const node metrics = {.kind = N_RECORD, .fields = metrics_fields};

@@ -383,6 +383,7 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
   w->seed = seed;
   w->tol_rel = json_real_value(json_object_get(msg, "tol_rel_l2"));
   w->tol_abs = json_real_value(json_object_get(msg, "tol_max_abs"));
+  w->tol_honest = json_number_value(json_object_get(msg, "tol_honest")); /* 0 when absent */
   w->n_args = (int)json_array_size(args);
   if (w->n_args > TUNE_MAX_ARGS) { tune_fail(err, TUNE_EINVAL, "worker: too many args"); return NULL; }
   for (int i = 0; i < w->n_args; ++i) {
@@ -479,7 +480,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
   if (r != CUDA_SUCCESS) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done; }
   /* 1. verify on each input set, then load the module again, so that what the verified launches
      left in its device memory is gone before timing */
-  double worst_rel = 0, worst_abs = 0;
+  tune_wk_worst worst = tune_wk_worst_init;
   json_t *tmaps = json_object_get(msg, "tmaps");
   for (int set = 0; set <= w->two_sets; ++set) {
     int failed = 0;
@@ -487,7 +488,7 @@ static json_t *do_measure(wstate *w, json_t *msg, const void *cubin, tune_err *e
       tune_wk_swap_sets(w);
       if (tune_wk_build_tmaps(w, tmaps, why, sizeof why)) { reply = json_pack("{s:s,s:s}", "status", "launch_error", "error", why); goto done_restore; }
     }
-    reply = tune_wk_verify_live(w, l, n, &worst_rel, &worst_abs, err, &failed);
+    reply = tune_wk_verify_live(w, l, n, &worst, err, &failed);
     if (failed) goto fail;
     if (reply) {
       if (json_is_true(json_object_get(reply, "sticky"))) { json_object_del(reply, "sticky"); goto done; }
@@ -598,10 +599,10 @@ timed:
   double median = ns % 2 ? samples[ns / 2] : 0.5 * (samples[ns / 2 - 1] + samples[ns / 2]);
   qsort(event_samples, (size_t)ns, sizeof *event_samples, cmp_double);
   tune_clocks_fold(&clk, tune_nvml_sample());
-  reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
+  reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:s,s:f}", "status", "ok", "median_ns", median, "min_ns", samples[0],
                     "max_ns", samples[ns - 1], "stddev_ns", ns > 1 ? sqrt(var / (ns - 1)) : 0.0, "samples", ns,
-                    "rel_l2", worst_rel, "max_abs", worst_abs, "rel_ci", rel_ci, "timer", use_cupti ? "cupti" : "events",
-                    "event_median_ns", event_samples[ns / 2]);
+                    "rel_ci", rel_ci, "timer", use_cupti ? "cupti" : "events", "event_median_ns", event_samples[ns / 2]);
+  tune_wk_worst_to_reply(&worst, reply);
   json_object_set_new(reply, "sm_mhz", json_integer(clk.sm_mhz));
   json_object_set_new(reply, "mem_mhz", json_integer(clk.mem_mhz));
   json_object_set_new(reply, "clock_reasons", json_integer((json_int_t)clk.reasons));

@@ -49,6 +49,7 @@ typedef struct wstate {
   void *host;                     /* staging buffer */
   size_t host_n;
   double tol_rel, tol_abs;
+  double tol_honest;              /* tolerance.honest, 0 none (docs/measurement.md) */
   uint64_t seed;                  /* of the current problem's inputs */
   CUdeviceptr guard_base[TUNE_MAX_ARGS]; /* allocation of a guarded tensor (ptr - GUARD_BYTES), 0 none */
   CUfunction zero_fn;             /* scratch_zero, in sum_mod */
@@ -74,9 +75,10 @@ json_t *tune_wk_crash_reply(CUresult r, const char *where);
 int tune_wk_build_tmaps(wstate *w, json_t *tmaps, char *why, size_t why_n);
 /* Allocate bytes with a 1 MiB guard band on each side (filled with a known byte): *ptr inside. */
 int tune_wk_guard_alloc(size_t bytes, CUdeviceptr *base, CUdeviceptr *ptr, tune_err *err);
-/* A comparison's result on the device: sum (out - ref)^2, sum ref^2; max |out - ref| (the bits of
- * a nonnegative double), NaN/Inf count, first bad index (~0: none). Starts as tune_wk_cmp_init. */
-typedef struct tune_wk_cmp { double sums[2]; unsigned long long stat[3]; } tune_wk_cmp;
+/* A comparison's result on the device: sum (out - ref)^2, sum ref^2, the sum of ref's expected
+ * squared rounding errors (tune_inputs_round_var); max |out - ref| (the bits of a nonnegative
+ * double), NaN/Inf count, first bad index (~0: none). Starts as tune_wk_cmp_init. */
+typedef struct tune_wk_cmp { double sums[3]; unsigned long long stat[3]; } tune_wk_cmp;
 extern const tune_wk_cmp tune_wk_cmp_init;
 
 /* tune's own kernels (worker_kernels.c), built on first use. checksum: of tensor i of the live
@@ -103,12 +105,22 @@ int tune_wk_host_reserve(wstate *w, size_t n, tune_err *err);
 int tune_wk_poison_outputs(wstate *w, tune_err *err);
 int tune_wk_poison_scratch(wstate *w, tune_err *err);
 
+/* The verification figures a reply carries, the worst over outputs and input sets: rel_l2 and
+ * max_abs; of the bf16, f16 and e4m3 outputs, the largest rel_l2 / honest error (honest_ratio)
+ * and that output's honest error (honest_rel_l2, 0 none: no such output, or a zero reference). */
+typedef struct tune_wk_worst { double rel_l2, max_abs, honest_ratio, honest_rel_l2; } tune_wk_worst;
+extern const tune_wk_worst tune_wk_worst_init;
+/* Adds worst's figures to a reply: rel_l2, max_abs, and honest_rel_l2 when known. */
+void tune_wk_worst_to_reply(const tune_wk_worst *worst, json_t *reply);
+
 /* Checks of a variant (worker_verify.c). Each returns NULL when the variant passes, else its
  * reply; *failed = 1 (NULL returned, err set) when the worker itself failed.
- * verify_live: one launch on the live set, outputs against its reference, inputs unchanged, guard
- *   bands ("sticky": true in a reply whose error lost the context). relaunch_check: after timing, one more launch (on the other set's contents at
- *   the live addresses when there are two sets) must reproduce the output. */
-json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed);
+ * verify_live: one launch on the live set, outputs against its reference (rel_l2, max_abs and
+ *   tolerance.honest), inputs unchanged, guard bands ("sticky": true in a reply whose error lost
+ *   the context); its figures folded into *worst. relaunch_check: after timing, one more launch
+ *   (on the other set's contents at the live addresses when there are two sets) must reproduce
+ *   the output. */
+json_t *tune_wk_verify_live(wstate *w, launch *l, int n, tune_wk_worst *worst, tune_err *err, int *failed);
 json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *failed);
 /* The outputs of every timed sample against the live set's reference: open before the samples
  * (room for cap), launch after each (no wait: the comparisons run on the device between samples,

@@ -35,7 +35,7 @@ static const char kernels_src[] =
     "  for (; i < n8; i += (unsigned long long)gridDim.x * blockDim.x) p[i] = 0ull;\n"
     "}\n"
     /* out against ref, both of dtype dt (tune_dtype's order), as tuner/inputs.c reads them:
-       acc = {sum (o - r)^2, sum r^2}, stat = {max |o - r| (bits of a nonnegative double), NaN/Inf
+       acc = {sum (o - r)^2, sum r^2, sum tune_round_var(ref)}, stat = {max |o - r| (bits of a nonnegative double), NaN/Inf
        count, first index that is non-finite or over tol (~0 none)} */
     "__device__ double tune_elem(const void *p, int dt, unsigned long long i) {\n"
     "  switch (dt) {\n"
@@ -56,6 +56,25 @@ static const char kernels_src[] =
     "  return __longlong_as_double(0x7ff8000000000000ll);\n"
     "}\n"
     "__device__ bool tune_finite(double x) { return ((__double_as_longlong(x) >> 52) & 0x7ff) != 0x7ff; }\n"
+    /* the expected squared error of rounding a real value to nearest in dtype dt, given that it
+       rounded to element i of p, as tune_inputs_round_var (tuner/inputs.c) computes it */
+    "__device__ double tune_round_var(const void *p, int dt, unsigned long long i) {\n"
+    "  unsigned long long bits;\n"
+    "  int shift, bias;\n"
+    "  switch (dt) {\n"
+    "  case 0: bits = ((const unsigned *)p)[i] & 0x7fffffffu; shift = 23; bias = 150; break;\n"
+    "  case 1: bits = ((const unsigned short *)p)[i] & 0x7fffu; shift = 10; bias = 25; break;\n"
+    "  case 2: bits = ((const unsigned short *)p)[i] & 0x7fffu; shift = 7; bias = 134; break;\n"
+    "  case 5: bits = ((const unsigned long long *)p)[i] & 0x7fffffffffffffffull; shift = 52; bias = 1075; break;\n"
+    "  case 6: bits = ((const unsigned char *)p)[i] & 0x7fu; shift = 3; bias = 10; break;\n"
+    "  default: return 0;\n"
+    "  }\n"
+    "  if (!bits) return 0;\n"
+    "  int e = (int)(bits >> shift);\n"
+    "  double ulp = ldexp(1.0, (e ? e : 1) - bias);\n"
+    "  bool pow2 = e > 1 && !(bits & ((1ull << shift) - 1));\n"
+    "  return ulp * ulp / (pow2 ? 16.0 : 12.0);\n"
+    "}\n"
     /* bytes of p[0..n) that differ from want: out = {count, first index (~0 none), last index} */
     "extern \"C\" __global__ void tune_guard(const unsigned char *p, unsigned long long n, unsigned want,\n"
     "    unsigned long long *out) {\n"
@@ -67,23 +86,24 @@ static const char kernels_src[] =
     "}\n"
     "extern \"C\" __global__ void tune_compare(const void *out, const void *ref, int dt, unsigned long long n,\n"
     "    double tol, double *acc, unsigned long long *stat) {\n"
-    "  double num = 0, den = 0, mx = 0;\n"
+    "  double num = 0, den = 0, hon = 0, mx = 0;\n"
     "  unsigned long long bad = 0, first = ~0ull;\n"
     "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
     "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
     "    double o = tune_elem(out, dt, i), r = tune_elem(ref, dt, i);\n"
     "    if (!tune_finite(o) || !tune_finite(r)) { ++bad; if (i < first) first = i; continue; }\n"
     "    double d = fabs(o - r);\n"
-    "    num += d * d; den += r * r; mx = fmax(mx, d);\n"
+    "    num += d * d; den += r * r; hon += tune_round_var(ref, dt, i); mx = fmax(mx, d);\n"
     "    if (d > tol && i < first) first = i;\n"
     "  }\n"
     "  for (int o = 16; o > 0; o >>= 1) {\n"
     "    num += __shfl_xor_sync(0xffffffffu, num, o); den += __shfl_xor_sync(0xffffffffu, den, o);\n"
+    "    hon += __shfl_xor_sync(0xffffffffu, hon, o);\n"
     "    mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o)); bad += __shfl_xor_sync(0xffffffffu, bad, o);\n"
     "    unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o); first = f < first ? f : first;\n"
     "  }\n"
     "  if ((threadIdx.x & 31) == 0) {\n"
-    "    atomicAdd(&acc[0], num); atomicAdd(&acc[1], den);\n"
+    "    atomicAdd(&acc[0], num); atomicAdd(&acc[1], den); atomicAdd(&acc[2], hon);\n"
     "    atomicMax(&stat[0], (unsigned long long)__double_as_longlong(mx)); atomicAdd(&stat[1], bad);\n"
     "    atomicMin(&stat[2], first);\n"
     "  }\n"
@@ -149,7 +169,7 @@ fail:
 }
 
 
-const tune_wk_cmp tune_wk_cmp_init = {{0, 0}, {0, 0, ~0ull}};
+const tune_wk_cmp tune_wk_cmp_init = {{0, 0, 0}, {0, 0, ~0ull}};
 
 int tune_wk_compare_async(wstate *w, int i, CUdeviceptr ref, CUdeviceptr res, tune_err *err) {
   if (tune_wk_kernels_init(w, err)) return err->code;
@@ -167,6 +187,7 @@ fail:
 
 void tune_wk_compare_result(const tune_wk_cmp *r, tune_compare *c) {
   c->rel_l2 = r->sums[1] > 0 ? sqrt(r->sums[0] / r->sums[1]) : sqrt(r->sums[0]);
+  c->honest_rel_l2 = r->sums[1] > 0 ? sqrt(r->sums[2] / r->sums[1]) : 0;
   memcpy(&c->max_abs, &r->stat[0], sizeof c->max_abs);
   c->n_nan = (int64_t)r->stat[1];
   c->first_bad = r->stat[2] == ~0ull ? -1 : (int64_t)r->stat[2];

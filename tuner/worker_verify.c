@@ -9,6 +9,38 @@
 #include "inputs.h"
 #include "worker_int.h"
 
+/* ---- tolerances (docs/measurement.md) ---- */
+
+const tune_wk_worst tune_wk_worst_init = {0, 0, 0, 0};
+
+void tune_wk_worst_to_reply(const tune_wk_worst *worst, json_t *reply) {
+  json_object_set_new(reply, "rel_l2", json_real(worst->rel_l2));
+  json_object_set_new(reply, "max_abs", json_real(worst->max_abs));
+  if (worst->honest_rel_l2 > 0) json_object_set_new(reply, "honest_rel_l2", json_real(worst->honest_rel_l2));
+}
+
+/* rel_l2 / honest error of output i's comparison c: for bf16, f16 and e4m3 outputs of a nonzero
+ * reference; 0 elsewhere (f32 and integer outputs, whose honest error judges nothing). */
+static double honest_ratio(const wstate *w, int i, const tune_compare *c) {
+  if (!tune_dtype_is_narrow_float(w->def[i].dtype) || !(c->honest_rel_l2 > 0)) return 0;
+  return c->rel_l2 / c->honest_rel_l2;
+}
+
+/* 1 when c exceeds tolerance.honest (never when the recipe gives none); the finding in why. */
+static int honest_exceeded(const wstate *w, int i, const tune_compare *c, char *why, size_t why_n) {
+  double ratio = honest_ratio(w, i, c);
+  if (!(w->tol_honest > 0) || ratio <= w->tol_honest) return 0;
+  snprintf(why, why_n, "rel_l2 %.3g is %.3gx the honest error %.3g (tolerance.honest %g)", c->rel_l2, ratio,
+           c->honest_rel_l2, w->tol_honest);
+  return 1;
+}
+
+/* Output i within every tolerance: no NaN/Inf, rel_l2, max_abs, tolerance.honest. */
+static int output_ok(const wstate *w, int i, const tune_compare *c) {
+  char why[160];
+  return !c->n_nan && c->rel_l2 <= w->tol_rel && c->max_abs <= w->tol_abs && !honest_exceeded(w, i, c, why, sizeof why);
+}
+
 /* ---- guard bands and the relaunch check: variants that write out of bounds, or
    compute their output only once (docs/llm-hook.md) ---- */
 
@@ -90,11 +122,11 @@ json_t *tune_wk_relaunch_check(wstate *w, launch *l, int n, tune_err *err, int *
     if (!w->def[i].is_tensor || w->def[i].scratch || !w->def[i].output) continue;
     tune_compare c;
     if (tune_wk_compare(w, i, w->ref[i], &c, err)) return NULL;
-    if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
+    if (!output_ok(w, i, &c))
       snprintf(wrong, sizeof wrong, "output %s is wrong in a launch after the timed ones%s (%lld NaN/Inf, rel_l2 %.3g, "
-               "first bad at %lld): the variant does not compute its output from its inputs on every launch",
+               "honest error %.3g, first bad at %lld): the variant does not compute its output from its inputs on every launch",
                w->def[i].name ? w->def[i].name : "?", w->two_sets ? ", on new inputs at the same addresses" : "",
-               (long long)c.n_nan, c.rel_l2, (long long)c.first_bad);
+               (long long)c.n_nan, c.rel_l2, c.honest_rel_l2, (long long)c.first_bad);
   }
   if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
   *failed = 0;
@@ -145,10 +177,11 @@ int tune_wk_sample_checks_judge(wstate *w, sample_checks *sc, int n_samples, cha
       tune_compare c;
       tune_wk_compare_result(&sc->host[(size_t)k * (size_t)sc->n_out + (size_t)j], &c);
       int i = sc->outs[j];
-      if (c.n_nan || c.rel_l2 > w->tol_rel || c.max_abs > w->tol_abs)
-        snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d of %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g): "
-                 "timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?", k + 1,
-                 n_samples, sc->set_of[k] ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs);
+      if (!output_ok(w, i, &c))
+        snprintf(wrong, wrong_n, "output %s is wrong in timed launch %d of %d%s (%lld NaN/Inf, rel_l2 %.3g, max_abs %.3g, "
+                 "honest error %.3g): timed launches must compute what the verified one did", w->def[i].name ? w->def[i].name : "?",
+                 k + 1, n_samples, sc->set_of[k] ? " (second input set)" : "", (long long)c.n_nan, c.rel_l2, c.max_abs,
+                 c.honest_rel_l2);
     }
   return TUNE_OK;
 fail:
@@ -168,8 +201,8 @@ void tune_wk_sample_checks_close(sample_checks *sc) {
  * other to the kernel. Every output against the live set's reference, inputs unchanged, guard bands
  * intact; the outputs' checksums into w->out_hash. Returns NULL when the variant passes, else its
  * reply ("sticky": true when the context is lost); *failed = 1 when the worker failed (err set). */
-json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, double *worst_abs, tune_err *err, int *failed) {
-  char why[1024] = "", wrong[1024] = "";
+json_t *tune_wk_verify_live(wstate *w, launch *l, int n, tune_wk_worst *worst, tune_err *err, int *failed) {
+  char why[1024] = "", wrong[1024] = "", honest[256];
   *failed = 1;
   if (tune_wk_poison_outputs(w, err) || tune_wk_poison_scratch(w, err)) return NULL;
   CU_TRY(err, cuMemsetD8Async(w->flush, 0xa5, w->flush_bytes, 0));
@@ -207,8 +240,14 @@ json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, doub
     }
     tune_compare c;
     if (tune_wk_compare(w, i, w->ref[i], &c, err)) return NULL;
-    if (c.rel_l2 > *worst_rel) *worst_rel = c.rel_l2;
-    if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
+    if (c.rel_l2 > worst->rel_l2) worst->rel_l2 = c.rel_l2;
+    if (c.max_abs > worst->max_abs) worst->max_abs = c.max_abs;
+    double ratio = honest_ratio(w, i, &c); /* reported even when 0: an exact output */
+    if (tune_dtype_is_narrow_float(w->def[i].dtype) && c.honest_rel_l2 > 0 &&
+        (ratio > worst->honest_ratio || worst->honest_rel_l2 == 0)) {
+      worst->honest_ratio = ratio;
+      worst->honest_rel_l2 = c.honest_rel_l2;
+    }
     const char *name = w->def[i].name ? w->def[i].name : "?", *on = w->live_set ? " (second input set)" : "";
     if (!wrong[0] && c.n_nan)
       snprintf(wrong, sizeof wrong, "output %s%s: %lld NaN/Inf elements (unwritten or overflow), first at %lld", name, on,
@@ -220,12 +259,16 @@ json_t *tune_wk_verify_live(wstate *w, launch *l, int n, double *worst_rel, doub
         return NULL;
       snprintf(wrong, sizeof wrong, "output %s%s: rel_l2 %.3g (tol %.3g), max_abs %.3g (tol %.3g), first bad at %lld: got %.6g want %.6g",
                name, on, c.rel_l2, w->tol_rel, c.max_abs, w->tol_abs, (long long)c.first_bad, got, want);
-    }
+    } else if (!wrong[0] && honest_exceeded(w, i, &c, honest, sizeof honest))
+      snprintf(wrong, sizeof wrong, "output %s%s: %s: the variant rounds more than once or computes in a narrower precision "
+               "than the reference", name, on, honest);
   }
   if (guard_check(w, wrong, sizeof wrong, err)) return NULL;
   *failed = 0;
   if (!wrong[0]) return NULL;
-  return json_pack("{s:s,s:s,s:f,s:f}", "status", "wrong", "error", wrong, "rel_l2", *worst_rel, "max_abs", *worst_abs);
+  json_t *reply = json_pack("{s:s,s:s}", "status", "wrong", "error", wrong);
+  tune_wk_worst_to_reply(worst, reply);
+  return reply;
 fail:
   return NULL;
 }

@@ -41,7 +41,7 @@ base 's/^  tolerance = {/  colour = "red", tolerance = {/' far
 expect_error recipes/far.lua "recipes/far.lua: colour: unknown field (known: name, template"
 # adversarial (the second input set's data): numbers, uniform or normal, floating-point inputs only
 base 's/init = { "uniform", -1, 1 } }/init = { "uniform", -1, 1 }, adversarial = { "normal", 0, "N" } }/' advexpr
-expect_error recipes/advexpr.lua "recipes/advexpr.lua: arg src: adversarial must be {\"uniform\", lo, hi} or {\"normal\", mean, std} with numbers"
+expect_error recipes/advexpr.lua "recipes/advexpr.lua: arg src: adversarial must be {\"uniform\", lo, hi}, {\"normal\", mean, std} or {\"wide\", lo_exp2, hi_exp2} with numbers"
 base 's/init = { "uniform", -1, 1 } }/init = { "uniform", -1, 1 }, adversarial = { "randint", 0, 9 } }/' advkind
 expect_error recipes/advkind.lua "recipes/advkind.lua: arg src: adversarial must be"
 base 's/output = true }/output = true, adversarial = { "normal", 0, 9 } }/' advout

@@ -133,6 +133,7 @@ static db_result mk_result(int64_t run, int64_t recipe, int64_t dev, int64_t cfg
   r.spill_loads = 0;
   r.err_rel_l2 = -1;
   r.err_max_abs = -1;
+  r.honest_rel_l2 = -1;
   return r;
 }
 
@@ -348,6 +349,7 @@ static void test_results(fixture *fx) {
   r.seed = UINT64_MAX;
   r.stddev_ns = NAN;
   r.err_rel_l2 = 1e-7;
+  r.honest_rel_l2 = 2e-3;
   strcpy(r.binary_key, "bin01");
   OK(db_result_put(fx->db, &r, &E));
   CHECK(r.id > 0);
@@ -362,6 +364,9 @@ static void test_results(fixture *fx) {
   CHECK(got.seed == UINT64_MAX);
   CHECK(isnan(got.stddev_ns));
   CHECK(got.err_rel_l2 == 1e-7 && got.err_max_abs == -1);
+  CHECK(got.honest_rel_l2 == 2e-3);
+  /* an unknown honest error (-1, 0) is stored NULL and read back -1 */
+  CHECK(raw_int(fx->path, "SELECT count(*) FROM results WHERE honest_rel_l2 = 2e-3") == 1);
   CHECK(strcmp(got.binary_key, "bin01") == 0 && got.error_text[0] == 0);
   CHECK(strcmp(got.created_at, r.created_at) == 0);
   CHECK(got.run_id == fx->run && got.config_id == fx->c1);
@@ -451,9 +456,10 @@ static void test_replay(fixture *fx) {
 
   /* the writer adds a newer result: the reader sees it on its next lookup */
   r = mk_result(fx->run, fx->recipe, fx->gpu, fx->c1, fx->small, DB_OK, 180);
+  r.honest_rel_l2 = 3e-3;
   OK(db_result_put(fx->db, &r, &E));
   OK(db_replay_find(ro, "copy", "c01", "p01", &got, &dev, &E));
-  CHECK(got.id == r.id && got.median_ns == 180);
+  CHECK(got.id == r.id && got.median_ns == 180 && got.honest_rel_l2 == 3e-3);
 
   /* the device a recorded database speaks for: the GPU of its latest result */
   memset(&dev, 0, sizeof dev);
@@ -464,6 +470,22 @@ static void test_replay(fixture *fx) {
   /* a read-only connection cannot write */
   int64_t id = 0;
   FAILS(TUNE_ESQL, db_recipe_put(ro, "copy", "zzzz", "", "", &id, &E));
+  db_close(ro);
+
+  /* a recorded file of a schema before 0010-result-honest-error, opened read-only: replayed
+     without the column, its honest error unknown */
+  char old[512], sql[700];
+  path_in(old, sizeof old, "before_honest.db");
+  snprintf(sql, sizeof sql, "VACUUM INTO '%s'", old);
+  CHECK(raw_exec(fx->path, sql) == SQLITE_OK);
+  CHECK(raw_exec(old, "ALTER TABLE results DROP COLUMN honest_rel_l2;"
+                      " DELETE FROM schema_migrations WHERE name = '0010-result-honest-error';"
+                      " PRAGMA user_version = 9") == SQLITE_OK);
+  ro = NULL;
+  OK(db_open(old, 1, &ro, &E));
+  if (!ro) return;
+  OK(db_replay_find(ro, "copy", "c01", "p01", &got, &dev, &E));
+  CHECK(got.median_ns == 180 && got.honest_rel_l2 == -1);
   db_close(ro);
 }
 
@@ -657,7 +679,7 @@ static void test_queries(fixture *fx) {
     const char *cols[] = {"run_id", "recipe_id", "device_id", "config_id", "problem_id",
                           "median_ns", "min_ns", "max_ns", "samples", "registers",
                           "shared_bytes", "dyn_shared_bytes", "local_bytes", "spill_stores",
-                          "spill_loads", "compile_ms", "measure_ms", "err_rel_l2",
+                          "spill_loads", "compile_ms", "measure_ms", "err_rel_l2", "honest_rel_l2",
                           "err_max_abs", "binary_key", "error_text", "created_at"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
       CHECK(json_object_get(obj, cols[i]) != NULL);
@@ -1025,6 +1047,7 @@ static void test_named_migrations(void) {
   CHECK(raw_exec(path, "DROP VIEW v_vs_peer; DROP VIEW v_best; DROP VIEW v_results;"
                        " ALTER TABLE recipes DROP COLUMN code_hash; ALTER TABLE results DROP COLUMN gpu;"
                        " ALTER TABLE results DROP COLUMN protocol; ALTER TABLE measurements DROP COLUMN gpu;"
+                       " ALTER TABLE results DROP COLUMN honest_rel_l2;"
                        " DROP TABLE selections; ALTER TABLE comparisons DROP COLUMN kind;"
                        " DROP TABLE schema_migrations; PRAGMA user_version = 4") == SQLITE_OK);
   db = NULL;
@@ -1180,7 +1203,7 @@ int main(void) {
   }
 
   const char *names[] = {"create.db", "newer.db", "foreign.db", "empty.db", "main.db",
-                         "missing.db"};
+                         "missing.db", "before_honest.db"};
   char path[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     path_in(path, sizeof path, names[i]);

@@ -89,6 +89,8 @@ static void test_errors(void) {
   const struct { const char *from, *to, *want; } cases[] = {
     {"rel_l2 = 0", "rel_12 = 0", "r.lua: tolerance.rel_12: unknown field (did you mean rel_l2?)"},
     {"rel_l2 = 0", "rel_l2 = '0'", "r.lua: tolerance.rel_l2 must be a number (not a string)"},
+    {"rel_l2 = 0", "rel_l2 = 0, honest = true", "r.lua: tolerance.honest must be a number (not a boolean)"},
+    {"rel_l2 = 0", "rel_l2 = 0, honset = 2", "r.lua: tolerance.honset: unknown field (did you mean honest?)"},
     {"flops = 'N'", "flop = 'N'", "r.lua: metrics.flop: unknown field (did you mean flops?)"},
     {"{ 'A', { 1, 2 } }", "{ 'A', { 1, {} } }", "r.lua: params[1][2][2] must be a number, string or boolean (not a table)"},
     {"{ 'A', { 1, 2 } }", "{ 'A', { 1, 2 }, 3 }", "r.lua: params[1][3]: unexpected list entry"},

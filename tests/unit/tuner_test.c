@@ -150,6 +150,119 @@ static void test_module_hashes(void) {
   CHECK(system(cmd) == 0);
 }
 
+#define X_NORMAL "{ \"x\", tensor = \"bf16\", shape = { \"N\" }, init = { \"normal\", 0, 1 } }"
+
+/* Load a one-problem recipe in dir with input x_arg, an output of out_dtype and tolerance extras. */
+static int load_small(const char *dir, const char *x_arg, const char *out_dtype, const char *tolerance, tune_recipes **set,
+                      tune_err *err) {
+  char p[4200], text[2048];
+  snprintf(p, sizeof p, "%s/recipes/h.lua", dir);
+  snprintf(text, sizeof text,
+           "return { name = \"h\", template = \"templates/t.cuh\", kernel = \"k\", params = { { \"X\", { 1 } } },\n"
+           "  problems = { { name = \"p\", N = 64 } }, launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  args = { %s,\n"
+           "           { \"y\", tensor = \"%s\", shape = { \"N\" }, output = true } },\n"
+           "  reference = { source = \"templates/t.cuh\", kernel = \"r\", grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+           "  tolerance = { rel_l2 = 1e-2, max_abs = 1, %s }, metrics = { bytes = 4, flops = 0 } }\n",
+           x_arg, out_dtype, tolerance);
+  write_text(p, text);
+  tune_err_clear(err);
+  *set = NULL;
+  return tune_recipes_load(p, set, err);
+}
+
+static int load_honest(const char *dir, const char *out_dtype, const char *honest, tune_recipes **set, tune_err *err) {
+  return load_small(dir, X_NORMAL, out_dtype, honest, set, err);
+}
+
+static const tune_device_facts test_device = {.sm_count = 132, .smem_per_block = 232448, .l2_bytes = 50 << 20, .arch = "sm_90a"};
+
+/* tolerance.honest: a number above 1, for recipes with a bf16, f16 or e4m3 output; handed to each
+ * problem's setup. */
+static void test_tolerance_honest(void) {
+  char dir[] = "/tmp/tune_honest_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  tune_recipes *set = NULL;
+  tune_err err;
+  CHECK(load_honest(dir, "bf16", "honest = 1.25", &set, &err) == TUNE_OK);
+  if (set) {
+    CHECK(set->r[0].tol_honest == 1.25);
+    tune_problem_setup ps;
+    CHECK(tune_recipe_eval_problem(&set->r[0], &set->r[0].problems[0], &test_device, &ps, &err) == TUNE_OK);
+    CHECK(ps.tol_honest == 1.25 && ps.tol_rel_l2 == 1e-2);
+    tune_recipes_free(set);
+  }
+  CHECK(load_honest(dir, "e4m3", "", &set, &err) == TUNE_OK); /* not given: off */
+  if (set) { CHECK(set->r[0].tol_honest == 0); tune_recipes_free(set); }
+  CHECK(load_honest(dir, "bf16", "honest = 1", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest must be a number above 1") != NULL);
+  CHECK(load_honest(dir, "f16", "honest = 0.5", &set, &err) == TUNE_ERECIPE);
+  CHECK(load_honest(dir, "bf16", "honest = 0/0", &set, &err) == TUNE_ERECIPE); /* NaN */
+  CHECK(load_honest(dir, "f32", "honest = 2", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest judges bf16, f16 and e4m3 outputs") && strstr(err.msg, "recipe 'h'"));
+  CHECK(load_honest(dir, "i32", "honest = 2", &set, &err) == TUNE_ERECIPE);
+  CHECK(load_honest(dir, "bf16", "honest = '2'", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "tolerance.honest must be a number (not a string)") != NULL);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
+/* init and adversarial {"wide", lo_exp2, hi_exp2}: floating-point tensors, lo < hi, hi within the
+ * dtype's finite range; bounds may be expressions of the problem. */
+static int load_wide(const char *dir, const char *x_arg, tune_recipes **set, tune_err *err) {
+  return load_small(dir, x_arg, "f32", "", set, err);
+}
+
+static void test_init_wide(void) {
+  char dir[] = "/tmp/tune_wide_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  tune_recipes *set = NULL;
+  tune_err err;
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"bf16\", shape = { \"N\" }, init = { \"normal\", 0, 1 }, adversarial = { \"wide\", -30, 30 } }",
+                  &set, &err) == TUNE_OK);
+  if (set) {
+    const tune_arg_def *x = &set->r[0].args[0];
+    CHECK(x->init == TUNE_INIT_NORMAL && x->adv_init == TUNE_INIT_WIDE && x->adv_a == -30 && x->adv_b == 30);
+    tune_recipes_free(set);
+  }
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"f16\", shape = { \"N\" }, init = { \"wide\", \"-N // 8\", 15 } }", &set, &err) == TUNE_OK);
+  if (set) {
+    tune_problem_setup ps;
+    CHECK(tune_recipe_eval_problem(&set->r[0], &set->r[0].problems[0], &test_device, &ps, &err) == TUNE_OK);
+    CHECK(ps.def[0].init == TUNE_INIT_WIDE && ps.def[0].init_a == -8 && ps.def[0].init_b == 15);
+    tune_recipes_free(set);
+  }
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"f16\", shape = { \"N\" }, init = { \"wide\", \"N\", 15 } }", &set, &err) == TUNE_OK);
+  if (set) { /* bounds that are expressions are checked per problem */
+    tune_problem_setup ps;
+    CHECK(tune_recipe_eval_problem(&set->r[0], &set->r[0].problems[0], &test_device, &ps, &err) == TUNE_ERECIPE);
+    CHECK(strstr(err.msg, "needs lo_exp2 < hi_exp2") != NULL);
+    tune_recipes_free(set);
+  }
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"f16\", shape = { \"N\" }, init = { \"wide\", 0, 16 } }", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "hi_exp2 16 is past f16's largest finite values (at most 15)") != NULL);
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"i32\", shape = { \"N\" }, init = { \"wide\", 0, 4 } }", &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "init \"wide\" is for floating-point tensors") != NULL);
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"f32\", shape = { \"N\" }, init = { \"normal\", 0, 1 }, adversarial = { \"wide\", 3, 3 } }",
+                  &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "adversarial {\"wide\", lo_exp2, hi_exp2} needs lo_exp2 < hi_exp2") != NULL);
+  CHECK(load_wide(dir, "{ \"x\", tensor = \"e4m3\", shape = { \"N\" }, init = { \"normal\", 0, 1 }, adversarial = { \"wide\", -6, 9 } }",
+                  &set, &err) == TUNE_ERECIPE);
+  CHECK(strstr(err.msg, "at most 8") != NULL);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 static void test_inputs(void) {
   tune_arg_def d = {.name = "x", .is_tensor = 1, .dtype = TUNE_BF16, .init = TUNE_INIT_NORMAL, .init_a = 0, .init_b = 1};
   int64_t n = 5 << 20;
@@ -238,6 +351,8 @@ int main(int argc, char **argv) {
   if (!src) src = argc > 1 ? argv[1] : ".";
   test_recipe_copy(src);
   test_module_hashes();
+  test_tolerance_honest();
+  test_init_wide();
   test_inputs();
   test_ptxas_parse();
   test_protocol();

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# tolerance.honest (tests/fixtures/recipes/partials.lua, docs/measurement.md): a split reduction that
+# rounds its partial sums to bf16 before adding them must end wrong, named by its honest error,
+# while every variant with fp32 partials stays ok; each variant's err_rel_l2 / honest_rel_l2 is
+# printed. Skipped (77) without a GPU.
+. "$(dirname "$0")/../integration/lib.sh"
+"$TUNE" run "$SRC/tests/fixtures/recipes/partials.lua" --device cuda:0 --db h.db --seed 5 >run.txt 2>&1
+rc=$?
+if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+cat run.txt
+check "the run completes (rc $rc)" test $rc -eq 0
+# params|status|err_rel_l2|honest_rel_l2|error_text of each variant's latest result
+sql h.db "select c.params_json, r.status, r.err_rel_l2, r.honest_rel_l2, coalesce(r.error_text, '')
+          from results r join configs c on c.id = r.config_id
+          where r.id in (select max(id) from results group by config_id) order by c.params_json" >rows.txt
+echo "variant | status | err_rel_l2 / honest_rel_l2"
+awk -F'|' '{ printf "%s | %s | %s\n", $1, $2, ($4 > 0 ? sprintf("%.3f (%.3g / %.3g)", $3 / $4, $3, $4) : "no honest error") }' rows.txt
+check "4 variants measured" test "$(wc -l <rows.txt)" -eq 4
+while IFS='|' read -r params status err honest text; do
+  check "$params reports its honest error ($honest)" awk -v h="$honest" 'BEGIN { exit !(h > 0) }'
+  case "$params" in
+  *'"PARTIAL":"f32"'*) check "$params is ok ($status: $text)" test "$status" = ok ;;
+  *'"SPLIT":1'*) check "$params is ok: one part rounded twice is rounded once ($status: $text)" test "$status" = ok ;;
+  *)
+    check "$params is wrong ($status)" test "$status" = wrong
+    check "... for its honest error ($text)" grep -q "honest error" <<<"$text"
+    check "... by tolerance.honest" grep -q "tolerance.honest 1.25" <<<"$text" ;;
+  esac
+done <rows.txt
+finish
