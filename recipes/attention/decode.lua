@@ -18,7 +18,7 @@
 -- single sequence of the full length. Every field the runtime needs is an expression, so bundled
 -- variants serve untuned problems whose `requires` hold.
 
-local common = require "attention.decode_common"
+local common = require "attention.shared.decode"
 local KV_BYTES = 2  -- bf16 K and V
 
 local function kv_bytes_per_thread(c) return common.kv_bytes_per_thread(c, KV_BYTES) end
@@ -32,7 +32,7 @@ return {
   name = "attention.decode",
   template = "templates/attention/decode.cuh",
 
-  -- decode_common.lua's knobs (it says what each does), 16- and 8-byte K/V loads
+  -- shared/decode.lua's knobs (it says what each does), 16- and 8-byte K/V loads
   params = common.params({ 16, 8 }),
 
   constraints = {
@@ -43,7 +43,7 @@ return {
       if c.KV_RING > 0 then return true end
       return b >= 64 and b * c.STAGES <= 256
     end,
-    -- The ring (decode_common.lua says why these bounds).
+    -- The ring (shared/decode.lua says why these bounds).
     common.ring_constraint(KV_BYTES),
     -- 8-byte loads are measured at one budget (128 bytes, no prefetch) per WARPS: enough to show
     -- what 16-byte loads buy without doubling the space.
@@ -66,7 +66,7 @@ return {
     "BLOCK_N % (WARPS * 16 * VEC_BYTES // D) == 0",
   },
 
-  -- The problems the family serves (decode_common.lua): lengths and page size are free.
+  -- The problems the family serves (shared/decode.lua): lengths and page size are free.
   domain = common.domain(),
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio; 4 splits of each
   -- sequence keep small batches busy without a large merge for big ones.

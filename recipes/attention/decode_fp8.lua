@@ -19,7 +19,7 @@
 -- page_size (min_len = the full length: every sequence as long, a single long sequence; min_len 1:
 -- short and long in one batch). Llama-3-8B (HQ 32) and 70B (HQ 64) head layouts, HKV 8, D 128.
 
-local common = require "attention.decode_common"
+local common = require "attention.shared.decode"
 local D = common.D
 local KV_BYTES = 1  -- e4m3 K and V
 
@@ -36,7 +36,7 @@ return {
   name = "attention.decode_fp8",
   template = "templates/attention/decode.cuh",
 
-  -- decode_common.lua's knobs (it says what each does); 4-byte loads too (a 128-wide e4m3 row is
+  -- shared/decode.lua's knobs (it says what each does); 4-byte loads too (a 128-wide e4m3 row is
   -- one warp's 4-byte loads), and the e4m3 -> fp32 conversion: 0 cvt.rn.f16x2.e4m3x2, 1 bit moves
   params = common.params({ 16, 8, 4 }, { { "DEQUANT", { 0, 1 } } }),
 
@@ -49,7 +49,7 @@ return {
       local b = kv_bytes_per_thread(c)
       return b >= 32 and b * c.STAGES <= 256
     end,
-    -- The ring, as decode's (decode_common.lua).
+    -- The ring, as decode's (shared/decode.lua).
     common.ring_constraint(KV_BYTES),
     -- 4-byte loads at one budget (64 bytes per tile, no prefetch) per WARPS: enough to show what
     -- the wider loads buy.
@@ -73,7 +73,7 @@ return {
     "BLOCK_N % (WARPS * 32 * VEC_BYTES // D) == 0",
   },
 
-  -- The problems the family serves, as decode's (decode_common.lua; K/V strides are multiples of
+  -- The problems the family serves, as decode's (shared/decode.lua; K/V strides are multiples of
   -- 16 elements for every D here), and the shortest drawn length within the longest.
   domain = common.domain({ "min_len >= 0 and min_len <= max_pages * page_size" }),
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio (8-byte loads: 8 or

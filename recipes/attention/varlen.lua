@@ -26,7 +26,7 @@
 -- Problems draw cu_seqlens with the "offsets" init: B lengths >= 1 summing to T, most short and a
 -- few long (tuner/inputs.c), so one batch mixes short and long sequences.
 
-local common = require "attention.varlen_common"
+local common = require "attention.shared.varlen"
 -- Dynamic shared memory with the block's work record of 16 bytes (prefill_sm90.cuh kSmemBytes).
 local SMEM = common.smem(16)
 
@@ -40,18 +40,18 @@ return {
   template = "templates/attention/prefill_sm90.cuh",
   kernel = "attn_varlen_sm90",
 
-  -- the space and constraints: varlen_common.lua
+  -- the space and constraints: shared/varlen.lua
   params = common.params(),
   constraints = common.constraints(),
 
-  -- What a config needs to run a problem (varlen_common.lua); a TMA box is no larger than its tensor.
+  -- What a config needs to run a problem (shared/varlen.lua); a TMA box is no larger than its tensor.
   requires = common.requires("USE_TMA == 0 or T >= max(BLOCK_N, 64 * CONSUMERS)", SMEM),
 
   defines = common.defines(),
 
   -- The problems the family serves: the grid's blocks and token indices fit int32, heads fit grid.y.
   domain = common.domain({ "B >= 1 and T >= B", "(T // 64 + B) * HQ <= 2147483647" }),
-  -- The generic variant (varlen_common.lua): the cp.async producer, no packing.
+  -- The generic variant (shared/varlen.lua): the cp.async producer, no packing.
   fallback = common.fallback(),
 
   problems = {

@@ -27,7 +27,7 @@
 -- between half the mean and a few times it) and the prefixes with {"offsets", "TK - TQ", 0} (skewed:
 -- some long, some short, and where TK - TQ is small against B some 0, i.e. Lq = Lk).
 
-local common = require "attention.varlen_common"
+local common = require "attention.shared.varlen"
 -- Dynamic shared memory (prefill_sm90.cuh kSmemBytes, VARLEN_KV): varlen.lua's with 32 bytes of work.
 local SMEM = common.smem(32)
 -- The shortest query chunk the problems draw (the offsets init's min_part).
@@ -47,7 +47,7 @@ return {
   params = common.params(),
   constraints = common.constraints(),
 
-  -- What a config needs to run a problem (varlen_common.lua); a TMA box is no larger than its
+  -- What a config needs to run a problem (shared/varlen.lua); a TMA box is no larger than its
   -- tensor: Q rows of TQ, K and V rows of TK.
   requires = common.requires("USE_TMA == 0 or (TQ >= 64 * CONSUMERS and TK >= BLOCK_N)", SMEM),
 
@@ -82,7 +82,7 @@ return {
   reference = common.reference("attn_varlen_kv_reference", "TQ",
     function(p) return { HEAD_DIM = p.D, IS_CAUSAL = p.causal, REF_TMA_ARGS = 1, VARLEN_KV = 1 } end),
 
-  -- As attention.varlen (varlen_common.lua): longer key ranges average more values, which shrinks
+  -- As attention.varlen (shared/varlen.lua): longer key ranges average more values, which shrinks
   -- |o| (so max_abs only gets easier) and leaves the relative error of the bf16 steps where it was.
   tolerance = common.tolerance(),
 

@@ -80,7 +80,7 @@ class LengthsTest(unittest.TestCase):
         self.assertEqual(kv.lengths(fixed, 9), [8192] * 32)
 
     def test_seq_lens_arg_index_is_the_recipes(self):
-        args = arg_names("attention/decode_fp8.lua", "attention/decode_common.lua")
+        args = arg_names("attention/decode_fp8.lua", "attention/shared/decode.lua")
         self.assertEqual(args.index("seq_lens"), kv.SEQ_LENS_ARG)
         self.assertEqual(args[:7], ["q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "seq_lens"])
 

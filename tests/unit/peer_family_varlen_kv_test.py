@@ -54,7 +54,7 @@ class LengthsTest(unittest.TestCase):
     def recipe_args(self):
         with open(os.path.join(ROOT, "recipes", "attention", "varlen_kv.lua")) as f:
             text = f.read()
-        return text, arg_names("attention/varlen_kv.lua", "attention/varlen_common.lua")
+        return text, arg_names("attention/varlen_kv.lua", "attention/shared/varlen.lua")
 
     def test_arg_positions_and_qmin_match_the_recipe(self):
         text, names = self.recipe_args()

@@ -136,7 +136,7 @@ class DecodeLengthsTest(unittest.TestCase):
     D = PeersForTest.DECODE
 
     def test_seq_lens_arg_index_is_the_recipes(self):
-        args = arg_names("attention/decode.lua", "attention/decode_common.lua")
+        args = arg_names("attention/decode.lua", "attention/shared/decode.lua")
         self.assertEqual(args.index("seq_lens"), ps.DECODE_SEQ_LENS_ARG)
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "recipes", "attention",
                                "decode.lua")) as f:

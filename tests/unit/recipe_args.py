@@ -3,7 +3,7 @@ interpreter, for the peer tests that check a peer module's arg index (the worker
 by its index) against the recipe.
 
 A recipe lists its args in `args = {...}`, or builds them with a shared module's args function
-(`args = common.args({...}, ...)`, e.g. recipes/attention/decode_common.lua): that function's own
+(`args = common.args({...}, ...)`, e.g. recipes/attention/shared/decode.lua): that function's own
 entries come before and after the loop that appends the recipe's list."""
 import os
 import re

@@ -1,10 +1,10 @@
--- attention/varlen_common.lua: what attention.varlen (packed sequences, as many keys as queries)
+-- attention/shared/varlen.lua: what attention.varlen (packed sequences, as many keys as queries)
 -- and attention.varlen_kv (keys longer than queries: chunked prefill over a cached prefix) share:
--- both are templates/attention/prefill_sm90.cuh with VARLEN = 1, the same mainloop, knobs,
--- register budgets, launch geometry and argument list. They differ in the token counts the query
--- and key tensors have (T for both in varlen; TQ and TK in varlen_kv), the sequence offsets they
--- take and the block's work record. Not a recipe: each recipe requires it and builds fresh tables
--- from these functions.
+-- both are templates/attention/prefill_sm90.cuh with VARLEN = 1, the same mainloop, knobs, register
+-- budgets, launch geometry and argument list. They differ in the token counts the query and key
+-- tensors have (T for both in varlen; TQ and TK in varlen_kv), the sequence offsets they take and
+-- the block's work record. Not a recipe, hence below recipes/<family>/ where only recipes are: each
+-- recipe requires it and builds fresh tables from these functions.
 
 local M = {}
 

@@ -1,8 +1,9 @@
--- attention/decode_common.lua: what attention.decode (bf16 KV cache) and attention.decode_fp8 (e4m3
--- KV cache) share: both are templates/attention/decode.cuh with the same serving contract, split and
--- combine kernels, knobs, KV ring and argument list; they differ in the bytes per K/V element and
--- in what follows from it (register budgets, load widths, the fp8 scales). Not a recipe: each
--- recipe requires it and builds fresh tables from these functions.
+-- attention/shared/decode.lua: what attention.decode (bf16 KV cache) and attention.decode_fp8 (e4m3
+-- KV cache) share: both are templates/attention/decode.cuh with the same serving contract, split
+-- and combine kernels, knobs, KV ring and argument list; they differ in the bytes per K/V element
+-- and in what follows from it (register budgets, load widths, the fp8 scales). Not a recipe, hence
+-- below recipes/<family>/ where only recipes are: each recipe requires it and builds fresh tables
+-- from these functions.
 
 local M = {}
 
