@@ -95,7 +95,8 @@ end
 -- needs, e.g. fp8 scales), then the block table, the lengths (drawn by seq_lens_init), o, the
 -- partials and the scalars. q_adversarial is q's second-set data.
 function M.args(kv, seq_lens_init, q_adversarial)
-  local a = { { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 }, adversarial = q_adversarial } }
+  local a = { { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 },
+                adversarial = q_adversarial } }
   for _, e in ipairs(kv) do a[#a + 1] = e end
   local rest = {
     { "block_table", tensor = "i32", shape = { "B", "max_pages" }, init = { "permutation" } },
