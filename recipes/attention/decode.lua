@@ -18,19 +18,10 @@
 -- single sequence of the full length. Every field the runtime needs is an expression, so bundled
 -- variants serve untuned problems whose `requires` hold.
 
-local D = 128            -- head dim the constraints' register budgets are written for (D = 64 reads less)
-local COMBINE_WARPS = 4  -- decode.cuh default (one warp per (sequence, query head))
+local common = require "attention.shared.decode"
+local KV_BYTES = 2  -- bf16 K and V
 
--- K+V bytes one thread holds per tile: the block's tile (BLOCK_N rows of K and of V, D bf16 each)
--- spread over WARPS * 32 threads. It does not depend on VEC_BYTES (more lanes per row, fewer rows).
-local function kv_bytes_per_thread(c)
-  return c.BLOCK_N * D * 2 * 2 // (c.WARPS * 32)
-end
-
--- Dynamic shared memory of the KV_RING path (decode.cuh kRingBytes): KV_RING tiles of K and V.
-local function ring_bytes(c)
-  return c.KV_RING * c.BLOCK_N * D * 2 * 2
-end
+local function kv_bytes_per_thread(c) return common.kv_bytes_per_thread(c, KV_BYTES) end
 
 local function problem(B, HQ, HKV, Dp, page_size, max_pages)
   return { name = string.format("b%dhq%dhkv%dd%dp%dx%d", B, HQ, HKV, Dp, page_size, max_pages),
@@ -41,23 +32,8 @@ return {
   name = "attention.decode",
   template = "templates/attention/decode.cuh",
 
-  params = {
-    { "SPLITS",    { 1, 2, 4, 8, 16, 32 } },  -- KV chunks per (sequence, head); combine merges them
-    { "BLOCK_N",   { 16, 32, 64, 128 } },     -- KV rows per block tile
-    { "WARPS",     { 2, 4, 8 } },             -- warps per split-kernel block
-    { "VEC_BYTES", { 16, 8 } },               -- bytes per K/V load per thread
-    { "GQA_PACK",  { 1, 0 } },                -- 1: a block serves all query heads of its KV head
-    { "STAGES",    { 1, 2 } },                -- 2: tile t+1's loads issued before tile t's math
-    -- k >= 2: K/V tiles stream through a k-deep per-thread ring in shared memory (cp.async), k - 1
-    -- tiles in flight without holding them in registers; 0: the register path above
-    { "KV_RING",   { 0, 2, 3, 4 } },
-    -- Fixed knobs, listed so that they are explicit defines; widen to measure them:
-    { "KV_HINT",     { 1 } },  -- 1: ld.global.nc.L1::no_allocate; 0 plain, 2 adds .L2::256B
-                               -- (fixed: neither alternative was faster in the check harness)
-    { "BLOCK_ORDER", { 1 } },  -- 1: blocks of one head adjacent in launch order, 0: of one split
-                               -- (fixed: it moves single configs either way but not the best one,
-                               -- and {1, 0} nearly doubles the space)
-  },
+  -- shared/decode.lua's knobs (it says what each does), 16- and 8-byte K/V loads
+  params = common.params({ 16, 8 }),
 
   constraints = {
     -- 64..256 bytes of K/V in flight per thread per tile, at most 256 bytes (64 registers) in all:
@@ -67,17 +43,8 @@ return {
       if c.KV_RING > 0 then return true end
       return b >= 64 and b * c.STAGES <= 256
     end,
-    -- The ring: 16-byte cp.async only, no register double buffer; 32..128 bytes per thread per tile
-    -- (one tile in registers at a time), 128..768 bytes in flight per thread, at most 128 KiB of ring
-    -- per block, GQA packed (the unpacked blocks read each tile GQA_RATIO times). A deep ring with
-    -- one block per SM can read faster than the register path (tools/check/run_decode_check.sh).
-    function(c)
-      if c.KV_RING == 0 then return true end
-      local b = kv_bytes_per_thread(c)
-      return c.VEC_BYTES == 16 and c.STAGES == 1 and c.GQA_PACK == 1 and b >= 32 and b <= 128
-        and (c.KV_RING - 1) * b >= 128 and (c.KV_RING - 1) * b <= 768
-        and ring_bytes(c) <= 128 * 1024
-    end,
+    -- The ring (shared/decode.lua says why these bounds).
+    common.ring_constraint(KV_BYTES),
     -- 8-byte loads are measured at one budget (128 bytes, no prefetch) per WARPS: enough to show
     -- what 16-byte loads buy without doubling the space.
     function(c)
@@ -99,14 +66,8 @@ return {
     "BLOCK_N % (WARPS * 16 * VEC_BYTES // D) == 0",
   },
 
-  -- The problems the family serves: row indices fit int32 (max_pages * page_size), B fits the
-  -- grid's z (65535), GQA up to 8 query heads per KV head (decode.cuh static_assert).
-  domain = {
-    "D == 64 or D == 128",
-    "HKV >= 1 and HQ % HKV == 0 and HQ // HKV <= 8",
-    "B >= 1 and B <= 65535",
-    "page_size >= 1 and max_pages >= 1 and max_pages * page_size <= 2147483647",
-  },
+  -- The problems the family serves (shared/decode.lua): lengths and page size are free.
+  domain = common.domain(),
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio; 4 splits of each
   -- sequence keep small batches busy without a large merge for big ones.
   fallback = { SPLITS = 4, BLOCK_N = 32, WARPS = 4, VEC_BYTES = 16, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
@@ -121,57 +82,27 @@ return {
     problem(32, 64, 8, 64, 16, 128),     -- D 64, GQA 8, lengths 1..2048
   },
 
-  launch = {
-    { kernel = "attn_decode_split",
-      grid = { "GQA_PACK + (1 - GQA_PACK) * (HQ // HKV)", "SPLITS * HKV", "B" },
-      block = { "32 * WARPS", 1, 1 },
-      shared = "KV_RING * BLOCK_N * D * 4" },  -- decode.cuh kRingBytes (0 without the ring)
-    { kernel = "attn_decode_combine",
-      -- zero blocks (not launched) when SPLITS == 1: the split kernel wrote o
-      grid = { "min(SPLITS - 1, 1) * ((B * HQ + " .. COMBINE_WARPS - 1 .. ") // " .. COMBINE_WARPS .. ")", 1, 1 },
-      block = { 32 * COMBINE_WARPS, 1, 1 },
-      shared = 0 },
-  },
+  -- decode.cuh kRingBytes (0 without the ring): KV_RING tiles of K and V, 2 bytes per element
+  launch = common.launch("KV_RING * BLOCK_N * D * 4"),
 
-  args = {
-    { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 } },
-    { "k_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
-    { "v_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 } },
-    { "block_table", tensor = "i32", shape = { "B", "max_pages" }, init = { "permutation" } },
-    { "seq_lens", tensor = "i32", shape = { "B" },
-      init = { "randint", "B == 1 and max_pages * page_size or 1", "max_pages * page_size" } },
-    { "o", tensor = "bf16", shape = { "B", "HQ", "D" }, output = true },
-    -- acc [B*HQ*SPLITS, D], then m [B*HQ*SPLITS], then l [B*HQ*SPLITS] (decode.cuh header)
-    { "partial", tensor = "f32", scratch = true, shape = { "B * HQ * SPLITS * (D + 2)" } },
-    { "B", scalar = "i32", value = "B" },
-    { "HQ", scalar = "i32", value = "HQ" },
-    { "HKV", scalar = "i32", value = "HKV" },
-    { "max_pages", scalar = "i32", value = "max_pages" },
-    { "page_size", scalar = "i32", value = "page_size" },
-    { "q_stride_b", scalar = "i64", value = "HQ * D" },
-    { "q_stride_h", scalar = "i64", value = "D" },
-    { "o_stride_b", scalar = "i64", value = "HQ * D" },
-    { "o_stride_h", scalar = "i64", value = "D" },
-    { "kv_stride_page", scalar = "i64", value = "page_size * HKV * D" },
-    { "kv_stride_row", scalar = "i64", value = "HKV * D" },
-    { "kv_stride_h", scalar = "i64", value = "D" },
-    { "scale_log2", scalar = "f32", value = "1.4426950408889634 / sqrt(D)" },
-  },
+  -- Second input set (adversarial): q and k of std 5 give logits q.k/sqrt(D) of std 25, rows of one
+  -- dominant key whose exp overflows fp32 unless the running max is subtracted first; o is then about
+  -- that key's v row, so v is drawn at std 1/8, where one bf16 ulp of |o| stays under max_abs.
+  args = common.args({
+    { "k_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 },
+      adversarial = { "normal", 0, 5 } },
+    { "v_cache", tensor = "bf16", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 1 },
+      adversarial = { "normal", 0, 0.125 } },
+  }, { "randint", "B == 1 and max_pages * page_size or 1", "max_pages * page_size" }, { "normal", 0, 5 }),
 
-  reference = {
-    source = "templates/attention/reference_decode.cuh",
-    kernel = "attn_decode_reference",
-    grid = { "HQ", "B", 1 },
-    block = { "D", 1, 1 },
-    shared = 0,
-    defines = function(p) return { HEAD_DIM = p.D } end,  -- (a reference table's values are verbatim)
-  },
+  reference = common.reference(function(p) return { HEAD_DIM = p.D } end),
 
   -- Both sides are fp32 math rounded once to bf16; they differ only where the fp32 results straddle a
   -- bf16 rounding boundary (one bf16 ulp, 2^-8 relative), so rel_l2 is expected far below 1e-3.
   -- With random normal q, k, v an output is a softmax average of ~L/e values: |o| is ~0.05 (L 1024)
   -- to ~0.01 (L 32768) typical and larger for short sequences (up to |v| itself at L = 1), so 1e-2
-  -- absolute is a few ulps of the largest outputs.
+  -- absolute is a few ulps of the largest outputs. The second set's rows are near one-hot, |o| ~ |v|
+  -- < 1 (v of std 1/8), where one ulp is at most 2^-8.
   tolerance = { rel_l2 = 1e-2, max_abs = 1e-2 },
 
   metrics = {

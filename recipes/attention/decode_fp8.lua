@@ -19,19 +19,11 @@
 -- page_size (min_len = the full length: every sequence as long, a single long sequence; min_len 1:
 -- short and long in one batch). Llama-3-8B (HQ 32) and 70B (HQ 64) head layouts, HKV 8, D 128.
 
-local D = 128            -- head dim the constraints' budgets are written for
-local COMBINE_WARPS = 4  -- decode.cuh default
+local common = require "attention.shared.decode"
+local D = common.D
+local KV_BYTES = 1  -- e4m3 K and V
 
--- K+V bytes one thread holds per tile (BLOCK_N rows of K and of V, D bytes each, over WARPS * 32
--- threads); as in decode.lua, independent of VEC_BYTES.
-local function kv_bytes_per_thread(c)
-  return c.BLOCK_N * D * 2 // (c.WARPS * 32)
-end
-
--- Dynamic shared memory of the KV_RING path (decode.cuh kRingBytes): KV_RING tiles of K and V.
-local function ring_bytes(c)
-  return c.KV_RING * c.BLOCK_N * D * 2
-end
+local function kv_bytes_per_thread(c) return common.kv_bytes_per_thread(c, KV_BYTES) end
 
 local function problem(B, HQ, HKV, page_size, max_pages, min_len)
   local L = max_pages * page_size
@@ -44,19 +36,9 @@ return {
   name = "attention.decode_fp8",
   template = "templates/attention/decode.cuh",
 
-  params = {
-    { "SPLITS",    { 1, 2, 4, 8, 16, 32 } },  -- KV chunks per (sequence, head); combine merges them
-    { "BLOCK_N",   { 16, 32, 64, 128 } },     -- KV rows per block tile
-    { "WARPS",     { 2, 4, 8 } },             -- warps per split-kernel block
-    { "VEC_BYTES", { 16, 8, 4 } },            -- bytes (e4m3 elements) per K/V load per thread
-    { "GQA_PACK",  { 1, 0 } },                -- 1: a block serves all query heads of its KV head
-    { "STAGES",    { 1, 2 } },                -- 2: tile t+1's loads issued before tile t's math
-    { "KV_RING",   { 0, 2, 3, 4 } },          -- k >= 2: a k-deep cp.async ring in shared memory
-    { "DEQUANT",   { 0, 1 } },                -- e4m3 -> fp32: 0 cvt.rn.f16x2.e4m3x2, 1 bit moves
-    -- Fixed knobs, explicit defines (decode.lua says why they are fixed there)
-    { "KV_HINT",     { 1 } },
-    { "BLOCK_ORDER", { 1 } },
-  },
+  -- shared/decode.lua's knobs (it says what each does); 4-byte loads too (a 128-wide e4m3 row is
+  -- one warp's 4-byte loads), and the e4m3 -> fp32 conversion: 0 cvt.rn.f16x2.e4m3x2, 1 bit moves
+  params = common.params({ 16, 8, 4 }, { { "DEQUANT", { 0, 1 } } }),
 
   constraints = {
     -- Register path: 32..256 bytes of K/V in flight per thread per tile, at most 256 in all. The
@@ -67,15 +49,8 @@ return {
       local b = kv_bytes_per_thread(c)
       return b >= 32 and b * c.STAGES <= 256
     end,
-    -- The ring, as decode's: 16-byte cp.async, STAGES 1, GQA packed, 32..128 bytes per tile per
-    -- thread, 128..768 in flight, at most 128 KiB of ring per block.
-    function(c)
-      if c.KV_RING == 0 then return true end
-      local b = kv_bytes_per_thread(c)
-      return c.VEC_BYTES == 16 and c.STAGES == 1 and c.GQA_PACK == 1 and b >= 32 and b <= 128
-        and (c.KV_RING - 1) * b >= 128 and (c.KV_RING - 1) * b <= 768
-        and ring_bytes(c) <= 128 * 1024
-    end,
+    -- The ring, as decode's (shared/decode.lua).
+    common.ring_constraint(KV_BYTES),
     -- 4-byte loads at one budget (64 bytes per tile, no prefetch) per WARPS: enough to show what
     -- the wider loads buy.
     function(c)
@@ -98,15 +73,9 @@ return {
     "BLOCK_N % (WARPS * 32 * VEC_BYTES // D) == 0",
   },
 
-  -- The problems the family serves, as decode's (lengths and page size are free; K/V strides are
-  -- multiples of 16 elements for every D here).
-  domain = {
-    "D == 64 or D == 128",
-    "HKV >= 1 and HQ % HKV == 0 and HQ // HKV <= 8",
-    "B >= 1 and B <= 65535",
-    "page_size >= 1 and max_pages >= 1 and max_pages * page_size <= 2147483647",
-    "min_len >= 0 and min_len <= max_pages * page_size",
-  },
+  -- The problems the family serves, as decode's (shared/decode.lua; K/V strides are multiples of
+  -- 16 elements for every D here), and the shortest drawn length within the longest.
+  domain = common.domain({ "min_len >= 0 and min_len <= max_pages * page_size" }),
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio (8-byte loads: 8 or
   -- 16 lanes per row), 4 splits as decode's fallback.
   fallback = { SPLITS = 4, BLOCK_N = 64, WARPS = 4, VEC_BYTES = 8, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
@@ -122,55 +91,25 @@ return {
     problem(8, 64, 8, 32, 1024, 1),         -- mixed lengths 1..32768 (70B)
   },
 
-  launch = {
-    { kernel = "attn_decode_split",
-      grid = { "GQA_PACK + (1 - GQA_PACK) * (HQ // HKV)", "SPLITS * HKV", "B" },
-      block = { "32 * WARPS", 1, 1 },
-      shared = "KV_RING * BLOCK_N * D * 2" },  -- decode.cuh kRingBytes with 1-byte elements
-    { kernel = "attn_decode_combine",
-      grid = { "min(SPLITS - 1, 1) * ((B * HQ + " .. COMBINE_WARPS - 1 .. ") // " .. COMBINE_WARPS .. ")", 1, 1 },
-      block = { 32 * COMBINE_WARPS, 1, 1 },
-      shared = 0 },
-  },
+  -- decode.cuh kRingBytes with 1-byte elements
+  launch = common.launch("KV_RING * BLOCK_N * D * 2"),
 
   -- K/V: e4m3 of a wide normal (std 32 of the 448 range; clamped values are 14 std away), so the
   -- cache holds subnormals to hundreds. Scales make the logits large: q . k * k_scale / sqrt(D) has
   -- std 32 * k_scale = 1.6 .. 4.8 per head (a long sequence's largest logits are 15 .. 20 above
   -- the mean); dequantized V has std 0.3 .. 1 and |v| <= 448 * 0.03 = 13.4.
-  args = {
-    { "q", tensor = "bf16", shape = { "B", "HQ", "D" }, init = { "normal", 0, 1 } },
-    { "k_cache", tensor = "e4m3", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 32 } },
+  -- Second input set (adversarial): q of std 5 and K of std 100 (448, the e4m3 limit the host clamps
+  -- to, is 4.5 std away) give logits of std 500 * k_scale = 25 .. 75 on every head: exp overflows
+  -- fp32 unless the running max is subtracted first. V keeps its init (|o| <= 13.4 either way).
+  args = common.args({
+    { "k_cache", tensor = "e4m3", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 32 },
+      adversarial = { "normal", 0, 100 } },
     { "v_cache", tensor = "e4m3", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 32 } },
     { "k_scale", tensor = "f32", shape = { "HKV" }, init = { "uniform", 0.05, 0.15 } },
     { "v_scale", tensor = "f32", shape = { "HKV" }, init = { "uniform", 0.01, 0.03 } },
-    { "block_table", tensor = "i32", shape = { "B", "max_pages" }, init = { "permutation" } },
-    { "seq_lens", tensor = "i32", shape = { "B" }, init = { "randint", "min_len", "max_pages * page_size" } },
-    { "o", tensor = "bf16", shape = { "B", "HQ", "D" }, output = true },
-    -- acc [B*HQ*SPLITS, D], then m [B*HQ*SPLITS], then l [B*HQ*SPLITS] (decode.cuh header)
-    { "partial", tensor = "f32", scratch = true, shape = { "B * HQ * SPLITS * (D + 2)" } },
-    { "B", scalar = "i32", value = "B" },
-    { "HQ", scalar = "i32", value = "HQ" },
-    { "HKV", scalar = "i32", value = "HKV" },
-    { "max_pages", scalar = "i32", value = "max_pages" },
-    { "page_size", scalar = "i32", value = "page_size" },
-    { "q_stride_b", scalar = "i64", value = "HQ * D" },
-    { "q_stride_h", scalar = "i64", value = "D" },
-    { "o_stride_b", scalar = "i64", value = "HQ * D" },
-    { "o_stride_h", scalar = "i64", value = "D" },
-    { "kv_stride_page", scalar = "i64", value = "page_size * HKV * D" },
-    { "kv_stride_row", scalar = "i64", value = "HKV * D" },
-    { "kv_stride_h", scalar = "i64", value = "D" },
-    { "scale_log2", scalar = "f32", value = "1.4426950408889634 / sqrt(D)" },
-  },
+  }, { "randint", "min_len", "max_pages * page_size" }, { "normal", 0, 5 }),
 
-  reference = {
-    source = "templates/attention/reference_decode.cuh",
-    kernel = "attn_decode_reference",
-    grid = { "HQ", "B", 1 },
-    block = { "D", 1, 1 },
-    shared = 0,
-    defines = function(p) return { HEAD_DIM = p.D, KV_FP8 = 1 } end,
-  },
+  reference = common.reference(function(p) return { HEAD_DIM = p.D, KV_FP8 = 1 } end),
 
   -- Both sides compute on the same values: e4m3 -> fp16 -> fp32 is exact, and the scales enter as
   -- one fp32 product each (folded in the kernel, per element in the reference: relative differences

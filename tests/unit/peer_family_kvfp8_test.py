@@ -8,7 +8,6 @@ code by peer_family_moe_test) at the arg index of seq_lens in recipes/attention/
 the one length the SDPA peers get.
 """
 import os
-import re
 import sys
 import unittest
 
@@ -18,6 +17,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "peers"))
 import peer_family_kvfp8 as kv  # noqa: E402
 import peer_server as ps  # noqa: E402
 import worker_inputs  # noqa: E402
+from recipe_args import arg_names  # noqa: E402 (tests/unit)
 
 # 32 sequences of 1 .. 8192 (16 rows a page), Llama-3-8B heads
 MIXED = {"B": 32, "HQ": 32, "HKV": 8, "D": 128, "page_size": 16, "max_pages": 512, "min_len": 1}
@@ -62,7 +62,8 @@ class PeersTest(unittest.TestCase):
                          ("build", os.path.realpath(kv.build.__code__.co_filename)))
         # attention.decode keeps its own peers, which the bf16 SDPA peers reuse
         self.assertEqual([x.name for x in ps.peers_for("attention.decode",
-                                                        {"B": 32, "HQ": 32, "HKV": 8, "L": 4096, "D": 128})],
+                                                        {"B": 32, "HQ": 32, "HKV": 8, "D": 128, "page_size": 16,
+                                                         "max_pages": 256})],
                          ["cudnn-sdpa", "flash-sdpa"])
         self.assertTrue(callable(ps.build_attention))
 
@@ -79,8 +80,7 @@ class LengthsTest(unittest.TestCase):
         self.assertEqual(kv.lengths(fixed, 9), [8192] * 32)
 
     def test_seq_lens_arg_index_is_the_recipes(self):
-        with open(os.path.join(ROOT, "recipes", "attention", "decode_fp8.lua")) as f:
-            args = re.findall(r'\{ "(\w+)", (?:tensor|scalar) = ', f.read())
+        args = arg_names("attention/decode_fp8.lua", "attention/shared/decode.lua")
         self.assertEqual(args.index("seq_lens"), kv.SEQ_LENS_ARG)
         self.assertEqual(args[:7], ["q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "seq_lens"])
 

@@ -7,7 +7,6 @@ offsets inits (the arg positions and QMIN read from recipes/attention/varlen_kv.
 every sequence holding at least as many keys as queries.
 """
 import os
-import re
 import sys
 import unittest
 
@@ -16,6 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "peers"))
 import peer_family_varlen_kv as pk  # noqa: E402
 import peer_server as ps  # noqa: E402
 import worker_inputs  # noqa: E402
+from recipe_args import arg_names  # noqa: E402 (tests/unit)
 
 DIMS = {"B": 4, "TQ": 4096, "TK": 69632, "HQ": 32, "HKV": 8, "D": 128, "causal": True}
 NAMES = ["flash-varlen", "torch-varlen-attn", "flex-document", "sdpa-lower-right"]
@@ -54,8 +54,7 @@ class LengthsTest(unittest.TestCase):
     def recipe_args(self):
         with open(os.path.join(ROOT, "recipes", "attention", "varlen_kv.lua")) as f:
             text = f.read()
-        args = text[text.index("\n  args = {"):text.index("\n  reference = {")]
-        return text, re.findall(r'^\s*\{ "(\w+)",', args, re.M)
+        return text, arg_names("attention/varlen_kv.lua", "attention/shared/varlen.lua")
 
     def test_arg_positions_and_qmin_match_the_recipe(self):
         text, names = self.recipe_args()

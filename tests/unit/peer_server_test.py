@@ -17,6 +17,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "peers"))
 import peer_server as ps  # noqa: E402
+import worker_inputs  # noqa: E402
+from recipe_args import arg_names  # noqa: E402 (tests/unit)
 
 MiB = 1 << 20
 
@@ -79,7 +81,8 @@ class SustainedRulesTest(unittest.TestCase):
 class PeersForTest(unittest.TestCase):
     GEMM = {"M": 4096, "N": 4096, "K": 4096, "b_layout": "col"}
     PREFILL = {"B": 4, "HQ": 32, "HKV": 8, "S": 4096, "D": 128, "causal": True}
-    DECODE = {"B": 32, "HQ": 32, "HKV": 8, "L": 4096, "D": 128, "page": 16}
+    # recipes/attention/decode.lua's dims: lengths 1 .. 256 * 16 = 4096, drawn per seed
+    DECODE = {"B": 32, "HQ": 32, "HKV": 8, "D": 128, "page_size": 16, "max_pages": 256}
 
     def names(self, recipe, dims):
         return [(p.name, p.family, p.opts) for p in ps.peers_for(recipe, dims)]
@@ -97,8 +100,12 @@ class PeersForTest(unittest.TestCase):
         p = ps.peers_for("attention.decode", self.DECODE)
         self.assertEqual([(x.name, x.family, x.opts["backend"]) for x in p],
                          [("cudnn-sdpa", "decode", "cudnn"), ("flash-sdpa", "decode", "flash")])
-        # q and o one token each; k and v of L tokens at HKV heads
-        self.assertEqual(p[0].set_bytes, 2 * 32 * 128 * (2 * 32 + 2 * 8 * 4096))
+        # q and o one token each; k and v of the expected length (4096 + 1) / 2, rounded up, at HKV heads
+        self.assertEqual(p[0].set_bytes, 2 * 32 * 128 * (2 * 32 + 2 * 8 * 2049))
+        one = dict(self.DECODE, B=1, max_pages=2048)  # one sequence: always the full length
+        self.assertEqual(ps.peers_for("attention.decode", one)[0].set_bytes, 2 * 128 * (2 * 32 + 2 * 8 * 32768))
+        with self.assertRaisesRegex(ps.PeerError, "lack page_size, max_pages"):  # the dims before paging
+            ps.peers_for("attention.decode", {"B": 32, "HQ": 32, "HKV": 8, "L": 4096, "D": 128})
         self.assertEqual(ps.peers_for("attention.prefill", self.PREFILL)[0].set_bytes,
                          2 * 4 * 4096 * 128 * (2 * 32 + 2 * 8))
 
@@ -121,6 +128,39 @@ class PeersForTest(unittest.TestCase):
         self.assertEqual(ps.peers_for("gemmish", self.GEMM), [])
         with self.assertRaisesRegex(ps.PeerError, "lack K, b_layout"):
             ps.peers_for("gemm", {"M": 1, "N": 2})
+
+
+class DecodeLengthsTest(unittest.TestCase):
+    """attention.decode's peers attend over one length (SDPA's), the mean of the lengths the worker
+    draws for the same seed from the recipe's seq_lens init."""
+    D = PeersForTest.DECODE
+
+    def test_seq_lens_arg_index_is_the_recipes(self):
+        args = arg_names("attention/decode.lua", "attention/shared/decode.lua")
+        self.assertEqual(args.index("seq_lens"), ps.DECODE_SEQ_LENS_ARG)
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "recipes", "attention",
+                               "decode.lua")) as f:
+            self.assertIn('{ "randint", "B == 1 and max_pages * page_size or 1", "max_pages * page_size" }', f.read())
+
+    def test_the_workers_draw(self):
+        for seed in (1, 7, 123456789012345):
+            self.assertEqual(ps.decode_lengths(self.D, seed), worker_inputs.randint(seed, 4, 32, 1, 4096))
+        lens = ps.decode_lengths(self.D, 3)
+        self.assertTrue(all(1 <= n <= 4096 for n in lens))
+        self.assertGreater(len(set(lens)), 16, "mixed lengths")
+        self.assertEqual(ps.decode_lengths(dict(self.D, B=1, max_pages=2048), 5), [32768])
+
+    def test_sdpa_gets_the_mean_rounded_up(self):
+        self.assertEqual(ps.sdpa_len([1, 2]), 2)
+        self.assertEqual(ps.sdpa_len([4096] * 8), 4096)
+        self.assertEqual(ps.sdpa_len([1, 8192, 100]), 2765)
+        self.assertEqual(ps.decode_mean_len(self.D), 2049)
+
+    def test_the_peers_length(self):
+        L, lens = ps.decode_kv_len(self.D, 11)
+        self.assertEqual(lens, ps.decode_lengths(self.D, 11))
+        self.assertEqual(L, -(-sum(lens) // 32))
+        self.assertEqual(ps.decode_kv_len({"B": 2, "HQ": 8, "HKV": 8, "L": 300, "D": 64}, 11), (300, None))
 
 
 class FakeDevice:

@@ -27,6 +27,8 @@ import sys
 import time
 import warnings
 
+import worker_inputs  # tools/peers: the worker's integer inputs (decode's lengths), no torch
+
 # ---- the burst protocol: tuner/worker.c do_measure and tuner/protocol.h ----
 BURST_WARMUP_MAX_CALLS = 50    # warm-up: up to 50 calls, at least 3, stop after 20 ms
 BURST_WARMUP_MIN_CALLS = 3
@@ -248,7 +250,7 @@ class Peer:
 FAMILY_DIMS = {
     "gemm": ("M", "N", "K", "b_layout"),
     "prefill": ("B", "HQ", "HKV", "S", "D", "causal"),
-    "decode": ("B", "HQ", "HKV", "L", "D"),
+    "decode": ("B", "HQ", "HKV", "D", "page_size", "max_pages"),
     "copy": ("N",),
     "elementwise": ("rows", "cols"),
     "softmax": ("rows", "cols"),
@@ -282,8 +284,8 @@ def _set_bytes(family, d, opts):
         return 2 * (d["M"] * d["K"] + d["K"] * d["N"] + d["M"] * d["N"])
     if family == "prefill":
         return 2 * d["B"] * d["S"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"])
-    if family == "decode":
-        return 2 * d["B"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"] * d["L"])
+    if family == "decode":  # the expected lengths, as the recipe's bytes metric
+        return 2 * d["B"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"] * decode_mean_len(d))
     if family == "copy":
         return 2 * 4 * d["N"]
     if family == "elementwise":
@@ -295,6 +297,40 @@ def _set_bytes(family, d, opts):
     if family == "transpose":
         return 2 * d["R"] * d["C"] * (4 if opts["dtype"] == "f32" else 2)
     raise AssertionError(family)
+
+
+# attention.decode's problems fix what an engine's decode step keeps while it replays (B, heads, D,
+# page_size, max_pages); the lengths are an input, seq_lens, drawn per seed by its init
+# {"randint", "B == 1 and max_pages * page_size or 1", "max_pages * page_size"}.
+DECODE_SEQ_LENS_ARG = 4  # index of seq_lens among recipes/attention/decode.lua's args (the init's stream)
+
+
+def decode_lengths(d, seed):
+    """The worker's seq_lens of an attention.decode problem for this seed: one sequence of the full
+    length (B 1), else B lengths drawn from 1 .. max_pages * page_size."""
+    full = d["max_pages"] * d["page_size"]
+    return worker_inputs.randint(seed, DECODE_SEQ_LENS_ARG, d["B"], full if d["B"] == 1 else 1, full)
+
+
+def decode_mean_len(d):
+    """The expected length of a sequence of an attention.decode problem (the recipe's metrics), rounded up."""
+    full = d["max_pages"] * d["page_size"]
+    return full if d["B"] == 1 else (full + 2) // 2
+
+
+def sdpa_len(lens):
+    """The one length SDPA takes for a batch of these lengths: their mean rounded up (at least 1), so
+    that it reads as many K/V bytes as the variants do."""
+    return max(1, -(-sum(lens) // len(lens)))
+
+
+def decode_kv_len(d, seed):
+    """(L, lengths) of a decode peer: the one K/V length SDPA attends over and the lengths it stands
+    for; a caller's own dims["L"] (peer_family_kvfp8's bf16 peers) as is, with no lengths."""
+    if "L" in d:
+        return d["L"], None
+    lens = decode_lengths(d, seed)
+    return sdpa_len(lens), lens
 
 
 def _family_modules():
@@ -599,7 +635,10 @@ def build_attention(torch, peer, n_sets, seed):
     import torch.nn.functional as F
     d, decode = peer.dims, peer.family == "decode"
     B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
-    SQ, SK = (1, d["L"]) if decode else (d["S"], d["S"])
+    if decode:  # one query token against the problem's lengths, as one length
+        SQ, (SK, lens) = 1, decode_kv_len(d, seed)
+    else:
+        SQ, SK, lens = d["S"], d["S"], None
     causal = bool(d.get("causal", False)) and not decode
     gqa = HQ != HKV
     sets = []
@@ -616,8 +655,10 @@ def build_attention(torch, peer, n_sets, seed):
     def library():
         which = (f"cuDNN {torch.backends.cudnn.version()} (CUDNN_ATTENTION)" if peer.opts["backend"] == "cudnn"
                  else "FlashAttention-2 built into torch (FLASH_ATTENTION)")
+        drawn = "" if lens is None else (f"; L {SK} = the mean of the problem's lengths {min(lens)}..{max(lens)} "
+                                         f"(SDPA takes one length for the batch)")
         where = (f"one query token against a contiguous KV cache [B,HKV,L,D] (SDPA has no paged cache; "
-                 f"tune's problem has page {d.get('page', '?')})" if decode else "[B,H,S,D]")
+                 f"tune's problem has page {d.get('page_size', d.get('page', '?'))}){drawn}" if decode else "[B,H,S,D]")
         return f"torch {torch.__version__}, {which} via scaled_dot_product_attention, bf16, {where}"
     return TorchOp(sets, lambda s: F.scaled_dot_product_attention(s["q"], s["k"], s["v"], **kw),
                    lambda s: [], lambda s, r: [r], [(B, HQ, SQ, D)], library, lambda: sdpa_kernel([be]))
