@@ -5,6 +5,6 @@
 "$TUNE" run "$SRC/tests/fixtures/recipes/partials.lua" --compile-only --db p.db >run.txt 2>&1
 rc=$?
 check "compile-only run succeeds (rc $rc)" test $rc -eq 0
-check "every variant compiles" test "$(sql p.db "select count(*) from results where error_text = 'compile-only'")" -eq 4
+check "every variant compiles" test "$(sql p.db "select count(*) from results where error_text = 'compile-only'")" -eq 6
 check "none fails to compile" test "$(sql p.db "select count(*) from results where status = 'compile_error'")" -eq 0
 finish
