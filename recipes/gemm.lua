@@ -321,8 +321,10 @@ local function args(split)
   local ws = split and { "SPLIT_CLUSTER == 1 and 1 or SPLIT_K", "SPLIT_CLUSTER == 1 and 1 or M", "SPLIT_CLUSTER == 1 and 1 or N" }
       or { 1 }
   return {
-    { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 } },
-    { "b", tensor = "bf16", init = { "normal", 0, 1 },
+    -- the second input set spans ten binary orders of magnitude (|x| in [2^-9, 2^1], both signs):
+    -- sums dominated by a few large products, where lost low-order bits show
+    { "a", tensor = "bf16", shape = { "M", "K" }, init = { "normal", 0, 1 }, adversarial = { "wide", -9, 1 } },
+    { "b", tensor = "bf16", init = { "normal", 0, 1 }, adversarial = { "wide", -9, 1 },
       shape = { B_COL .. " and N or K", B_COL .. " and K or N" } },
     { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
     -- fp32 partial sums ws[SPLIT_K][M][N] (gemm.splitk); one unused float for gemm
@@ -376,8 +378,11 @@ local FALLBACK = {
 -- order of the fp32 additions (and split-K partials), so outputs near a rounding boundary differ by
 -- one ulp: 2..4 at the largest outputs. max_abs is absolute in the worker (tuner/inputs.c), hence 8
 -- (2 ulps at |c| in [512, 1024)); a missing 64-wide k slice moves outputs by ~N(0, 64), 5 sigma = 40.
--- rel_l2 of a correct variant is ~1e-3 (bf16 rounding of the output).
-local tolerance = { rel_l2 = 1e-2, max_abs = 8 }
+-- rel_l2 of a correct variant is ~1e-3 (bf16 rounding of the output). honest: an fp32 sum rounded
+-- once sits far below the error one rounding is expected to cost (it differs from the reference only
+-- near rounding boundaries); partials rounded to bf16 before they are added cost ~1.6x it
+-- (docs/measurement.md), so 1.25 separates them.
+local tolerance = { rel_l2 = 1e-2, max_abs = 8, honest = 1.25 }
 
 local metrics = {
   flops = function(p) return 2 * p.M * p.N * p.K end,
