@@ -121,8 +121,9 @@ local function recipe(residual)
     -- Both sides are fp32 math rounded once to bf16 (rsqrtf and the summation order differ by
     -- ~1e-7 relative): they differ by one bf16 ulp where the fp32 values straddle a rounding
     -- boundary. |y| reaches ~8 (|x| ~5 over rms 1, w 1.5; with the residual |h| ~7 over rms 1.4),
-    -- where one ulp is 2^-4 = 0.0625. h is computed identically on both sides: exact.
-    tolerance = { rel_l2 = 1e-2, max_abs = 0.1 },
+    -- where one ulp is 2^-4 = 0.0625. h is computed identically on both sides: exact. honest: a
+    -- bf16 sum of squares or bf16 normalized values would cost more than one rounding of the output.
+    tolerance = { rel_l2 = 1e-2, max_abs = 0.1, honest = 1.25 },
 
     metrics = {
       -- x (and r) read, y (and h) written, w read once; bf16

@@ -95,7 +95,9 @@ local cols_arg = { "cols", scalar = "i32", value = "cols" }
 -- ~2^-22 relative): outputs differ by at most one bf16 ulp where the fp32 values straddle a
 -- rounding boundary. The largest outputs are ~0.1-0.5 (the row max dominates with std 3), where one
 -- ulp is <= 2^-9 ~ 0.002; the second set's near one-hot rows reach 1, where it is 2^-7 ~ 0.008.
-local TOLERANCE = { rel_l2 = 1e-2, max_abs = 1e-2 }
+-- honest: a bf16 intermediate (the row sum, or exp values before the division) would cost more than
+-- one rounding of the exact output; fp32 math rounded once sits far below it.
+local TOLERANCE = { rel_l2 = 1e-2, max_abs = 1e-2, honest = 1.25 }
 local METRICS = {
   bytes = function(p) return 2 * 2 * p.rows * p.cols end,   -- x read once, y written once (bf16)
   flops = 0,

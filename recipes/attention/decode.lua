@@ -102,8 +102,9 @@ return {
   -- With random normal q, k, v an output is a softmax average of ~L/e values: |o| is ~0.05 (L 1024)
   -- to ~0.01 (L 32768) typical and larger for short sequences (up to |v| itself at L = 1), so 1e-2
   -- absolute is a few ulps of the largest outputs. The second set's rows are near one-hot, |o| ~ |v|
-  -- < 1 (v of std 1/8), where one ulp is at most 2^-8.
-  tolerance = { rel_l2 = 1e-2, max_abs = 1e-2 },
+  -- < 1 (v of std 1/8), where one ulp is at most 2^-8. honest: P stays fp32 here, so a correct
+  -- variant sits far below the error of one rounding; bf16 partials of the split-KV sums would not.
+  tolerance = { rel_l2 = 1e-2, max_abs = 1e-2, honest = 1.25 },
 
   metrics = {
     -- K + V of the expected lengths (the mean of the uniform draw, or the full length for B = 1)

@@ -172,7 +172,8 @@ return {
   },
 
   -- as attention/prefill.lua: bf16 output and P rounded to bf16 before P V
-  tolerance = { rel_l2 = 2e-2, max_abs = 5e-2 },
+  -- as attention/prefill.lua: P rounded to bf16 before P V (about 1.4x the honest error)
+  tolerance = { rel_l2 = 2e-2, max_abs = 5e-2, honest = 2 },
 
   metrics = {
     -- two matmuls of 2*S*S*D flops per (b, h); causal does half

@@ -158,6 +158,7 @@ end
 
 -- As attention/prefill_sm90.lua: bf16 output and P rounded to bf16 before P V; the reference is
 -- fp32 throughout.
-function M.tolerance() return { rel_l2 = 2e-2, max_abs = 5e-2 } end
+-- as attention/prefill.lua: P rounded to bf16 before P V (about 1.4x the honest error)
+function M.tolerance() return { rel_l2 = 2e-2, max_abs = 5e-2, honest = 2 } end
 
 return M
