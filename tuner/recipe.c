@@ -46,10 +46,10 @@ static int dtype_parse(const char *s, tune_dtype *t) {
 #define MODULE_DEPTH 16
 typedef struct loader_state {
   char root[PATH_MAX];
-  XXH64_state_t *hash; /* every recipe text loaded, for source hashes */
-  /* the modules being loaded (require nests): each one's hash covers its own text and the hashes of
-     the modules it requires, so that a recipe returned by a module does not change its source hash
-     when a sibling module changes */
+  /* the recipe file (mod[0]) and the modules being loaded (require nests): each one's hash covers
+     its own text and the hashes of the modules it requires, so that a recipe returned by a module
+     does not change its source hash when a sibling module changes, and has the same hash whether
+     its file is run itself or required by another (recipes/attention.lua) */
   XXH64_state_t *mod[MODULE_DEPTH];
   int depth;
 } loader_state;
@@ -68,7 +68,6 @@ static int load_text_file(lua_State *L, const char *path, const char *chunkname)
   char *text = tune_read_file(path, &n);
   if (!text) { lua_pushfstring(L, "cannot read %s", path); return LUA_ERRFILE; }
   loader_state *ls = get_loader(L);
-  XXH64_update(ls->hash, text, n);
   if (ls->depth > 0) XXH64_update(ls->mod[ls->depth - 1], text, n);
   int rc = luaL_loadbufferx(L, text, n, chunkname, "t");
   free(text);
@@ -938,8 +937,8 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   tune_recipes *set = calloc(1, sizeof *set);
   loader_state *ls = calloc(1, sizeof *ls);
   if (!set || !ls) { free(set); free(ls); return tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); }
-  ls->hash = XXH64_createState();
-  XXH64_reset(ls->hash, 0);
+  if (!(ls->mod[0] = XXH64_createState())) { free(set); free(ls); return tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); }
+  XXH64_reset(ls->mod[0], 0);
   char abs[PATH_MAX];
   if (!realpath(path, abs)) { tune_fail(err, TUNE_EINVAL, "%s: no such recipe file", path); goto fail_early; }
   const char *how = NULL;
@@ -955,9 +954,12 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   char chunk[PATH_MAX + 2];
   snprintf(chunk, sizeof chunk, "@%s", path);
   set->file_text = tune_read_file(path, NULL);
+  ls->depth = 1; /* the file is the outermost module */
   if (load_text_file(L, path, chunk) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
   tune_lua_evaluating(L, "while loading the recipe file");
-  if (pcall1(L, 0) != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
+  int loaded = pcall1(L, 0);
+  ls->depth = 0;
+  if (loaded != LUA_OK) { recipe_lua_fail(err, path, lua_tostring(L, -1)); goto fail; }
   if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: the recipe must return a table", path); goto fail; }
   int top = lua_gettop(L);
   int single = lua_getfield(L, top, "name") != LUA_TNIL;
@@ -970,7 +972,7 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
   }
   set->r = calloc((size_t)set->n, sizeof *set->r);
   if (!set->r) { tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); goto fail; }
-  XXH64_hash_t texts = XXH64_digest(ls->hash);
+  XXH64_hash_t texts = XXH64_digest(ls->mod[0]);
   const char *file = sdup(path), *root_dir = sdup(ls->root);
   /* the first recipe owns the shared strings (tune_recipes_free), also when the list fails before it is parsed */
   set->r[0].file = file;
@@ -1000,7 +1002,7 @@ fail:
   tune_recipes_free(set);
   return err->code;
 fail_early:
-  XXH64_freeState(ls->hash);
+  XXH64_freeState(ls->mod[0]);
   free(ls);
   free(set);
   return err->code;
@@ -1018,7 +1020,6 @@ void tune_recipes_free(tune_recipes *set) {
     lua_getfield(L, LUA_REGISTRYINDEX, "tune.loader_owned");
     loader_state *ls = lua_touserdata(L, -1);
     if (ls) {
-      XXH64_freeState(ls->hash);
       for (int i = 0; i < MODULE_DEPTH; ++i)
         if (ls->mod[i]) XXH64_freeState(ls->mod[i]);
       free(ls);
