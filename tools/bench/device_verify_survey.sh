@@ -28,19 +28,4 @@ for spec in ${RECIPES:-recipes/gemm.lua:m4096n4096k4096_row,m16n8192k8192_col,m1
   echo "$recipe: exit $?" >>"$out/survey.run.txt"
 done
 python3 tools/lean_db.py "$db" "$out/verify_survey.db" >/dev/null 2>&1
-python3 - "$db" <<'PY'
-import sqlite3, statistics, sys
-c = sqlite3.connect(sys.argv[1])
-print("recipe | results | ok | wrong | wrong (honest) | ok err/honest median | max")
-for (name,) in c.execute("select distinct rc.name from results r join recipes rc on rc.id=r.recipe_id order by 1").fetchall():
-    rows = c.execute("""select r.status, r.err_rel_l2, r.honest_rel_l2, coalesce(r.error_text,'') from results r
-        join recipes rc on rc.id=r.recipe_id join configs g on g.id=r.config_id
-        where rc.name=? and g.origin not like 'peer:%'""", (name,)).fetchall()
-    ok = [r for r in rows if r[0] == "ok"]
-    ratios = [r[1] / r[2] for r in ok if r[2] and r[2] > 0 and r[1] is not None and r[1] >= 0]
-    wrong = [r for r in rows if r[0] == "wrong"]
-    fmt = lambda v: "%.3f" % v if v is not None else "-"
-    print(" | ".join([name, str(len(rows)), str(len(ok)), str(len(wrong)),
-                      str(sum("honest" in r[3] for r in wrong)),
-                      fmt(statistics.median(ratios)) if ratios else "-", fmt(max(ratios)) if ratios else "-"]))
-PY
+python3 tools/bench/verify_survey.py "$db"

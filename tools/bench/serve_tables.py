@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """serve_tables.py [DIR...]: the serving tables of docs/benchmarks.md from what device runs left in
-data/serve/<device>-<date>/ (no GPU): the untuned-shape sweep (sweep.json, tools/bench/untuned_sweep.py)
+data/serve/<device>-<date>/ (no GPU): the untuned-shape sweep (sweep.json, tools/bench/untuned_sweep.py),
+the MoE layer (moe_layer.txt, tools/bench/moe_layer.py), the verification survey (verify_survey.db,
+tools/bench/verify_survey.py)
 and the Llama example (model_run.json, examples/llama/run.py). benchmarks_page_test checks the page."""
 import glob
 import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import verify_survey  # noqa: E402  (tools/bench/verify_survey.py)
 
 
 def sweep_table(path):
@@ -64,6 +69,12 @@ def main():
         if os.path.exists(os.path.join(d, "model_run.json")):
             print("### Llama example (examples/llama)\n")
             model_table(os.path.join(d, "model_run.json"))
+        if os.path.exists(os.path.join(d, "moe_layer.txt")):
+            print("### MoE layer (tools/bench/moe_layer.py)\n")
+            print(open(os.path.join(d, "moe_layer.txt")).read().strip() + "\n")
+        if os.path.exists(os.path.join(d, "verify_survey.db")):
+            print("### Verification survey: err_rel_l2 / honest_rel_l2 (tools/bench/device_verify_survey.sh)\n")
+            print(verify_survey.table(os.path.join(d, "verify_survey.db")) + "\n")
 
 
 if __name__ == "__main__":
