@@ -3,7 +3,8 @@
 # error (docs/measurement.md, tolerance.honest), on its adversarial second input set: a few random
 # variants per problem of each recipe (BUDGET, default 6), then per recipe the results, ok, wrong,
 # wrong for the honest rule, and the median and largest err_rel_l2 / honest_rel_l2 of the ok ones.
-# The survey's database is kept in OUTDIR (lean). RECIPES: a subset ("recipe.lua[:problem,...]").
+# The survey's database is kept in OUTDIR (lean). RECIPES: a subset ("recipe.lua[:problem,...]");
+# STRATEGY=exhaustive with a BUDGET above the space size walks every config of the problems named.
 set -u
 out=${1:?usage: device_verify_survey.sh OUTDIR}
 mkdir -p "$out"
@@ -23,7 +24,7 @@ for spec in ${RECIPES:-recipes/gemm.lua:m4096n4096k4096_row,m16n8192k8192_col,m1
     IFS=, read -r -a list <<<"${spec#*:}"
     for p in "${list[@]}"; do probs+=(--problem "$p"); done
   fi
-  timeout "${RECIPE_S:-240}" build/tune run "$recipe" --db "$db" --strategy random --budget "${BUDGET:-6}" --seed 1 \
+  timeout "${RECIPE_S:-240}" build/tune run "$recipe" --db "$db" --strategy "${STRATEGY:-random}" --budget "${BUDGET:-6}" --seed 1 \
     --quiet "${probs[@]}" >>"$out/survey.run.txt" 2>&1
   echo "$recipe: exit $?" >>"$out/survey.run.txt"
 done
