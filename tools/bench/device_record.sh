@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # device_record.sh PART OUTDIR: re-record a part of the main job's replay data (recipes/attention.lua)
 # on the GPU, exhaustive with seed 1 as data/README.md asks, each part within one device call:
-#   serving  attention.decode (exhaustive) -> OUTDIR/attention.decode.db; attention.varlen
-#            (exhaustive on its tail problem, then --budget 10 on the others, then `tune compare`
-#            against its peers, 3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
+#   serving  decode, then varlen (below)
+#   decode   attention.decode (exhaustive) -> OUTDIR/attention.decode.db
+#   varlen   attention.varlen (exhaustive on every problem, then `tune compare` against its peers,
+#            3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
 #   prefill  attention.prefill (mma.sync path) -> OUTDIR/attention.prefill.db
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|prefill|sm90 OUTDIR}
-out=${2:?usage: device_record.sh serving|prefill|sm90 OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|varlen|prefill|sm90 OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|varlen|prefill|sm90 OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -28,19 +29,22 @@ run() { # run NAME ARGS...: one tune run into $work/NAME.db, its log appended to
 }
 keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || echo "lean_db $1 failed"; }
 case $part in
-  serving)
-    run attention.decode recipes/attention/decode.lua --strategy exhaustive
-    keep attention.decode
-    run attention.varlen recipes/attention/varlen.lua --strategy exhaustive --problem b128t512hq32kv8d128c
-    run attention.varlen recipes/attention/varlen.lua --budget 10
-    timeout -s INT 200 "$TUNE" compare recipes/attention/varlen.lua --rounds 3 --top-k 2 --timing burst \
-      --db "$work/attention.varlen.db" >"$out/attention.varlen.compare.txt" 2>&1
-    echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
-    keep attention.varlen ;;
+  serving|decode|varlen)
+    if [ "$part" != varlen ]; then
+      run attention.decode recipes/attention/decode.lua --strategy exhaustive
+      keep attention.decode
+    fi
+    if [ "$part" != decode ]; then
+      run attention.varlen recipes/attention/varlen.lua --strategy exhaustive
+      timeout -s INT 200 "$TUNE" compare recipes/attention/varlen.lua --rounds 3 --top-k 2 --timing burst \
+        --db "$work/attention.varlen.db" >"$out/attention.varlen.compare.txt" 2>&1
+      echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
+      keep attention.varlen
+    fi ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
-  *) echo "part must be serving, prefill or sm90" >&2; exit 2 ;;
+  *) echo "part must be serving, decode, varlen, prefill or sm90" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
