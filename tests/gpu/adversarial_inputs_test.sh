@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 "$TUNE" run "$SRC/tests/fixtures/recipes/adversarial.lua" --device cuda:0 --db a.db --seed 3 >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 cat run.txt
 check "the run completes (rc $rc)" test $rc -eq 0
 row() { sql a.db "select r.status || ' ' || coalesce(r.error_text, '') from results r join configs c on c.id=r.config_id where c.params_json='{\"NO_MAX\":$1}' order by r.id desc limit 1"; }

@@ -13,7 +13,7 @@ LOG="${OUT:-$WORK}"
 mkdir -p "$LOG"
 "$TUNE" run "$FX" --device cuda:0 --db c.db --seed 3 --strategy exhaustive >"$LOG/run.txt" 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" "$LOG/run.txt"; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu "$LOG/run.txt"
 check "tune run exits 0 (rc $rc)" test $rc -eq 0
 sql c.db "select p.name, c.params_json, r.status, r.median_ns, r.error_text from results r join problems p on p.id = r.problem_id
   join configs c on c.id = r.config_id order by p.name, c.params_json" >"$LOG/results.txt"

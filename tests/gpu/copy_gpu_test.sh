@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 "$TUNE" run "$SRC/recipes/copy.lua" --device cuda:0 --db g.db --problem 64MiB --budget 8 --seed 7 >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 check "gpu run exits 0 (rc $rc)" test $rc -eq 0
 n_ok=$(sql g.db "select count(*) from results where status='ok' and median_ns > 0 and samples >= 10 and err_rel_l2 = 0")
 check "8 variants verified and timed ($n_ok)" test "$n_ok" -eq 8

@@ -16,7 +16,7 @@ for i in 0 1; do
   (cd "$SRC" && "$TUNE" run recipes/attention/decode.lua --device cuda:0 --db "$WORK/d$i.db" --strategy exhaustive \
      --problem "$PROBLEM" --only "${CONFIGS[$i]}") >"$LOG/run$i.txt" 2>&1
   rc=$?
-  if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" "$LOG/run$i.txt"; then echo "skipped: no GPU"; exit 77; fi
+  skip_without_gpu "$LOG/run$i.txt"
   check "tune run ${CONFIGS[$i]} exits 0 (rc $rc)" test $rc -eq 0
   n_ok=$(sql "d$i.db" "select count(*) from results where status = 'ok'")
   check "${CONFIGS[$i]}: verified ($n_ok ok)" test "$n_ok" -eq 1

@@ -6,7 +6,7 @@
 DEV=${FAULTS_DEVICE:-cuda:0}
 "$TUNE" run "$SRC/tests/fixtures/recipes/faults.lua" --device "$DEV" --db f.db --timeout 4000 --seed 3 >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 cat run.txt
 check "the run completes (rc $rc)" test $rc -eq 0
 status() { sql f.db "select r.status from results r join configs c on c.id=r.config_id where c.params_json='{\"FAULT\":$1}' order by r.id desc limit 1"; }

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 "$TUNE" run "$SRC/tests/fixtures/recipes/partials.lua" --device cuda:0 --db h.db --seed 5 >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 cat run.txt
 check "the run completes (rc $rc)" test $rc -eq 0
 # params|status|err_rel_l2|honest_rel_l2|error_text of each variant's latest result

@@ -11,7 +11,7 @@ python3 "$SRC/tests/fixtures/llm/adversarial.py" adv.json
 "$TUNE" run "$RECIPE" --device cuda:0 --db a.db --strategy llm --budget 14 --timeout 4000 --seed 3 \
   --proposer "python3 $SRC/tools/llm/scripted_proposer.py --script $PWD/adv.json --state $PWD/adv.state" >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 keep() {
   [ -n "${OUT:-}" ] || return 0
   mkdir -p "$OUT" && cp run.txt "$OUT/llm_adversarial_run.txt"

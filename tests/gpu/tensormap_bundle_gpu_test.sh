@@ -13,7 +13,7 @@ mkdir -p "$LOG"
 for swz in 0 128; do
   "$TUNE" run "$FX" --device cuda:0 --db "t$swz.db" --seed 5 --only "SWZ=$swz" >"$LOG/run$swz.txt" 2>&1
   rc=$?
-  if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" "$LOG/run$swz.txt"; then echo "skipped: no GPU"; exit 77; fi
+  skip_without_gpu "$LOG/run$swz.txt"
   check "tune run SWZ=$swz exits 0 (rc $rc)" test $rc -eq 0
   n_ok=$(sql "t$swz.db" "select count(*) from results where status='ok' and err_max_abs = 0")
   check "SWZ=$swz: 4 results ok (2 configs x 2 problems: $n_ok)" test "$n_ok" -eq 4

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 "$TUNE" run "$SRC/tests/fixtures/recipes/tensormap.lua" --device cuda:0 --db t.db --seed 5 >run.txt 2>&1
 rc=$?
-if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" run.txt; then echo "skipped: no GPU"; exit 77; fi
+skip_without_gpu run.txt
 check "run exits 0 (rc $rc)" test $rc -eq 0
 [ $rc -eq 0 ] || tail -25 run.txt >&2
 n_ok=$(sql t.db "select count(*) from results where status='ok' and samples >= 10 and err_max_abs = 0")

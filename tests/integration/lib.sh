@@ -14,6 +14,10 @@ check() { # check "what" command...
 }
 contains() { grep -q -- "$2" "$1" || { echo "  '$2' not in $1:" >&2; sed 's/^/    /' "$1" | tail -15 >&2; return 1; }; }
 lacks() { ! grep -q -- "$2" "$1" || { echo "  '$2' unexpectedly in $1" >&2; return 1; }; }
+# skip_without_gpu LOG: exit 77 (ctest: skipped) when tune's output in LOG says there is no GPU
+skip_without_gpu() {
+  if grep -q "no NVIDIA driver\|no usable GPU\|reports no CUDA device" "$1"; then echo "skipped: no GPU"; exit 77; fi
+}
 finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
 # sql DB "SELECT ..." prints rows '|'-separated, like the sqlite3 CLI (python's sqlite3 module:
 # present on the GPU machine too, where there is no sqlite3 CLI).

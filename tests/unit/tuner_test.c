@@ -84,6 +84,21 @@ static void write_text(const char *path, const char *text) {
   fclose(f);
 }
 
+/* A project root in dir (a mkdtemp template): recipes/, and templates/t.cuh with kernel k. */
+static void scratch_project(char *dir) {
+  CHECK(mkdtemp(dir) != NULL);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
+  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+}
+
+static void remove_tree(const char *dir) {
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 static const char *module_recipe(char *buf, size_t n, const char *name, const char *extra) {
   snprintf(buf, n,
            "local common = require \"fam.common\"\n%s\n"
@@ -112,12 +127,9 @@ static int load_hashes(const char *top, char (*h)[32]) {
 
 static void test_module_hashes(void) {
   char dir[] = "/tmp/tune_hash_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  scratch_project(dir);
   char p[4200], buf[2048], top[4200];
-  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
   snprintf(p, sizeof p, "%s/recipes/fam", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
   snprintf(p, sizeof p, "%s/recipes/fam/common.lua", dir); write_text(p, "return { N = 64 }\n");
   snprintf(p, sizeof p, "%s/recipes/fam/a.lua", dir); write_text(p, module_recipe(buf, sizeof buf, "fam.a", ""));
   snprintf(p, sizeof p, "%s/recipes/fam/b.lua", dir); write_text(p, module_recipe(buf, sizeof buf, "fam.b", ""));
@@ -154,9 +166,7 @@ static void test_module_hashes(void) {
   CHECK(tune_recipes_load(p, &alone, &err) == TUNE_OK);
   CHECK(alone && alone->n == 1 && !strcmp(alone->r[0].source_hash, h3[0]));
   tune_recipes_free(alone);
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
+  remove_tree(dir);
 }
 
 #define X_NORMAL "{ \"x\", tensor = \"bf16\", shape = { \"N\" }, init = { \"normal\", 0, 1 } }"
@@ -190,11 +200,7 @@ static const tune_device_facts test_device = {.sm_count = 132, .smem_per_block =
  * problem's setup. */
 static void test_tolerance_honest(void) {
   char dir[] = "/tmp/tune_honest_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  char p[4200];
-  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  scratch_project(dir);
   tune_recipes *set = NULL;
   tune_err err;
   CHECK(load_honest(dir, "bf16", "honest = 1.25", &set, &err) == TUNE_OK);
@@ -216,9 +222,7 @@ static void test_tolerance_honest(void) {
   CHECK(load_honest(dir, "i32", "honest = 2", &set, &err) == TUNE_ERECIPE);
   CHECK(load_honest(dir, "bf16", "honest = '2'", &set, &err) == TUNE_ERECIPE);
   CHECK(strstr(err.msg, "tolerance.honest must be a number (not a string)") != NULL);
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
+  remove_tree(dir);
 }
 
 /* init and adversarial {"wide", lo_exp2, hi_exp2}: floating-point tensors, lo < hi, hi within the
@@ -229,11 +233,7 @@ static int load_wide(const char *dir, const char *x_arg, tune_recipes **set, tun
 
 static void test_init_wide(void) {
   char dir[] = "/tmp/tune_wide_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  char p[4200];
-  snprintf(p, sizeof p, "%s/recipes", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates", dir); CHECK(mkdir(p, 0700) == 0);
-  snprintf(p, sizeof p, "%s/templates/t.cuh", dir); write_text(p, "extern \"C\" __global__ void k(float *d) {}\n");
+  scratch_project(dir);
   tune_recipes *set = NULL;
   tune_err err;
   CHECK(load_wide(dir, "{ \"x\", tensor = \"bf16\", shape = { \"N\" }, init = { \"normal\", 0, 1 }, adversarial = { \"wide\", -30, 30 } }",
@@ -267,9 +267,7 @@ static void test_init_wide(void) {
   CHECK(load_wide(dir, "{ \"x\", tensor = \"e4m3\", shape = { \"N\" }, init = { \"normal\", 0, 1 }, adversarial = { \"wide\", -6, 9 } }",
                   &set, &err) == TUNE_ERECIPE);
   CHECK(strstr(err.msg, "at most 8") != NULL);
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
+  remove_tree(dir);
 }
 
 static void test_inputs(void) {
