@@ -5,13 +5,14 @@
 #   decode   attention.decode (exhaustive) -> OUTDIR/attention.decode.db
 #   varlen   attention.varlen (exhaustive on every problem, then `tune compare` against its peers,
 #            3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
+#   varlen_kv  attention.varlen_kv (chunked prefill), the same -> OUTDIR/attention.varlen_kv.db
 #   prefill  attention.prefill (mma.sync path) -> OUTDIR/attention.prefill.db
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|varlen|prefill|sm90 OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|varlen|prefill|sm90 OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|prefill|sm90 OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|prefill|sm90 OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -41,10 +42,16 @@ case $part in
       echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
       keep attention.varlen
     fi ;;
+  varlen_kv)
+    run attention.varlen_kv recipes/attention/varlen_kv.lua --strategy exhaustive
+    timeout -s INT 200 "$TUNE" compare recipes/attention/varlen_kv.lua --rounds 3 --top-k 2 --timing burst \
+      --db "$work/attention.varlen_kv.db" >"$out/attention.varlen_kv.compare.txt" 2>&1
+    echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
+    keep attention.varlen_kv ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
-  *) echo "part must be serving, decode, varlen, prefill or sm90" >&2; exit 2 ;;
+  *) echo "part must be serving, decode, varlen, varlen_kv, prefill or sm90" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
