@@ -626,6 +626,6 @@ int tune_recipe_put(db_conn *db, const tune_recipe *r, const char *file_text, in
   tune_err e;
   tune_err_clear(&e);
   /* a recipe whose requires are computed at run time has no normalised hash: only the raw one */
-  if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, code, &e)) return TUNE_OK;
+  if (tune_recipe_hash_normalized(r->module_file, r->template_path, r->ref_source, r->root, code, &e)) return TUNE_OK;
   return db_recipe_set_code_hash(db, *id, code, err);
 }
