@@ -110,7 +110,7 @@ tune_replay_source tune_backend_replay_current(const tune_backend *b, const tune
   char norm[17];
   tune_err e;
   tune_err_clear(&e);
-  if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, norm, &e))
+  if (tune_recipe_hash_normalized(r->module_file, r->template_path, r->ref_source, r->root, norm, &e))
     return TUNE_REPLAY_OTHER_SOURCE; /* no normalised hash: only the raw one can say "current" */
   /* a recording made since the code hash is stored says it; an older one stored only the raw */
   if (b->recorded_code_hash[0] && !strcmp(b->recorded_code_hash, norm)) return TUNE_REPLAY_SAME_NORMALISED;

@@ -42,6 +42,41 @@ static void sort_reasons(tune_rejections *rej) { /* most frequent first (a handf
     }
 }
 
+int tune_space_cut(const tune_recipe *r, const search_space *space, tune_config_keep_fn keep_config, const void *ctx,
+                   search_space **out, tune_err *err) {
+  *out = NULL;
+  unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
+  if (!keep) return tune_fail(err, TUNE_ENOMEM, "%s: no memory to cut %zu configs", r->name, space->n_points);
+  int rc = TUNE_OK;
+  for (size_t i = 0; i < space->n_points && !rc; i++) {
+    int vi[SEARCH_MAX_PARAMS], k = 0;
+    search_point_decode(space, space->points[i], vi);
+    rc = keep_config(ctx, r, vi, &k, err);
+    keep[i] = (unsigned char)(!rc && k);
+  }
+  if (!rc) rc = search_space_subset(space, keep, out, err);
+  free(keep);
+  return rc;
+}
+
+typedef struct applies_ctx {
+  tune_recipe *r;
+  const tune_problem *p;
+  const tune_device_facts *f;
+  tune_variant *v;          /* scratch */
+  tune_rejections *rej;
+} applies_ctx;
+
+/* The configs problem a->p accepts (its recipe's applies and requires); a->r is r, writable for the
+ * evaluation. */
+static int applies(const void *ctx, const tune_recipe *r, const int *vi, int *keep, tune_err *err) {
+  const applies_ctx *a = ctx;
+  int rc = tune_recipe_eval_variant(a->r, vi, a->p, a->f, a->v, err);
+  *keep = !rc && !a->v->skip;
+  if (!rc && a->v->skip) note_reason(a->rej, a->v->skip_reason);
+  return rc;
+}
+
 int tune_problem_space(tune_recipe *r, const tune_problem *p, const tune_device_facts *f, const search_space *space,
                        search_space **out, tune_rejections *rej, tune_err *err) {
   *out = NULL;
@@ -49,27 +84,14 @@ int tune_problem_space(tune_recipe *r, const tune_problem *p, const tune_device_
     if (rej) memset(rej, 0, sizeof *rej);
     return TUNE_OK;
   }
-  unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
   tune_variant *v = malloc(sizeof *v); /* ~30 KiB: not on the stack */
-  if (!keep || !v) {
-    free(keep);
-    free(v);
-    return tune_fail(err, TUNE_ENOMEM, "%s / %s: no memory to filter %zu configs", r->name, p->name, space->n_points);
-  }
+  if (!v) return tune_fail(err, TUNE_ENOMEM, "%s / %s: no memory to filter %zu configs", r->name, p->name, space->n_points);
   tune_rejections local;
   if (!rej) rej = &local;
   memset(rej, 0, sizeof *rej);
-  int rc = TUNE_OK;
-  for (size_t i = 0; i < space->n_points && !rc; i++) {
-    int vi[SEARCH_MAX_PARAMS];
-    search_point_decode(space, space->points[i], vi);
-    rc = tune_recipe_eval_variant(r, vi, p, f, v, err);
-    keep[i] = !rc && !v->skip;
-    if (!rc && v->skip) note_reason(rej, v->skip_reason);
-  }
+  applies_ctx a = {r, p, f, v, rej};
+  int rc = tune_space_cut(r, space, applies, &a, out, err);
   sort_reasons(rej);
-  if (!rc) rc = search_space_subset(space, keep, out, err);
-  free(keep);
   free(v);
   return rc;
 }

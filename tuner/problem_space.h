@@ -33,6 +33,15 @@ typedef struct tune_rejections {
  * config the problem rejects is recorded as skipped, with its reason, when a strategy proposes it. */
 #define TUNE_PROBLEM_FILTER_MAX ((size_t)1 << 20)
 
+/* Whether the config vi of r stays in a space being cut (*keep 1) or not (0); ctx is the cutter's.
+ * A status other than TUNE_OK (err filled) stops the cut. */
+typedef int (*tune_config_keep_fn)(const void *ctx, const tune_recipe *r, const int *vi, int *keep, tune_err *err);
+
+/* The points of `space` that keep_config keeps, as a new space (search_space_free; points keep
+ * their indexes). *out stays NULL on failure. */
+int tune_space_cut(const tune_recipe *r, const search_space *space, tune_config_keep_fn keep_config, const void *ctx,
+                   search_space **out, tune_err *err);
+
 /* The points of `space` (the recipe's constrained space) that problem p
  * accepts, as a new space (search_space_free); *out = NULL above TUNE_PROBLEM_FILTER_MAX: the
  * problem's space is `space` itself. rej (may be NULL): how many were rejected and why. */

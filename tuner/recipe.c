@@ -74,6 +74,13 @@ static int load_text_file(lua_State *L, const char *path, const char *chunkname)
   return rc;
 }
 
+/* recipes/a/b.lua: the file of module "a.b" under the root. */
+static void module_rel_path(const char *name, char *rel, size_t n) {
+  snprintf(rel, n, "recipes/%s.lua", name);
+  for (char *c = rel + 8; *c; ++c)
+    if (*c == '.' && strcmp(c, ".lua")) *c = '/';
+}
+
 /* require "a.b" -> <root>/recipes/a/b.lua, text only, cached. */
 static int sandbox_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
@@ -95,9 +102,7 @@ static int sandbox_require(lua_State *L) {
   lua_pop(L, 1);
   if (ls->depth == MODULE_DEPTH) return luaL_error(L, "require '%s': modules nested deeper than %d", name, MODULE_DEPTH);
   char rel[512], path[PATH_MAX + 600];
-  snprintf(rel, sizeof rel, "recipes/%s.lua", name);
-  for (char *c = rel + 8; *c; ++c)
-    if (*c == '.' && strcmp(c, ".lua")) *c = '/';
+  module_rel_path(name, rel, sizeof rel);
   snprintf(path, sizeof path, "%s/%s", ls->root, rel);
   char chunk[600];
   snprintf(chunk, sizeof chunk, "@%s", rel);
@@ -119,10 +124,10 @@ static int sandbox_require(lua_State *L) {
   lua_setfield(L, -3, name);
   lua_pushinteger(L, (lua_Integer)h);
   lua_setfield(L, -4, name);
-  if (lua_istable(L, -1)) {  /* the recipe table -> its module's hash (tune_recipes_load) */
-    lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
+  if (lua_istable(L, -1)) {  /* the recipe table -> its module (table_module); an outer module returning it wins */
+    lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_module");
     lua_pushvalue(L, -2);
-    lua_pushinteger(L, (lua_Integer)h);
+    lua_pushstring(L, name);
     lua_settable(L, -3);
     lua_pop(L, 1);
   }
@@ -153,7 +158,7 @@ static lua_State *sandbox_new(loader_state *ls, const tune_lua_limits *lim) {
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, "tune.module_hash");
   lua_newtable(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
+  lua_setfield(L, LUA_REGISTRYINDEX, "tune.table_module");
   return L;
 }
 
@@ -928,6 +933,28 @@ static int parse_recipe(lua_State *L, tune_recipes *set, tune_recipe *r, const c
   return TUNE_OK;
 }
 
+/* The module that returned the table on top of the stack (require "attention.decode" in a list
+ * file): its hash (its text and the modules it requires) and its file, malloc'd. 0 where the table
+ * was written in the recipe file itself. */
+static int table_module(lua_State *L, const char *root, XXH64_hash_t *hash, char **file) {
+  int top = lua_gettop(L), found = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_module");
+  lua_pushvalue(L, top);
+  if (lua_gettable(L, -2) == LUA_TSTRING) {
+    const char *name = lua_tostring(L, -1);
+    char rel[512], path[PATH_MAX + 600];
+    module_rel_path(name, rel, sizeof rel);
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    lua_getfield(L, LUA_REGISTRYINDEX, "tune.module_hash");
+    lua_getfield(L, -1, name);
+    *hash = (XXH64_hash_t)lua_tointeger(L, -1);
+    *file = sdup(path);
+    found = 1;
+  }
+  lua_settop(L, top);
+  return found;
+}
+
 int tune_recipes_load(const char *path, tune_recipes **out, tune_err *err) {
   return tune_recipes_load_root(path, NULL, out, err);
 }
@@ -982,14 +1009,13 @@ int tune_recipes_load_root(const char *path, const char *root, tune_recipes **ou
     else lua_rawgeti(L, top, i + 1);
     if (!lua_istable(L, -1)) { tune_fail(err, TUNE_ERECIPE, "%s: element %d of the recipe list is not a table", path, i + 1); goto fail; }
     /* an element that a module returned (require "attention.decode") is hashed with that module's
-       texts only; a recipe written in the file itself with every text loaded (as before) */
+       texts only and defined by that module's file; a recipe written in the file itself with every
+       text loaded, defined by the file */
     XXH64_hash_t own = texts;
-    if (!single) {
-      lua_getfield(L, LUA_REGISTRYINDEX, "tune.table_hash");
-      lua_pushvalue(L, -2);
-      if (lua_gettable(L, -2) == LUA_TNUMBER) own = (XXH64_hash_t)lua_tointeger(L, -1);
-      lua_pop(L, 2);
-    }
+    char *module_file = NULL;
+    int from_module = !single && table_module(L, ls->root, &own, &module_file);
+    if (!from_module) module_file = sdup(path);
+    if (!(set->r[i].module_file = module_file)) { tune_fail(err, TUNE_ENOMEM, "recipe: out of memory"); goto fail; }
     if (parse_recipe(L, set, &set->r[i], file, root_dir, own, err)) goto fail;
     lua_pop(L, 1);
     for (int j = 0; j < i; ++j)
@@ -1041,6 +1067,7 @@ void tune_recipes_free(tune_recipes *set) {
     free((char *)r->name);
     free((char *)r->template_path);
     free((char *)r->ref_source);
+    free((char *)r->module_file);
     if (i == 0) { free((char *)r->file); free((char *)r->root); }
   }
   free(set->r);

@@ -98,6 +98,8 @@ typedef struct tune_tmap_var {
 typedef struct tune_recipe {
   const char *name;
   const char *file;           /* recipe file as given */
+  const char *module_file;    /* the file that defines it: the module that returned it to a list
+                                 file (require), else file; its normalised hash covers this one */
   const char *root;           /* repository root (parent of recipes/) */
   const char *template_path;  /* absolute */
   const char *ref_source;     /* absolute path of the reference source */

@@ -208,36 +208,23 @@ typedef struct shard_cursor {
   int next;          /* the ordinal of the next problem --problem keeps, across the file's recipes */
 } shard_cursor;
 
-/* The points of space whose config is in part `part` of `parts` (shard.h), as a new space. */
-/* The points of space whose config keep(ctx, r, vi) accepts, as a new space. */
-typedef int (*config_keep_fn)(const void *ctx, const tune_recipe *r, const int *vi);
-static int space_cut(const tune_recipe *r, const search_space *space, config_keep_fn keep_config, const void *ctx,
-                     search_space **out, tune_err *err) {
-  unsigned char *keep = malloc(space->n_points ? space->n_points : 1);
-  if (!keep) return tune_fail(err, TUNE_ENOMEM, "session: out of memory");
-  int vi[SEARCH_MAX_PARAMS];
-  for (size_t i = 0; i < space->n_points; ++i) {
-    search_point_decode(space, space->points[i], vi);
-    keep[i] = (unsigned char)keep_config(ctx, r, vi);
-  }
-  int rc = search_space_subset(space, keep, out, err);
-  free(keep);
-  return rc;
-}
-
+/* Configs tune_space_cut keeps: those of part `part` of `parts` (a shard's share, shard.h), and
+ * those --only selects. */
 typedef struct shard_part { int parts, part; } shard_part;
 
-static int shard_keeps(const void *ctx, const tune_recipe *r, const int *vi) {
+static int shard_keeps(const void *ctx, const tune_recipe *r, const int *vi, int *keep, tune_err *err) {
   const shard_part *s = ctx;
   char hash[17];
   tune_recipe_config_hash(r, vi, hash);
-  return tune_shard_keeps_config(hash, s->parts, s->part);
+  *keep = tune_shard_keeps_config(hash, s->parts, s->part);
+  return TUNE_OK;
 }
 
-static int only_keeps(const void *ctx, const tune_recipe *r, const int *vi) {
+static int only_keeps(const void *ctx, const tune_recipe *r, const int *vi, int *keep, tune_err *err) {
   char json[2048];
   tune_recipe_config_json(r, vi, json, sizeof json);
-  return tune_run_opts_select_config(ctx, json);
+  *keep = tune_run_opts_select_config(ctx, json);
+  return TUNE_OK;
 }
 
 /* A problem over the configs that apply to it (problem_space.h): the strategy walks only
@@ -265,12 +252,12 @@ static int run_problem_space(const tune_recipe_run *rr, int pi, const search_spa
    * is filtered ahead; a streamed space leaves other configs out as they are proposed */
   search_space *only = NULL;
   if (!rc && run && space && rr->o->n_only) {
-    rc = space_cut(rr->r, own, only_keeps, rr->o, &only, err);
+    rc = tune_space_cut(rr->r, own, only_keeps, rr->o, &only, err);
     if (!rc) own = only;
   }
   if (!rc && run && parts > 1) {
     shard_part sp = {parts, part};
-    rc = space_cut(rr->r, own, shard_keeps, &sp, &share, err);
+    rc = tune_space_cut(rr->r, own, shard_keeps, &sp, &share, err);
     if (!rc && !rr->o->quiet)
       printf("shard %d/%d: %s %s: %zu of its %zu configs (config hash mod %d = %d)\n", rr->o->shard_index,
              rr->o->shard_count, rr->r->name, p->name, share->n_points, own->n_points, parts, part);
@@ -626,6 +613,6 @@ int tune_recipe_put(db_conn *db, const tune_recipe *r, const char *file_text, in
   tune_err e;
   tune_err_clear(&e);
   /* a recipe whose requires are computed at run time has no normalised hash: only the raw one */
-  if (tune_recipe_hash_normalized(r->file, r->template_path, r->ref_source, r->root, code, &e)) return TUNE_OK;
+  if (tune_recipe_hash_normalized(r->module_file, r->template_path, r->ref_source, r->root, code, &e)) return TUNE_OK;
   return db_recipe_set_code_hash(db, *id, code, err);
 }

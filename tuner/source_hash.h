@@ -36,9 +36,10 @@ int tune_source_hash_normalized_update(XXH64_state_t *h, const char *path, const
  * then known only when the recipe runs, so no normalised hash is given. */
 int tune_lua_hash_normalized_update(XXH64_state_t *h, const char *path, const char *root, tune_err *err);
 
-/* The normalised hash of a recipe (16 hex digits and a NUL in out): its file with
- * the modules it requires, its template tree and its reference tree, the
- * templates resolved under <root>/templates. Errors as above; out is "" then. */
+/* The normalised hash of a recipe (16 hex digits and a NUL in out): the file that
+ * defines it (tune_recipe.module_file: the module a list file requires, not the
+ * list) with the modules it requires, its template tree and its reference tree,
+ * the templates resolved under <root>/templates. Errors as above; out is "" then. */
 int tune_recipe_hash_normalized(const char *recipe_file, const char *template_path, const char *ref_source,
                                 const char *root, char out[17], tune_err *err);
 

@@ -19,11 +19,15 @@ void tune_wk_worst_to_reply(const tune_wk_worst *worst, json_t *reply) {
   if (worst->honest_rel_l2 > 0) json_object_set_new(reply, "honest_rel_l2", json_real(worst->honest_rel_l2));
 }
 
-/* rel_l2 / honest error of output i's comparison c: for bf16, f16 and e4m3 outputs of a nonzero
- * reference; 0 elsewhere (f32 and integer outputs, whose honest error judges nothing). */
+/* 1 when output i's comparison c has an honest error that judges it: a bf16, f16 or e4m3 output of
+ * a nonzero reference (the honest error of f32 and integer outputs judges nothing). */
+static int has_honest(const wstate *w, int i, const tune_compare *c) {
+  return tune_dtype_is_narrow_float(w->def[i].dtype) && c->honest_rel_l2 > 0;
+}
+
+/* rel_l2 / honest error of output i's comparison c where it has one (has_honest), else 0. */
 static double honest_ratio(const wstate *w, int i, const tune_compare *c) {
-  if (!tune_dtype_is_narrow_float(w->def[i].dtype) || !(c->honest_rel_l2 > 0)) return 0;
-  return c->rel_l2 / c->honest_rel_l2;
+  return has_honest(w, i, c) ? c->rel_l2 / c->honest_rel_l2 : 0;
 }
 
 /* 1 when c exceeds tolerance.honest (never when the recipe gives none); the finding in why. */
@@ -243,8 +247,7 @@ json_t *tune_wk_verify_live(wstate *w, launch *l, int n, tune_wk_worst *worst, t
     if (c.rel_l2 > worst->rel_l2) worst->rel_l2 = c.rel_l2;
     if (c.max_abs > worst->max_abs) worst->max_abs = c.max_abs;
     double ratio = honest_ratio(w, i, &c); /* reported even when 0: an exact output */
-    if (tune_dtype_is_narrow_float(w->def[i].dtype) && c.honest_rel_l2 > 0 &&
-        (ratio > worst->honest_ratio || worst->honest_rel_l2 == 0)) {
+    if (has_honest(w, i, &c) && (ratio > worst->honest_ratio || worst->honest_rel_l2 == 0)) {
       worst->honest_ratio = ratio;
       worst->honest_rel_l2 = c.honest_rel_l2;
     }

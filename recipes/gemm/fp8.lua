@@ -34,8 +34,9 @@
 -- block scaled with its neighbour's scale is visible), scale_b again / sqrt(K). Then c ~ N(0, s^2)
 -- with s = rms(sa) rms(sb) sqrt(K) = 1.75 (tensor, row) and 5.4 (block); over 1.5e8 outputs |c| stays
 -- below ~8 s = 43, where a bf16 ulp is 0.25. So:
---   rel_l2 5e-3: (1) gives ~1.6e-3 at most (a straddle is rarer than every output), (2) ~5e-4; a
---     128-wide K block lost or mis-scaled moves c by ~sqrt(128 / K) = 8 % at K = 18432;
+--   rel_l2 5e-3: (1) is at most one rounding's rms, ulp / sqrt(12) = 2^-8 .. 2^-7 of |c| over
+--     sqrt(12) (less, as a straddle is rarer than every output), (2) ~2^-11; a 128-wide K block
+--     lost or mis-scaled moves c by ~sqrt(128 / K) = 8 % at K = 18432;
 --   max_abs 0.5: one ulp up to |c| = 128; a wrong tile moves its outputs by ~s (>= 1.75), its
 --     largest by several s.
 -- gemm.fp8_fast drops the promotion, so (2) becomes K / 32 steps of the tensor core's ~14-bit

@@ -154,7 +154,7 @@ static void check_replay_rule(void) {
   snprintf(file, sizeof file, "%s/recipes/r.lua", root);
   snprintf(tpl, sizeof tpl, "%s/templates/fam/k.cuh", root);
   CHECK(recipe_hash(norm) == TUNE_OK);
-  tune_recipe r = {.file = file, .root = root, .template_path = tpl, .ref_source = tpl};
+  tune_recipe r = {.file = file, .module_file = file, .root = root, .template_path = tpl, .ref_source = tpl};
   snprintf(r.source_hash, sizeof r.source_hash, "0123456789abcdef"); /* the raw hash, as recipe.c made it */
   tune_backend b = {0};
   CHECK(tune_backend_replay_current(&b, &r) == TUNE_REPLAY_OTHER_SOURCE); /* nothing recorded */

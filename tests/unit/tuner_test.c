@@ -166,6 +166,18 @@ static void test_module_hashes(void) {
   CHECK(tune_recipes_load(p, &alone, &err) == TUNE_OK);
   CHECK(alone && alone->n == 1 && !strcmp(alone->r[0].source_hash, h3[0]));
   tune_recipes_free(alone);
+  /* the file defining each recipe (its normalised hash's): the module that returned it, or the list
+     file for one written there */
+  tune_recipes *set = NULL;
+  CHECK(tune_recipes_load(top, &set, &err) == TUNE_OK && set && set->n == 3);
+  if (set && set->n == 3) {
+    snprintf(p, sizeof p, "%s/recipes/fam/a.lua", dir);
+    CHECK(!strcmp(set->r[0].module_file, p));
+    snprintf(p, sizeof p, "%s/recipes/fam/b.lua", dir);
+    CHECK(!strcmp(set->r[1].module_file, p));
+    CHECK(!strcmp(set->r[2].module_file, top));
+  }
+  tune_recipes_free(set);
   remove_tree(dir);
 }
 
