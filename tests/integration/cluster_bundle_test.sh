@@ -30,7 +30,7 @@ check "CL 4 on 6 blocks skipped with the reason" contains t1.compile.txt "launch
 check "bundle written and checked with libtunert" contains t1.bundle.txt "checked with libtunert"
 check "entries portable (the cluster is an expression)" contains t1.bundle.txt "portable: expressions"
 sql t1/t.bundle "select key, value from meta where key in ('format_major', 'format_minor', 'min_reader_minor') order by key" >meta.txt
-check "format 1.5, min_reader_minor 2" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|5 min_reader_minor|2 "
+check "format 1.6, min_reader_minor 2" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|6 min_reader_minor|2 "
 sql t1/t.bundle "select e.problem_name, v.params_json, l.grid, l.block, l.cluster from launches l join entries e on e.id = l.entry_id
   join variants v on v.id = e.variant_id order by e.problem_name" >launch.txt
 cat >want.txt <<'EOF'
