@@ -319,7 +319,7 @@ static int read_families(opener *o) {
     f->dim_bool = rt_alloc(a, sizeof(int) * (size_t)(f->n_dims + 1));
     f->dim_enum = rt_alloc(a, sizeof(int) * (size_t)(f->n_dims + 1));
     f->param_type = rt_alloc(a, sizeof(int) * (size_t)(f->n_params + 1));
-    f->names = rt_alloc(a, sizeof(char *) * (size_t)(f->n_dims + f->n_params + 1));
+    f->names = rt_alloc(a, sizeof(char *) * (size_t)(f->n_dims + f->n_params + 1 + TUNERT_MAX_ARGS));
     if (!f->dim_bool || !f->dim_enum || !f->param_type || !f->names) { rc = rt_fail(o->err, TUNERT_ENOMEM, "out of memory"); break; }
     for (int d = 0; d < f->n_dims; ++d) {
       if (strcmp(f->dim_types[d], "int") && strcmp(f->dim_types[d], "bool") && strncmp(f->dim_types[d], "enum(", 5)) {
@@ -343,6 +343,7 @@ static int read_families(opener *o) {
     }
     /* the device fact after the params (rt_sm_count gives its value) */
     f->names[f->n_dims + f->n_params] = "sm_count";
+    f->n_names = f->n_dims + f->n_params + 1; /* scalar args join after read_args */
     const char *dom = col_text(st, 6);
     if (*dom) { /* over dims only: parsed with the dims' names */
       tunert_allocator al = rt_arena_allocator(a);
@@ -398,6 +399,18 @@ static int read_args(opener *o) {
     f->n_args++;
   }
   if (!rc && step != SQLITE_DONE) rc = sql_fail(o, "args");
+  /* scalar args as names of tensor-map strides, where no dim, param or sm_count has the name */
+  for (int i = 0; i < ctx->n_families && !rc; ++i) {
+    rt_family *f = &ctx->families[i];
+    for (int idx = 0; idx < f->n_args; ++idx) {
+      if (f->arg_roles[idx] != TUNERT_ROLE_SCALAR) continue;
+      int taken = 0;
+      for (int k = 0; k < f->n_names && !taken; ++k) taken = f->names[k] && !strcmp(f->names[k], f->arg_names[idx]);
+      if (taken) continue;
+      f->name_arg[f->n_names - (f->n_dims + f->n_params + 1)] = idx;
+      f->names[f->n_names++] = f->arg_names[idx];
+    }
+  }
   sqlite3_finalize(st);
   for (int i = 0; i < ctx->n_families && !rc; ++i)
     if (ctx->families[i].n_args == 0) rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s has no arguments", o->path, ctx->families[i].name);
@@ -601,15 +614,22 @@ static int check_binary_hashes(opener *o) {
 }
 
 /* Parse an expression list with n items (n < 0: any count). */
-static int parse_list(opener *o, rt_family *f, const char *text, int n, tunert_expr **out, const char *what, int64_t entry) {
+/* Parse an expression list over names[0..n_names) of f. */
+static int parse_names(opener *o, rt_family *f, int n_names, const char *text, int n, tunert_expr **out, const char *what,
+                       int64_t entry) {
   tunert_allocator al = rt_arena_allocator(&o->ctx->arena);
-  int rc = tunert_expr_parse(text, f->names, f->n_dims + f->n_params + 1, &al, out, o->msg, sizeof o->msg);
+  int rc = tunert_expr_parse(text, f->names, n_names, &al, out, o->msg, sizeof o->msg);
   if (rc == TUNERT_ENOMEM) return rt_fail(o->err, rc, "out of memory");
   if (rc) return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: entry %lld: %s: %s", o->path, f->name, (long long)entry, what, o->msg);
   if (n >= 0 && tunert_expr_items(*out) != n)
     return rt_fail(o->err, TUNERT_EFORMAT, "%s: family %s: entry %lld: %s has %d items, want %d", o->path, f->name,
                    (long long)entry, what, tunert_expr_items(*out), n);
   return 0;
+}
+
+/* Parse an expression list over the dims, params and sm_count of f. */
+static int parse_list(opener *o, rt_family *f, const char *text, int n, tunert_expr **out, const char *what, int64_t entry) {
+  return parse_names(o, f, f->n_dims + f->n_params + 1, text, n, out, what, entry);
 }
 
 static int read_entries(opener *o) {
@@ -808,9 +828,22 @@ static int read_tensormaps(opener *o) {
     int rank = tunert_expr_items(m->dims);
     if (rank < 1 || rank > TUNERT_TMAP_MAX_RANK) TFAIL("%s: entry %lld: tensor map %s has rank %d, want 1..%d", o->path, (long long)eid, nm, rank, TUNERT_TMAP_MAX_RANK);
     const char *strides = col_text(st, 6);
-    if (rank == 1 ? *strides != 0 : (rc = parse_list(o, f, strides, rank - 1, &m->strides, nm, eid)) != 0) {
+    if (rank == 1 ? *strides != 0 : (rc = parse_names(o, f, f->n_names, strides, rank - 1, &m->strides, nm, eid)) != 0) {
       if (!rc) rc = rt_fail(o->err, TUNERT_EFORMAT, "%s: entry %lld: tensor map %s of rank 1 has strides", o->path, (long long)eid, nm);
       goto done;
+    }
+    /* strides may name one scalar (format 1.6): the tensor's row stride */
+    m->ld_arg = m->ld_slot = -1;
+    for (int j = f->n_dims + f->n_params + 1; j < f->n_names; ++j) {
+      if (!tunert_expr_uses(m->strides, j)) continue;
+      if (m->ld_arg >= 0)
+        TFAIL("%s: entry %lld: tensor map %s: its strides name %s and %s (at most one scalar, the row stride of %s)", o->path,
+              (long long)eid, nm, f->arg_names[m->ld_arg], f->names[j], f->arg_names[tensor]);
+      m->ld_slot = j;
+      m->ld_arg = f->name_arg[j - (f->n_dims + f->n_params + 1)];
+      if (strcmp(f->arg_dtypes[m->ld_arg], "i32") && strcmp(f->arg_dtypes[m->ld_arg], "i64"))
+        TFAIL("%s: entry %lld: tensor map %s: its strides name %s, a %s scalar (a row stride is i32 or i64)", o->path,
+              (long long)eid, nm, f->names[j], f->arg_dtypes[m->ld_arg]);
     }
     if ((rc = parse_list(o, f, col_text(st, 7), rank, &m->box, nm, eid))) goto done;
     for (int i = 0; i < TUNERT_TMAP_MAX_RANK; ++i) m->estr[i] = 1;

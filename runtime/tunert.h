@@ -45,9 +45,10 @@ extern "C" {
 /* The bundle format this library reads: any 1.x bundle; a bundle of another
  * major version is refused with TUNERT_EVERSION. 1.1 added tensor-map args,
  * 1.2 clusters, 1.3 domains, fallback and vendor entries, 1.4 fp8 (e4m3) args,
- * 1.5 entries of several GPU models. */
+ * 1.5 entries of several GPU models, 1.6 tensor-map strides that name the
+ * tensor's row-stride scalar. */
 #define TUNERT_FORMAT_MAJOR 1
-#define TUNERT_FORMAT_MINOR 5
+#define TUNERT_FORMAT_MINOR 6
 
 /* Status codes. 0 is success; every failure fills a tunert_err when one is
  * given. The numbers never change. */
@@ -308,6 +309,12 @@ typedef struct tunert_selection_info {
   const char *vendor;          /* kind "vendor": "cublaslt", "cudnn-sdpa", "sdpa", "torch"...; NULL for
                                   kernels. tunert_launch runs cublaslt entries of GEMM families itself
                                   and returns TUNERT_EVENDOR for the others */
+  /* since bundle format 1.6 */
+  const int *tensormap_row_strides; /* n_args entries: for a tensor map whose strides follow a scalar
+                                  arg (its tensor's row stride [elements], e.g. q_ld), that scalar's
+                                  index: pass another value to tunert_launch and the map reads the
+                                  tensor as rows that many elements apart (a strided view, checked
+                                  against its extent); -1 for other args and maps of dense rows */
 } tunert_selection_info;
 
 /* Describe a selection. Pointers are valid until tunert_close. */
@@ -351,9 +358,12 @@ static inline tunert_arg tunert_arg_auto(void) {
  * (scratch included, at least tunert_arg_info.bytes), values or
  * TUNERT_ARG_AUTO for scalars and tensor maps (TUNERT_ROLE_TENSORMAP: built
  * here from the pointer given for the tensor they map, which must be 16-byte
- * aligned; encoded maps are cached per selection and pointer, 8 pointers per
- * map, lock-free; further pointers are encoded at each launch, a host call of
- * the driver). Asynchronous, like cuLaunchKernel.
+ * aligned; encoded maps are cached per selection, pointer and strides, 8 per
+ * map, lock-free; further ones are encoded at each launch, a host call of the
+ * driver). A map whose strides follow a scalar (tensormap_row_strides) is
+ * built with the value passed for it: the tensor is then read as rows that
+ * many elements apart, which must keep the map's strides multiples of 16
+ * bytes (TUNERT_EINVAL otherwise). Asynchronous, like cuLaunchKernel.
  * The first launch of a variant loads its binary (cubin for the device, else
  * the PTX through the driver's JIT) under a lock; later launches take no lock
  * and allocate nothing. Launches use the calling thread's current CUDA

@@ -428,6 +428,12 @@ void tunert_expr_free(tunert_expr *e, const tunert_allocator *al) {
 int tunert_expr_items(const tunert_expr *e) { return e ? e->n_items : 0; }
 const char *tunert_expr_text(const tunert_expr *e) { return e ? e->text : ""; }
 
+int tunert_expr_uses(const tunert_expr *e, int slot) {
+  for (int i = 0; e && i < e->n_nodes; ++i)
+    if (e->nodes[i].op == OP_VAR && e->nodes[i].a == slot) return 1;
+  return 0;
+}
+
 /* ---- evaluation -------------------------------------------------------------- */
 
 typedef struct evalctx {

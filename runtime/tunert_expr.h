@@ -51,6 +51,8 @@ void tunert_expr_free(tunert_expr *e, const tunert_allocator *al);
 int tunert_expr_items(const tunert_expr *e);
 /* The text as parsed. */
 const char *tunert_expr_text(const tunert_expr *e);
+/* 1 when some item reads env slot `slot` (names[slot] at parsing), else 0. */
+int tunert_expr_uses(const tunert_expr *e, int slot);
 
 /* Evaluate item `item` over env (n_names values). TUNERT_EEXPR with a message
  * on a runtime error (arithmetic on a boolean, integer division by zero...). */

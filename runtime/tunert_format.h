@@ -59,6 +59,15 @@
  * take any model's entry for a problem (the fastest measured, whatever GPU).
  * 1.5 readers open older bundles as one model, described by meta device_*.
  *
+ * 1.6 lets entry_tensormaps.strides name one scalar arg of the family (one
+ * that no dim, param or sm_count names), the mapped tensor's row stride in
+ * elements, e.g. 'D * 2, q_ld * 2, T * q_ld * 2': readers evaluate it with the
+ * scalar's value (entry_args.value) at selection and with the value a launch
+ * passes at launch, so a caller's strided view is read in place (libtunert:
+ * tunert_selection_info.tensormap_row_strides). Such a bundle has
+ * min_reader_minor = 6: an older reader cannot parse the name. Other bundles
+ * keep min_reader_minor as before; 1.6 readers open older bundles unchanged.
+ *
  * Binaries (any 1.x): a variant has at least one binary, not necessarily one per
  * architecture of meta `archs`: `tune bundle` writes no cubin for an arch the
  * variant does not compile for, and PTX only for a generic virtual arch
@@ -71,9 +80,10 @@
 #define TUNERT_APPLICATION_ID 0x74756e62 /* "tunb" */
 #define TUNERT_TUNE_DB_APPLICATION_ID 0x74756e65 /* "tune": a results database, not a bundle */
 #define TUNERT_BUNDLE_FORMAT_MAJOR 1
-#define TUNERT_BUNDLE_FORMAT_MINOR 5 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
+#define TUNERT_BUNDLE_FORMAT_MINOR 6 /* 1.1: tensor-map args (role 'tensormap', entry_tensormaps); 1.2: launches.cluster;
                                         1.3: families.domain, entries.kind / vendor / vendor_ns; 1.4: dtype e4m3;
-                                        1.5: models, entries.model_id */
+                                        1.5: models, entries.model_id; 1.6: row-stride scalars in
+                                        tensor-map strides */
 #define TUNERT_MAX_LAUNCHES 4
 #define TUNERT_MAX_ARGS 32
 #define TUNERT_MAX_DIMS 32

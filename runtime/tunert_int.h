@@ -72,23 +72,17 @@ typedef struct rt_variant {
   char load_error[512];
 } rt_variant;
 
-/* A tensormap arg of an entry: fixed fields and dims/strides/box expressions. */
-typedef struct rt_tmap_expr {
-  int arg, tensor, elsize, cu_dtype, swizzle, l2_promotion, oob_nan;
-  uint32_t estr[TUNERT_TMAP_MAX_RANK];   /* 1 when not given */
-  int n_estr;                            /* 0: not given */
-  tunert_expr *dims, *strides, *box;     /* strides NULL for rank 1 */
-} rt_tmap_expr;
-
 #define TUNERT_TMAP_SLOTS 8
 
-/* Encoded maps of one tensormap arg of a selection, per tensor pointer. Slots
- * are written once: a thread claims one (claimed++), encodes into it, then
- * publishes its pointer in key with release order; readers compare keys with
- * acquire order and copy the map. Past TUNERT_TMAP_SLOTS pointers, maps are
- * encoded at every launch. 64-byte aligned (allocated so). */
+/* Encoded maps of one tensormap arg of a selection, per tensor pointer and
+ * strides. Slots are written once: a thread claims one (claimed++), encodes
+ * into it and writes its strides, then publishes its pointer in key with
+ * release order; readers compare keys with acquire order, then the strides,
+ * and copy the map. Past TUNERT_TMAP_SLOTS pointers, maps are encoded at
+ * every launch. 64-byte aligned (allocated so). */
 typedef struct rt_tmap_cache {
   unsigned char map[TUNERT_TMAP_SLOTS][128];
+  uint64_t strides[TUNERT_TMAP_SLOTS][TUNERT_TMAP_MAX_RANK - 1]; /* those it was encoded with [bytes] */
   _Atomic uint64_t key[TUNERT_TMAP_SLOTS];   /* device pointer, 0 empty or being encoded */
   atomic_uint claimed;
 } rt_tmap_cache;
@@ -154,7 +148,11 @@ typedef struct rt_family {
   int n_params;
   const char **params;
   int *param_type;             /* TUNERT_XINT / TUNERT_XBOOL / 0 for strings */
-  const char **names;          /* expression env names: dims, params, then "sm_count" */
+  const char **names;          /* expression env names: dims, params, "sm_count" (the n_dims +
+                                  n_params + 1 every expression sees), then the scalar args whose
+                                  names are none of those (only tensor-map strides see them) */
+  int n_names;                 /* all of them */
+  int name_arg[TUNERT_MAX_ARGS]; /* the arg of names[n_dims + n_params + 1 + j] */
   tunert_expr *domain;         /* over dims only; NULL: every problem (before 1.3, or none given) */
   int n_args;
   const char **arg_names;
@@ -193,6 +191,7 @@ struct tunert_selection {
   rt_tmap_spec tm[TUNERT_MAX_TMAPS];   /* evaluated for this problem, checked */
   rt_tmap_cache *tm_cache;             /* n_tmaps */
   tunert_tensormap_info *tm_info;      /* f->n_args */
+  int *tm_row_stride;                  /* f->n_args: tunert_selection_info.tensormap_row_strides */
   atomic_int ready;            /* 1: variant loaded and shared-memory limits set for this selection */
   /* kind vendor run by libtunert (tunert_vendor_cublaslt.c): its descriptors, made once under
      ctx->lock and published with release order; NULL until the first launch */
@@ -257,6 +256,12 @@ int rt_models_rank(tunert_ctx *ctx, const char *name, tunert_err *err);
 /* The model of an entry in words for a selection's reason: "" when it is the device's own (or the
  * bundle has one model and the device's is unknown); else "; tuned on M, another GPU model ...". */
 void rt_model_note(const tunert_ctx *ctx, const rt_entry *e, char *buf, size_t n);
+
+/* Tensor map k of selection s re-evaluated for the row stride ld [elements] of its tensor (the
+ * value a launch passes for the scalar its strides name) and checked against that strided view's
+ * extent: 0 and *out, or TUNERT_EINVAL with the reason (tunert_launch.c). No lock, no allocation. */
+int rt_tmap_for_row_stride(const tunert_ctx *ctx, const tunert_selection *s, int k, int64_t ld, rt_tmap_spec *out,
+                           tunert_err *err);
 
 /* Choose each variant's binary for the device (ctx->dev_*). */
 void rt_choose_binaries(tunert_ctx *ctx);

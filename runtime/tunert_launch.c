@@ -167,16 +167,21 @@ static uint16_t to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 
-/* The map of tensormap k for the tensor at ptr, into dst (64-byte aligned): from the selection's
- * cache, else encoded (into a free slot when there is one). No lock, no allocation. */
-static int put_tmap(tunert_ctx *ctx, tunert_selection *s, int k, uint64_t ptr, unsigned char *dst, tunert_err *err) {
-  const rt_tmap_spec *m = &s->tm[k];
+/* The map m (tensormap k of the selection) for the tensor at ptr, into dst (64-byte aligned): from
+ * the selection's cache (same pointer and strides), else encoded (into a free slot when there is
+ * one). No lock, no allocation. */
+static int put_tmap(tunert_ctx *ctx, tunert_selection *s, int k, const rt_tmap_spec *m, uint64_t ptr, unsigned char *dst,
+                    tunert_err *err) {
   rt_tmap_cache *c = &s->tm_cache[k];
   const rt_family *f = s->f;
+  size_t sb = sizeof(uint64_t) * (size_t)(m->rank > 1 ? m->rank - 1 : 0);
   unsigned n = atomic_load_explicit(&c->claimed, memory_order_acquire);
   if (n > TUNERT_TMAP_SLOTS) n = TUNERT_TMAP_SLOTS;
   for (unsigned i = 0; i < n; ++i)
-    if (atomic_load_explicit(&c->key[i], memory_order_acquire) == ptr) { memcpy(dst, c->map[i], 128); return TUNERT_OK; }
+    if (atomic_load_explicit(&c->key[i], memory_order_acquire) == ptr && !memcmp(c->strides[i], m->strides, sb)) {
+      memcpy(dst, c->map[i], 128);
+      return TUNERT_OK;
+    }
   if (ptr % 16)
     return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: tensor map %s: the address of %s (0x%llx) is not 16-byte aligned", f->name,
                    f->arg_names[m->arg], f->arg_names[m->tensor], (unsigned long long)ptr);
@@ -195,10 +200,38 @@ static int put_tmap(tunert_ctx *ctx, tunert_selection *s, int k, uint64_t ptr, u
                    f->arg_names[m->arg], f->arg_names[m->tensor], tunert_cuda_error(&ctx->cu, r, e, sizeof e), f->arg_dtypes[m->tensor], d);
   }
   if (out != dst) {
+    memcpy(c->strides[slot], m->strides, sb); /* before the key: readers compare it after theirs */
     atomic_store_explicit(&c->key[slot], ptr, memory_order_release);
     memcpy(dst, out, 128);
   }
   return TUNERT_OK;
+}
+
+int rt_tmap_for_row_stride(const tunert_ctx *ctx, const tunert_selection *s, int k, int64_t ld, rt_tmap_spec *out,
+                           tunert_err *err) {
+  const rt_family *f = s->f;
+  const rt_tmap_expr *x = &s->entry->tm[k];
+  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS + 1 + TUNERT_MAX_ARGS];
+  for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(s->dims[d] != 0) : tunert_xint(s->dims[d]);
+  for (int p = 0; p < f->n_params; ++p) env[f->n_dims + p] = s->v->params[p];
+  env[f->n_dims + f->n_params] = tunert_xint(rt_sm_count(ctx));
+  for (int j = f->n_dims + f->n_params + 1; j < f->n_names; ++j) env[j] = tunert_xint(0); /* only ld_slot is read */
+  env[x->ld_slot] = tunert_xint(ld);
+  *out = s->tm[k];
+  char w[400], d[300];
+  const tunert_arg_info *t = &s->args[x->tensor];
+  if (!rt_tmap_eval(x, env, ld, 1, out, w, sizeof w) &&
+      !rt_tmap_check(out, rt_tmap_view_bytes(t->shape, t->rank, t->numel, f->arg_size[x->tensor], ld), w, sizeof w))
+    return TUNERT_OK;
+  rt_tmap_describe(out, d, sizeof d);
+  return rt_fail(err, TUNERT_EINVAL, "tunert_launch %s: tensor map %s of %s with %s = %lld: %.300s (%.250s)", f->name, f->arg_names[x->arg],
+                 f->arg_names[x->tensor], f->arg_names[x->ld_arg], (long long)ld, w, d);
+}
+
+/* The row stride passed for the scalar of map k (ld_arg), or the selection's when AUTO. */
+static int64_t passed_row_stride(const tunert_selection *s, int k, const tunert_arg *args) {
+  const tunert_arg *x = &args[s->tm[k].ld_arg];
+  return x->kind == TUNERT_ARG_INT ? x->v.i : x->kind == TUNERT_ARG_FLOAT ? (int64_t)x->v.f : s->tm[k].ld;
 }
 
 TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void *stream, const tunert_arg *args,
@@ -266,7 +299,15 @@ TUNERT_API int tunert_launch(tunert_ctx *ctx, const tunert_selection *sel, void 
     }
   }
   for (int k = 0; k < s->n_tmaps; ++k) {
-    int rc = put_tmap(ctx, s, k, args[s->tm[k].tensor].v.ptr, buf + s->offset[s->tm[k].arg], err);
+    const rt_tmap_spec *m = &s->tm[k];
+    rt_tmap_spec strided;
+    int64_t ld = m->ld_arg >= 0 ? passed_row_stride(s, k, args) : m->ld;
+    if (ld != m->ld) { /* the caller's row stride: a strided view of the tensor */
+      int rc = rt_tmap_for_row_stride(ctx, s, k, ld, &strided, err);
+      if (rc) return rc;
+      m = &strided;
+    }
+    int rc = put_tmap(ctx, s, k, m, args[m->tensor].v.ptr, buf + s->offset[m->arg], err);
     if (rc) return rc;
   }
   /* kernelParams form, as the tuner's worker launches: the driver copies each arg by the kernel's

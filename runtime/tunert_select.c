@@ -87,7 +87,7 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
   const rt_variant *v = e->v;
   if (!exact && !e->portable) { snprintf(why, n, "exact-only (%s)", e->exact_why); return -1; }
   if (ctx->dev_known && v->chosen < 0) { snprintf(why, n, "%s", v->binary_desc); return -1; }
-  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS + 1];
+  tunert_xval env[TUNERT_MAX_DIMS + TUNERT_MAX_PARAMS + 1 + TUNERT_MAX_ARGS];
   for (int d = 0; d < f->n_dims; ++d) env[d] = f->dim_bool[d] ? tunert_xbool(dims[d] != 0) : tunert_xint(dims[d]);
   for (int k = 0; k < f->n_params; ++k) env[f->n_dims + k] = v->params[k];
   env[f->n_dims + f->n_params] = tunert_xint(rt_sm_count(ctx));
@@ -167,38 +167,31 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
     }
   }
   /* tensor maps: evaluated and checked here, so that a map the driver would refuse rejects the
-     entry with the reason (the pointer's alignment is checked at launch) */
+     entry with the reason (the pointer's alignment is checked at launch); strides that name a
+     scalar (the tensor's row stride) take the bundle's value of it here */
+  for (int j = 0; j < f->n_names - (f->n_dims + f->n_params + 1); ++j) {
+    int a = f->name_arg[j];
+    int is_float = f->arg_dtypes[a][0] == 'f' || f->arg_dtypes[a][0] == 'b';
+    env[f->n_dims + f->n_params + 1 + j] = is_float ? tunert_xfloat(c->value[a]) : tunert_xint((int64_t)c->value[a]);
+  }
   for (int k = 0; k < f->n_tmaps; ++k) {
     const rt_tmap_expr *x = &e->tm[k];
     rt_tmap_spec *m = &c->tm[k];
-    memset(m, 0, sizeof *m);
-    m->arg = x->arg;
-    m->tensor = x->tensor;
-    m->elsize = x->elsize;
-    m->cu_dtype = x->cu_dtype;
-    m->swizzle = x->swizzle;
-    m->l2_promotion = x->l2_promotion;
-    m->oob_nan = x->oob_nan;
-    m->rank = tunert_expr_items(x->dims);
     const char *nm = f->arg_names[x->arg];
-    for (int i = 0; i < m->rank; ++i) {
-      int64_t d, b, st = 0;
-      if (eval_int(x->dims, i, env, &d, why, n) || eval_int(x->box, i, env, &b, why, n) ||
-          (i + 1 < m->rank && eval_int(x->strides, i, env, &st, why, n))) return -1;
-      if (d < 1 || b < 0 || b > UINT32_MAX || st < 0) {
-        snprintf(why, n, "tensor map %s: dim %d is %lld, box %lld, stride %lld", nm, i + 1, (long long)d, (long long)b, (long long)st);
-        return -1;
-      }
-      m->dims[i] = (uint64_t)d;
-      m->box[i] = (uint32_t)b;
-      if (i + 1 < m->rank) m->strides[i] = (uint64_t)st;
-      m->estr[i] = x->estr[i];
+    if (x->ld_arg >= 0 && !c->has_value[x->ld_arg]) {
+      snprintf(why, n, "tensor map %s: its strides name %s, which has no value in the bundle", nm, f->arg_names[x->ld_arg]);
+      return -1;
     }
     char w[400];
-    if (rt_tmap_check(m, (uint64_t)c->numel[x->tensor] * (uint64_t)f->arg_size[x->tensor], w, sizeof w)) {
+    if (rt_tmap_eval(x, env, x->ld_arg >= 0 ? (int64_t)c->value[x->ld_arg] : -1, 0, m, w, sizeof w)) {
+      snprintf(why, n, "tensor map %s: %.400s", nm, w);
+      return -1;
+    }
+    const int t = x->tensor;
+    if (rt_tmap_check(m, rt_tmap_view_bytes(c->shape[t], c->rank[t], c->numel[t], f->arg_size[t], m->ld), w, sizeof w)) {
       char d[300];
       rt_tmap_describe(m, d, sizeof d);
-      snprintf(why, n, "tensor map %s of %s: %.200s (%.200s)", nm, f->arg_names[x->tensor], w, d);
+      snprintf(why, n, "tensor map %s of %s: %.200s (%.200s)", nm, f->arg_names[t], w, d);
       return -1;
     }
   }
@@ -519,10 +512,11 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   int64_t *d = rt_alloc(ar, sizeof(int64_t) * (size_t)(n_dims + 1));
   tunert_arg_info *ai = rt_alloc(ar, sizeof(tunert_arg_info) * (size_t)f->n_args);
   tunert_tensormap_info *ti = rt_alloc(ar, sizeof(tunert_tensormap_info) * (size_t)f->n_args);
+  int *row_stride = rt_alloc(ar, sizeof(int) * (size_t)f->n_args);
   char *rs = rt_strdup(ar, reason);
   /* the map cache, 64-byte aligned (CUtensorMap's alignment) */
   unsigned char *cache_mem = f->n_tmaps ? rt_alloc(ar, sizeof(rt_tmap_cache) * (size_t)f->n_tmaps + 64) : NULL;
-  if (!s || !d || !ai || !ti || !rs || (f->n_tmaps && !cache_mem)) {
+  if (!s || !d || !ai || !ti || !row_stride || !rs || (f->n_tmaps && !cache_mem)) {
     pthread_mutex_unlock(&ctx->lock);
     return rt_fail(err, TUNERT_ENOMEM, "tunert_select: out of memory");
   }
@@ -561,13 +555,14 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
   s->param_bytes = off;
   s->n_tmaps = f->n_tmaps;
   s->tm_cache = f->n_tmaps ? (rt_tmap_cache *)(cache_mem + (64 - (uintptr_t)cache_mem % 64) % 64) : NULL;
-  for (int a = 0; a < f->n_args; ++a) ti[a].tensor = -1;
+  for (int a = 0; a < f->n_args; ++a) ti[a].tensor = row_stride[a] = -1;
   for (int k = 0; k < f->n_tmaps; ++k) {
     const rt_tmap_spec *m = &c.tm[k];
     s->tm[k] = *m;
     atomic_init(&s->tm_cache[k].claimed, 0);
     for (int j = 0; j < TUNERT_TMAP_SLOTS; ++j) atomic_init(&s->tm_cache[k].key[j], 0);
     tunert_tensormap_info *t = &ti[m->arg];
+    row_stride[m->arg] = m->ld_arg;
     t->tensor = m->tensor;
     t->rank = m->rank;
     for (int i = 0; i < m->rank; ++i) {
@@ -581,6 +576,7 @@ TUNERT_API int tunert_select(tunert_ctx *ctx, const char *family, const int64_t 
     t->oob_nan = m->oob_nan;
   }
   s->tm_info = ti;
+  s->tm_row_stride = row_stride;
   atomic_init(&s->ready, 0);
   if (cache_insert(ctx, f, s)) {
     pthread_mutex_unlock(&ctx->lock);
@@ -614,6 +610,7 @@ TUNERT_API int tunert_selection_info_get(const tunert_selection *s, tunert_selec
   full.n_args = s->f->n_args;
   full.args = s->args;
   full.tensormaps = s->tm_info;
+  full.tensormap_row_strides = s->tm_row_stride;
   full.param_offsets = s->offset;
   full.param_bytes = s->param_bytes;
   memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);

@@ -72,3 +72,51 @@ CUresult rt_tmap_encode(rt_tmap_encode_fn fn, const rt_tmap_spec *m, uint64_t pt
             estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz, l2,
             m->oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
+
+uint64_t rt_tmap_view_bytes(const int64_t *shape, int rank, int64_t numel, int elsize, int64_t ld) {
+  if (numel < 0 || elsize < 1) return UINT64_MAX;
+  uint64_t n = (uint64_t)numel;
+  if (ld >= 0 && rank >= 1 && shape[0] >= 1) {
+    uint64_t rows = (uint64_t)shape[0] - 1, row = (uint64_t)numel / (uint64_t)shape[0];
+    if (rows && (uint64_t)ld > (UINT64_MAX - row) / rows) return UINT64_MAX;
+    n = rows * (uint64_t)ld + row;
+  }
+  return n > UINT64_MAX / (uint64_t)elsize ? UINT64_MAX : n * (uint64_t)elsize;
+}
+
+static int eval_item(const tunert_expr *e, int item, const tunert_xval *env, int64_t *out, char *why, size_t why_n) {
+  tunert_xval v;
+  if (tunert_expr_eval(e, item, env, &v, why, why_n)) return -1;
+  if (tunert_xval_to_i64(&v, out)) WHY("'%s' item %d is not an integer", tunert_expr_text(e), item + 1);
+  return 0;
+}
+
+int rt_tmap_eval(const rt_tmap_expr *x, const tunert_xval *env, int64_t ld_value, int strides_only, rt_tmap_spec *m,
+                 char *why, size_t why_n) {
+  if (!strides_only) {
+    memset(m, 0, sizeof *m);
+    m->arg = x->arg;
+    m->tensor = x->tensor;
+    m->elsize = x->elsize;
+    m->cu_dtype = x->cu_dtype;
+    m->swizzle = x->swizzle;
+    m->l2_promotion = x->l2_promotion;
+    m->oob_nan = x->oob_nan;
+    m->rank = tunert_expr_items(x->dims);
+  }
+  m->ld_arg = x->ld_arg;
+  m->ld = x->ld_arg >= 0 ? ld_value : -1;
+  for (int i = 0; i < m->rank; ++i) {
+    int64_t d = (int64_t)m->dims[i], b = m->box[i], st = 0;
+    if ((!strides_only && (eval_item(x->dims, i, env, &d, why, why_n) || eval_item(x->box, i, env, &b, why, why_n))) ||
+        (i + 1 < m->rank && eval_item(x->strides, i, env, &st, why, why_n)))
+      return -1;
+    if (d < 1 || b < 0 || b > UINT32_MAX || st < 0)
+      WHY("dim %d is %lld, box %lld, stride %lld", i + 1, (long long)d, (long long)b, (long long)st);
+    m->dims[i] = (uint64_t)d;
+    m->box[i] = (uint32_t)b;
+    if (i + 1 < m->rank) m->strides[i] = (uint64_t)st;
+    m->estr[i] = x->estr[i];
+  }
+  return 0;
+}

@@ -147,13 +147,14 @@ static void enum_literals(const bfamily *f, char *text, size_t n) {
   if (!*c && o < n) memcpy(text, out, o + 1); /* (a text too long to rewrite stays as it is) */
 }
 
-/* Parse text; on failure mark the field frozen with the reason. *e NULL then. */
-static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items, tunert_expr **e, char *why, size_t n) {
+/* Parse text over names[0..n_names); on failure mark the field frozen with the reason. *e NULL then. */
+static int parse_names_or_freeze(const bfamily *f, const char *const *names, int n_names, tune_field_text *t, int want_items,
+                                 tunert_expr **e, char *why, size_t n) {
   char msg[600];
   *e = NULL;
   if (t->frozen) return 0;
   if (strchr(t->text, '\'') || strchr(t->text, '"')) enum_literals(f, t->text, sizeof t->text);
-  if (tunert_expr_parse(t->text, f->names, f->n_names, NULL, e, msg, sizeof msg)) {
+  if (tunert_expr_parse(t->text, names, n_names, NULL, e, msg, sizeof msg)) {
     snprintf(why, n, "%s", msg);
     return -1;
   }
@@ -164,6 +165,11 @@ static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items,
     return -1;
   }
   return 0;
+}
+
+/* parse_names_or_freeze over the family's names (dims, params, sm_count). */
+static int parse_or_freeze(const bfamily *f, tune_field_text *t, int want_items, tunert_expr **e, char *why, size_t n) {
+  return parse_names_or_freeze(f, f->names, f->n_names, t, want_items, e, why, n);
 }
 
 static int eval_i64(const tunert_expr *e, int item, const tunert_xval *env, int64_t *out, char *why, size_t n) {
@@ -181,11 +187,36 @@ static void freeze(bentry *be, tune_field_text *t, const char *what, const char 
   }
 }
 
+/* The names tensor-map strides see, as libtunert reads them (runtime/tunert.c read_args): the
+ * family's, then the scalar args no dim, param or sm_count names, with the tuned problem's values. */
+static int strides_names(const bfamily *f, const bentry *be, const tunert_xval *env, const char **names, tunert_xval *senv) {
+  const tune_recipe *r = f->r;
+  int n = f->n_names;
+  memcpy(names, f->names, sizeof *names * (size_t)n);
+  memcpy(senv, env, sizeof *senv * (size_t)n);
+  for (int a = 0; a < r->n_args; ++a) {
+    const tune_arg_def *ad = &r->args[a];
+    if (ad->is_tensor || ad->is_tmap) continue;
+    int taken = 0;
+    for (int k = 0; k < n && !taken; ++k) taken = names[k] && !strcmp(names[k], ad->name);
+    if (taken) continue;
+    int is_f = ad->dtype == TUNE_F32 || ad->dtype == TUNE_F64;
+    senv[n] = is_f ? tunert_xfloat(be->setup.scalar_f[a]) : tunert_xint(be->setup.scalar_i[a]);
+    names[n++] = ad->name;
+  }
+  return n;
+}
+
 /* Tensor maps' dims, strides and box: the runtime evaluator against the values Lua gave
- * (be->var.tmap); a frozen or unparsable text is stored as those values (exact-only). */
+ * (be->var.tmap); a frozen or unparsable text is stored as those values (exact-only). Strides
+ * may name a scalar arg (the tensor's row stride, format 1.6): be->tm_row_stride says so. */
 static int check_tmaps(bstate *s, bentry *be, const tunert_xval *env, tune_err *err) {
   bfamily *f = &s->fam[be->family];
   tune_recipe *r = f->r;
+  const char *names[TUNERT_MAX_DIMS + 65 + TUNE_MAX_ARGS];
+  tunert_xval senv[TUNERT_MAX_DIMS + 65 + TUNE_MAX_ARGS];
+  int n_names = strides_names(f, be, env, names, senv);
+  be->tm_row_stride = 0;
   for (int a = 0; a < r->n_args; ++a) {
     if (!r->args[a].is_tmap) continue;
     const tune_tmap_var *tv = &be->var.tmap[a];
@@ -199,7 +230,8 @@ static int check_tmaps(bstate *s, bentry *be, const tunert_xval *env, tune_err *
       if (want[k] == 0) continue; /* strides of rank 1 */
       if (ft[k]->frozen) { freeze(be, ft[k], what, ft[k]->where); continue; }
       tunert_expr *e = NULL;
-      if (parse_or_freeze(f, ft[k], want[k], &e, why, sizeof why)) {
+      if (k == 1 ? parse_names_or_freeze(f, names, n_names, ft[k], want[k], &e, why, sizeof why)
+                 : parse_or_freeze(f, ft[k], want[k], &e, why, sizeof why)) {
         freeze(be, ft[k], what, why);
         uint64_t box[TUNE_TMAP_MAX_RANK];
         for (int i = 0; i < tv->rank; ++i) box[i] = tv->box[i];
@@ -210,9 +242,10 @@ static int check_tmaps(bstate *s, bentry *be, const tunert_xval *env, tune_err *
           len += (size_t)snprintf(ft[k]->text + len, sizeof ft[k]->text - len, "%s%llu", i ? ", " : "", (unsigned long long)x[i]);
         continue;
       }
+      for (int j = f->n_names; k == 1 && j < n_names; ++j) be->tm_row_stride |= tunert_expr_uses(e, j);
       for (int i = 0; i < want[k]; ++i) {
         int64_t got;
-        if (eval_i64(e, i, env, &got, why, sizeof why)) { tunert_expr_free(e, NULL); return tune_fail(err, TUNE_ERECIPE, "%s / %s: %s: %s", r->name, be->p->name, what, why); }
+        if (eval_i64(e, i, k == 1 ? senv : env, &got, why, sizeof why)) { tunert_expr_free(e, NULL); return tune_fail(err, TUNE_ERECIPE, "%s / %s: %s: %s", r->name, be->p->name, what, why); }
         uint64_t lua = k == 0 ? tv->dims[i] : k == 1 ? tv->strides[i] : tv->box[i];
         if (got < 0 || (uint64_t)got != lua) {
           tunert_expr_free(e, NULL);

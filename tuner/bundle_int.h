@@ -89,6 +89,8 @@ typedef struct bentry {
   int mismatch_source;         /* measured with another recipe source */
   int same_binary;
   tune_tmap_texts *tm;         /* per arg (malloc'd when the recipe has tensor maps), else NULL */
+  int tm_row_stride;           /* some tensor map's strides name a scalar arg (a row stride the
+                                  caller passes: format 1.6, min_reader_minor 6) */
   char served[TUNE_BUNDLE_MAX_ARCHS][200]; /* bundle_verify, a tuned entry whose variant no binary serves on
                                   that arch: what libtunert selects there instead ("nearest n1m ..."),
                                   or "none: why"; "" when its own variant serves it */

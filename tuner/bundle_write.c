@@ -173,7 +173,8 @@ static int write_entries(bstate *s, db_bundle_writer *w, tune_err *err) {
 /* A domain or a fallback entry: a 1.2 reader would serve problems outside the domain and take
  * fallback entries for tuned ones (tunert_format.h), so such a bundle needs a 1.3 reader; an fp8
  * (e4m3) arg one of 1.4, which knows its size; entries of several GPU models one of 1.5, which
- * takes the entries of the GPU it runs on. */
+ * takes the entries of the GPU it runs on; tensor-map strides naming a row-stride scalar one of 1.6,
+ * which knows those names. */
 static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
   int need = 0;
   for (int fi = 0; fi < s->n_families; ++fi) {
@@ -184,6 +185,8 @@ static int write_min_reader(bstate *s, db_bundle_writer *w, tune_err *err) {
   for (int i = 0; i < s->n_entries; ++i)
     if (s->ent[i].kind == BUNDLE_FALLBACK) need = need > 3 ? need : 3;
   if (s->n_models > 1) need = 5;
+  for (int i = 0; i < s->n_entries; ++i)
+    if (s->ent[i].tm_row_stride) need = 6;
   char v[12];
   snprintf(v, sizeof v, "%d", need);
   return need ? db_bundle_meta(w, "min_reader_minor", v, err) : TUNE_OK;

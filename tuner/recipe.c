@@ -1334,6 +1334,32 @@ static int eval_int_list(lua_State *L, int cfg, int prob, int dev, long long *ou
   return 0;
 }
 
+/* Push the config as tensor-map strides see it: the problem's scalar args by name (a row stride
+ * such as q_ld, which the runtime takes from the launch), then cfg's params, dims and sm_count.
+ * A scalar named as a param or dim is left to that. 0, or 1 with a Lua error at the top. */
+static int push_strides_env(lua_State *L, tune_recipe *r, int at, int cfg, int prob, int dev) {
+  lua_newtable(L);
+  int env = lua_gettop(L);
+  for (int i = 0; i < r->n_args; ++i) {
+    const tune_arg_def *a = &r->args[i];
+    if (a->is_tensor || a->is_tmap) continue;
+    int taken = lua_getfield(L, prob, a->name) != LUA_TNIL;
+    lua_pop(L, 1);
+    for (int k = 0; k < r->n_params && !taken; ++k) taken = !strcmp(r->params[k].name, a->name);
+    if (taken) continue;
+    lua_rawgeti(L, at, i + 1);
+    lua_getfield(L, -1, "value");
+    if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { lua_copy(L, -1, env); lua_settop(L, env); return 1; }
+    lua_setfield(L, env, a->name);
+    lua_pop(L, 1);
+  }
+  lua_createtable(L, 0, 1);
+  lua_pushvalue(L, cfg);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, env);
+  return 0;
+}
+
 /* dims, strides and box of tensormap arg i (args table at `at`) for one variant. Ranges are the
  * worker's to check (a bad box is that variant's launch_error, docs/tensormap-args.md). */
 static int eval_tmap(lua_State *L, tune_recipe *r, int at, int i, int cfg, int prob, int dev,
@@ -1367,7 +1393,10 @@ static int eval_tmap(lua_State *L, tune_recipe *r, int at, int i, int cfg, int p
   /* strides: given (bytes, dims 2..rank), or packed */
   if (lua_getfield(L, tm, "strides") != LUA_TNIL) {
     snprintf(what, sizeof what, "arg %s: tensormap strides", a->name);
-    rc = rank > 1 ? eval_int_list(L, cfg, prob, dev, strides, TUNE_TMAP_MAX_RANK - 1, &n) : 2;
+    if (push_strides_env(L, r, at, cfg, prob, dev)) { rc = lua_fail(L, err, what, r); goto out; }
+    lua_insert(L, -2); /* the list on top, its env below */
+    rc = rank > 1 ? eval_int_list(L, lua_gettop(L) - 1, prob, dev, strides, TUNE_TMAP_MAX_RANK - 1, &n) : 2;
+    if (rc != 1) lua_pop(L, 1); /* the env (an error replaces the list and stays on top) */
     if (rc == 1) { rc = lua_fail(L, err, what, r); goto out; }
     if (rc == 2 || n != rank - 1) { rc = tune_fail(err, TUNE_ERECIPE, "%s: %s: want %d integers (byte strides of dims 2..%d; problem %s)", r->file, what, rank - 1, rank, p->name); goto out; }
   } else {

@@ -9,12 +9,13 @@
 --   causal within each sequence, GQA (query head h reads KV head h / (HQ / HKV)), D 64 or 128,
 --   any length >= 1 (tails masked; a length below one tile is fine).
 --   Row (token) strides q_ld, k_ld, v_ld, o_ld (i64, elements; heads are D apart): a view of an
---   engine's fused QKV projection (q_ld = k_ld = v_ld = (HQ + 2 HKV) D) needs no copy on the
---   cp.async producer (USE_TMA = 0). Strides and pointers must be multiples of 8 elements.
---   USE_TMA = 1 reads q, k, v through 4-D maps {D, heads, T, 1} whose token stride must equal the
---   row stride (the tuned problems pass contiguous rows; a caller with a fused QKV buffer builds the
---   maps over that buffer with its stride): loads that cross into the next sequence are masked,
---   rows past T read as zeros; T must be at least the tile rows.
+--   engine's fused QKV projection (q_ld = k_ld = v_ld = (HQ + 2 HKV) D) needs no copy on either
+--   producer. Strides and pointers must be multiples of 8 elements (16 bytes).
+--   USE_TMA = 1 reads q, k, v through 4-D maps {D, heads, T, 1} whose token strides are q_ld, k_ld
+--   and v_ld (shared/varlen.lua): the tuned problems pass contiguous rows, and libtunert builds the
+--   maps over a caller's strided view from the row strides it passes (bundle format 1.6). Loads
+--   that cross into the next sequence are masked, rows past T read as zeros; T must be at least
+--   the tile rows.
 --   The grid depends on T, B and the heads only, never on the lengths (one CUDA graph replays it
 --   while the lengths change): TILES = T * G // (64 * CONSUMERS) + B, an upper bound on the query
 --   tiles of all sequences; each block maps its index to (sequence, tile) from cu_seqlens with a

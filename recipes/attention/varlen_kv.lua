@@ -57,7 +57,7 @@ return {
   -- the grid's blocks and token indices fit int32, heads fit grid.y.
   domain = common.domain({ "B >= 1 and TQ >= B and TK >= TQ and TK <= 2147483647",
                             "(TQ // 64 + B) * HQ <= 2147483647" }),
-  -- The generic variant: attention.varlen's (cp.async producer, any row stride, no packing).
+  -- The generic variant: attention.varlen's (cp.async producer, no packing).
   fallback = common.fallback(),
 
   problems = {

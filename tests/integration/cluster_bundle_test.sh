@@ -30,7 +30,7 @@ check "CL 4 on 6 blocks skipped with the reason" contains t1.compile.txt "launch
 check "bundle written and checked with libtunert" contains t1.bundle.txt "checked with libtunert"
 check "entries portable (the cluster is an expression)" contains t1.bundle.txt "portable: expressions"
 sql t1/t.bundle "select key, value from meta where key in ('format_major', 'format_minor', 'min_reader_minor') order by key" >meta.txt
-check "format 1.5, min_reader_minor 2" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|5 min_reader_minor|2 "
+check "format 1.6, min_reader_minor 2" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|6 min_reader_minor|2 "
 sql t1/t.bundle "select e.problem_name, v.params_json, l.grid, l.block, l.cluster from launches l join entries e on e.id = l.entry_id
   join variants v on v.id = e.variant_id order by e.problem_name" >launch.txt
 cat >want.txt <<'EOF'
@@ -65,9 +65,9 @@ check "a 1.1 bundle opens and selects" contains old.txt "reason:   exact"
 check "its launches have no cluster" contains old.txt "launch 0: cluster_peer grid (64, 2, 1) block (64, 1, 1) shared 0$"
 # ... and a bundle that needs a newer reader is refused, saying so
 cp t1/t.bundle new.bundle
-python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute("update meta set value = ? where key = ?", ("6", "min_reader_minor")); db.commit()' new.bundle
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute("update meta set value = ? where key = ?", ("7", "min_reader_minor")); db.commit()' new.bundle
 "$INSPECT" new.bundle >new.txt 2>&1
-check "min_reader_minor 6 refused (rc $?)" contains new.txt "needs a reader of format 1.6 or newer"
+check "min_reader_minor 7 refused (rc $?)" contains new.txt "needs a reader of format 1.7 or newer"
 
 # 3. cluster as a Lua function: stored as its values, entries exact-only and saying why
 sed 's|cluster = { "CL", 1, 1 },|cluster = function(c, p, d) return { c.CL, 1, 1 } end,|' "$FX" >fn.lua

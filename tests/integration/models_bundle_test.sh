@@ -28,7 +28,7 @@ rename w/b.db "$B"
 (cd w && "$TUNE" bundle --recipe cluster --db a.db --db b.db -o two.bundle) >two.txt 2>&1
 check "a bundle of two models is written and checked" contains two.txt "checked with libtunert"
 check "the summary names both models" contains two.txt "GPU models: '$A', '$B'"
-check "format 1.5, min_reader_minor 5" test "$(sql w/two.bundle "select group_concat(value, ' ') from (select value from meta where key in ('format_minor', 'min_reader_minor') order by key)")" = "5 5"
+check "format 1.6, min_reader_minor 5" test "$(sql w/two.bundle "select group_concat(value, ' ') from (select value from meta where key in ('format_minor', 'min_reader_minor') order by key)")" = "6 5"
 sql w/two.bundle "select m.name, e.problem_name, v.params_json from entries e join models m on m.id = e.model_id
   join variants v on v.id = e.variant_id order by m.name, e.problem_name" >entries.txt
 cat >want.txt <<EOF

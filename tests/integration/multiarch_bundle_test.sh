@@ -53,7 +53,7 @@ check "the bundle records which variant has which binary" cmp -s bins.txt want.t
 cmp -s bins.txt want.txt || diff want.txt bins.txt >&2
 check "meta archs: the targets and the PTX there is" test "$(sql t1/m.bundle "select value from meta where key = 'archs'")" = "sm_90a,sm_80,compute_90,compute_80"
 check "no compute_90a PTX (it would run on 9.0 only)" test "$(sql t1/m.bundle "select count(*) from binaries where arch like '%a' and kind = 'ptx'")" = 0
-check "format 1.5" test "$(sql t1/m.bundle "select group_concat(value, '.') from meta where key in ('format_major', 'format_minor')")" = "1.5"
+check "format 1.6" test "$(sql t1/m.bundle "select group_concat(value, '.') from meta where key in ('format_major', 'format_minor')")" = "1.6"
 
 # libtunert on each architecture
 "$INSPECT" t1/m.bundle --arch sm_90a --select multiarch N=1024 >s90.txt 2>&1

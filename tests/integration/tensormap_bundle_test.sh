@@ -24,7 +24,7 @@ check "bundle of a recipe with tensor maps exits 0 ($?)" test -f t1/t.bundle
 check "it no longer refuses tensor maps" lacks b1.txt "does not build tensor maps"
 check "checked with libtunert" contains b1.txt "checked with libtunert"
 sql t1/t.bundle "select key, value from meta where key like 'format%' order by key" >meta.txt
-check "format 1.5" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|5 "
+check "format 1.6" test "$(tr '\n' ' ' <meta.txt)" = "format_major|1 format_minor|6 "
 sql t1/t.bundle "select idx, name, role, dtype from args where role = 'tensormap' order by idx" >args.txt
 check "the maps are args of role tensormap with the tensor's dtype" test "$(tr '\n' ' ' <args.txt)" = "6|tm0|tensormap|bf16 7|tm128|tensormap|bf16 "
 sql t1/t.bundle "select e.problem_name, t.idx, t.tensor, t.dtype, t.dims, t.strides, t.box, t.swizzle, t.l2_promotion, t.oob, t.element_strides

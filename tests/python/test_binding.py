@@ -442,6 +442,54 @@ class StridedLaunchTest(unittest.TestCase):
             self.s.launch(self.args(q=FakeTensor((32, 32, 128), address=0x7F0000000001)), strided=st, stream=0)
 
 
+class RowStrideMapsTest(unittest.TestCase):
+    """attention.varlen's tensor maps follow the row strides q_ld, k_ld, v_ld (bundle format 1.6):
+    the selection says so per map, and a TMA variant takes views of a fused QKV buffer with those
+    strides through every check (only the launch itself needs a driver)."""
+
+    T, B, HQ, HKV, D = 16384, 64, 32, 8, 128
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = tunert.Bundle(bundle("varlen"), no_device=True, arch="sm_90a")
+        cls.s = cls.b.select("attention.varlen", B=cls.B, T=cls.T, HQ=cls.HQ, HKV=cls.HKV, D=cls.D, causal=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.close()
+
+    def test_maps_follow_the_row_strides(self):
+        maps = {a.maps: a.row_stride for a in self.s.info.args if a.role == "tensormap"}
+        self.assertEqual(maps, {"q": "q_ld", "k": "k_ld", "v": "v_ld"})
+        self.assertEqual(self.s.info.variant["USE_TMA"], 1)   # the recorded winner: a TMA variant
+
+    def test_format_and_reader(self):
+        import sqlite3
+        con = sqlite3.connect(bundle("varlen"))
+        meta = dict(con.execute("select key, value from meta where key in ('format_minor', 'min_reader_minor')"))
+        con.close()
+        self.assertEqual(meta, {"format_minor": "6", "min_reader_minor": "6"})
+
+    def test_other_maps_stay_dense(self):
+        with tunert.Bundle(bundle("gemm"), no_device=True, arch="sm_90a") as g:
+            s = g.select("gemm", M=4096, N=4096, K=4096, b_layout="col")
+            self.assertEqual([a.row_stride for a in s.info.args if a.role == "tensormap"],
+                             [None] * sum(a.role == "tensormap" for a in s.info.args))
+
+    def test_fused_qkv_views_pass_the_checks(self):
+        T, HQ, HKV, D = self.T, self.HQ, self.HKV, self.D
+        ld = (HQ + 2 * HKV) * D
+        base = 0x7F0010000000
+        views = {"q": FakeTensor((T, HQ, D), strides=(ld, D, 1), address=base),
+                 "k": FakeTensor((T, HKV, D), strides=(ld, D, 1), address=base + HQ * D * 2),
+                 "v": FakeTensor((T, HKV, D), strides=(ld, D, 1), address=base + (HQ + HKV) * D * 2),
+                 "o": FakeTensor((T, HQ, D), address=0x7F0080000000),
+                 "cu_seqlens": FakeTensor((self.B + 1,), "i32", address=0x7F00F0000000),
+                 "q_ld": ld, "k_ld": ld, "v_ld": ld}
+        with self.assertRaises(tunert.NoDriver):
+            self.s.launch(views, strided=("q", "k", "v"), stream=0)
+
+
 class _DLPackOnly:
     def __init__(self, t):
         self.t = t

@@ -286,19 +286,34 @@ class ServingOpsGpuTest(unittest.TestCase):
         self.assertEqual((tuned, fallback, kinds.get("tuned"), kinds.get("nearest")), (3, 0, 1, 2))
 
     def test_varlen_fused_qkv_views(self):
+        # views of a fused QKV projection read in place: at the tuned problem b64t16384hq32kv8d128c
+        # by its recorded TMA variant (libtunert builds its maps over the views from q_ld, k_ld,
+        # v_ld), and at an untuned one by the nearest entry
         self.use("varlen")
-        T, B, HQ, HKV, D = 4096, 16, 32, 8, 128
-        qkv = bf(T, (HQ + 2 * HKV) * D)
-        q = qkv[:, : HQ * D].view(T, HQ, D)
-        k = qkv[:, HQ * D:(HQ + HKV) * D].view(T, HKV, D)
-        v = qkv[:, (HQ + HKV) * D:].view(T, HKV, D)
-        cu = cu_seqlens(T, B)
-        o = tt.attention_varlen(q, k, v, cu)
-        self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu)), 2e-2)
-        p = tt.explain("attention_varlen", q, k, v, cu)
-        # in place (row strides) on a cp.async variant, copied on a TMA one
-        self.assertEqual(bool(p.strided), not p.selection.info.variant["USE_TMA"])
-        self.assertEqual(self.counts("attention_varlen")[0], 1)
+        HQ, HKV, D = 32, 8, 128
+        for T, B in ((16384, 64), (4096, 16)):
+            qkv = bf(T, (HQ + 2 * HKV) * D)
+            q = qkv[:, : HQ * D].view(T, HQ, D)
+            k = qkv[:, HQ * D:(HQ + HKV) * D].view(T, HKV, D)
+            v = qkv[:, (HQ + HKV) * D:].view(T, HKV, D)
+            cu = cu_seqlens(T, B)
+            p = tt.explain("attention_varlen", q, k, v, cu)
+            self.assertEqual(p.strided, frozenset({"q", "k", "v"}), p.reason)
+            if T == 16384:
+                self.assertEqual((p.selection_kind, p.selection.info.variant["USE_TMA"]), ("tuned", 1))
+            before = qkv.clone()
+            o = tt.attention_varlen(q, k, v, cu)
+            self.assertLess(rel_l2(o, self.varlen_ref(q, k, v, cu)), 2e-2, (T, B))
+            self.assertTrue(torch.equal(qkv, before))
+            # dense rows at the same address as the strided q: its map is cached per pointer and
+            # strides, so this one is encoded afresh, not taken from the strided launch
+            qd = qkv.view(-1)[: T * HQ * D].view(T, HQ, D)
+            kd, vd = k.contiguous(), v.contiguous()
+            self.assertEqual(qd.data_ptr(), q.data_ptr())
+            self.assertEqual(tt.explain("attention_varlen", qd, kd, vd, cu).strided, frozenset())
+            o = tt.attention_varlen(qd, kd, vd, cu)
+            self.assertLess(rel_l2(o, self.varlen_ref(qd, kd, vd, cu)), 2e-2, (T, B))
+        self.assertEqual(self.counts("attention_varlen")[0], 4)
 
     def test_varlen_fallback_and_strict(self):
         self.use("varlen")

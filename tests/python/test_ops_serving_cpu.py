@@ -254,13 +254,20 @@ class PlanTest(unittest.TestCase):
                        self.meta(8, dtype=torch.int32), scale=0.1)
         self.assertEqual(p.selection_kind, "nearest")
         self.assertAlmostEqual(p.scalars["scale_log2"], 0.1 * 1.4426950408889634, places=6)
-        # views of a fused QKV: the row strides bind only on a variant without TMA; the recorded
-        # variants all use TMA, so the plan is the dense one (the op copies the views) and says why
+        # views of a fused QKV: the recorded winner is a TMA variant whose maps follow q_ld, k_ld,
+        # v_ld, so the views are launched in place with their row stride (no copies)
         qkv = self.meta(T, 48 * 128)
         qv, kv, vv = (qkv[:, lo:hi].view(T, -1, 128) for lo, hi in ((0, 4096), (4096, 5120), (5120, 6144)))
         p = tt.explain("attention_varlen", qv, kv, vv, cu)
         self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
         self.assertEqual(p.selection.info.variant["USE_TMA"], 1)
+        self.assertEqual(p.strided, frozenset({"q", "k", "v"}))
+        self.assertEqual((p.scalars["q_ld"], p.scalars["k_ld"], p.scalars["v_ld"], p.scalars["o_ld"]),
+                         (6144, 6144, 6144, 4096))
+        # a row stride off 8 elements is no view TMA can read: copied (the dense plan)
+        odd = self.meta(T, 48 * 128 + 4)
+        qo, ko, vo = (odd[:, lo:hi].view(T, -1, 128) for lo, hi in ((0, 4096), (4096, 5120), (5120, 6144)))
+        p = tt.explain("attention_varlen", qo, ko, vo, cu)
         self.assertEqual((p.strided, p.scalars["q_ld"]), (frozenset(), 4096))
         # D 64 not causal: no entry's defines hold (D and causal are compiled in): PyTorch
         p = tt.explain("attention_varlen", self.meta(T, 32, 64), self.meta(T, 8, 64), self.meta(T, 8, 64), cu,
@@ -269,6 +276,21 @@ class PlanTest(unittest.TestCase):
         self.assertIn("attention.varlen", p.reason)
         p = tt.explain("attention_varlen", q.float(), k.float(), k.float(), cu)
         self.assertIn("'q' is bf16 in the bundle, f32 here", p.reason)
+
+    def test_varlen_strided_views_need_maps_that_follow_them(self):
+        # a TMA variant of a bundle before format 1.6 (maps of dense rows) refuses the strided
+        # candidate, so the op copies; maps that follow q_ld, k_ld, v_ld or no TMA take the views
+        from types import SimpleNamespace
+        from tunert.torch._ops_varlen import _reads_strides
+
+        def sel(use_tma, strides):
+            args = tuple(tunert.ArgSpec(f"tm{n.upper()}", "tensormap", "bf16", maps=n, row_stride=strides.get(n))
+                         for n in "qkv")
+            return SimpleNamespace(info=SimpleNamespace(variant={"USE_TMA": use_tma}, args=args))
+        self.assertIn("q, k, v with TMA maps of dense rows", _reads_strides(sel(1, {})))
+        self.assertIn("reads v with TMA", _reads_strides(sel(1, {"q": "q_ld", "k": "k_ld"})))
+        self.assertIsNone(_reads_strides(sel(1, {"q": "q_ld", "k": "k_ld", "v": "v_ld"})))
+        self.assertIsNone(_reads_strides(sel(0, {})))
 
     def test_grouped(self):
         self.use("moe")

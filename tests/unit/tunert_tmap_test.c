@@ -6,7 +6,10 @@
  *  - a synthetic format-1.1 bundle with a tensormap family: the selection's map spec (expressions
  *    evaluated for tuned and nearby problems), offsets, a map the driver would refuse rejecting the
  *    entry with the reason, launch without a driver; malformed entry_tensormaps rows refused; a
- *    1.0 bundle (no entry_tensormaps table) still opens.
+ *    1.0 bundle (no entry_tensormaps table) still opens;
+ *  - a format-1.6 bundle whose map strides name the tensor's row-stride scalar: the selection's map
+ *    at the bundle's value, the map re-evaluated for a caller's row stride (a strided view) and
+ *    checked against that view's extent, a stride off 16 bytes refused, malformed uses refused.
  * Prints "N passed, M failed"; exits nonzero on any failure. */
 #define _GNU_SOURCE
 #include <sqlite3.h>
@@ -18,6 +21,7 @@
 #include "db_bundle.h"
 #include "tensormap.h"
 #include "tunert.h"
+#include "tunert_int.h"
 #include "tunert_pack.h"
 #include "tunert_tmap.h"
 
@@ -218,6 +222,8 @@ static void test_bundle(void) {
         t->box[1] == 32 && t->swizzle == 128 && t->l2_promotion == 128 && !t->oob_nan && t->element_strides[0] == 1 &&
         t->element_strides[1] == 1);
   CHECK(si.tensormaps && si.tensormaps[0].tensor == -1 && si.tensormaps[2].tensor == -1);
+  /* strides over dims only (the scalar R is the dim R to expressions): dense rows */
+  CHECK(si.tensormap_row_strides && si.tensormap_row_strides[3] == -1);
   CHECK(si.param_offsets && si.param_offsets[0] == 0 && si.param_offsets[1] == 8 && si.param_offsets[2] == 16 &&
         si.param_offsets[3] == 64 && si.param_bytes == 192);
   CHECK(si.args[3].role == TUNERT_ROLE_TENSORMAP && si.args[3].rank == 0);
@@ -280,6 +286,107 @@ static void test_bundle(void) {
     CHECK(si.n_args == 3 && si.param_bytes == 20 && si.tensormaps[2].tensor == -1);
     tunert_close(ctx);
   }
+}
+
+/* ---- row strides: maps over a strided view (format 1.6) ---------------------------------------- */
+
+/* family "rows": dims C, R; args src (bf16 in, [R, C]), dst (bf16 out), ld (i64, value C: the rows
+ * of src are dense in the tuned problem), tm (map of src, dims "C, R", strides ld_text, box 64, 32).
+ * ld_dtype: ld's dtype; a second scalar pad (i64, value 8) is named by no map unless ld_text does. */
+static int make_rows_bundle(const char *path, const char *ld_text, const char *ld_dtype) {
+  tune_err err;
+  tune_err_clear(&err);
+  db_bundle_writer *w = NULL;
+  unlink(path);
+  if (db_bundle_create(path, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+  int rc = db_bundle_meta(w, "device_name", "Test GPU", &err) | db_bundle_meta(w, "min_reader_minor", "6", &err);
+  db_bundle_family fa = {"rows", "abc", "recipes/rows.lua", "return {}", "templates/rows.cuh", "C:int,R:int", "BOX_R:int", NULL};
+  int64_t fid, v1, eid;
+  rc |= db_bundle_family_put(w, &fa, &fid, &err);
+  rc |= db_bundle_arg_put(w, fid, 0, "src", "input", "bf16", &err);
+  rc |= db_bundle_arg_put(w, fid, 1, "dst", "output", "bf16", &err);
+  rc |= db_bundle_arg_put(w, fid, 2, "ld", "scalar", ld_dtype, &err);
+  rc |= db_bundle_arg_put(w, fid, 3, "pad", "scalar", "i64", &err);
+  rc |= db_bundle_arg_put(w, fid, 4, "tm", "tensormap", "bf16", &err);
+  db_bundle_variant va = {fid, "h1", "{\"BOX_R\":32}", "32", "-DBOX_R=32", "rows_copy"};
+  rc |= db_bundle_variant_put(w, &va, &v1, &err);
+  static const unsigned char blob[64] = {0x7f, 'E', 'L', 'F'};
+  db_bundle_binary b = {v1, "cubin", "sm_90a", "k", blob, sizeof blob, 40, 0, 0, 0, 0};
+  rc |= db_bundle_binary_put(w, &b, &err);
+  db_bundle_entry e = {.family_id = fid, .variant_id = v1, .problem_name = "r512c384", .problem_hash = "ph", .dims = "384, 512",
+                       .dims_json = "{\"C\":384,\"R\":512}", .portable = 1, .exact_why = "", .median_ns = 1e3,
+                       .device_name = "Test GPU", .same_binary = 1};
+  rc |= db_bundle_entry_put(w, &e, &eid, &err);
+  rc |= db_bundle_launch_put(w, eid, 0, "C // 64, R // BOX_R, 1", "128, 1, 1", "0", &err);
+  rc |= db_bundle_entry_arg_put(w, eid, 0, "R, C", "", &err);
+  rc |= db_bundle_entry_arg_put(w, eid, 1, "R, C", "", &err);
+  rc |= db_bundle_entry_arg_put(w, eid, 2, "", "C", &err);
+  rc |= db_bundle_entry_arg_put(w, eid, 3, "", "8", &err);
+  rc |= db_bundle_entry_arg_put(w, eid, 4, "", "", &err);
+  db_bundle_tensormap t = {.entry_id = eid, .idx = 4, .tensor = 0, .dtype = "bf16", .dims = "C, R", .strides = ld_text,
+                           .box = "64, BOX_R", .swizzle = 128, .l2_promotion = 128, .oob_nan = 0, .element_strides = ""};
+  rc |= db_bundle_tensormap_put(w, &t, &err);
+  if (rc) { fprintf(stderr, "make_rows_bundle: %s\n", err.msg); db_bundle_abort(w); return -1; }
+  return db_bundle_commit(w, &err) ? -1 : 0;
+}
+
+static void test_row_strides(void) {
+  /* the extent of a strided view: (rows - 1) * ld + a row, in bytes; dense without ld */
+  int64_t shape[2] = {512, 384};
+  CHECK(rt_tmap_view_bytes(shape, 2, 512 * 384, 2, -1) == 512ull * 384 * 2);
+  CHECK(rt_tmap_view_bytes(shape, 2, 512 * 384, 2, 384) == 512ull * 384 * 2);
+  CHECK(rt_tmap_view_bytes(shape, 2, 512 * 384, 2, 1152) == (511ull * 1152 + 384) * 2);
+  CHECK(rt_tmap_view_bytes(shape, 2, 512 * 384, 2, INT64_MAX) == UINT64_MAX);
+
+  char path[300];
+  snprintf(path, sizeof path, "%s/rows.bundle", dir);
+  CHECK(make_rows_bundle(path, "ld * 2", "i64") == 0);
+  tunert_err e = {0};
+  tunert_ctx *ctx = open_b(path, &e);
+  CHECK_MSG(ctx != NULL, e.msg);
+  if (!ctx) return;
+  tunert_bundle_info bi = {.struct_size = sizeof bi};
+  tunert_bundle_info_get(ctx, &bi);
+  CHECK(bi.format_minor == TUNERT_FORMAT_MINOR && TUNERT_FORMAT_MINOR >= 6);
+  const tunert_selection *s;
+  int64_t d[2] = {384, 512};
+  CHECK_MSG(tunert_select(ctx, "rows", d, 2, &s, &e) == 0, e.msg);
+  tunert_selection_info si = {.struct_size = sizeof si};
+  tunert_selection_info_get(s, &si);
+  /* the bundle's value of ld (dense rows) at selection; the map says which scalar is its row stride */
+  CHECK(si.tensormaps[4].strides[0] == 768 && si.tensormaps[4].dims[1] == 512);
+  CHECK(si.tensormap_row_strides && si.tensormap_row_strides[4] == 2 && si.tensormap_row_strides[0] == -1 &&
+        si.tensormap_row_strides[2] == -1);
+  /* a caller's row stride: the rows of a fused buffer three times as wide, read in place */
+  rt_tmap_spec m;
+  CHECK_MSG(rt_tmap_for_row_stride(ctx, s, 0, 3 * 384, &m, &e) == 0, e.msg);
+  CHECK(m.strides[0] == 3 * 384 * 2 && m.dims[0] == 384 && m.dims[1] == 512 && m.box[1] == 32 && m.ld == 3 * 384 && m.swizzle == 128);
+  /* its extent is the view's, past the dense tensor's numel: the selection's check would refuse it */
+  char why[300];
+  CHECK(rt_tmap_check(&m, 512ull * 384 * 2, why, sizeof why) != 0 && strstr(why, "reaches byte"));
+  CHECK(rt_tmap_check(&m, rt_tmap_view_bytes(shape, 2, 512 * 384, 2, 3 * 384), why, sizeof why) == 0);
+  /* a stride TMA cannot take: 388 elements are 776 bytes, not a multiple of 16 */
+  int rc = rt_tmap_for_row_stride(ctx, s, 0, 388, &m, &e);
+  CHECK_MSG(rc == TUNERT_EINVAL && strstr(e.msg, "tensor map tm of src with ld = 388") && strstr(e.msg, "want a multiple of 16"), e.msg);
+  /* the selection's own map is untouched */
+  tunert_selection_info_get(s, &si);
+  CHECK(si.tensormaps[4].strides[0] == 768);
+  /* a nearby problem: the bundle's ld follows C */
+  int64_t d2[2] = {512, 1000};
+  CHECK_MSG(tunert_select(ctx, "rows", d2, 2, &s, &e) == 0, e.msg);
+  tunert_selection_info_get(s, &si);
+  CHECK(si.tensormaps[4].strides[0] == 1024 && si.tensormaps[4].dims[1] == 1000);
+  tunert_close(ctx);
+
+  /* refused at open: two scalars in one map's strides; a float row stride */
+  CHECK(make_rows_bundle(path, "(ld + pad) * 2", "i64") == 0);
+  ctx = open_b(path, &e);
+  CHECK_MSG(!ctx && e.code == TUNERT_EFORMAT && strstr(e.msg, "its strides name ld and pad"), e.msg);
+  tunert_close(ctx);
+  CHECK(make_rows_bundle(path, "ld * 2", "f32") == 0);
+  ctx = open_b(path, &e);
+  CHECK_MSG(!ctx && e.code == TUNERT_EFORMAT && strstr(e.msg, "a f32 scalar"), e.msg);
+  tunert_close(ctx);
 }
 
 /* ---- allocation failures: open and selections of a tensormap family (their map caches) ---------- */
@@ -347,6 +454,7 @@ int main(void) {
   test_layout();
   test_checks();
   test_bundle();
+  test_row_strides();
   test_alloc_failures();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -87,7 +87,10 @@ class SelectionInfo(ctypes.Structure):
                 # since 0.4: how the entry was chosen ("tuned", "nearest", "fallback", "vendor") and
                 # the vendor library. A libtunert before 0.4 copies only up to `clusters` and leaves
                 # these NULL (bundle.py then derives the kind from `exact`).
-                ("kind", ctypes.c_char_p), ("vendor", ctypes.c_char_p)]
+                ("kind", ctypes.c_char_p), ("vendor", ctypes.c_char_p),
+                # since bundle format 1.6: per arg, the scalar a tensor map's strides follow (-1 none);
+                # NULL from a libtunert before it
+                ("tensormap_row_strides", ctypes.POINTER(ctypes.c_int))]
 
 
 class BundleInfo(ctypes.Structure):

@@ -64,6 +64,9 @@ class ArgSpec:
     bytes: int = 0
     value: Optional[float] = None
     maps: Optional[str] = None   # tensormap args: the tensor arg it maps
+    # tensormap args: the scalar arg its strides follow (the mapped tensor's row stride in elements,
+    # bundle format 1.6): pass another value and the map reads a strided view; None: dense rows
+    row_stride: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -306,14 +309,17 @@ def _selection_info(handle, lib):
     for i in range(si.n_args):
         a = si.args[i]
         role = C.ROLE_NAMES.get(a.role, str(a.role))
-        maps = None
+        maps = row_stride = None
         if a.role == C.ROLE_TENSORMAP and si.tensormaps and si.tensormaps[i].tensor >= 0:
             maps = names[si.tensormaps[i].tensor]
+            # a libtunert before format 1.6 leaves the field NULL: its maps are of dense rows
+            if si.tensormap_row_strides and si.tensormap_row_strides[i] >= 0:
+                row_stride = names[si.tensormap_row_strides[i]]
         if a.role == C.ROLE_SCALAR:
             args.append(ArgSpec(names[i], role, _s(a.dtype), value=a.value if a.has_value else None))
         else:
             args.append(ArgSpec(names[i], role, _s(a.dtype), tuple(a.shape[j] for j in range(a.rank)), a.numel,
-                                a.bytes, maps=maps))
+                                a.bytes, maps=maps, row_stride=row_stride))
     # a libtunert older than the kinds leaves the field NULL: only exact or nearest kernels existed
     kind = _s(si.kind) or ("tuned" if si.exact else "nearest")
     return SelectionInfo(_s(si.family), json.loads(_s(si.variant) or "{}"), _s(si.tuned_problem),

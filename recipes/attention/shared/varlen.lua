@@ -33,7 +33,7 @@ function M.params()
     -- 2 the highest tile index of the whole batch first (heaviest causal work first), heads fastest
     { "SCHED",     { 0, 1, 2 } },
     { "PINGPONG",  { 0, 1 } },          -- 1: consumer warpgroups take turns issuing wgmma (FA3 schedule)
-    { "USE_TMA",   { 0, 1 } },          -- 1: TMA producer (one thread), 0: cp.async (any row stride)
+    { "USE_TMA",   { 0, 1 } },          -- 1: TMA producer (one thread), 0: cp.async
     { "MIN_BLOCKS", { 1, 2 } },         -- 2 (one consumer warpgroup, TMA): two blocks per SM
     { "LEAN_PRODUCER", { 0, 1 } },      -- 1: the producer is one warp (MIN_BLOCKS 2 only)
     { "GQA_PACK",  { 0, 1 } },          -- 1: a tile packs the query heads of one KV head
@@ -50,7 +50,7 @@ function M.constraints()
     -- producer, lean up to BLOCK_N 128 (prefill_sm90's register budgets)
     "(MIN_BLOCKS == 1 and LEAN_PRODUCER == 0 and CONSUMERS == 2) or (MIN_BLOCKS == 2 and CONSUMERS == 1 and "
       .. "USE_TMA == 1 and ((LEAN_PRODUCER == 1 and BLOCK_N <= 128) or (LEAN_PRODUCER == 0 and OVERLAP == 1)))",
-    -- the cp.async producer (the strided-view path) with a 2-deep ring; 3 stages at BLOCK_N 128 only
+    -- the cp.async producer with a 2-deep ring; 3 stages at BLOCK_N 128 only
     "USE_TMA == 1 or STAGES == 2",
     "STAGES == 2 or BLOCK_N == 128",
   }
@@ -83,7 +83,7 @@ function M.domain(extra)
   return d
 end
 
--- The generic variant: the cp.async producer (any token count, any row stride), no packing, every
+-- The generic variant: the cp.async producer (any token count), no packing, every
 -- D and GQA ratio, sequence order (causal or not).
 function M.fallback()
   return { BLOCK_N = 128, CONSUMERS = 2, STAGES = 2, OVERLAP = 1, SCHED = 0, PINGPONG = 1, USE_TMA = 0,
@@ -118,25 +118,28 @@ function M.args(tq, tk, offsets, adversarial)
     { tq,    scalar = "i32", value = tq },
     { "HQ",  scalar = "i32", value = "HQ" },
     { "HKV", scalar = "i32", value = "HKV" },
-    -- row (token) strides in elements: contiguous here; an engine passes its own
+    -- row (token) strides in elements: contiguous here; an engine passes its own (the cp.async
+    -- producer reads them, the tensor maps below are built over them)
     { "q_ld", scalar = "i64", value = "HQ * D" },
     { "k_ld", scalar = "i64", value = "HKV * D" },
     { "v_ld", scalar = "i64", value = "HKV * D" },
     { "o_ld", scalar = "i64", value = "HQ * D" },
     -- softmax(x * scale) is computed as 2^(x * scale * log2 e); scale = 1 / sqrt(D)
     { "scale_log2", scalar = "f32", value = "1.4426950408889634 / sqrt(D)" },
-    -- 4-D maps {D, heads, tokens, 1} with the row strides above, 128-byte swizzle, box {64 columns,
-    -- heads, rows, 1}: the Q box holds G heads of BLOCK_M / G tokens (GQA_PACK), K and V one head of
-    -- BLOCK_N tokens. Variants without USE_TMA get maps too (every kernel takes them), rows clipped
-    -- to the tokens.
+    -- 4-D maps {D, heads, tokens, 1}, 128-byte swizzle, box {64 columns, heads, rows, 1}: the Q box
+    -- holds G heads of BLOCK_M / G tokens (GQA_PACK), K and V one head of BLOCK_N tokens. Their token
+    -- strides are the row strides above, so a launch that passes its own q_ld, k_ld, v_ld gets maps
+    -- over its strided view (libtunert re-encodes them; the strides must stay multiples of 16
+    -- bytes). Variants without USE_TMA get maps too (every kernel takes them), rows clipped to the
+    -- tokens.
     { "tmQ", tensormap = { tensor = "q", swizzle = 128, dims = { "D", "HQ", tq, 1 },
-      strides = { "D * 2", "HQ * D * 2", tq .. " * HQ * D * 2" },
+      strides = { "D * 2", "q_ld * 2", tq .. " * q_ld * 2" },
       box = { 64, M.G, "max(1, min(64 * CONSUMERS // " .. M.G .. ", " .. tq .. " + USE_TMA * 64 * CONSUMERS))", 1 } } },
     { "tmK", tensormap = { tensor = "k", swizzle = 128, dims = { "D", "HKV", tk, 1 },
-      strides = { "D * 2", "HKV * D * 2", tk .. " * HKV * D * 2" },
+      strides = { "D * 2", "k_ld * 2", tk .. " * k_ld * 2" },
       box = { 64, 1, "min(BLOCK_N, " .. tk .. " + USE_TMA * BLOCK_N)", 1 } } },
     { "tmV", tensormap = { tensor = "v", swizzle = 128, dims = { "D", "HKV", tk, 1 },
-      strides = { "D * 2", "HKV * D * 2", tk .. " * HKV * D * 2" },
+      strides = { "D * 2", "v_ld * 2", tk .. " * v_ld * 2" },
       box = { 64, 1, "min(BLOCK_N, " .. tk .. " + USE_TMA * BLOCK_N)", 1 } } },
   }
   for _, e in ipairs(rest) do a[#a + 1] = e end
@@ -156,9 +159,8 @@ function M.reference(kernel, tq, defines)
   }
 end
 
--- As attention/prefill_sm90.lua: bf16 output and P rounded to bf16 before P V; the reference is
--- fp32 throughout.
--- as attention/prefill.lua: P rounded to bf16 before P V (about 1.4x the honest error)
+-- As attention/prefill_sm90.lua: the output and P (before P V) are rounded to bf16, the reference
+-- is fp32 throughout; tolerance.honest allows for the error P's rounding adds to the output's.
 function M.tolerance() return { rel_l2 = 2e-2, max_abs = 5e-2, honest = 2 } end
 
 return M

@@ -5,9 +5,11 @@ attention.varlen_kv (recipes/attention/varlen_kv.lua), causal aligned at the end
 
 The tuned path reads the lengths only on the device (cu_seqlens): its grid depends on T, B and the
 heads, so there is no host sync and one CUDA graph replays it while the lengths change. q, k, v
-may be token-strided views (a fused QKV projection, d and heads contiguous): the kernel takes row
-strides, but only its cp.async producer (USE_TMA = 0) reads them; the tensor maps of a TMA variant
-assume dense rows, so on such a variant the views are copied.
+may be token-strided views (a fused QKV projection, d and heads contiguous, the row stride a multiple
+of 8 elements, the address 16-byte aligned): the kernel takes row strides, its cp.async producer
+reads them and libtunert builds a TMA variant's tensor maps over the view from them (bundle format
+1.6), so the views are read in place. Only a TMA variant of an older bundle, whose maps assume dense
+rows, gets copies.
 """
 from typing import Optional
 
@@ -155,18 +157,27 @@ def _row_stride(t):
     return st[0] if ok else None
 
 
-def _no_tma(sel):
-    """Strided rows need the cp.async producer: a TMA variant's maps assume dense rows."""
-    if sel.info.variant.get("USE_TMA", 0):
-        return "its variant reads q, k, v with TMA over dense rows: strided views are copied"
+_ROW_STRIDES = {"q": "q_ld", "k": "k_ld", "v": "v_ld"}
+
+
+def _reads_strides(sel):
+    """None where sel's kernel reads q, k, v at the row strides passed: the cp.async producer, or a
+    TMA variant whose maps follow q_ld, k_ld, v_ld; else why not (a TMA variant of a bundle before
+    format 1.6, whose maps assume dense rows)."""
+    if not sel.info.variant.get("USE_TMA", 0):
+        return None
+    dense = sorted(a.maps for a in sel.info.args if a.maps in _ROW_STRIDES and a.row_stride != _ROW_STRIDES[a.maps])
+    if dense:
+        return (f"its variant reads {', '.join(dense)} with TMA maps of dense rows (a bundle before format 1.6): "
+                f"strided views are copied")
     return None
 
 
 def _varlen_problem(dev, q, k, v, cu_seqlens, max_seqlen=None, causal=True, scale=None, cu_seqlens_k=None,
                     max_seqlen_k=None):
     """(key, candidates, tensors_fn(plan), reference). Two candidates where some input is a view the
-    kernel can read in place: strided (row strides passed, any variant without TMA) before dense
-    (copies); the plan's `strided` says which one won. With cu_seqlens_k: family attention.varlen_kv,
+    kernel can read in place: strided (row strides passed; refused only by a TMA variant whose maps
+    assume dense rows) before dense (copies); the plan's `strided` says which one won. With cu_seqlens_k: family attention.varlen_kv,
     whose kernel takes cu_prefix = cu_seqlens_k - cu_seqlens (made on the device)."""
     T, HQ, D = q.shape
     TK, HKV = k.shape[0], k.shape[1]
@@ -195,7 +206,7 @@ def _varlen_problem(dev, q, k, v, cu_seqlens, max_seqlen=None, causal=True, scal
         if lds != dense:
             strided = dict(base, **{n: s + ("strided",) for n, s in shapes.items()})
             out.append((family, dims, strided, dims,
-                        dict(knobs, q_ld=lds[0], k_ld=lds[1], v_ld=lds[2]), (), _no_tma))
+                        dict(knobs, q_ld=lds[0], k_ld=lds[1], v_ld=lds[2]), (), _reads_strides))
         out.append((family, dims, dict(base, **shapes), dims,
                     dict(knobs, q_ld=dense[0], k_ld=dense[1], v_ld=dense[2]), ()))
         return out
