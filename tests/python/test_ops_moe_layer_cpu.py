@@ -71,6 +71,33 @@ def swiglu_bundle():
     return str(out)
 
 
+COMBINE_PROBLEM = "qwen3_t100h4096k8"
+COMBINE_FALLBACK = "VEC_BYTES=16,BLOCK=128,TOKENS=1,VECS=2,LOADS=4"
+
+
+@functools.lru_cache(maxsize=None)
+def combine_bundle():
+    """moe.combine for COMBINE_PROBLEM, for selection tests only: the recipe's fallback config
+    compiled (--compile-only) with a synthetic result on "FAKE GPU" (never launch this bundle)."""
+    db = tmpdir() / "combine_fake.db"
+    out = db.with_suffix(".bundle")
+    _run([TUNE, "run", str(SRC / "recipes" / "moe" / "combine.lua"), "--db", str(db), "--strategy", "exhaustive",
+          "--problem", COMBINE_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", COMBINE_FALLBACK])
+    fake_gpu_results(db, 20000.0)
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.combine", "--arch", "sm_90a", "--quiet", "-o", str(out)])
+    return str(out)
+
+
+def combine_args(T=9, H=16, k=3, E=5, seed=0, dtype=None):
+    """(y, order, pos, weights) of a real routing: y [T * k, H] in expert order."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.stack([torch.randperm(E, generator=g)[:k] for _ in range(T)])
+    order, _ = ml.permute(ids, E)
+    y = torch.randn(T * k, H, generator=g).to(dtype or torch.bfloat16)
+    w = torch.rand(T, k, generator=g)
+    return y, order, ml.inverse_order(order), w
+
+
 OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 
@@ -78,8 +105,10 @@ def op_samples():
     x, rw, w13, w2 = layer_args(T=7, E=4)
     a = torch.randn(9, 32)
     offs = torch.tensor([0, 3, 3, 9, 9], dtype=torch.int32)
+    y, _, pos, wts = combine_args(T=5, k=2)
     return [
         (torch.ops.tunert.grouped_swiglu.default, (a, w13, offs), {}),
+        (torch.ops.tunert.moe_combine.default, (y, pos, wts), {}),
         (torch.ops.tunert.moe_layer.default, (x, rw, w13, w2, 2), {}),
         (torch.ops.tunert.moe_layer.default, (x, rw, w13, w2, 3), {"renormalize": False, "scoring": "sigmoid"}),
     ]
@@ -126,6 +155,43 @@ class ReferenceTest(unittest.TestCase):
         want = [(4 + 0) / 2, (1 + 5) / 2, (3 + 6) / 2, (7 + 2) / 2]    # each token's two sorted positions
         torch.testing.assert_close(out[:, 0], torch.tensor(want))
 
+    def test_inverse_order(self):
+        order = torch.tensor([1, 2, 7, 4, 0, 3, 5, 6])
+        pos = ml.inverse_order(order)
+        self.assertEqual((pos.dtype, pos.tolist()), (torch.int32, [4, 0, 1, 5, 3, 6, 7, 2]))
+        self.assertEqual(pos[order].tolist(), list(range(8)))
+
+    def test_combine_is_the_torch_combine(self):
+        """moe_combine(y, pos, w) gives combine(y, order, w) bit for bit (the same fp32 products and
+        sums, one rounding), and each element is the fp64 sum rounded once to bf16 or one ulp off."""
+        for T, H, k in ((9, 16, 3), (1, 8, 1), (33, 24, 8)):
+            with self.subTest(T=T, H=H, k=k):
+                y, order, pos, w = combine_args(T, H, k, E=8, seed=T)
+                out = tt.moe_combine(y, pos, w)
+                self.assertEqual((out.shape, out.dtype), ((T, H), torch.bfloat16))
+                self.assertTrue(torch.equal(out, ml.combine(y, order, w, torch.bfloat16)))
+                exact = torch.zeros(T, H, dtype=torch.float64)
+                for t in range(T):
+                    for j in range(k):
+                        exact[t] += w[t, j].double() * y[pos[t * k + j]].double()
+                ulp = torch.finfo(torch.bfloat16).eps * exact.abs().clamp_min(2 ** -100)
+                self.assertTrue(bool(((out.double() - exact).abs() <= ulp).all()))
+        self.assertEqual(tt.stats()["moe_combine"]["cpu"], 3)
+        # fp32 rows: the output in y's dtype
+        y, order, pos, w = combine_args(dtype=torch.float32)
+        torch.testing.assert_close(tt.moe_combine(y, pos, w), ml.combine(y, order, w, torch.float32))
+
+    def test_combine_errors(self):
+        y, _, pos, w = combine_args(T=4, k=2)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "pos \(7,\): want \[8\]"):
+            tt.moe_combine(y, pos[:7], w)
+        with self.assertRaisesRegex(tunert.InvalidArgument, "want y \[T \* top_k, H\]"):
+            tt.moe_combine(y[:6], pos, w)
+        with self.assertRaisesRegex(tunert.DTypeMismatch, "pos is torch.int64"):
+            tt.moe_combine(y, pos.long(), w)
+        with self.assertRaisesRegex(tunert.DTypeMismatch, "weights is torch.bfloat16"):
+            tt.moe_combine(y, pos, w.bfloat16())
+
     def test_layer_matches_the_formula(self):
         for top_k, renormalize, scoring in ((2, True, "softmax"), (1, False, "softmax"), (3, True, "sigmoid"),
                                             (6, False, "sigmoid")):
@@ -137,6 +203,7 @@ class ReferenceTest(unittest.TestCase):
                 torch.testing.assert_close(y.double(), want, atol=1e-5, rtol=1e-4)
                 torch.testing.assert_close(ml.moe_layer_torch(x, rw, w13, w2, top_k, renormalize, scoring), y)
         self.assertEqual(tt.stats()["grouped_mm"]["cpu"], 4)
+        self.assertEqual(tt.stats()["moe_combine"]["cpu"], 4)   # the layer combines through the op
 
     def test_layer_bf16_and_no_tokens(self):
         x, rw, w13, w2 = layer_args(dtype=torch.bfloat16, seed=5)
@@ -241,6 +308,35 @@ class PlanTest(unittest.TestCase):
         self.assertIn("domain", p.reason)
         p = tt.explain("grouped_swiglu", a.half(), w13.half(), offs)
         self.assertIn("'a' is bf16 in the bundle, f16 here", p.reason)
+
+    def test_combine_needs_its_family(self):
+        y, pos, w = self.meta(32768, 4096), self.meta(32768, dtype=torch.int32), self.meta(4096, 8, dtype=torch.float32)
+        p = tt.explain("moe_combine", y, pos, w)
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("no bundle", p.reason)
+        tt.use_bundle(bundle("moe"), no_device=True, arch="sm_90a", strict=False)
+        p = tt.explain("moe_combine", y, pos, w)
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("no family moe.combine in the bundle", p.reason)
+
+    def test_combine_binds_the_recipes_arguments(self):
+        tt.use_bundle(combine_bundle(), no_device=True, arch="sm_90a", strict=False)
+        i32, f32 = torch.int32, torch.float32
+        p = tt.explain("moe_combine", self.meta(800, 4096), self.meta(800, dtype=i32), self.meta(100, 8, dtype=f32))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem), ("tuned", COMBINE_PROBLEM))
+        self.assertEqual(sorted(p.tensor_names), ["out", "pos", "weights", "y"])
+        # every field is an expression: any T, H and top_k of the domain (Mixtral's top-2 at 3 tokens)
+        p = tt.explain("moe_combine", self.meta(6, 4096), self.meta(6, dtype=i32), self.meta(3, 2, dtype=f32))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection_kind, "nearest")
+        self.assertEqual((p.selection.dims["T"], p.selection.dims["H"], p.selection.dims["top_k"]), (3, 4096, 2))
+        # H no multiple of 8 (outside the domain), and fp16 rows: PyTorch
+        p = tt.explain("moe_combine", self.meta(6, 4100), self.meta(6, dtype=i32), self.meta(3, 2, dtype=f32))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("domain", p.reason)
+        p = tt.explain("moe_combine", self.meta(6, 4096).half(), self.meta(6, dtype=i32), self.meta(3, 2, dtype=f32))
+        self.assertIn("'y' is bf16 in the bundle, f16 here", p.reason)
 
 
 if __name__ == "__main__":

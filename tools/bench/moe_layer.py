@@ -8,13 +8,13 @@ Per model and token bucket: router, top-k, permutation, gate/up GEMM with SwiGLU
 weighted combination, on three implementations of one algorithm (python/src/tunert/torch/
 _ops_moe_layer.py): "torch" (moe_layer_torch: torch._grouped_mm, then silu * mul, eagerly),
 "compile" (torch.compile of it, static shapes) and "tune" (tunert.torch.moe_layer: both expert GEMMs
-through the bundle, the rest the same torch ops). Each is captured in a CUDA graph and replayed
+and the weighted combination through the bundle, the router and permutation the same torch ops). Each is captured in a CUDA graph and replayed
 (--mode graph, the default: a serving engine's decode step) or called eagerly (--mode eager), timed
 with CUDA events over interleaved rounds (the three in rotated order per round), --calls calls per
 timing. Printed: the per-call median [us] of each, tune's ratio to each (median and min-max of the
 per-round ratios: "faster" needs the whole range above 1), what the bundle served for each GEMM
 (tuned: this problem's entry; nearest: a portable entry tuned for another; fallback/vendor: PyTorch
-ran it), and the relative L2 of tune's output against torch's. Routed rows = tokens * top_k. The
+ran it) and for the combination, and the relative L2 of tune's output against torch's. Routed rows = tokens * top_k. The
 router is random (normal weights): a near-uniform routing with the natural spread.
 """
 import argparse
@@ -37,18 +37,19 @@ MODELS = {  # E, hidden H, intermediate I, top_k, scoring, renormalize
     "deepseek-v3-e64": (64, 7168, 2048, 8, "sigmoid", True),  # 64 of its 256 experts (expert parallel 4)
 }
 IMPLS = ("torch", "compile", "tune")
+FAMILIES = ("moe.grouped_swiglu", "moe.grouped", "moe.combine")  # what tune's layer takes from the bundle
 
 
 def parse():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bundle", required=True, help="the tune bundle with moe.grouped_swiglu and moe.grouped")
+    ap.add_argument("--bundle", required=True, help="the tune bundle with moe.grouped_swiglu, moe.grouped and moe.combine")
     ap.add_argument("--model", default="mixtral-8x7b,qwen3-235b",
                     help=f"comma-separated, of {', '.join(MODELS)} (default mixtral-8x7b,qwen3-235b)")
     ap.add_argument("--tokens", default="1,8,64,512,4096", help="token buckets (default 1,8,64,512,4096)")
     ap.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
     ap.add_argument("--calls", type=int, default=20, help="calls (graph replays) per timing (default 20)")
     ap.add_argument("--mode", choices=("graph", "eager"), default="graph")
-    ap.add_argument("--strict", action="store_true", help="raise where the bundle cannot serve a GEMM")
+    ap.add_argument("--strict", action="store_true", help="raise where the bundle cannot serve a GEMM or the combination")
     ap.add_argument("--json-out", help="also write the rows as JSON")
     return ap.parse_args()
 
@@ -141,11 +142,12 @@ def bucket(tt, ml, name, w, tokens, args):
     if "tune" in outs and "torch" in outs:
         d = (outs["tune"].float() - outs["torch"].float()).norm() / outs["torch"].float().norm().clamp_min(1e-30)
         row["rel_l2"] = d.item()
-    _, ids = ml.route(x, router_w, top_k, renorm, scoring)
-    _, offsets = ml.permute(ids, E)
+    routing_w, ids = ml.route(x, router_w, top_k, renorm, scoring)
+    order, offsets = ml.permute(ids, E)
     xs = x.new_empty((tokens * top_k, H))
     row["swiglu_plan"] = plan_word(tt, "grouped_swiglu", xs, w13, offsets)
     row["down_plan"] = plan_word(tt, "grouped_mm", xs.new_empty((tokens * top_k, I)), w2, offsets)
+    row["combine_plan"] = plan_word(tt, "moe_combine", xs, ml.inverse_order(order), routing_w)
     return row
 
 
@@ -155,13 +157,13 @@ def fmt_ratio(r):
 
 def table(rows):
     print("| tokens | rows | torch us | compile us | tune us | tune vs torch | tune vs compile | gate/up+SwiGLU "
-          "| down | rel L2 vs torch |")
-    print("| ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | ---: |")
+          "| down | combine | rel L2 vs torch |")
+    print("| ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- | ---: |")
     for r in rows:
         us = [f"{r[k + '_us']:.1f}" if k + "_us" in r else "n/a" for k in IMPLS]
         rel = f"{r['rel_l2']:.1e}" if "rel_l2" in r else "-"
         print(f"| {r['tokens']} | {r['rows']} | {' | '.join(us)} | {fmt_ratio(r.get('vs_torch'))} | "
-              f"{fmt_ratio(r.get('vs_compile'))} | {r['swiglu_plan']} | {r['down_plan']} | {rel} |")
+              f"{fmt_ratio(r.get('vs_compile'))} | {r['swiglu_plan']} | {r['down_plan']} | {r['combine_plan']} | {rel} |")
     for r in rows:
         for k in IMPLS:
             if k + "_error" in r:
@@ -175,6 +177,10 @@ def main():
     import tunert.torch as tt
     from tunert.torch import _ops_moe_layer as ml
     tt.use_bundle(args.bundle, strict=args.strict)
+    from tunert.torch import _state
+    missing = [f for f in FAMILIES if f not in _state.bundle_for(torch.cuda.current_device()).families]
+    if missing:
+        print(f"note: the bundle has no {', '.join(missing)}: PyTorch runs that part of tune's layer (counted below)")
     for knob in ("recompile_limit", "cache_size_limit"):  # a compile per (model, bucket): static shapes
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))

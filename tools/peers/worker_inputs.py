@@ -44,3 +44,14 @@ def randint(seed, arg_index, n, lo, hi):
     """init {"randint", lo, hi}: element i from key base + 2 i, lo + splitmix64(key) % (hi - lo + 1)."""
     base = stream_base(seed, arg_index)
     return [lo + splitmix64((base + 2 * i) & M64) % (hi - lo + 1) for i in range(n)]
+
+
+def permutation(seed, arg_index, n):
+    """init {"permutation"}: 0 .. n - 1 shuffled by Fisher-Yates from the end, element i swapped
+    with j = splitmix64(base + i) % (i + 1)."""
+    base = stream_base(seed, arg_index)
+    out = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = splitmix64((base + i) & M64) % (i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out

@@ -19,6 +19,7 @@ from ._ops import attention, decode, linear, prefill, rmsnorm, rmsnorm_add, rmsn
 from ._ops_varlen import attention_varlen
 from ._ops_moe import grouped_mm, grouped_mm_masked
 from ._ops_moe_layer import grouped_swiglu, moe_layer, moe_layer_torch
+from ._ops_moe_layer import moe_combine
 from ._ops_fp8 import scaled_mm, scaled_mm_op
 from ._ops_norm_fp8 import rmsnorm_add_fp8, rmsnorm_add_fp8_op, rmsnorm_add_fp8_static_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle

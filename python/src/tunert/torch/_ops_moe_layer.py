@@ -2,6 +2,7 @@
 
     h = tt.grouped_swiglu(a, w13, offsets)   # silu(a_e @ gate_e.T) * (a_e @ up_e.T), moe.grouped_swiglu
     y = tt.moe_layer(x, router_w, w13, w2, top_k)   # router, top-k, permute, experts, combine
+    out = moe_combine(y, pos, weights)   # weighted un-permutation, moe.combine
 
 w13 [E, 2I, H] holds each expert's gate rows then its up rows (vLLM's w13_weight as it is;
 torch.cat([w1, w3], dim=1) of two [E, I, H] stacks), w2 [E, H, I] the down projections.
@@ -11,10 +12,11 @@ moe_layer, per call: router logits x @ router_w.T (router_w's dtype) and top-k o
 (a stable argsort of the expert ids; offsets by searchsorted: no host sync); the gate/up
 projection with SwiGLU in its epilogue (moe.grouped_swiglu) and the down projection
 (tunert::grouped_mm, moe.grouped) through the bundle; the rows put back in token order and summed
-with their routing weights in fp32, rounded once to x's dtype. The router and the permutation are
-PyTorch ops; either GEMM the bundle cannot serve runs its PyTorch equivalent (counted per op in
-stats()). moe_layer_torch is the same layer in PyTorch only (the benchmark's and the fallbacks'
-reference).
+with their routing weights in fp32, rounded once to x's dtype (tunert::moe_combine, moe.combine:
+one pass over the rows, given pos, the inverse of the sort, computed on the device). The router and
+the permutation are PyTorch ops; a GEMM or the combination the bundle cannot serve runs its PyTorch
+equivalent (counted per op in stats()). moe_layer_torch is the same layer in PyTorch only (the
+benchmark's and the fallbacks' reference).
 """
 import torch
 import torch.nn.functional as F
@@ -104,6 +106,71 @@ def _(a, w13, offsets):
     return a.new_empty((a.shape[0], w13.shape[1] // 2))
 
 
+# ---- moe_combine: y [T * top_k, H] in expert order, pos int32 [T * top_k], weights fp32 [T, top_k] -> [T, H] ----
+
+def _combine_ref(y, pos, weights):
+    """combine() given pos instead of order: y[pos] is the rows in token order (a gather where
+    combine scatters; the same rows, the same fp32 products and sums, one rounding)."""
+    T, k = weights.shape
+    return (y[pos.long()].view(T, k, -1).float() * weights[..., None]).sum(1).to(y.dtype)
+
+
+def _check_combine(y, pos, weights):
+    T, k = weights.shape if weights.dim() == 2 else (-1, -1)
+    _state.check(y.dim() == 2 and weights.dim() == 2 and y.shape[0] == T * k,
+                 lambda: f"tunert.torch.moe_combine: y {tuple(y.shape)}, weights {tuple(weights.shape)}: want "
+                 f"y [T * top_k, H], weights [T, top_k]")
+    _state.check(pos.dim() == 1 and pos.shape[0] == T * k,
+                 lambda: f"tunert.torch.moe_combine: pos {tuple(pos.shape)}: want [{T * k}] (T * top_k)")
+    for name, t, want in (("pos", pos, torch.int32), ("weights", weights, torch.float32)):
+        if t.dtype != want:
+            raise DTypeMismatch(f"tunert.torch.moe_combine: {name} is {t.dtype}, want {want}")
+        if t.device != y.device and y.device.type != "meta":
+            raise DeviceMismatch(f"tunert.torch.moe_combine: {name} on {t.device}, y on {y.device}: keep them on one "
+                                 f"device")
+
+
+def _moe_combine_body(y: torch.Tensor, pos: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The weighted un-permutation that ends a MoE layer: y [T * top_k, H] (the experts' rows in
+    expert order), pos int32 [T * top_k] on y's device (pos[t * top_k + j]: the row of y holding
+    token t's slot j; a permutation), weights fp32 [T, top_k]. Returns out [T, H] in y's dtype,
+    out[t] = sum_j weights[t, j] * y[pos[t * top_k + j]], products and sums in fp32, one rounding.
+    Family moe.combine."""
+    _check_combine(y, pos, weights)
+    if not y.is_cuda:
+        _state.count("moe_combine", "cpu")
+        return _combine_ref(y, pos, weights)
+    dev = _device_index(y)
+    return _run("moe_combine", dev, _combine_problem(dev, y, pos, weights))
+
+
+moe_combine = torch.library.custom_op("tunert::moe_combine", mutates_args=())(_moe_combine_body)
+_cuda_kernel("tunert::moe_combine", _moe_combine_body)
+
+
+def _combine_problem(dev, y, pos, weights):
+    T, k = weights.shape
+    H = y.shape[1]
+    key = ("moe_combine", dev, T, H, k, y.dtype, pos.dtype, weights.dtype)
+
+    def candidates():
+        dims = {"T": T, "H": H, "top_k": k}
+        tensors = {"y": ((T * k, H), _dt(y)), "pos": ((T * k,), _dt(pos)), "weights": ((T, k), _dt(weights)),
+                   "out": ((T, H), _dt(y))}
+        return [("moe.combine", dims, tensors, dims, {}, ())]
+
+    def tensors_fn():
+        out = torch.empty((T, H), dtype=y.dtype, device=y.device)
+        return {"y": y.contiguous(), "pos": pos.contiguous(), "weights": weights.contiguous(), "out": out}, out
+
+    return key, candidates, tensors_fn, lambda: _combine_ref(y, pos, weights)
+
+
+@moe_combine.register_fake
+def _(y, pos, weights):
+    return y.new_empty((weights.shape[0], y.shape[1]))
+
+
 # ---- the layer ----
 
 def route(x, router_w, top_k, renormalize=True, scoring="softmax"):
@@ -137,19 +204,34 @@ def combine(y, order, weights, dtype):
     return (back.view(T, k, -1).float() * weights[..., None]).sum(1).to(dtype)
 
 
-def _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down):
-    """The layer with the two expert GEMMs given: swiglu(a, w13, offsets), down(h, w2, offsets)."""
+def inverse_order(order):
+    """pos int32 [n] with pos[order] = arange(n): the row of the sorted order that holds each flat
+    (token, slot) index. On the device, no host sync."""
+    n = order.shape[0]
+    pos = torch.empty(n, dtype=torch.int32, device=order.device)
+    pos[order] = torch.arange(n, dtype=torch.int32, device=order.device)
+    return pos
+
+
+def _combine_tuned(y, order, weights, dtype):
+    """combine() through tunert::moe_combine (y is in x's dtype in the layer: dtype is y's)."""
+    return moe_combine(y, inverse_order(order), weights)
+
+
+def _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down, combine_rows):
+    """The layer with the two expert GEMMs and the combination given: swiglu(a, w13, offsets),
+    down(h, w2, offsets), combine_rows(y, order, weights, dtype)."""
     weights, ids = route(x, router_w, top_k, renormalize, scoring)
     order, offsets = permute(ids, w13.shape[0])
     xs = x[order // top_k]
     h = swiglu(xs, w13, offsets)
-    return combine(down(h, w2, offsets), order, weights, x.dtype)
+    return combine_rows(down(h, w2, offsets), order, weights, x.dtype)
 
 
 def moe_layer_torch(x, router_w, w13, w2, top_k, renormalize=True, scoring="softmax"):
     """moe_layer in PyTorch only (torch._grouped_mm where it runs, else a loop over the experts),
     with the same routing, permutation and combination: the baseline a user has."""
-    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, _swiglu_ref, _grouped_ref)
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, _swiglu_ref, _grouped_ref, combine)
 
 
 def _check_layer(x, router_w, w13, w2, top_k, scoring):
@@ -175,12 +257,13 @@ def moe_layer(x: torch.Tensor, router_w: torch.Tensor, w13: torch.Tensor, w2: to
     """A Mixture-of-Experts MLP: x [T, H], router_w [E, H], w13 [E, 2I, H] (gate rows, then up rows),
     w2 [E, H, I]; each token goes to its top_k experts by softmax (or sigmoid) of x @ router_w.T,
     the weights renormalized to sum 1 if asked; returns sum over its experts of weight *
-    (silu(x @ gate.T) * (x @ up.T)) @ w2[e].T, [T, H] in x's dtype. Families moe.grouped_swiglu and
-    moe.grouped through the bundle (tunert.torch.grouped_swiglu, grouped_mm)."""
+    (silu(x @ gate.T) * (x @ up.T)) @ w2[e].T, [T, H] in x's dtype. Families moe.grouped_swiglu,
+    moe.grouped and moe.combine through the bundle (tunert.torch.grouped_swiglu, grouped_mm,
+    moe_combine)."""
     _check_layer(x, router_w, w13, w2, top_k, scoring)
     if x.shape[0] == 0:
         return x.new_empty(x.shape)
-    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, grouped_swiglu, grouped_mm)
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, grouped_swiglu, grouped_mm, _combine_tuned)
 
 
 @moe_layer.register_fake
@@ -189,3 +272,4 @@ def _(x, router_w, w13, w2, top_k, renormalize=True, scoring="softmax"):
 
 
 _ops.PROBLEMS["grouped_swiglu"] = _swiglu_problem
+_ops.PROBLEMS["moe_combine"] = _combine_problem
