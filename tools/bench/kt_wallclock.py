@@ -424,6 +424,8 @@ def unique_results(k, res):
     answered from its cache and are no evaluations."""
     seen, out = set(), []
     for r in res:
+        if r is None:  # a config past the time limit
+            continue
         key = tuple(r[n] for n in k["params"])
         if key not in seen:
             seen.add(key)
