@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # device_kt_wallclock.sh: on the GPU machine (no internet), Kernel Tuner 1.5.0 against `tune run` in
-# wall time to 98 % of the optimum on the copy space (tools/bench/kt_wallclock.py says what is run).
+# wall time to 98 % of the optimum on three kernel spaces, copy, rmsnorm and gemm (mma.sync, PATH 0),
+# one after the other, a short table over them last (tools/bench/kt_wallclock.py says what is run).
 #
-#   tools/bench/device_kt_wallclock.sh OUT_DIR [kt_wallclock.py options: --problem 256MiB --budget 40 --seed 1]
+#   tools/bench/device_kt_wallclock.sh OUT_DIR [kt_wallclock.py options: --kernels copy,rmsnorm,gemm
+#                                               --budget 40 --seed 1 --kt-cap SECONDS]
 #
 # Needs build/ktwheels from tools/bench/kt_wheels.sh (made where PyPI is reachable, carried along) and
 # build/tune (built here when missing). The wheels are installed into build/ktpy with pip --target and
 # --no-deps, or unzipped when this python has no pip (a wheel is a zip of its installed files), and put
 # on PYTHONPATH: the machine's python keeps seeing its own numpy and cupy. PY: the python (default python3).
+# The tables' defaults aim at under seven minutes for the three kernels, build/tune present (Kernel
+# Tuner's optimum runs: copy capped at 45 s, rmsnorm brute_force, gemm capped at 150 s); per kernel
+# OUT_DIR/<kernel>/ holds the runs' logs, databases and summary.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# -ge 1 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 OUT=$1
 shift
 PY=${PY:-python3}

@@ -7,13 +7,14 @@
 #
 # pip downloads the whole dependency tree (kernel_tuner 1.5.0's requirements as declared); by default
 # only what kt_wallclock.py's runs import is kept: Kernel Tuner 1.5.0 imports each strategy lazily, and
-# its core, the cupy backend, brute_force and adaptive_tabu_greywolf import only numpy (the machine's),
-# python-constraint2, jsonschema (and its dependencies), xmltodict and packaging; cupy is the machine's.
-# scipy, scikit-learn, pandas and pymoo (other strategies, plots) stay out: ~6 MB instead of ~70 MB,
-# small enough to carry to the GPU machine. device_kt_wallclock.sh installs them with --no-deps.
+# its core, the cupy backend, brute_force, random_sample and adaptive_tabu_greywolf import only numpy
+# (the machine's), python-constraint2, jsonschema (and its dependencies), xmltodict and packaging; cupy
+# is the machine's. scipy, scikit-learn, pandas and pymoo (other strategies, plots) stay out: ~6 MB
+# instead of ~70 MB, small enough to carry to the GPU machine. device_kt_wallclock.sh installs them
+# with --no-deps.
 # Environment: PIP (default python3 -m pip), KEEP_ALL=1 (keep every wheel but numpy's: other strategies).
 set -euo pipefail
-[ $# -eq 1 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 DIR=$1
 PIP=${PIP:-python3 -m pip}
 mkdir -p "$DIR"
