@@ -58,10 +58,15 @@ def model_table(path):
     print()
 
 
+TABLE_FILES = ("sweep.json", "model_run.json", "moe_layer.txt", "verify_survey.db")
+
+
 def main():
     dirs = sys.argv[1:] or sorted(glob.glob("data/serve/*/"))
     for d in dirs:
         d = d.rstrip("/")
+        if not any(os.path.exists(os.path.join(d, f)) for f in TABLE_FILES):
+            continue  # a folder of logs or profiles: nothing to tabulate
         print(f"## {os.path.basename(d)}\n")
         if os.path.exists(os.path.join(d, "sweep.json")):
             print("### Untuned GEMM shapes: the bundle's pick against the exact-shape best\n")
