@@ -341,3 +341,40 @@ class PlanTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_torch
+class VendorImplTest(unittest.TestCase):
+    """A vendor entry runs the implementation whose measurement earned it (_ops._vendor_or_reference)."""
+
+    class _Sel:
+        def __init__(self, vendor):
+            self.info = type("Info", (), {"vendor": vendor})()
+
+    def reference(self):
+        def ref():
+            return "eager"
+        ref.vendor_impls = {"torch-compile": lambda: "compiled"}
+        return ref
+
+    def test_vendor_entry_runs_its_implementation(self):
+        from tunert.torch import _ops, _state
+        p = _state.Fallback("vendor", "chose torch-compile", self._Sel("torch-compile"))
+        self.assertEqual(_ops._vendor_or_reference(p, self.reference()), "compiled")
+
+    def test_other_vendors_and_fallbacks_run_the_reference(self):
+        from tunert.torch import _ops, _state
+        ref = self.reference()
+        self.assertEqual(_ops._vendor_or_reference(_state.Fallback("vendor", "x", self._Sel("cublas-loop")), ref), "eager")
+        self.assertEqual(_ops._vendor_or_reference(_state.Fallback("fallback", "no entry"), ref), "eager")
+        self.assertEqual(_ops._vendor_or_reference(_state.Fallback("vendor", "x", self._Sel("torch-compile")),
+                                                   lambda: "plain"), "plain")
+
+    def test_swiglu_compiled_is_the_reference_math(self):
+        g = torch.Generator().manual_seed(3)
+        E, I, H, T = 3, 8, 16, 10
+        a = torch.randn(T, H, generator=g)
+        w13 = torch.randn(E, 2 * I, H, generator=g)
+        offsets = torch.tensor([0, 4, 4, T], dtype=torch.int32)
+        # on the CPU the vendor implementation is the reference (no compile)
+        self.assertTrue(torch.equal(ml._swiglu_compiled(a, w13, offsets), ml._swiglu_ref(a, w13, offsets)))

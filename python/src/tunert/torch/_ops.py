@@ -54,6 +54,19 @@ def _cuda_kernel(qualname, fn):
     torch.library.impl(qualname, "CUDA", fn)
 
 
+def _vendor_or_reference(p, reference):
+    """What runs where the bundle does not launch a kernel: for a vendor entry, the implementation
+    whose measurement earned it where the op has one (reference.vendor_impls, by the entry's vendor
+    name, e.g. "torch-compile"), so that the op is as fast as what the bundle chose; else the
+    PyTorch reference."""
+    impls = getattr(reference, "vendor_impls", None)
+    if impls and p.kind == "vendor" and p.selection is not None:
+        impl = impls.get(p.selection.info.vendor)
+        if impl is not None:
+            return impl()
+    return reference()
+
+
 def _run(op, dev, problem):
     """The tuned launch or the counted fallback. problem: (key, candidates, tensors_fn, reference)
     where tensors_fn() allocates the outputs and returns ({arg name: tensor}, result)."""
@@ -61,7 +74,7 @@ def _run(op, dev, problem):
     p = _state.plan(op, key, dev, candidates)
     if p.__class__ is not _state.Plan:
         _state.fallback_or_raise(op, p)
-        return reference()
+        return _vendor_or_reference(p, reference)
     tensors, result = tensors_fn()
     _launch(p, dev, tensors)
     _state.count_tuned(op, p.selection_kind)

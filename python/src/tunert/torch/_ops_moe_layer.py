@@ -18,6 +18,8 @@ the permutation are PyTorch ops; a GEMM or the combination the bundle cannot ser
 equivalent (counted per op in stats()). moe_layer_torch is the same layer in PyTorch only (the
 benchmark's and the fallbacks' reference).
 """
+import warnings
+
 import torch
 import torch.nn.functional as F
 
@@ -52,6 +54,32 @@ def _swiglu_ref(a, w13, offsets):
     I = w13.shape[1] // 2
     g = _grouped_ref(a, w13, offsets)
     return F.silu(g[:, :I]) * g[:, I:]
+
+
+_compiled = {}
+
+
+def _silu_mul(g, I):
+    return F.silu(g[:, :I]) * g[:, I:]
+
+
+def _swiglu_compiled(a, w13, offsets):
+    """The vendor entry "torch-compile" of moe.grouped_swiglu (tools/peers/peer_family_moe.py): the
+    grouped GEMM, then silu * mul as one kernel under torch.compile (inductor fuses it; the GEMM is
+    an extern call there too). Eager where torch.compile cannot run (counted once as a warning)."""
+    if a.device.type != "cuda":
+        return _swiglu_ref(a, w13, offsets)
+    g = _grouped_ref(a, w13, offsets)
+    fn = _compiled.get("silu_mul")
+    if fn is None:
+        fn = _compiled["silu_mul"] = torch.compile(_silu_mul)
+    try:
+        return fn(g, w13.shape[1] // 2)
+    except Exception as e:  # noqa: BLE001 - no triton / inductor here: the eager product is the same math
+        warnings.warn(f"tunert.torch.grouped_swiglu: torch.compile of silu * mul failed ({type(e).__name__}: {e}); "
+                      f"running it eagerly")
+        _compiled["silu_mul"] = _silu_mul
+        return _silu_mul(g, w13.shape[1] // 2)
 
 
 def _check_swiglu(op, a, w13):
@@ -98,7 +126,10 @@ def _swiglu_problem(dev, a, w13, offsets):
         h = torch.empty((T, N), dtype=a.dtype, device=a.device)
         return {"a": a.contiguous(), "w": w13.contiguous(), "h": h, "offsets": offsets.contiguous()}, h
 
-    return key, candidates, tensors_fn, lambda: _swiglu_ref(a, w13, offsets)
+    def reference():
+        return _swiglu_ref(a, w13, offsets)
+    reference.vendor_impls = {"torch-compile": lambda: _swiglu_compiled(a, w13, offsets)}
+    return key, candidates, tensors_fn, reference
 
 
 @grouped_swiglu.register_fake
