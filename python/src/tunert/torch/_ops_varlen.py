@@ -166,7 +166,8 @@ def _reads_strides(sel):
     format 1.6, whose maps assume dense rows)."""
     if not sel.info.variant.get("USE_TMA", 0):
         return None
-    dense = sorted(a.maps for a in sel.info.args if a.maps in _ROW_STRIDES and a.row_stride != _ROW_STRIDES[a.maps])
+    dense = {a.maps for a in sel.info.args if a.maps in _ROW_STRIDES and a.row_stride != _ROW_STRIDES[a.maps]}
+    dense = [n for n in _ROW_STRIDES if n in dense]  # in argument order: q, k, v
     if dense:
         return (f"its variant reads {', '.join(dense)} with TMA maps of dense rows (a bundle before format 1.6): "
                 f"strided views are copied")
