@@ -171,7 +171,11 @@ int block_plan(block *k, tunert_ctx *const *ctxs, int n_ctxs, int standins) {
       if (!r->p.ok) { missing++; r->standin = standins; continue; }
       if (r->p.scratch_bytes / 4 + 1 > k->b.ws_numel) k->b.ws_numel = r->p.scratch_bytes / 4 + 1;
     }
-  k->dense_qkv = plan_param_is(&k->run[PH_PREFILL][S_ATTN].p, "USE_TMA", 1);
+  /* a TMA variant reads the fused qkv rows in place when its maps follow the row strides (bundle
+     format 1.6); one of an older bundle needs dense copies */
+  const plan *attn = &k->run[PH_PREFILL][S_ATTN].p;
+  k->dense_qkv = plan_param_is(attn, "USE_TMA", 1) &&
+                 !(plan_map_follows(attn, "q_ld") && plan_map_follows(attn, "k_ld") && plan_map_follows(attn, "v_ld"));
   return missing;
 }
 

@@ -84,7 +84,7 @@ typedef struct block {
   shape sh;
   bufs b;
   steprun run[N_PHASES][N_STEPS];
-  int dense_qkv;               /* prefill: q, k, v split into dense tensors for a TMA variant */
+  int dense_qkv;               /* prefill: q, k, v split into dense tensors for a TMA variant whose maps assume dense rows */
   void *stream;
 } block;
 

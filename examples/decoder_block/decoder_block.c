@@ -225,7 +225,7 @@ static void print_plan(int standins) {
   }
   if (blk.run[PH_PREFILL][S_ATTN].p.ok)
     printf("\nprefill attention reads q, k, v %s\n",
-           blk.dense_qkv ? "from dense copies (its variant reads them with TMA over dense rows: a split glue kernel runs first)"
+           blk.dense_qkv ? "from dense copies (its variant reads them with TMA maps of dense rows, a bundle before format 1.6: a split glue kernel runs first)"
                          : "in place from the fused qkv rows (row stride passed)");
 }
 

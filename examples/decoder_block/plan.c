@@ -174,6 +174,15 @@ int plan_param_is(const plan *p, const char *name, int value) {
   return 0;
 }
 
+int plan_map_follows(const plan *p, const char *name) {
+  if (!p->ok || !p->si.tensormap_row_strides) return 0; /* a bundle before format 1.6: dense rows */
+  for (int a = 0; a < p->si.n_args; ++a) {
+    int s = p->si.tensormap_row_strides[a];
+    if (s >= 0 && s < p->si.n_args && !strcmp(p->si.args[s].name, name)) return 1;
+  }
+  return 0;
+}
+
 int plan_launch(const plan *p, void *stream, tunert_err *err) {
   return tunert_launch(p->ctx, p->sel, stream, p->args, p->si.n_args, err);
 }

@@ -69,6 +69,10 @@ double plan_scalar(const plan *p, const char *name, double dflt);
 /* 1 when the selected variant's parameters hold "NAME":value (e.g. "USE_TMA", 1). */
 int plan_param_is(const plan *p, const char *name, int value);
 
+/* 1 when a tensor map of the selection follows the scalar `name` (a row stride such as q_ld: the map
+ * reads a strided view at the stride the program passes), 0 when the maps assume dense rows. */
+int plan_map_follows(const plan *p, const char *name);
+
 /* Launch on stream. Returns a tunert_status. */
 int plan_launch(const plan *p, void *stream, tunert_err *err);
 
