@@ -18,7 +18,7 @@ binaries() {
 servers_left() { # this test's compile servers still running
   local n=0
   for e in /proc/[0-9]*/environ; do
-    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "COMPILE_POOL_TEST_MARK=$$" || continue
+    { tr '\0' '\n' <"$e" | grep -qx "COMPILE_POOL_TEST_MARK=$$"; } 2>/dev/null || continue
     grep -q "compile-server" "${e%environ}cmdline" 2>/dev/null && n=$((n + 1))
   done
   echo "$n"
