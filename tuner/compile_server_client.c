@@ -36,7 +36,6 @@ void tune_compile_servers_enable(const char *exe) {
   const char *in_process = getenv("TUNE_COMPILE_IN_PROCESS");
   if (in_process && *in_process && strcmp(in_process, "0")) return;
   snprintf(server_exe, sizeof server_exe, "%s", exe);
-  signal(SIGPIPE, SIG_IGN); /* a dead server is seen as a write error */
   atomic_store(&servers_on, 1);
 }
 
@@ -89,11 +88,14 @@ static int spawn(tune_compile_server *s, tune_err *err) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, a[0], 0);
   posix_spawn_file_actions_adddup2(&fa, b[1], 1);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
   /* nor may it hold ends that a racing thread has not marked close-on-exec yet */
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigmask(&attr, &none); /* a pool thread's blocked signals are not the server's */
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  signal(SIGPIPE, SIG_IGN); /* a dead server is seen as a write error (the server's too) */
   char *argv[] = {server_exe, "compile-server", NULL};
   pid_t pid = 0;
   int rc = posix_spawn(&pid, server_exe, &fa, &attr, argv, environ);
@@ -110,10 +112,12 @@ static int spawn(tune_compile_server *s, tune_err *err) {
   s->to = a[1];
   s->from = b[0];
   json_t *ready = NULL;
-  if (tune_msg_read(s->from, &ready, NULL, NULL, READY_TIMEOUT_MS, err)) {
+  tune_err e;
+  tune_err_clear(&e);
+  if (tune_msg_read(s->from, &ready, NULL, NULL, READY_TIMEOUT_MS, &e)) {
     char why[128];
     server_reap(s, why, sizeof why);
-    return tune_fail(err, TUNE_EIO, "%s compile-server did not start: it %s", server_exe, why);
+    return tune_fail(err, TUNE_EIO, "%s compile-server did not start (%s): it %s", server_exe, e.msg, why);
   }
   const char *v = json_string_value(json_object_get(ready, "nvrtc")) ?: "?";
   if (strcmp(v, tune_nvrtc_version())) { /* the compile key names this process's NVRTC */

@@ -4,7 +4,7 @@
  * servers (cubin and PTX, a compile error, a name expression) equals the in-process batch byte
  * for byte, key and resources included; a server killed mid-job (the test hook) leaves that job
  * a pool error naming the job and the signal, the other jobs compiled, and the next batch gets
- * a new server; a server that cannot start leaves the jobs compiled in process.
+ * a new server; a server that cannot start or does not answer leaves the jobs compiled in process.
  * Exit status: 0 when every CHECK passed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,10 +185,11 @@ static void killed_mid_job(void) {
   release(jobs);
 }
 
-/* A server that cannot start: the jobs compile in process. */
-static void unusable_server(void) {
+/* A server that cannot start (no such program; a program that does not answer "ready"): the
+ * jobs compile in process. */
+static void unusable_server(const char *exe) {
   tune_compile_servers_stop();
-  tune_compile_servers_enable("/nonexistent/tune");
+  tune_compile_servers_enable(exe);
   tune_compile_job jobs[N_JOBS];
   char defs[N_JOBS][2][160];
   setup(jobs, defs, -1);
@@ -210,7 +211,8 @@ int main(void) {
   same_as_in_process(TUNE_COMPILE_CUBIN);
   same_as_in_process(TUNE_COMPILE_PTX);
   killed_mid_job();
-  unusable_server();
+  unusable_server("/nonexistent/tune");
+  unusable_server("/bin/true");
   tune_compile_servers_stop();
   printf("compile_server_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
