@@ -5,6 +5,7 @@
 
 #include "compile_ptx.h"
 #include "compile_server.h"
+#include "compile_server_int.h"
 #include "protocol.h"
 
 static int has_define(const tune_compile_job *job, const char *define) {

@@ -15,6 +15,7 @@
 
 #include "compile_ptx.h"
 #include "compile_server.h"
+#include "compile_server_int.h"
 #include "protocol.h"
 
 extern char **environ;

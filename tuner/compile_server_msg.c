@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "compile_server.h"
+#include "compile_server_int.h"
 
 /* the job's strings as a JSON array; NULL when one is no valid UTF-8 */
 static json_t *string_array(const char *const *s, int n) {

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "compile_ptx.h"
 #include "compile_server.h"
+#include "compile_server_int.h"
 
 /* kernel K multiplies by K; BAD makes it not compile; `twice<N>` is reached by a name expression */
 static const char *const kSource =
