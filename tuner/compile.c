@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "compile_ptx.h"
+#include "compile_server.h"
 #include "file_util.h"
 #include "source_hash.h"
 
@@ -148,7 +150,7 @@ static double now_ms(void) {
     }                                                                                         \
   } while (0)
 
-static void compile_one(tune_compile_job *job) {
+void tune_compile_one(tune_compile_job *job) {
   tune_err *err = &job->err;
   nvrtcProgram prog = NULL;
   char *src = NULL;
@@ -201,6 +203,8 @@ fail:
 struct tune_compile_async {
   tune_compile_job **jobs;
   int n, n_threads;
+  tune_compile_kind kind;
+  int use_servers;
   atomic_int next;
   int *done; /* under mu */
   pthread_mutex_t mu;
@@ -208,23 +212,32 @@ struct tune_compile_async {
   pthread_t th[256];
 };
 
+/* Each thread holds one compile server for its life (none when the pool compiles in process). */
 static void *async_main(void *arg) {
   tune_compile_async *a = arg;
+  tune_compile_server *srv = a->use_servers ? tune_compile_server_acquire() : NULL;
   for (;;) {
     int i = atomic_fetch_add(&a->next, 1);
     if (i >= a->n) break;
-    compile_one(a->jobs[i]);
+    if (srv) tune_compile_server_run(srv, a->jobs[i], a->kind);
+    else if (a->kind == TUNE_COMPILE_PTX) tune_compile_ptx_one(a->jobs[i]);
+    else tune_compile_one(a->jobs[i]);
     pthread_mutex_lock(&a->mu);
     a->done[i] = 1;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
   }
+  tune_compile_server_release(srv);
   return NULL;
 }
 
-int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err) {
+static int pool_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_kind kind, tune_compile_async **out,
+                      tune_err *err) {
   *out = NULL;
   if (n <= 0) return TUNE_OK;
+  /* decided on the pool's size, not on the jobs it got: a pool of one job still runs beside
+     the other pools of a run (speculation, the next batch) */
+  int use_servers = n_threads > 1 && tune_compile_servers_enabled();
   if (n_threads < 1) n_threads = 1;
   if (n_threads > n) n_threads = n;
   if (n_threads > 256) n_threads = 256;
@@ -237,6 +250,8 @@ int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compi
   }
   a->jobs = jobs;
   a->n = n;
+  a->kind = kind;
+  a->use_servers = use_servers;
   a->done = done;
   atomic_init(&a->next, 0);
   pthread_mutex_init(&a->mu, NULL);
@@ -250,6 +265,10 @@ int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compi
   }
   *out = a;
   return TUNE_OK;
+}
+
+int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err) {
+  return pool_start(jobs, n, n_threads, TUNE_COMPILE_CUBIN, out, err);
 }
 
 int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err) {
@@ -280,19 +299,23 @@ void tune_compile_finish(tune_compile_async *a) {
   free(a);
 }
 
-int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
+int tune_compile_batch_kind(tune_compile_job *jobs, int n, int n_threads, tune_compile_kind kind, tune_err *err) {
   if (n <= 0) return TUNE_OK;
   tune_compile_job **ptrs = malloc((size_t)n * sizeof *ptrs);
   if (!ptrs) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
   for (int i = 0; i < n; ++i) ptrs[i] = &jobs[i];
   tune_compile_async *a = NULL;
-  int rc = tune_compile_start(ptrs, n, n_threads, &a, err);
+  int rc = pool_start(ptrs, n, n_threads, kind, &a, err);
   tune_compile_finish(a);
   free(ptrs);
   if (rc) return rc;
   for (int i = 0; i < n; ++i)
     if (jobs[i].err.code) return tune_fail(err, jobs[i].err.code, "%s", jobs[i].err.msg);
   return TUNE_OK;
+}
+
+int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
+  return tune_compile_batch_kind(jobs, n, n_threads, TUNE_COMPILE_CUBIN, err);
 }
 
 void tune_lowered_names(const db_binary *bin, char lowered[][512]) {

@@ -6,8 +6,12 @@
  * the template and every local header it includes, the options, the arch,
  * the kernel names and the NVRTC version. A compile error is a result (ok=0,
  * log kept), never a failure of the pool. Threads: one job per worker thread;
- * jobs share nothing. The cache lives in the database and is consulted by the
- * caller on the main thread. */
+ * jobs share nothing. NVRTC serialises compiles across the threads of one
+ * process, so a pool of more than one thread hands each job to a compile server
+ * (compile_server.h), one child process per thread, when the program enabled
+ * them; otherwise, or with TUNE_COMPILE_IN_PROCESS=1, it compiles in this
+ * process. Both give the same binary. The cache lives in the database and is
+ * consulted by the caller on the main thread. */
 #ifndef TUNE_COMPILE_H
 #define TUNE_COMPILE_H
 
@@ -35,6 +39,10 @@ typedef struct tune_compile_job {
   tune_err err;                     /* failure of the pool itself (not a compile error) */
 } tune_compile_job;
 
+/* What a job produces: a cubin with its ptxas report (tune_compile_batch), or PTX for a
+ * virtual architecture (compile_ptx.h). */
+typedef enum tune_compile_kind { TUNE_COMPILE_CUBIN, TUNE_COMPILE_PTX } tune_compile_kind;
+
 /* The kernel symbols of a binary (bin->lowered_name, space-separated) into lowered[] (at most
  * TUNE_MAX_LAUNCHES): what a cached binary gives back for the launch steps. */
 void tune_lowered_names(const db_binary *bin, char lowered[][512]);
@@ -59,6 +67,12 @@ int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *er
 void tune_compile_finish(tune_compile_async *a);
 /* 1 when every job of the pool is done (it does not block); 1 for NULL. */
 int tune_compile_all_done(tune_compile_async *a);
+/* tune_compile_batch for either kind. */
+int tune_compile_batch_kind(tune_compile_job *jobs, int n, int n_threads, tune_compile_kind kind, tune_err *err);
+/* Compile one job in this process (what a pool thread or a compile server does with it); the
+ * outcome is in the job (bin, lowered, err). A cubin job computes its key first unless
+ * bin.key is set. */
+void tune_compile_one(tune_compile_job *job);
 /* Parse a ptxas -v report into bin's resource fields (max over kernels). */
 void tune_compile_parse_resources(const char *log, db_binary *bin);
 /* "13.0" */

@@ -3,8 +3,6 @@
 #include "file_util.h"
 
 #include <nvrtc.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +21,7 @@ void tune_compute_arch(const char *sm_arch, char *out, size_t n) {
     }                                                                                         \
   } while (0)
 
-static void compile_ptx_one(tune_compile_job *job) {
+void tune_compile_ptx_one(tune_compile_job *job) {
   tune_err *err = &job->err;
   db_binary *b = &job->bin;
   nvrtcProgram prog = NULL;
@@ -84,30 +82,6 @@ fail:
   free(src);
 }
 
-typedef struct ptx_pool { tune_compile_job *jobs; int n; atomic_int next; } ptx_pool;
-
-static void *ptx_main(void *arg) {
-  ptx_pool *p = arg;
-  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) compile_ptx_one(&p->jobs[i]);
-  return NULL;
-}
-
 int tune_compile_ptx_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err) {
-  if (n <= 0) return TUNE_OK;
-  if (n_threads < 1) n_threads = 1;
-  if (n_threads > n) n_threads = n;
-  if (n_threads > 64) n_threads = 64;
-  ptx_pool p = {.jobs = jobs, .n = n};
-  atomic_init(&p.next, 0);
-  pthread_t th[64];
-  int started = 0;
-  for (int i = 1; i < n_threads; ++i) {
-    if (pthread_create(&th[started], NULL, ptx_main, &p)) break;
-    ++started;
-  }
-  ptx_main(&p);
-  for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
-  for (int i = 0; i < n; ++i)
-    if (jobs[i].err.code) return tune_fail(err, jobs[i].err.code, "%s", jobs[i].err.msg);
-  return TUNE_OK;
+  return tune_compile_batch_kind(jobs, n, n_threads, TUNE_COMPILE_PTX, err);
 }

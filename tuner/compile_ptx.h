@@ -4,7 +4,7 @@
  * tune_compile_batch) to PTX for a virtual architecture (compute_90a), which
  * the driver can JIT on a device that no cubin of the bundle matches. Same
  * options as the cubin build except the target and the ptxas report. Threads:
- * one job per worker thread; jobs share nothing. */
+ * the compile pool of compile.h (and its compile servers). */
 #ifndef TUNE_COMPILE_PTX_H
 #define TUNE_COMPILE_PTX_H
 
@@ -19,5 +19,8 @@ void tune_compute_arch(const char *sm_arch, char *out, size_t n);
  * bin.ok = 0 with bin.log. Returns TUNE_OK unless the pool itself failed.
  * Free with db_binary_release(&job->bin). */
 int tune_compile_ptx_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err);
+
+/* One job to PTX in this process (a pool thread or a compile server). */
+void tune_compile_ptx_one(tune_compile_job *job);
 
 #endif

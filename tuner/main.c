@@ -7,6 +7,7 @@
 #include "argv.h"
 #include "commands.h"
 #include "compare.h"
+#include "compile_server.h"
 #include "report.h"
 #include "version.h"
 #include "worker.h"
@@ -36,6 +37,24 @@ static int cmd_worker(int argc, char **argv) {
   int out_fd = dup(1);
   dup2(2, 1); /* stray prints must not corrupt the protocol */
   return tune_worker_main(dev, 0, out_fd);
+}
+
+/* `tune compile-server`: started by the compile pool (compile_server.h), one per pool thread. */
+static int cmd_compile_server(int argc, char **argv) {
+  (void)argv;
+  if (argc > 0) {
+    fputs("usage: tune compile-server\n\nA compile process of tune's compile pool: it speaks its protocol on stdin\n"
+          "and stdout (tuner/compile_server.h); not for direct use.\n", stdout);
+    return 2;
+  }
+  /* like the worker: the tuner ends it by closing its stdin, after its last compile */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  int out_fd = dup(1);
+  dup2(2, 1); /* stray prints must not corrupt the protocol */
+  int rc = tune_compile_server_main(0, out_fd);
+  close(out_fd);
+  return rc;
 }
 
 static int cmd_version(int argc, char **argv) {
@@ -70,6 +89,7 @@ static const verb verbs[] = {
     {"version", cmd_version, "version             print the version"},
     {"--version", cmd_version, NULL},
     {"bench-search", cmd_bench_search_moved, NULL},
+    {"compile-server", cmd_compile_server, NULL},
 };
 
 static void print_usage(FILE *f) {
@@ -86,8 +106,14 @@ int main(int argc, char **argv) {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; ++i)
-    if (!strcmp(argv[1], verbs[i].name)) return verbs[i].run(argc - 2, argv + 2);
+  /* the compile pool runs NVRTC in copies of this very binary, so the compile key's NVRTC is theirs */
+  tune_compile_servers_enable("/proc/self/exe");
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; ++i) {
+    if (strcmp(argv[1], verbs[i].name)) continue;
+    int rc = verbs[i].run(argc - 2, argv + 2);
+    tune_compile_servers_stop();
+    return rc;
+  }
   fprintf(stderr, "tune: unknown verb '%s'\n\n", argv[1]);
   print_usage(stderr);
   return 2;
