@@ -195,8 +195,10 @@ static int open_search_sources(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   tune_source *strat;
   if (tune_source_strategy_new(rr->sc->strategy, x->space, rr->seed, rr->sc->strategy, &strat, err)) return err->code;
-  /* several GPUs: a strategy that proposes one point at a time would leave the others idle */
-  if (tune_backend_cards(rr->be) > 1 && tune_source_strategy_set_parallel(strat, tune_backend_cards(rr->be), err)) {
+  /* several GPUs: a strategy that proposes one point at a time would leave the others idle; compile
+     only (no backend, no measurement comes back): it would leave the compile pool one job a batch */
+  int par = rr->be ? tune_backend_cards(rr->be) : (rr->o->jobs < SEARCH_MAX_PARALLEL ? rr->o->jobs : SEARCH_MAX_PARALLEL);
+  if (par > 1 && tune_source_strategy_set_parallel(strat, par, err)) {
     strat->free(strat);
     return err->code;
   }

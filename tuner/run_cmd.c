@@ -100,7 +100,10 @@ static const char *usage_run =
     "environment:\n"
     "  TUNE_WORKER_PROGRAM  program started as the worker, with the arguments\n"
     "                       `worker --device N` (default: this tune); e.g. a script that\n"
-    "                       runs `compute-sanitizer tune \"$@\"`\n";
+    "                       runs `compute-sanitizer tune \"$@\"`\n"
+    "  TUNE_COMPILE_IN_PROCESS=1  compile in this process instead of one `tune\n"
+    "                       compile-server` child per compile thread (--jobs > 1);\n"
+    "                       the binaries are the same\n";
 
 /* Append the current option's value to list[*n] (at most max of them). */
 static void add_value(tune_argv *ap, const char *v, const char **list, int *n, int max) {
