@@ -56,9 +56,7 @@ def peers(recipe, dims, api):
     if recipe not in RECIPES:
         return None
     _API = api
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     if dims["scale"] not in SCALES:
         raise api.PeerError(f"scale {dims['scale']!r}: tensor, row or block")
     M, N, K, scale = dims["M"], dims["N"], dims["K"], dims["scale"]

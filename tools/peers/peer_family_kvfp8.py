@@ -55,9 +55,7 @@ def set_bytes(d, kv_bytes):
 def peers(recipe, dims, api):
     if recipe != RECIPE:
         return None
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     if dims["HQ"] % dims["HKV"]:
         raise api.PeerError(f"HQ {dims['HQ']} is not a multiple of HKV {dims['HKV']}")
     # api rides along: build() gets no other handle on the server that loaded this module

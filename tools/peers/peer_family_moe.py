@@ -63,9 +63,7 @@ def peers(recipe, dims, api):
     family = FAMILIES.get(recipe)
     if family is None:
         return None
-    missing = [k for k in DIMS[family] if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS[family])
     nbytes = set_bytes(family, dims)
     if family == "moe_grouped":
         return [api.Peer("torch-grouped-mm", family, dims, nbytes, impl="grouped_mm", api=api),

@@ -35,9 +35,7 @@ def set_bytes(T, H, top_k):
 def peers(recipe, dims, api):
     if recipe != RECIPE:
         return None
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     nbytes = set_bytes(dims["T"], dims["H"], dims["top_k"])
     return [api.Peer("torch", FAMILY, dims, nbytes, compiled=False, api=api),
             api.Peer("torch-compile", FAMILY, dims, nbytes, compiled=True, api=api)]

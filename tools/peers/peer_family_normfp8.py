@@ -37,9 +37,7 @@ def peers(recipe, dims, api):
     if quant is None:
         return None
     _API = api
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     if dims["quant"] != quant:
         raise api.PeerError(f"{recipe} has quant {quant!r}, not {dims['quant']!r}")
     nbytes = set_bytes(dims["T"], dims["H"], quant)

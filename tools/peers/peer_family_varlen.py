@@ -39,9 +39,7 @@ def set_bytes(d):
 def peers(recipe, dims, api):
     if recipe != RECIPE:
         return None
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     if dims["T"] < dims["B"]:
         raise api.PeerError(f"T {dims['T']} < B {dims['B']}: no sequence of length >= 1 for each")
     n = set_bytes(dims)

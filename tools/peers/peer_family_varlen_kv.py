@@ -52,9 +52,7 @@ def set_bytes(d):
 def peers(recipe, dims, api):
     if recipe != RECIPE:
         return None
-    missing = [k for k in DIMS if k not in dims]
-    if missing:
-        raise api.PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    api.require_dims(recipe, dims, DIMS)
     if dims["TQ"] < dims["B"]:
         raise api.PeerError(f"TQ {dims['TQ']} < B {dims['B']}: no sequence of at least one query for each")
     if dims["TK"] < dims["TQ"]:

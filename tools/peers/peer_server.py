@@ -338,7 +338,8 @@ def _family_modules():
     the above keeps its peers in a module of its own, with
       peers(recipe, dims, api) -> None when the recipe is not its own, else a list of api.Peer
       BUILDERS = {family: build(torch, peer, n_sets, seed) -> api.TorchOp}
-    where api is this module (Peer, PeerError, TorchOp, _gen, _normal, _uniform, _loaded_version).
+    where api is this module (Peer, PeerError, require_dims, TorchOp, _gen, _normal, _uniform,
+    _loaded_version).
     Modules must not import torch at import time (the unit tests run without it)."""
     global _FAMILY_MODULES
     if _FAMILY_MODULES is None:
@@ -361,6 +362,13 @@ def _family_modules():
 _FAMILY_MODULES = None
 
 
+def require_dims(recipe, dims, names):
+    """PeerError unless dims holds every one of names (what the recipe's family needs)."""
+    missing = [k for k in names if k not in dims]
+    if missing:
+        raise PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+
+
 def peers_for(recipe, dims):
     """The peers of a problem of this recipe ([] when there is none). PeerError when the dims
     lack what the family needs."""
@@ -371,9 +379,7 @@ def peers_for(recipe, dims):
     family, opts = family_of(recipe)
     if family is None:
         return []
-    missing = [k for k in FAMILY_DIMS[family] if k not in dims]
-    if missing:
-        raise PeerError(f"dims of {recipe} lack {', '.join(missing)}")
+    require_dims(recipe, dims, FAMILY_DIMS[family])
     if family == "rmsnorm" and "residual" in dims:
         opts["residual"] = bool(dims["residual"])
     nbytes = _set_bytes(family, dims, opts)
