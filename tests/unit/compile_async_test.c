@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "compile.h"
+#include "compile_jobs.h"
 
 /* kernel k multiplies by K; BAD makes it not compile */
 static const char *const kSource =
@@ -22,24 +23,11 @@ static const char *const kSource =
 enum { N_JOBS = 6 };
 
 static void setup(tune_compile_job *jobs, char (*defs)[2][160], int n, int bad) {
-  memset(jobs, 0, sizeof *jobs * (size_t)n);
-  for (int i = 0; i < n; ++i) {
-    snprintf(defs[i][0], sizeof defs[i][0], "-DK=%d", i + 2);
-    snprintf(defs[i][1], sizeof defs[i][1], "-DBAD");
-    jobs[i].source_path = "scale.cu";
-    jobs[i].source_text = kSource;
-    jobs[i].include_root = ".";
-    jobs[i].arch = "sm_90a";
-    jobs[i].n_defines = i == bad ? 2 : 1;
-    jobs[i].defines = (const char(*)[160])defs[i];
-    jobs[i].n_names = 1;
-    jobs[i].names[0] = "scale";
-  }
+  static const char *const names[] = {"scale"};
+  compile_jobs_setup(jobs, defs, n, bad, kSource, 1, names, NULL);
 }
 
-static void release(tune_compile_job *jobs, int n) {
-  for (int i = 0; i < n; ++i) db_binary_release(&jobs[i].bin);
-}
+static void release(tune_compile_job *jobs, int n) { compile_jobs_release(jobs, n); }
 
 /* n_threads threads, waits in the order given; job `bad` does not compile */
 static void run_async(int n_threads, const int *order, int bad) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "compile_jobs.h"
 #include "compile_ptx.h"
 #include "compile_server.h"
 #include "compile_server_int.h"
@@ -27,28 +28,14 @@ static const char *const kSource =
 
 enum { N_JOBS = 5 };
 
-/* job i: K = i + 2; job `bad` does not compile */
+/* job i: K = i + 2; job `bad` does not compile; both kernels, the second by a name expression */
 static void setup(tune_compile_job *jobs, char (*defs)[2][160], int bad) {
-  memset(jobs, 0, sizeof *jobs * N_JOBS);
-  for (int i = 0; i < N_JOBS; ++i) {
-    snprintf(defs[i][0], sizeof defs[i][0], "-DK=%d", i + 2);
-    snprintf(defs[i][1], sizeof defs[i][1], "-DBAD");
-    jobs[i].source_path = "scale.cu";
-    jobs[i].source_text = kSource;
-    jobs[i].include_root = ".";
-    jobs[i].arch = "sm_90a";
-    jobs[i].n_defines = i == bad ? 2 : 1;
-    jobs[i].defines = (const char(*)[160])defs[i];
-    jobs[i].n_names = 2;
-    jobs[i].names[0] = "scale";
-    jobs[i].names[1] = "twice<3>";
-    jobs[i].is_expr[1] = 1;
-  }
+  static const char *const names[] = {"scale", "twice<3>"};
+  static const int is_expr[] = {0, 1};
+  compile_jobs_setup(jobs, defs, N_JOBS, bad, kSource, 2, names, is_expr);
 }
 
-static void release(tune_compile_job *jobs) {
-  for (int i = 0; i < N_JOBS; ++i) db_binary_release(&jobs[i].bin);
-}
+static void release(tune_compile_job *jobs) { compile_jobs_release(jobs, N_JOBS); }
 
 static int same_bytes(const void *a, size_t an, const void *b, size_t bn) {
   return an == bn && (!an || (a && b && !memcmp(a, b, an)));
