@@ -29,25 +29,23 @@ run() { # run NAME ARGS...: one tune run into $work/NAME.db, its log appended to
   echo "$name: tune run $* -> rc $? at $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 }
 keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || echo "lean_db $1 failed"; }
+# exhaustive_compared NAME: recipes/attention/NAME.lua exhaustive, then tune compare against its peers
+exhaustive_compared() {
+  local recipe=recipes/attention/$1.lua db=attention.$1
+  run "$db" "$recipe" --strategy exhaustive
+  timeout -s INT 200 "$TUNE" compare "$recipe" --rounds 3 --top-k 2 --timing burst \
+    --db "$work/$db.db" >"$out/$db.compare.txt" 2>&1
+  echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
+  keep "$db"
+}
 case $part in
   serving|decode|varlen)
     if [ "$part" != varlen ]; then
       run attention.decode recipes/attention/decode.lua --strategy exhaustive
       keep attention.decode
     fi
-    if [ "$part" != decode ]; then
-      run attention.varlen recipes/attention/varlen.lua --strategy exhaustive
-      timeout -s INT 200 "$TUNE" compare recipes/attention/varlen.lua --rounds 3 --top-k 2 --timing burst \
-        --db "$work/attention.varlen.db" >"$out/attention.varlen.compare.txt" 2>&1
-      echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
-      keep attention.varlen
-    fi ;;
-  varlen_kv)
-    run attention.varlen_kv recipes/attention/varlen_kv.lua --strategy exhaustive
-    timeout -s INT 200 "$TUNE" compare recipes/attention/varlen_kv.lua --rounds 3 --top-k 2 --timing burst \
-      --db "$work/attention.varlen_kv.db" >"$out/attention.varlen_kv.compare.txt" 2>&1
-    echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
-    keep attention.varlen_kv ;;
+    [ "$part" != decode ] && exhaustive_compared varlen ;;
+  varlen_kv) exhaustive_compared varlen_kv ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
