@@ -37,8 +37,11 @@ return {
   template = "templates/attention/decode.cuh",
 
   -- shared/decode.lua's knobs (it says what each does); 4-byte loads too (a 128-wide e4m3 row is
-  -- one warp's 4-byte loads), and the e4m3 -> fp32 conversion: 0 cvt.rn.f16x2.e4m3x2, 1 bit moves
-  params = common.params({ 16, 8, 4 }, { { "DEQUANT", { 0, 1 } } }),
+  -- one warp's 4-byte loads), and the e4m3 -> fp32 (MMA 1: fp16)
+  -- conversion: 0 cvt.rn.f16x2.e4m3x2, 1 bit moves; MMA 1: q . k and P V on fp16 tensor cores
+  -- (templates/attention/decode_mma.cuh), which take the per-head FMAs and score shuffles off the
+  -- CUDA cores where several query heads share a KV head
+  params = common.params({ 16, 8, 4 }, { { "DEQUANT", { 0, 1 } }, { "MMA", { 0, 1 } } }),
 
   constraints = {
     -- Register path: 32..256 bytes of K/V in flight per thread per tile, at most 256 in all. The
@@ -59,6 +62,10 @@ return {
     -- The bit-move conversion on the plain register path only (no prefetch, no ring): it changes
     -- the arithmetic per byte, which those two do not; a pipelined variant uses the hardware cvt.
     "DEQUANT == 0 or (STAGES == 1 and KV_RING == 0)",
+    -- The tensor-core path reads 16-byte chunks of a row per lane, all query heads of a KV head in
+    -- one block, from registers, in 16-key steps per warp (decode_mma.cuh); the register budget
+    -- above holds for it too (a lane holds the same bytes per tile).
+    "MMA == 0 or (VEC_BYTES == 16 and GQA_PACK == 1 and KV_RING == 0 and BLOCK_N % (16 * WARPS) == 0)",
   },
 
   -- Compile-time problem constants, as expressions the runtime re-evaluates for a new problem.
@@ -79,7 +86,7 @@ return {
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio (8-byte loads: 8 or
   -- 16 lanes per row), 4 splits as decode's fallback.
   fallback = { SPLITS = 4, BLOCK_N = 64, WARPS = 4, VEC_BYTES = 8, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
-               DEQUANT = 0, KV_HINT = 1, BLOCK_ORDER = 1 },
+               DEQUANT = 0, MMA = 0, KV_HINT = 1, BLOCK_ORDER = 1 },
 
   problems = {
     problem(1, 32, 8, 16, 2048, 32768),     -- one sequence of 32768 (8B), page 16

@@ -69,6 +69,11 @@
 //   DEQUANT    0 | 1 (KV_FP8, default 0) e4m3 -> fp32: 0 the hardware cvt.rn.f16x2.e4m3x2 (sm_89+),
 //                                      1 integer bit moves into fp16 (value * 2^-8, the 2^8 folded
 //                                      into the scales); either way exact, then fp16 -> fp32
+//   MMA        0 | 1 (KV_FP8, default 0)  1: the split kernel computes q . k and P V on fp16 tensor cores
+//                                      (attention/decode_mma.cuh: its thread map, fragments and
+//                                      numerics); VEC_BYTES, the row groups and STAGES' meaning aside,
+//                                      the knobs above keep theirs. Needs GQA_PACK 1, KV_RING 0,
+//                                      VEC_BYTES 16 and BLOCK_N / WARPS a multiple of 16.
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
@@ -129,6 +134,9 @@
 #ifndef DEQUANT
 #define DEQUANT 0
 #endif
+#ifndef MMA
+#define MMA 0
+#endif
 
 typedef __nv_bfloat16 bf16;
 #if KV_FP8
@@ -160,6 +168,7 @@ static_assert(VEC_BYTES == 8 || VEC_BYTES == 16 || (KV_FP8 && VEC_BYTES == 4),
               "VEC_BYTES must be 8 or 16 (KV_FP8: 4, 8 or 16)");
 static_assert(KV_FP8 == 0 || KV_FP8 == 1, "KV_FP8 must be 0 or 1");
 static_assert(DEQUANT == 0 || DEQUANT == 1, "DEQUANT must be 0 or 1");
+static_assert(MMA == 0 || MMA == 1, "MMA must be 0 or 1");
 static_assert(kLanesPerRow >= 1 && kLanesPerRow <= 32 && 32 % kLanesPerRow == 0,
               "a KV row must be read by one warp or a power-of-two part of one: HEAD_DIM * kKvBytes / VEC_BYTES <= 32");
 static_assert(SPLITS >= 1 && SPLITS <= 32, "SPLITS must be 1..32 (the combine gives each split one lane)");
@@ -275,7 +284,7 @@ struct split_ctx {
   int hq0;               // first query head of the block
   int split;             // KV chunk index
   int warp, lane;
-  int group;             // row group of this thread in the block (0 .. kGroups-1)
+  int group;             // row group of this thread in the block (0 .. kGroups-1; tile_setup)
   int row0;              // first KV row (within the sequence) of the split
   int row_end;           // one past the split's last row (<= the sequence's length)
   int n_tiles;           // BLOCK_N tiles in the split, the last one possibly partial (0: empty split)
@@ -286,6 +295,7 @@ struct split_ctx {
   const int *bt;         // block_table row of sequence b
   const kv_t *k;         // k_cache + hkv * kv_stride_h + this lane's head-dim offset (page 0, row 0)
   const kv_t *v;         // same for v_cache
+  float q_scale;         // scale_log2 (KV_FP8: times k_scale[hkv] * kDequantScale): q . k -> log2 units
 #if KV_FP8
   float v_scale;         // v_scale[hkv] * kDequantScale: applied to the split's acc (epilogue)
 #endif
@@ -325,16 +335,13 @@ __device__ __forceinline__ void load_q_slice(const bf16 *p, float qs, float (&f)
 #define DECODE_SCALE_ARGS
 #endif
 
-// Block -> (b, heads, split, rows of this sequence's length); this lane's q slice of every head
-// into qf, pre-scaled (KV_FP8: by the K scale too).
-__device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const kv_t *__restrict__ k_cache,
-                                                const kv_t *__restrict__ v_cache, DECODE_SCALE_ARGS
-                                                const int *__restrict__ block_table,
-                                                const int *__restrict__ seq_lens, int HKV, int max_pages,
-                                                int page_size, long long q_stride_b, long long q_stride_h,
-                                                long long kv_stride_page, long long kv_stride_row,
-                                                long long kv_stride_h, float scale_log2,
-                                                float (&qf)[kHeads][kVecElems]) {
+// Block -> (b, KV head, first query head, split, rows of this sequence's length). d_off: this
+// lane's head-dim offset into the K/V rows.
+__device__ __forceinline__ split_ctx split_setup(const kv_t *__restrict__ k_cache, const kv_t *__restrict__ v_cache,
+                                                 DECODE_SCALE_ARGS const int *__restrict__ block_table,
+                                                 const int *__restrict__ seq_lens, int HKV, int max_pages,
+                                                 int page_size, long long kv_stride_page, long long kv_stride_row,
+                                                 long long kv_stride_h, float scale_log2, int d_off) {
   split_ctx c;
   c.page = make_fast_div(page_size);
   c.b = blockIdx.z;
@@ -343,8 +350,6 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
   c.hq0 = hkv * GQA_RATIO + (GQA_PACK ? 0 : (int)blockIdx.x);
   c.warp = threadIdx.x / 32;
   c.lane = threadIdx.x % 32;
-  c.group = c.warp * kRowsPerWarp + c.lane / kLanesPerRow;
-  const int d_off = (c.lane % kLanesPerRow) * kVecElems;
   const int len = max(0, min(__ldg(seq_lens + c.b), max_pages * page_size));
   const int tiles = (len + BLOCK_N - 1) / BLOCK_N;
   const int per_split = (tiles + SPLITS - 1) / SPLITS;
@@ -358,18 +363,44 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
   c.k = k_cache + (long long)hkv * kv_stride_h + d_off;
   c.v = v_cache + (long long)hkv * kv_stride_h + d_off;
 #if KV_FP8
-  const float qs = scale_log2 * (__ldg(k_scale + hkv) * kDequantScale);
+  c.q_scale = scale_log2 * (__ldg(k_scale + hkv) * kDequantScale);
   c.v_scale = __ldg(v_scale + hkv) * kDequantScale;
+#else
+  c.q_scale = scale_log2;
+#endif
+  return c;
+}
+
+// split_setup for the row-group thread map; this lane's q slice of every head into qf, times q_scale.
+__device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, const kv_t *__restrict__ k_cache,
+                                                const kv_t *__restrict__ v_cache, DECODE_SCALE_ARGS
+                                                const int *__restrict__ block_table,
+                                                const int *__restrict__ seq_lens, int HKV, int max_pages,
+                                                int page_size, long long q_stride_b, long long q_stride_h,
+                                                long long kv_stride_page, long long kv_stride_row,
+                                                long long kv_stride_h, float scale_log2,
+                                                float (&qf)[kHeads][kVecElems]) {
+  const int lane = threadIdx.x % 32;
+  const int d_off = (lane % kLanesPerRow) * kVecElems;
+  split_ctx c = split_setup(k_cache, v_cache,
+#if KV_FP8
+                            k_scale, v_scale,
+#endif
+                            block_table, seq_lens, HKV, max_pages, page_size, kv_stride_page, kv_stride_row,
+                            kv_stride_h, scale_log2, d_off);
+  c.group = c.warp * kRowsPerWarp + lane / kLanesPerRow;
+#if KV_FP8
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h) load_q_slice(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off, qs, qf[h]);
+  for (int h = 0; h < kHeads; ++h)
+    load_q_slice(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off, c.q_scale, qf[h]);
 #else
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
     const kv_vec qv = *reinterpret_cast<const kv_vec *>(q + c.b * q_stride_b + (c.hq0 + h) * q_stride_h + d_off);
 #pragma unroll
     for (int w = 0; w < kWords; ++w) {
-      qf[h][2 * w] = bf16_lo(qv.w[w]) * scale_log2;
-      qf[h][2 * w + 1] = bf16_hi(qv.w[w]) * scale_log2;
+      qf[h][2 * w] = bf16_lo(qv.w[w]) * c.q_scale;
+      qf[h][2 * w + 1] = bf16_hi(qv.w[w]) * c.q_scale;
     }
   }
 #endif
@@ -508,6 +539,48 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
   }
 }
 
+// The block's warps, each with its per-head (m, l, acc) in shared memory (s_m, s_l: WARPS * kHeads;
+// s_acc: WARPS * kHeads rows of kD floats; the caller's barrier done), merged and written as the
+// split's partial (SPLITS > 1) or the normalised output (SPLITS == 1).
+__device__ __forceinline__ void block_merge_store(const split_ctx &c, const float *__restrict__ s_acc,
+                                                  const float *__restrict__ s_m, const float *__restrict__ s_l,
+                                                  bf16 *__restrict__ o, float *__restrict__ partial, int B, int HQ,
+                                                  long long o_stride_b, long long o_stride_h) {
+  const long long R = (long long)B * HQ * SPLITS;
+  for (int idx = threadIdx.x; idx < kHeads * kChunks; idx += kThreads) {
+    const int h = idx / kChunks, ch = idx % kChunks;
+    float m = neg_inf();
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, s_m[w * kHeads + h]);
+    const float shift = safe_shift(m);
+    float l = 0.f;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const float sc = exp2_approx(s_m[w * kHeads + h] - shift);
+      l = fmaf(s_l[w * kHeads + h], sc, l);
+      const float4 x = *reinterpret_cast<const float4 *>(s_acc + (w * kHeads + h) * kD + ch * 4);
+      a.x = fmaf(x.x, sc, a.x); a.y = fmaf(x.y, sc, a.y); a.z = fmaf(x.z, sc, a.z); a.w = fmaf(x.w, sc, a.w);
+    }
+    const long long bh = (long long)c.b * HQ + c.hq0 + h;
+#if KV_FP8
+    a.x *= c.v_scale; a.y *= c.v_scale; a.z *= c.v_scale; a.w *= c.v_scale;
+#endif
+    if constexpr (SPLITS == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;  // l = 0: an empty sequence, o = 0
+      r2g_store_bf16x4(o + c.b * o_stride_b + (c.hq0 + h) * o_stride_h + ch * 4, a.x * inv, a.y * inv, a.z * inv,
+                       a.w * inv);
+    } else {
+      const long long rec = bh * SPLITS + c.split;
+      *reinterpret_cast<float4 *>(partial + rec * kD + ch * 4) = a;
+      if (ch == 0) {
+        partial[R * kD + rec] = m;
+        partial[R * kD + R + rec] = l;
+      }
+    }
+  }
+}
+
 // Merge the block's row groups (lanes of a warp by shuffles, then warps through shared memory)
 // and write the split's partial (SPLITS > 1) or the normalised output (SPLITS == 1).
 __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, float *__restrict__ s_acc,
@@ -547,39 +620,7 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
     }
   }
   __syncthreads();
-  const long long R = (long long)B * HQ * SPLITS;
-  for (int idx = threadIdx.x; idx < kHeads * kChunks; idx += kThreads) {
-    const int h = idx / kChunks, ch = idx % kChunks;
-    float m = neg_inf();
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, s_m[w * kHeads + h]);
-    const float shift = safe_shift(m);
-    float l = 0.f;
-    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) {
-      const float sc = exp2_approx(s_m[w * kHeads + h] - shift);
-      l = fmaf(s_l[w * kHeads + h], sc, l);
-      const float4 x = *reinterpret_cast<const float4 *>(s_acc + (w * kHeads + h) * kD + ch * 4);
-      a.x = fmaf(x.x, sc, a.x); a.y = fmaf(x.y, sc, a.y); a.z = fmaf(x.z, sc, a.z); a.w = fmaf(x.w, sc, a.w);
-    }
-    const long long bh = (long long)c.b * HQ + c.hq0 + h;
-#if KV_FP8
-    a.x *= c.v_scale; a.y *= c.v_scale; a.z *= c.v_scale; a.w *= c.v_scale;
-#endif
-    if constexpr (SPLITS == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;  // l = 0: an empty sequence, o = 0
-      r2g_store_bf16x4(o + c.b * o_stride_b + (c.hq0 + h) * o_stride_h + ch * 4, a.x * inv, a.y * inv, a.z * inv,
-                       a.w * inv);
-    } else {
-      const long long rec = bh * SPLITS + c.split;
-      *reinterpret_cast<float4 *>(partial + rec * kD + ch * 4) = a;
-      if (ch == 0) {
-        partial[R * kD + rec] = m;
-        partial[R * kD + R + rec] = l;
-      }
-    }
-  }
+  block_merge_store(c, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -629,10 +670,19 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
       long long q_stride_b, long long q_stride_h, long long o_stride_b, long long o_stride_h,                     \
       long long kv_stride_page, long long kv_stride_row, long long kv_stride_h, float scale_log2
 
+#if MMA
+#include "attention/decode_mma.cuh"
+#endif
+
 extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split(DECODE_PARAMS) {
   using namespace decode;
   __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
+#if MMA
+  mma::split(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size,
+             q_stride_b, q_stride_h, o_stride_b, o_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2,
+             s_acc, s_m, s_l);
+#else
 
   float qf[kHeads][kVecElems];
   const split_ctx c = tile_setup(q, k_cache, v_cache,
@@ -709,6 +759,7 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
   }
 #endif
   epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) attn_decode_combine(DECODE_PARAMS) {

@@ -1,0 +1,280 @@
+// decode_mma.cuh: decode.cuh's split kernel on fp16 tensor cores (MMA 1), for the fp8 KV cache at GQA
+// ratios where the row-group path is bound by its arithmetic: every K and V element costs it one
+// fp32 FMA per query head, and every score a share of a shuffle reduction. Included by decode.cuh
+// only (after its stages): same arguments, partials, combine kernel and serving contract.
+//
+// The warp takes kWarpKeys = BLOCK_N / WARPS consecutive keys of the block's tile, in key steps of 16.
+// Lane (g, t) = (lane / 4, lane % 4) reads keys 16 s + g and 16 s + 8 + g of step s, 16 bytes of K and
+// of V at head-dim 64 h + 16 t for each h < D / 64 (four lanes cover a 64-wide chunk of a row).
+//   S = Q K^T  mma m16n8k16, A = the block's GQA_RATIO query heads as rows 0..7 (rows 8..15 zero:
+//              mma_f16_16816_rows8 keeps half the accumulators), B = an n-tile of 8 keys. Word j of a
+//              lane's 16 bytes gives the B pair of k-step (h, j), so within a k-step the head dims are
+//              permuted; q's A fragments follow the same permutation, so S is the plain dot product.
+//   softmax    lane (g, t) holds head g's scores of keys 2 t, 2 t + 1 of each n-tile; the running max
+//              is made common to the four lanes of a head by two shuffles per tile, l is summed per
+//              lane and reduced once at the end.
+//   O += P V   A = P in fp16, built from the score fragments (the C of a step's two n-tiles is the A
+//              of its 16 keys), B = V^T: each e4m3 pair becomes an fp16 pair and movmatrix transposes
+//              the 8x8 block it belongs to. Column n of output n-tile (h, p) is head-dim
+//              64 h + 16 (n / 2) + 2 p + n % 2, so lane (g, t) ends with head g's acc at head-dims
+//              64 h + 16 t + 0 .. 15 and stores them contiguously.
+// Numerics: e4m3 -> fp16 exactly (DEQUANT 1: times 2^-8, folded into the scales as on the row-group
+// path); q bf16 -> fp16 exactly for 2^-14 <= |q| < 65520 (smaller values lose low bits, larger become
+// inf), unscaled: scale_log2 and the K scale multiply the fp32 scores; P rounded to fp16 (relative
+// 2^-11; l sums the fp32 values); fp32 accumulators.
+// Requirements (static_asserts; recipes/attention/decode_fp8.lua): KV_FP8 1, GQA_PACK 1, KV_RING 0,
+// VEC_BYTES 16 (the loads above), BLOCK_N / WARPS a multiple of 16.
+#pragma once
+
+#include "common/mma_frag.cuh"
+
+namespace decode {
+namespace mma {
+
+constexpr int kWarpKeys = BLOCK_N / WARPS;  // keys of one warp per tile
+constexpr int kSteps = kWarpKeys / 16;      // 16-key steps per warp and tile
+constexpr int kDChunks = kD / 64;           // 64-wide head-dim chunks of a row
+constexpr int kOutTiles = kD / 8;           // 8-column n-tiles of the output
+
+static_assert(KV_FP8 == 1, "MMA 1 is the fp8 KV cache's path (KV_FP8 1)");
+static_assert(GQA_PACK == 1 && KV_RING == 0 && VEC_BYTES == 16, "MMA 1 needs GQA_PACK 1, KV_RING 0 and VEC_BYTES 16");
+static_assert(kWarpKeys % 16 == 0 && kSteps >= 1, "MMA 1 needs BLOCK_N / WARPS to be a multiple of 16");
+static_assert(HEAD_DIM % 64 == 0, "MMA 1 reads 64-wide head-dim chunks");
+static_assert(kHeads <= 8, "MMA 1 holds the query heads in fragment rows 0..7");
+
+// This lane's K and V bytes of one tile: [step][half r: key 16 s + 8 r + g][chunk h].
+struct tile_regs {
+  kv_vec k[kSteps][2][kDChunks];
+  kv_vec v[kSteps][2][kDChunks];
+};
+
+// Query head g's A fragments, k-step (h, j): a0 = head dims 64 h + 16 t + 4 j + {0, 1}, a2 = + {2, 3}.
+struct q_frags {
+  unsigned a0[kDChunks][4], a2[kDChunks][4];
+};
+
+struct softmax_lane {
+  float m;                      // running max of head g (log2 units), common to the lane's quad
+  float l;                      // this lane's share of sum 2^(s - m)
+  float acc[kOutTiles][2];      // head g's acc at head-dims 64 h + 16 t + 2 p + {0, 1}, tile h * 8 + p
+};
+
+__device__ __forceinline__ void dequant(unsigned w, unsigned &h01, unsigned &h23) {
+  if constexpr (DEQUANT) tune::e4m3x4_to_f16x2_shifted(w, h01, h23);
+  else tune::e4m3x4_to_f16x2(w, h01, h23);
+}
+
+__device__ __forceinline__ unsigned bf16x2_to_f16x2(unsigned w) { return tune::pack_f16x2(bf16_lo(w), bf16_hi(w)); }
+
+// Query head g of the block (zeros for g >= kHeads: rows that only pad the fragment).
+__device__ __forceinline__ q_frags load_q(const bf16 *__restrict__ q, const split_ctx &c, long long q_stride_b,
+                                          long long q_stride_h) {
+  const int g = c.lane / 4, t = c.lane % 4;
+  q_frags f;
+#pragma unroll
+  for (int h = 0; h < kDChunks; ++h) {
+    uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+    if (g < kHeads) {
+      const uint4 *p = reinterpret_cast<const uint4 *>(q + c.b * q_stride_b + (c.hq0 + g) * q_stride_h + 64 * h + 16 * t);
+      lo = p[0];
+      hi = p[1];
+    }
+    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f.a0[h][j] = bf16x2_to_f16x2(w[2 * j]);
+      f.a2[h][j] = bf16x2_to_f16x2(w[2 * j + 1]);
+    }
+  }
+  return f;
+}
+
+// First key (within the sequence) of this warp's part of tile t.
+__device__ __forceinline__ int warp_key0(const split_ctx &c, int t) { return c.row0 + t * BLOCK_N + c.warp * kWarpKeys; }
+
+// Key 16 s + 8 r + g of this warp's part of tile t, clamped to the split's last row (the rows past
+// the end are loaded from a row of the sequence's own pages; their scores are -inf).
+__device__ __forceinline__ int lane_row(const split_ctx &c, int t, int s, int r) {
+  return min(warp_key0(c, t) + 16 * s + 8 * r + c.lane / 4, c.row_end - 1);
+}
+
+// Block-table entries of this lane's rows of tile t: one look-up for a tile inside a page.
+__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kSteps][2]) {
+  if (c.tile_in_page) {
+    const int p = __ldg(c.bt + c.page.div(c.row0 + t * BLOCK_N));
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) pages[s][0] = pages[s][1] = p;
+  } else {
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) pages[s][r] = __ldg(c.bt + c.page.div(lane_row(c, t, s, r)));
+  }
+}
+
+// Issue this lane's K and V loads of tile t; nothing waits here.
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2], tile_regs &x) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = lane_row(c, t, s, r);
+      const long long off = pages[s][r] * c.page_stride + (row - c.page.div(row) * c.page.d) * c.row_stride;
+#pragma unroll
+      for (int h = 0; h < kDChunks; ++h) {
+        x.k[s][r][h] = g2r_load_kv(c.k + off + 64 * h);
+        x.v[s][r][h] = g2r_load_kv(c.v + off + 64 * h);
+      }
+    }
+}
+
+// Head g's scores of the tile in log2 units, [step][half][column e: key 16 s + 8 r + 2 t + e]; -inf
+// for keys at or past `valid` (the warp's keys left in the split).
+__device__ __forceinline__ void score_stage(const split_ctx &c, const q_frags &qf, const tile_regs &x, int valid,
+                                            float (&sc)[kSteps][2][2]) {
+  const int t = c.lane % 4;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float d[2] = {0.f, 0.f};
+#pragma unroll
+      for (int h = 0; h < kDChunks; ++h)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          unsigned b0, b1;
+          dequant(x.k[s][r][h].w[j], b0, b1);
+          tune::mma_f16_16816_rows8(d, qf.a0[h][j], qf.a2[h][j], b0, b1);
+        }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) sc[s][r][e] = 16 * s + 8 * r + 2 * t + e < valid ? d[e] * c.q_scale : neg_inf();
+    }
+}
+
+// Online-softmax step of head g over the tile's scores (turned into weights 2^(s - m) in place).
+__device__ __forceinline__ void softmax_stage(float (&sc)[kSteps][2][2], softmax_lane &st) {
+  float m_tile = neg_inf();
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) m_tile = fmaxf(m_tile, fmaxf(sc[s][r][0], sc[s][r][1]));
+  m_tile = fmaxf(m_tile, __shfl_xor_sync(0xffffffffu, m_tile, 1));
+  m_tile = fmaxf(m_tile, __shfl_xor_sync(0xffffffffu, m_tile, 2));
+  const float m_new = fmaxf(st.m, m_tile);
+  const float shift = safe_shift(m_new);
+  const float alpha = exp2_approx(st.m - shift);  // 0 on the first tile (m = -inf)
+  st.m = m_new;
+  float l = st.l * alpha;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[s][r][e] = exp2_approx(sc[s][r][e] - shift);
+        l += sc[s][r][e];
+      }
+  st.l = l;
+#pragma unroll
+  for (int n = 0; n < kOutTiles; ++n) {
+    st.acc[n][0] *= alpha;
+    st.acc[n][1] *= alpha;
+  }
+}
+
+// acc += P V over the tile.
+__device__ __forceinline__ void pv_stage(const float (&p)[kSteps][2][2], const tile_regs &x, softmax_lane &st) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const unsigned a0 = tune::pack_f16x2(p[s][0][0], p[s][0][1]);
+    const unsigned a2 = tune::pack_f16x2(p[s][1][0], p[s][1][1]);
+#pragma unroll
+    for (int h = 0; h < kDChunks; ++h)
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        unsigned lo0, hi0, lo1, hi1;  // pairs 2 w and 2 w + 1 of keys g (half 0) and 8 + g (half 1)
+        dequant(x.v[s][0][h].w[w], lo0, hi0);
+        dequant(x.v[s][1][h].w[w], lo1, hi1);
+        tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w], a0, a2, tune::movmatrix_trans(lo0), tune::movmatrix_trans(lo1));
+        tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w + 1], a0, a2, tune::movmatrix_trans(hi0),
+                                  tune::movmatrix_trans(hi1));
+      }
+  }
+}
+
+__device__ __forceinline__ void compute_stage(const split_ctx &c, const q_frags &qf, const tile_regs &x, int valid,
+                                              softmax_lane &st) {
+  float sc[kSteps][2][2];
+  score_stage(c, qf, x, valid, sc);
+  softmax_stage(sc, st);
+  pv_stage(sc, x, st);
+}
+
+// Head g's state of this warp into shared memory (l summed over the quad first), then the block merge.
+__device__ __forceinline__ void epilogue(const split_ctx &c, softmax_lane &st, float *__restrict__ s_acc,
+                                         float *__restrict__ s_m, float *__restrict__ s_l, bf16 *__restrict__ o,
+                                         float *__restrict__ partial, int B, int HQ, long long o_stride_b,
+                                         long long o_stride_h) {
+  const int g = c.lane / 4, t = c.lane % 4;
+  st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
+  st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
+  if (g < kHeads) {
+    float *dst = s_acc + (c.warp * kHeads + g) * kD + 16 * t;
+#pragma unroll
+    for (int h = 0; h < kDChunks; ++h)
+#pragma unroll
+      for (int p = 0; p < 8; ++p)
+        *reinterpret_cast<float2 *>(dst + 64 * h + 2 * p) = make_float2(st.acc[h * 8 + p][0], st.acc[h * 8 + p][1]);
+    if (t == 0) {
+      s_m[c.warp * kHeads + g] = st.m;
+      s_l[c.warp * kHeads + g] = st.l;
+    }
+  }
+  __syncthreads();
+  block_merge_store(c, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
+}
+
+// The split kernel's body (attn_decode_split with MMA 1); s_acc, s_m, s_l as the row-group path's.
+__device__ __forceinline__ void split(DECODE_PARAMS, float *__restrict__ s_acc, float *__restrict__ s_m,
+                                      float *__restrict__ s_l) {
+  const split_ctx c = split_setup(k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, HKV, max_pages, page_size,
+                                  kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, 16 * (threadIdx.x % 4));
+  const q_frags qf = load_q(q, c, q_stride_b, q_stride_h);
+  softmax_lane st;
+  st.m = neg_inf();
+  st.l = 0.f;
+#pragma unroll
+  for (int n = 0; n < kOutTiles; ++n) st.acc[n][0] = st.acc[n][1] = 0.f;
+  const int valid0 = c.row_end - warp_key0(c, 0);  // keys of the warp's tile 0 left in the split
+
+  int pages[kSteps][2];
+  if (c.n_tiles > 0) page_stage(c, 0, pages);
+#if STAGES == 1
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    tile_regs x;
+    load_stage(c, t, pages, x);
+    if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
+    compute_stage(c, qf, x, valid0 - t * BLOCK_N, st);
+  }
+#else
+  // Register double buffer: tile t + 1 is loaded into `next` before tile t is computed from `cur`.
+  tile_regs cur;
+  if (c.n_tiles > 0) load_stage(c, 0, pages, cur);
+  if (c.n_tiles > 1) page_stage(c, 1, pages);
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    tile_regs next;
+    if (t + 1 < c.n_tiles) {
+      load_stage(c, t + 1, pages, next);
+      if (t + 2 < c.n_tiles) page_stage(c, t + 2, pages);
+    }
+    compute_stage(c, qf, cur, valid0 - t * BLOCK_N, st);
+    cur = next;
+  }
+#endif
+  epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
+}
+
+}  // namespace mma
+}  // namespace decode
