@@ -6,13 +6,15 @@
 #   varlen   attention.varlen (exhaustive on every problem, then `tune compare` against its peers,
 #            3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
 #   varlen_kv  attention.varlen_kv (chunked prefill), the same -> OUTDIR/attention.varlen_kv.db
+#   decode_fp8  attention.decode_fp8 (fp8 KV cache), the same -> OUTDIR/attention.decode_fp8.db
 #   prefill  attention.prefill (mma.sync path) -> OUTDIR/attention.prefill.db
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
+# TIMING: the comparisons' timing mode (default burst; both: burst and sustained).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|prefill|sm90 OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|prefill|sm90 OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -33,7 +35,7 @@ keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || 
 exhaustive_compared() {
   local recipe=recipes/attention/$1.lua db=attention.$1
   run "$db" "$recipe" --strategy exhaustive
-  timeout -s INT 200 "$TUNE" compare "$recipe" --rounds 3 --top-k 2 --timing burst \
+  timeout -s INT 200 "$TUNE" compare "$recipe" --rounds 3 --top-k 2 --timing "${TIMING:-burst}" \
     --db "$work/$db.db" >"$out/$db.compare.txt" 2>&1
   echo "compare rc $?" | tee -a "$out/$part.gpu.txt"
   keep "$db"
@@ -45,11 +47,11 @@ case $part in
       keep attention.decode
     fi
     [ "$part" != decode ] && exhaustive_compared varlen ;;
-  varlen_kv) exhaustive_compared varlen_kv ;;
+  varlen_kv|decode_fp8) exhaustive_compared "$part" ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
-  *) echo "part must be serving, decode, varlen, varlen_kv, prefill or sm90" >&2; exit 2 ;;
+  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill or sm90" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
