@@ -63,7 +63,13 @@
  * of that GP in label units (constrained expected improvement). Recipes
  * reject whole regions (applies, resource limits) and each rejected point
  * costs an evaluation; the square root keeps points next to failures in
- * play, where the best configs often are. */
+ * play, where the best configs often are.
+ *
+ * Peek (search_strategy_peek): the next batch as next_batch would make it, taken on a deep copy of
+ * the state (so its random stream and model stay as they were): the queued points, the design, or
+ * the next model step with its candidates ranked by acquisition instead of one picked, after the
+ * points proposed and not observed yet are believed at the model's mean (they will be observed
+ * first, and seldom turn out the new best). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -865,8 +871,14 @@ static int rank_candidates(bayes_state *st, int nc, double best_ys, uint64_t *to
     if (isnan(a)) continue;
     int j = n < max ? n++ : max;
     for (; j > n0 && a > top_a[j - 1]; j--)
-      if (j < max) top_pos[j] = top_pos[j - 1], top_a[j] = top_a[j - 1];
-    if (j < max) top_pos[j] = q, top_a[j] = a;
+      if (j < max) {
+        top_pos[j] = top_pos[j - 1];
+        top_a[j] = top_a[j - 1];
+      }
+    if (j < max) {
+      top_pos[j] = q;
+      top_a[j] = a;
+    }
   }
   for (int j = n0; j < n; j++) top[j] = st->pool.space->points[top_pos[j]];
   return n;
