@@ -106,6 +106,18 @@ int search_strategy_set_parallel(search_strategy *s, int k, tune_err *err);
 int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *n_out,
                                tune_err *err);
 
+/* Up to `max` points the strategy is likely to propose next, given what it has observed so far,
+ * into out[], the likeliest first; *n_out of them, 0 when it has no guess. Each is a point of the
+ * space neither proposed nor observed before, once. A guess for work done ahead of the proposals
+ * (tuner/speculate.h compiles them), never a promise: what is observed in between changes them.
+ * Changes nothing: the strategy's state and random stream are untouched, so its proposals are the
+ * same with or without peeks. What each guesses: exhaustive and random, exactly their next points;
+ * bayes, its next step as next_batch would take it (the points still queued, the initial design, or
+ * the candidates of its next model step ranked by its acquisition, with the points proposed and not
+ * yet observed taken at the model's mean); the others, the unit-step neighbours (one parameter one
+ * value up or down) of the best point so far. */
+int search_strategy_peek(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err);
+
 /* Tell the strategy the cost of a point it proposed: time in ns, or a
  * negative value when the point failed (wrong, crashed, not compiled...). */
 void search_strategy_observe(search_strategy *s, uint64_t point, double cost_ns);

@@ -21,6 +21,10 @@ typedef struct search_strategy_vt {
   int (*next_batch)(search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err);
   /* Learn from one measured point (cost in ns, < 0: failed). May be NULL. */
   void (*observe)(search_strategy *s, uint64_t point, double cost_ns);
+  /* Up to max (>= 1) guesses of the next proposals into out[], *n_out of them, without changing
+   * s (search_strategy_peek; the caller drops the points already seen). May be NULL: the caller
+   * guesses the unit-step neighbours of the best point. */
+  int (*peek)(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err);
   /* Take compile-time features (search_strategy_set_features; called before any proposal or
    * observation). May be NULL: the strategy ignores them. */
   int (*features)(search_strategy *s, const double *feat, int n_feat, tune_err *err);

@@ -37,9 +37,15 @@ static int exhaustive_next(search_strategy *s, uint64_t *out, int max, int *n_ou
   return TUNE_OK;
 }
 
+/* The next points are the following ones in space order. */
+static int exhaustive_peek(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  search_strategy copy = *s; /* next_batch only reads s->n_proposed, its cursor */
+  return exhaustive_next(&copy, out, max, n_out, err);
+}
+
 const search_strategy_vt search_exhaustive_vt = {
-    .name = "exhaustive", .init = NULL, .next_batch = exhaustive_next, .observe = NULL,
-    .free = NULL};
+    .name = "exhaustive", .init = NULL, .next_batch = exhaustive_next, .peek = exhaustive_peek,
+    .observe = NULL, .free = NULL};
 
 /* ---- random ------------------------------------------------------------ */
 
@@ -83,6 +89,24 @@ static int random_next(search_strategy *s, uint64_t *out, int max, int *n_out, t
   return TUNE_OK;
 }
 
+/* The shuffle's next steps, made on copies of the generator and of the unproposed part of the
+ * permutation (steps only swap within it). */
+static int random_peek(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  const random_state *st = s->state;
+  uint64_t n = (uint64_t)s->space->n_points, i = s->n_proposed;
+  *n_out = 0;
+  if (i >= n) return TUNE_OK;
+  random_state copy = {.rng = st->rng, .perm = malloc((size_t)(n - i) * sizeof(uint64_t))};
+  if (!copy.perm) return tune_fail(err, TUNE_ENOMEM, "search_strategy_peek: no memory (random)");
+  memcpy(copy.perm, st->perm + i, (size_t)(n - i) * sizeof(uint64_t));
+  /* the copy's positions start at i: a strategy of n - i points with none proposed draws the same */
+  search_space rest = {.n_points = (size_t)(n - i)};
+  search_strategy view = {.space = &rest, .state = &copy};
+  int rc = random_next(&view, out, max, n_out, err);
+  free(copy.perm);
+  return rc;
+}
+
 static void random_free(search_strategy *s) {
   random_state *st = s->state;
   if (!st) return;
@@ -92,8 +116,8 @@ static void random_free(search_strategy *s) {
 }
 
 const search_strategy_vt search_random_vt = {
-    .name = "random", .init = random_init, .next_batch = random_next, .observe = NULL,
-    .free = random_free};
+    .name = "random", .init = random_init, .next_batch = random_next, .peek = random_peek,
+    .observe = NULL, .free = random_free};
 
 /* ---- generic ----------------------------------------------------------- */
 
@@ -179,6 +203,49 @@ int search_strategy_next_batch(search_strategy *s, uint64_t *out, int max, int *
       out[n++] = out[i];
     }
   } while (n == 0 && m > 0);
+  *n_out = n;
+  return TUNE_OK;
+}
+
+static int seen_before(const search_strategy *s, uint64_t point) {
+  long k = search_space_find(s->space, point);
+  return k < 0 || (s->seen[k / 8] >> (k % 8) & 1);
+}
+
+/* The default guess: the unseen points one value index up or down in one parameter from the best
+ * point, parameter by parameter. */
+static int neighbours_of_best(const search_strategy *s, uint64_t *out, int max, int *n_out) {
+  int vi[SEARCH_MAX_PARAMS], n = 0;
+  *n_out = 0;
+  if (!s->has_best) return TUNE_OK;
+  search_point_decode(s->space, s->best_point, vi);
+  for (int i = 0; i < s->space->n_params && n < max; i++)
+    for (int d = -1; d <= 1 && n < max; d += 2) {
+      if (vi[i] + d < 0 || vi[i] + d >= s->space->n_values[i]) continue;
+      vi[i] += d;
+      uint64_t q = search_point_encode(s->space, vi);
+      vi[i] -= d;
+      if (!seen_before(s, q)) out[n++] = q;
+    }
+  *n_out = n;
+  return TUNE_OK;
+}
+
+int search_strategy_peek(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  if (n_out) *n_out = 0;
+  if (!s || !out || !n_out) return tune_fail(err, TUNE_EINVAL, "search_strategy_peek: NULL argument");
+  if (max < 1) return tune_fail(err, TUNE_EINVAL, "search_strategy_peek: max is %d, must be >= 1", max);
+  int m = 0;
+  int rc = s->vt->peek ? s->vt->peek(s, out, max, &m, err) : neighbours_of_best(s, out, max, &m);
+  if (rc) return rc;
+  TUNE_ASSERT(m >= 0 && m <= max);
+  /* as next_batch does: a point observed from outside (a warm start) is not proposed again */
+  int n = 0;
+  for (int i = 0; i < m; i++) {
+    int dup = seen_before(s, out[i]);
+    for (int j = 0; j < n && !dup; j++) dup = out[j] == out[i];
+    if (!dup) out[n++] = out[i];
+  }
   *n_out = n;
   return TUNE_OK;
 }

@@ -63,7 +63,13 @@
  * of that GP in label units (constrained expected improvement). Recipes
  * reject whole regions (applies, resource limits) and each rejected point
  * costs an evaluation; the square root keeps points next to failures in
- * play, where the best configs often are. */
+ * play, where the best configs often are.
+ *
+ * Peek (search_strategy_peek): the next batch as next_batch would make it, taken on a deep copy of
+ * the state (so its random stream and model stay as they were): the queued points, the design, or
+ * the next model step with its candidates ranked by acquisition instead of one picked, after the
+ * points proposed and not observed yet are believed at the model's mean (they will be observed
+ * first, and seldom turn out the new best). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,9 +157,7 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   return TUNE_OK;
 }
 
-static void bayes_free(search_strategy *s) {
-  bayes_state *st = s->state;
-  if (!st) return;
+static void bayes_state_free(bayes_state *st) {
   search_pool_free(&st->pool);
   free(st->obs);
   free(st->X);
@@ -170,6 +174,11 @@ static void bayes_free(search_strategy *s) {
   free(st->cand);
   free(st->feat);
   free(st);
+}
+
+static void bayes_free(search_strategy *s) {
+  if (!s->state) return;
+  bayes_state_free(s->state);
   s->state = NULL;
 }
 
@@ -652,6 +661,15 @@ static int local_candidates(bayes_state *st, uint32_t pos, uint32_t *out, int ma
   return n;
 }
 
+/* The candidates of a local step into st->cand (the unseen points one or two unit steps from the
+ * best point); returns the count, 0 when there are none. */
+static int local_step_candidates(bayes_state *st) {
+  int bi = -1;
+  for (int i = 0; i < st->n_obs; i++)
+    if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
+  return bi >= 0 ? local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND) : 0;
+}
+
 /* One model step: the pick of largest acquisition among the local or the global candidates (two
  * local steps, then a global one), or a random unseen point while there is nothing to model. */
 static int model_step(bayes_state *st, int *modelled, tune_err *err) {
@@ -661,12 +679,7 @@ static int model_step(bayes_state *st, int *modelled, tune_err *err) {
   if (build_model(st, &best_ys) != 0) return search_pool_push(p, (uint32_t)search_pool_random_unseen(p), err);
   *modelled = 1;
   int nc = 0;
-  if (st->n_steps++ % 3 != 2) { /* two local steps, then a global one */
-    int bi = -1;
-    for (int i = 0; i < st->n_obs; i++)
-      if (!isnan(st->y[i]) && (bi < 0 || st->y[i] < st->y[bi])) bi = i;
-    if (bi >= 0) nc = local_candidates(st, st->obs[bi], st->cand, BAYES_MAX_CAND);
-  }
+  if (st->n_steps++ % 3 != 2) nc = local_step_candidates(st); /* two local steps, then a global one */
   if (nc == 0) nc = candidates(st);
   long pick = -1;
   double pick_ei = -INFINITY;
@@ -779,6 +792,147 @@ static void bayes_observe(search_strategy *s, uint64_t point, double cost_ns) {
   st->y[i] = cost_ns >= 0 ? search_pool_score(&st->pool, (uint32_t)pos) : NAN;
 }
 
+/* ---- peek: the next step, taken on a copy -------------------------------- */
+
+static void *copy_of(const void *p, size_t bytes, int *failed) {
+  if (!p || !bytes) return NULL;
+  void *q = malloc(bytes);
+  if (q) memcpy(q, p, bytes);
+  else *failed = 1;
+  return q;
+}
+
+/* A deep copy of st (its arrays at their allocated sizes, as grow() and search_pool_push left them),
+ * NULL on no memory. */
+static bayes_state *bayes_copy(const bayes_state *st) {
+  bayes_state *c = malloc(sizeof *c);
+  if (!c) return NULL;
+  *c = *st;
+  const search_pool *p = &st->pool;
+  size_t n = p->n, cap = (size_t)st->cap, t = (size_t)st->tcap, d = (size_t)(st->d ? st->d : 1);
+  int failed = 0;
+  c->pool.seen = copy_of(p->seen, n, &failed);
+  c->pool.cost = copy_of(p->cost, n * sizeof(double), &failed);
+  c->pool.order = copy_of(p->order, n * sizeof(uint32_t), &failed);
+  c->pool.queue = copy_of(p->queue, (size_t)p->queue_cap * sizeof(uint32_t), &failed);
+  c->feat = copy_of(st->feat, n * (size_t)st->n_feat * sizeof(double), &failed);
+  c->obs = copy_of(st->obs, cap * sizeof(uint32_t), &failed);
+  c->X = copy_of(st->X, cap * d * sizeof(double), &failed);
+  c->y = copy_of(st->y, cap * sizeof(double), &failed);
+  c->work = copy_of(st->work, cap * sizeof(double), &failed);
+  c->Xt = copy_of(st->Xt, t * d * sizeof(double), &failed);
+  c->yt = copy_of(st->yt, t * sizeof(double), &failed);
+  gp *cm[2] = {&c->cost, &c->feas};
+  const gp *sm[2] = {&st->cost, &st->feas};
+  for (int i = 0; i < 2; i++) {
+    cm[i]->ys = copy_of(sm[i]->ys, t * sizeof(double), &failed);
+    cm[i]->alpha = copy_of(sm[i]->alpha, t * sizeof(double), &failed);
+    cm[i]->L = copy_of(sm[i]->L, t * t * sizeof(double), &failed);
+  }
+  size_t n_cand = (size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(p->n_free + 1); /* as bayes_init */
+  c->cand = copy_of(st->cand, n_cand * sizeof(uint32_t), &failed);
+  if (failed) {
+    bayes_state_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+/* The points proposed and not observed yet (at most SEARCH_MAX_PARALLEL of them) take the cost
+ * model's mean as if observed (believe): they will be observed before the next step, most often
+ * not as a new best, and where they are the next step looks elsewhere. The model must be built.
+ * Returns how many were taken; -1 on no memory. */
+static int believe_pending(bayes_state *st) {
+  const search_pool *p = &st->pool;
+  uint8_t *in_model = calloc(p->n, 1); /* already a training point: observed, or believed by a batch */
+  if (!in_model) return -1;
+  for (int i = 0; i < st->n_obs; i++) in_model[st->obs[i]] = 1;
+  int k = 0;
+  for (uint32_t i = 0; i < p->n && k < SEARCH_MAX_PARALLEL; i++)
+    if (p->seen[i] && isnan(p->cost[i]) && !in_model[i]) {
+      believe(st, i);
+      k++;
+    }
+  free(in_model);
+  return k;
+}
+
+/* Appends to top[] (n of max used, the positions in top_pos[]) the nc candidates of st->cand not
+ * there yet, ranked by acquisition (largest first; ties in candidate order, as model_step picks);
+ * returns the new n. */
+static int rank_candidates(bayes_state *st, int nc, double best_ys, uint64_t *top, uint32_t *top_pos,
+                           double *top_a, int n, int max) {
+  int n0 = n;
+  for (int i = 0; i < nc; i++) {
+    uint32_t q = st->cand[i];
+    int dup = 0;
+    for (int j = 0; j < n0 && !dup; j++) dup = top_pos[j] == q;
+    double a = dup ? NAN : acquisition(st, q, best_ys);
+    if (isnan(a)) continue;
+    int j = n < max ? n++ : max;
+    for (; j > n0 && a > top_a[j - 1]; j--)
+      if (j < max) {
+        top_pos[j] = top_pos[j - 1];
+        top_a[j] = top_a[j - 1];
+      }
+    if (j < max) {
+      top_pos[j] = q;
+      top_a[j] = a;
+    }
+  }
+  for (int j = n0; j < n; j++) top[j] = st->pool.space->points[top_pos[j]];
+  return n;
+}
+
+/* The next model step on the copy c, its candidates ranked instead of one picked: those of the step
+ * next_batch takes (local or global), then, while max allows, the global ones after a local step
+ * (the step after next may be global; its random candidates are drawn from the same stream). */
+static int peek_step(bayes_state *c, uint64_t *out, int max, int *n_out, tune_err *err) {
+  double best_ys = 0;
+  *n_out = 0;
+  if (build_model(c, &best_ys) != 0) { /* nothing to model: the step draws at random */
+    long q = search_pool_random_unseen(&c->pool);
+    if (q >= 0) out[(*n_out)++] = c->pool.space->points[q];
+    return TUNE_OK;
+  }
+  int nb = believe_pending(c);
+  if (nb < 0) return tune_fail(err, TUNE_ENOMEM, "search_strategy_peek: no memory (bayes)");
+  if (nb > 0 && build_model(c, &best_ys) != 0) return TUNE_OK;
+  uint32_t *pos = malloc((size_t)max * sizeof(uint32_t));
+  double *acq = malloc((size_t)max * sizeof(double));
+  if (!pos || !acq) {
+    free(pos);
+    free(acq);
+    return tune_fail(err, TUNE_ENOMEM, "search_strategy_peek: no memory (bayes)");
+  }
+  int n = 0, local = c->n_steps % 3 != 2, nc = local ? local_step_candidates(c) : 0;
+  if (nc > 0) n = rank_candidates(c, nc, best_ys, out, pos, acq, n, max);
+  if (n < max) n = rank_candidates(c, candidates(c), best_ys, out, pos, acq, n, max);
+  free(pos);
+  free(acq);
+  *n_out = n;
+  return TUNE_OK;
+}
+
+/* What next_batch would serve next: the points still queued, else the initial design, else the
+ * next model step's candidates ranked (peek_step), all taken on a copy of the state. */
+static int bayes_peek(const search_strategy *s, uint64_t *out, int max, int *n_out, tune_err *err) {
+  const bayes_state *st = s->state;
+  *n_out = 0;
+  if (search_pool_queued(&st->pool) == 0 && st->pool.n_seen >= st->pool.n) return TUNE_OK;
+  bayes_state *c = bayes_copy(st);
+  if (!c) return tune_fail(err, TUNE_ENOMEM, "search_strategy_peek: no memory to copy bayes");
+  int rc = TUNE_OK;
+  if (search_pool_queued(&c->pool) == 0 && !c->design_done) {
+    c->design_done = 1;
+    rc = initial_design(c, s->parallel, err);
+  }
+  if (!rc && search_pool_queued(&c->pool)) *n_out = search_pool_serve(&c->pool, out, max);
+  else if (!rc) rc = peek_step(c, out, max, n_out, err);
+  bayes_state_free(c);
+  return rc;
+}
+
 const search_strategy_vt search_bayes_vt = {
-    .name = "bayes", .init = bayes_init, .next_batch = bayes_next, .observe = bayes_observe,
-    .features = bayes_features, .free = bayes_free};
+    .name = "bayes", .init = bayes_init, .next_batch = bayes_next, .peek = bayes_peek,
+    .observe = bayes_observe, .features = bayes_features, .free = bayes_free};

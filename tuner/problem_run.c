@@ -401,8 +401,8 @@ static int stage_compile(tune_problem_run *x, tune_err *err) {
   double t_s = tune_now_s(); /* stores the last round's guesses, evaluates the next: time the GPU waits */
   int n_thr = rr->o->jobs - n_todo > 1 ? rr->o->jobs - n_todo : 1;
   int max = rr->o->jobs < TUNE_SPEC_MAX ? rr->o->jobs : TUNE_SPEC_MAX;
-  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, x->best.point, x->arch, x->templates, rr->db, b->jobs,
-                      b->n_jobs, max, n_thr, &rr->st->compiled, err))
+  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), x->best.point,
+                      x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err))
     return err->code;
   rr->st->t_compile += tune_now_s() - t_s;
   return TUNE_OK;

@@ -94,6 +94,12 @@ int tune_source_strategy_set_parallel(tune_source *s, int k, tune_err *err) {
   return search_strategy_set_parallel(((strategy_source *)s)->strat, k, err);
 }
 
+const search_strategy *tune_source_chain_strategy(const tune_source_chain *c) {
+  for (int i = 0; i < c->n; ++i)
+    if (c->s[i]->next == strategy_next) return ((const strategy_source *)c->s[i])->strat;
+  return NULL;
+}
+
 /* ---- the warm start ------------------------------------------------------- */
 
 typedef struct warm_source {

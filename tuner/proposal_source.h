@@ -72,6 +72,9 @@ int tune_source_strategy_new(const char *name, const search_space *space, uint64
                              tune_source **out, tune_err *err);
 /* Proposals for k GPUs at once (search_strategy_set_parallel): before the first proposal. */
 int tune_source_strategy_set_parallel(tune_source *s, int k, tune_err *err);
+/* The strategy of the chain's first strategy source (for its guesses, search_strategy_peek), NULL
+ * when it has none. Borrowed: the chain owns it. */
+const search_strategy *tune_source_chain_strategy(const tune_source_chain *c);
 /* The warm start: pts[n] (tune_warm_order's order) a batch of its own at a time, each with
  * `origin`; their results go to `observer` (the strategy, which takes them as its own; not
  * owned, may be NULL). NULL on no memory. */

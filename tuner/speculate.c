@@ -16,8 +16,9 @@ struct tune_spec {
   int taken[TUNE_SPEC_MAX];
   tune_compile_async *a;
   char templates[PATH_MAX + 16]; /* the jobs' include root: a round may outlive its problem */
-  const tune_problem *last_p;    /* the last round's problem and best point: a round from the same */
-  uint64_t last_best;            /* ones would evaluate the same neighbours again and find them cached */
+  const tune_problem *last_p;    /* the last round's problem and points: the same points again */
+  uint64_t last[TUNE_SPEC_ASK];  /* would all be found compiled */
+  int n_last;
 };
 
 int tune_spec_new(tune_spec **out, tune_err *err) {
@@ -57,50 +58,74 @@ static int key_in(const char *key, const tune_compile_job *jobs, int n) {
   return 0;
 }
 
+/* The points to guess into out[] (room for TUNE_SPEC_ASK), the likeliest first: the strategy's own
+ * guess (search_strategy_peek), else the points one unit step from best. */
+static int guess_points(const search_strategy *strat, const search_space *space, uint64_t best, uint64_t *out,
+                        int *n, tune_err *err) {
+  *n = 0;
+  if (strat && search_strategy_peek(strat, out, TUNE_SPEC_ASK, n, err)) return err->code;
+  if (*n) return TUNE_OK;
+  int vi[SEARCH_MAX_PARAMS];
+  search_point_decode(space, best, vi);
+  for (int i = 0; i < space->n_params; i++)
+    for (int d = -1; d <= 1 && *n < TUNE_SPEC_ASK; d += 2) {
+      if (vi[i] + d < 0 || vi[i] + d >= space->n_values[i]) continue;
+      vi[i] += d;
+      uint64_t q = search_point_encode(space, vi);
+      vi[i] -= d;
+      if (search_space_find(space, q) >= 0) out[(*n)++] = q; /* else not in the problem's space */
+    }
+  return TUNE_OK;
+}
+
+/* Adds the job of point q to the round unless its variant is skipped or its binary is cached,
+ * compiled by the batch, or already guessed. */
+static int add_guess(tune_spec *s, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
+                     const search_space *space, uint64_t q, const char *arch, db_conn *db,
+                     const tune_compile_job *batch, int n_batch, tune_err *err) {
+  int vi[SEARCH_MAX_PARAMS];
+  search_point_decode(space, q, vi);
+  tune_variant *v = &s->v[s->n];
+  int rc = tune_recipe_eval_variant(r, vi, p, facts, v, err);
+  if (rc || v->skip) return rc;
+  tune_compile_job *j = &s->jobs[s->n];
+  tune_variant_job(j, r->template_path, s->templates, arch, v);
+  if ((rc = tune_compile_key(j, err))) return rc;
+  if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, s->jobs, s->n)) return TUNE_OK;
+  db_binary cached;
+  tune_err e;
+  tune_err_clear(&e);
+  int got = db_binary_get(db, j->bin.key, &cached, &e);
+  if (got == TUNE_OK) {
+    db_binary_release(&cached);
+    return TUNE_OK;
+  }
+  if (got != TUNE_ENOTFOUND) return tune_fail(err, got, "%s", e.msg);
+  s->taken[s->n] = 0;
+  s->ptrs[s->n] = j;
+  s->n++;
+  return TUNE_OK;
+}
+
 int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
-                    const search_space *space, uint64_t best, const char *arch, const char *templates, db_conn *db,
-                    const tune_compile_job *batch, int n_batch, int max, int n_threads, int *compiled,
-                    tune_err *err) {
+                    const search_space *space, const search_strategy *strat, uint64_t best, const char *arch,
+                    const char *templates, db_conn *db, const tune_compile_job *batch, int n_batch, int max,
+                    int n_threads, int *compiled, tune_err *err) {
   if (!tune_compile_all_done(s->a)) return TUNE_OK; /* the last round is still compiling: no new one */
   int rc = tune_spec_flush(s, db, compiled, err);
   if (rc) return rc;
-  if (p == s->last_p && best == s->last_best) return TUNE_OK;
+  uint64_t pts[TUNE_SPEC_ASK];
+  int n_pts = 0;
+  if ((rc = guess_points(strat, space, best, pts, &n_pts, err))) return rc;
+  /* the same guesses for the same problem: all compiled by the last round, or cached */
+  if (p == s->last_p && n_pts == s->n_last && !memcmp(pts, s->last, (size_t)n_pts * sizeof *pts)) return TUNE_OK;
   s->last_p = p;
-  s->last_best = best;
+  s->n_last = n_pts;
+  memcpy(s->last, pts, (size_t)n_pts * sizeof *pts);
   snprintf(s->templates, sizeof s->templates, "%s", templates);
   if (max > TUNE_SPEC_MAX) max = TUNE_SPEC_MAX;
-  int vi[SEARCH_MAX_PARAMS];
-  search_point_decode(space, best, vi);
-  for (int i = 0; i < space->n_params && s->n < max; ++i)
-    for (int d = -1; d <= 1 && s->n < max; d += 2) {
-      if (vi[i] + d < 0 || vi[i] + d >= space->n_values[i]) continue;
-      vi[i] += d;
-      long q = search_space_find(space, search_point_encode(space, vi));
-      int nvi[SEARCH_MAX_PARAMS];
-      memcpy(nvi, vi, sizeof nvi);
-      vi[i] -= d;
-      if (q < 0) continue; /* not in the problem's space */
-      tune_variant *v = &s->v[s->n];
-      if ((rc = tune_recipe_eval_variant(r, nvi, p, facts, v, err))) return rc;
-      if (v->skip) continue;
-      tune_compile_job *j = &s->jobs[s->n];
-      tune_variant_job(j, r->template_path, s->templates, arch, v);
-      if ((rc = tune_compile_key(j, err))) return rc;
-      /* compiled before (the cache), by this batch, or already guessed */
-      if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, s->jobs, s->n)) continue;
-      db_binary cached;
-      tune_err e;
-      tune_err_clear(&e);
-      int got = db_binary_get(db, j->bin.key, &cached, &e);
-      if (got == TUNE_OK) {
-        db_binary_release(&cached);
-        continue;
-      }
-      if (got != TUNE_ENOTFOUND) return tune_fail(err, got, "%s", e.msg);
-      s->taken[s->n] = 0;
-      s->ptrs[s->n] = j;
-      s->n++;
-    }
+  for (int i = 0; i < n_pts && s->n < max; i++)
+    if ((rc = add_guess(s, r, p, facts, space, pts[i], arch, db, batch, n_batch, err))) return rc;
   if (s->n) rc = tune_compile_start(s->ptrs, s->n, n_threads, &s->a, err);
   if (rc) s->n = 0;
   return rc;

@@ -2,13 +2,15 @@
  *
  * Owns: while the GPU measures a batch, compiling in the background the configs the strategy is
  * likely to propose next, so that its next proposal often finds its binary ready. The guess is the
- * configs one unit step (one parameter to its next or previous value) from the best config so far:
- * bayes draws two of every three proposals, one at a time, from the configs one or two unit steps
- * from its best (search/strategy_bayes.c, local_candidates), which otherwise leaves every compile
- * of a bayes run unoverlapped; the guesses are the one-step ones. A guess changes
- * nothing the strategy sees: a binary is matched by its compile key (the content hash of everything
- * that goes into it), and a guess never taken is stored in the compile cache like any compile.
- * Not owned: proposing (search/), the batch's own compiles (problem_run.c, compile.h). */
+ * strategy's own (search_strategy_peek): bayes, which proposes one point per batch after its
+ * design and would otherwise leave every compile of its run unoverlapped, ranks the candidates of
+ * its next step by its acquisition, taking the point being measured at its model's mean; where a
+ * strategy has no guess (none given, or it returns none), the configs one unit step (one parameter
+ * to its next or previous value) from the best config so far. A guess changes nothing the strategy
+ * sees: a peek leaves the strategy as it was, a binary is matched by its compile key (the content
+ * hash of everything that goes into it), and a guess never taken is stored in the compile cache
+ * like any compile.
+ * Not owned: proposing and guessing (search/), the batch's own compiles (problem_run.c, compile.h). */
 #ifndef TUNE_SPECULATE_H
 #define TUNE_SPECULATE_H
 
@@ -19,21 +21,22 @@
 #include "recipe.h"
 #include "search.h"
 
-#define TUNE_SPEC_MAX 16 /* guesses per round */
+#define TUNE_SPEC_MAX 16 /* guesses compiled per round */
+#define TUNE_SPEC_ASK (2 * SEARCH_MAX_PARAMS) /* points considered per round: some are cached already */
 
 typedef struct tune_spec tune_spec;
 
 int tune_spec_new(tune_spec **out, tune_err *err);
 /* When the previous round is done (else it does nothing: it never blocks), stores its binaries
- * that were not taken and, unless it was made from the same problem and best point, starts a new
- * one: the
- * configs of `space` one unit step from `best` whose binaries `db` does not hold and that no job of
- * `batch` (n_batch, keys computed) compiles, at most `max` (<= TUNE_SPEC_MAX), on n_threads threads.
- * *compiled counts the binaries stored. */
+ * that were not taken and, unless it would guess the same points for the same problem again, starts
+ * a new one: the configs of `space` that `strat` guesses it proposes next (strat NULL, or no guess:
+ * those one unit step from `best`), likeliest first, whose binaries `db` does not hold and that no
+ * job of `batch` (n_batch, keys computed) compiles, at most `max` (<= TUNE_SPEC_MAX), on n_threads
+ * threads. *compiled counts the binaries stored. */
 int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
-                    const search_space *space, uint64_t best, const char *arch, const char *templates, db_conn *db,
-                    const tune_compile_job *batch, int n_batch, int max, int n_threads, int *compiled,
-                    tune_err *err);
+                    const search_space *space, const search_strategy *strat, uint64_t best, const char *arch,
+                    const char *templates, db_conn *db, const tune_compile_job *batch, int n_batch, int max,
+                    int n_threads, int *compiled, tune_err *err);
 /* If job j's key (computed) is one of the round's guesses: waits for it (adding the seconds to
  * *waited), moves its binary and lowered names into j and sets *taken = 1; else *taken = 0. An
  * error only when the compile pool itself failed. */

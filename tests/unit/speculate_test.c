@@ -4,7 +4,9 @@
  * job with a guess's compile key takes that binary (ok, cubin, kernel name) and a job with another
  * key takes nothing; the flush stores the guess not taken in the compile cache, and a round from
  * the same point then has nothing left to guess (every neighbour is cached); a round from a new
- * best point guesses its uncached neighbour.
+ * best point guesses its uncached neighbour. Given a strategy, a round guesses what the strategy's
+ * peek names (exhaustive: its next configs, beyond the unit steps), and the unit steps when the
+ * strategy names nothing.
  * Exit status: 0 when every CHECK passed. */
 #include <limits.h>
 #include <stdio.h>
@@ -61,7 +63,7 @@ int main(void) {
   tune_compile_job batch, jl, jh;
   CHECK(job_for(r, mid, p, &d, templates, &vb, &batch, &err) == TUNE_OK);
   int stored = 0;
-  CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
+  CHECK(tune_spec_round(spec, r, p, &d, sp, NULL, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
   CHECK(stored == 0);
 
   /* the next proposal is a neighbour: its binary was compiled ahead */
@@ -93,15 +95,46 @@ int main(void) {
   /* with the taken one stored as problem_run.c does, nothing is left to guess around the middle */
   CHECK(db_binary_put(db, &jl.bin, &err) == TUNE_OK);
   stored = 0;
-  CHECK(tune_spec_round(spec, r, p, &d, sp, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
+  CHECK(tune_spec_round(spec, r, p, &d, sp, NULL, best, d.arch, templates, db, &batch, 1, 8, 2, &stored, &err) == TUNE_OK);
   CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK && stored == 0);
   /* a new best point (1 KiB): its one neighbour, the middle config, is not cached (only the batch
      compiled it, and no batch is given now): guessed, then cached by the flush */
-  CHECK(tune_spec_round(spec, r, p, &d, sp, search_point_encode(sp, lo), d.arch, templates, db, NULL, 0, 8, 2, &stored,
+  CHECK(tune_spec_round(spec, r, p, &d, sp, NULL, search_point_encode(sp, lo), d.arch, templates, db, NULL, 0, 8, 2, &stored,
                         &err) == TUNE_OK);
   CHECK(tune_spec_flush(spec, db, &stored, &err) == TUNE_OK && stored == 1);
   CHECK(db_binary_get(db, batch.bin.key, &cached, &err) == TUNE_OK);
   db_binary_release(&cached);
+
+  /* with a strategy, the guesses are its peek: exhaustive, having proposed the 1 KiB config, will
+     propose the middle and the 250 KiB ones next; unit steps from 1 KiB would name the middle only */
+  char dbpath2[80];
+  snprintf(dbpath2, sizeof dbpath2, "/tmp/speculate_test_%d_peek.db", (int)getpid());
+  db_conn *db2 = NULL;
+  search_strategy *strat = NULL;
+  CHECK(db_open(dbpath2, 0, &db2, &err) == TUNE_OK);
+  CHECK(search_strategy_new("exhaustive", sp, 1, &strat, &err) == TUNE_OK);
+  uint64_t first;
+  int n_first = 0;
+  CHECK(strat && search_strategy_next_batch(strat, &first, 1, &n_first, &err) == TUNE_OK && n_first == 1);
+  CHECK(first == search_point_encode(sp, lo));
+  stored = 0;
+  CHECK(tune_spec_round(spec, r, p, &d, sp, strat, first, d.arch, templates, db2, NULL, 0, 8, 2, &stored, &err) ==
+        TUNE_OK);
+  CHECK(tune_spec_flush(spec, db2, &stored, &err) == TUNE_OK && stored == 2);
+  /* nothing left to propose, so no guess from the strategy: the unit steps from the best (the middle
+     config), of which only the 1 KiB one is not cached yet */
+  uint64_t rest[2];
+  int n_rest = 0;
+  CHECK(search_strategy_next_batch(strat, rest, 2, &n_rest, &err) == TUNE_OK && n_rest == 2);
+  stored = 0;
+  CHECK(tune_spec_round(spec, r, p, &d, sp, strat, best, d.arch, templates, db2, NULL, 0, 8, 2, &stored, &err) ==
+        TUNE_OK);
+  CHECK(tune_spec_flush(spec, db2, &stored, &err) == TUNE_OK && stored == 1);
+  CHECK(db_binary_get(db2, jl.bin.key, &cached, &err) == TUNE_OK);
+  db_binary_release(&cached);
+  search_strategy_free(strat);
+  db_close(db2);
+  unlink(dbpath2);
 
   db_binary_release(&batch.bin);
   db_binary_release(&jl.bin);
