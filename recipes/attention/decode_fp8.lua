@@ -63,9 +63,9 @@ return {
     -- the arithmetic per byte, which those two do not; a pipelined variant uses the hardware cvt.
     "DEQUANT == 0 or (STAGES == 1 and KV_RING == 0)",
     -- The tensor-core path reads 16-byte chunks of a row per lane, all query heads of a KV head in
-    -- one block, from registers, in 16-key steps per warp (decode_mma.cuh); the register budget
-    -- above holds for it too (a lane holds the same bytes per tile).
-    "MMA == 0 or (VEC_BYTES == 16 and GQA_PACK == 1 and KV_RING == 0 and BLOCK_N % (16 * WARPS) == 0)",
+    -- one block, in 16-key steps per warp (decode_mma.cuh); the register and ring budgets above hold
+    -- for it too (a lane holds the same bytes per tile).
+    "MMA == 0 or (VEC_BYTES == 16 and GQA_PACK == 1 and BLOCK_N % (16 * WARPS) == 0)",
   },
 
   -- Compile-time problem constants, as expressions the runtime re-evaluates for a new problem.

@@ -706,7 +706,8 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
   if (c.n_tiles > 0) page_stage(c, 0, pages);
 #if KV_RING >= 2
   // Tile t goes to slot t % KV_RING; KV_RING - 1 tiles are in flight while one is computed. One
-  // group is committed per tile, empty past the end, so the wait count stays KV_RING - 2.
+  // group is committed per tile, empty past the end, so at tile t the KV_RING - 1 newer groups may
+  // stay in flight (cp_async_wait<KV_RING - 1>).
   extern __shared__ __align__(16) unsigned char ring_smem[];
   const unsigned ring = tune::smem_u32(ring_smem);
 #pragma unroll

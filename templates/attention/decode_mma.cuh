@@ -22,8 +22,10 @@
 // path); q bf16 -> fp16 exactly for 2^-14 <= |q| < 65520 (smaller values lose low bits, larger become
 // inf), unscaled: scale_log2 and the K scale multiply the fp32 scores; P rounded to fp16 (relative
 // 2^-11; l sums the fp32 values); fp32 accumulators.
-// Requirements (static_asserts; recipes/attention/decode_fp8.lua): KV_FP8 1, GQA_PACK 1, KV_RING 0,
-// VEC_BYTES 16 (the loads above), BLOCK_N / WARPS a multiple of 16.
+// K/V reach the registers as on the row-group path: loaded per tile (STAGES 1), one tile ahead
+// (STAGES 2), or through a per-lane cp.async ring in shared memory (KV_RING k >= 2).
+// Requirements (static_asserts; recipes/attention/decode_fp8.lua): KV_FP8 1, GQA_PACK 1, VEC_BYTES 16
+// (the loads above), BLOCK_N / WARPS a multiple of 16.
 #pragma once
 
 #include "common/mma_frag.cuh"
@@ -37,7 +39,7 @@ constexpr int kDChunks = kD / 64;           // 64-wide head-dim chunks of a row
 constexpr int kOutTiles = kD / 8;           // 8-column n-tiles of the output
 
 static_assert(KV_FP8 == 1, "MMA 1 is the fp8 KV cache's path (KV_FP8 1)");
-static_assert(GQA_PACK == 1 && KV_RING == 0 && VEC_BYTES == 16, "MMA 1 needs GQA_PACK 1, KV_RING 0 and VEC_BYTES 16");
+static_assert(GQA_PACK == 1 && VEC_BYTES == 16, "MMA 1 needs GQA_PACK 1 and VEC_BYTES 16");
 static_assert(kWarpKeys % 16 == 0 && kSteps >= 1, "MMA 1 needs BLOCK_N / WARPS to be a multiple of 16");
 static_assert(HEAD_DIM % 64 == 0, "MMA 1 reads 64-wide head-dim chunks");
 static_assert(kHeads <= 8, "MMA 1 holds the query heads in fragment rows 0..7");
@@ -112,8 +114,10 @@ __device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&page
   }
 }
 
-// Issue this lane's K and V loads of tile t; nothing waits here.
-__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2], tile_regs &x) {
+// f(s, r, h, off) for each of this lane's rows (step s, half r) and head-dim chunks h of tile t, off
+// the row's element offset from c.k / c.v.
+template <typename F>
+__device__ __forceinline__ void for_each_vec(const split_ctx &c, int t, const int (&pages)[kSteps][2], F f) {
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)
 #pragma unroll
@@ -121,11 +125,54 @@ __device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int 
       const int row = lane_row(c, t, s, r);
       const long long off = pages[s][r] * c.page_stride + (row - c.page.div(row) * c.page.d) * c.row_stride;
 #pragma unroll
-      for (int h = 0; h < kDChunks; ++h) {
-        x.k[s][r][h] = g2r_load_kv(c.k + off + 64 * h);
-        x.v[s][r][h] = g2r_load_kv(c.v + off + 64 * h);
-      }
+      for (int h = 0; h < kDChunks; ++h) f(s, r, h, off + 64 * h);
     }
+}
+
+// Issue this lane's K and V loads of tile t into registers; nothing waits here.
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2], tile_regs &x) {
+  for_each_vec(c, t, pages, [&](int s, int r, int h, long long off) {
+    x.k[s][r][h] = g2r_load_kv(c.k + off);
+    x.v[s][r][h] = g2r_load_kv(c.v + off);
+  });
+}
+
+// KV_RING: slot `slot` of this lane's ring holds its K vectors, then its V vectors, of one tile,
+// 16 bytes each at stride kThreads * 16 (as the row-group path's ring: a lane reads back only what
+// it copied, so cp.async.wait_group orders it and no barrier is needed).
+constexpr int kVecsPerTile = kSteps * 2 * kDChunks;  // K (or V) vectors of a lane per tile
+
+__device__ __forceinline__ unsigned ring_vec_addr(unsigned ring, int slot, int kv, int s, int r, int h) {
+  const int j = (slot * 2 + kv) * kVecsPerTile + (s * 2 + r) * kDChunks + h;
+  return ring + (j * kThreads + threadIdx.x) * 16;
+}
+
+__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2],
+                                                unsigned ring, int slot) {
+  for_each_vec(c, t, pages, [&](int s, int r, int h, long long off) {
+    tune::g2s_copy16(ring_vec_addr(ring, slot, 0, s, r, h), c.k + off);
+    tune::g2s_copy16(ring_vec_addr(ring, slot, 1, s, r, h), c.v + off);
+  });
+}
+
+__device__ __forceinline__ kv_vec s2r_load_vec(unsigned addr) {
+  kv_vec x;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(x.w[0]), "=r"(x.w[1]), "=r"(x.w[2]), "=r"(x.w[3]) : "r"(addr));
+  return x;
+}
+
+// Ring slot -> registers (the copies of that slot must have completed: cp_async_wait).
+__device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, tile_regs &x) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int h = 0; h < kDChunks; ++h) {
+        x.k[s][r][h] = s2r_load_vec(ring_vec_addr(ring, slot, 0, s, r, h));
+        x.v[s][r][h] = s2r_load_vec(ring_vec_addr(ring, slot, 1, s, r, h));
+      }
 }
 
 // Head g's scores of the tile in log2 units, [step][half][column e: key 16 s + 8 r + 2 t + e]; -inf
@@ -249,7 +296,33 @@ __device__ __forceinline__ void split(DECODE_PARAMS, float *__restrict__ s_acc, 
 
   int pages[kSteps][2];
   if (c.n_tiles > 0) page_stage(c, 0, pages);
-#if STAGES == 1
+#if KV_RING >= 2
+  // Tile t goes to slot t % KV_RING, KV_RING - 1 tiles in flight while one is computed; one group
+  // committed per tile (empty past the end), so the wait count stays KV_RING - 1.
+  extern __shared__ __align__(16) unsigned char ring_smem[];
+  const unsigned ring = tune::smem_u32(ring_smem);
+#pragma unroll
+  for (int t = 0; t < KV_RING - 1; ++t) {
+    if (t < c.n_tiles) {
+      ring_load_stage(c, t, pages, ring, t);
+      if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
+    }
+    tune::cp_async_commit();
+  }
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    const int ahead = t + KV_RING - 1;
+    if (ahead < c.n_tiles) {  // its slot held tile t - 1, already read into registers
+      ring_load_stage(c, ahead, pages, ring, ahead % KV_RING);
+      if (ahead + 1 < c.n_tiles) page_stage(c, ahead + 1, pages);
+    }
+    tune::cp_async_commit();
+    tune::cp_async_wait<KV_RING - 1>();
+    tile_regs x;
+    ring_read_stage(ring, t % KV_RING, x);
+    compute_stage(c, qf, x, valid0 - t * BLOCK_N, st);
+  }
+#elif STAGES == 1
 #pragma unroll 1
   for (int t = 0; t < c.n_tiles; ++t) {
     tile_regs x;
