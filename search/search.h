@@ -71,6 +71,9 @@ void search_point_decode(const search_space *space, uint64_t point, int *value_i
 uint64_t search_point_encode(const search_space *space, const int *value_idx);
 /* Position of point in space->points, or -1 when it is not in the space. */
 long search_space_find(const search_space *space, uint64_t point);
+/* The points of the space one value index up or down in one parameter from `point`, parameter by
+ * parameter (down first), at most max of them into out; returns how many. */
+int search_point_neighbours(const search_space *space, uint64_t point, uint64_t *out, int max);
 
 /* ---- strategies ---------------------------------------------------------- */
 

@@ -311,3 +311,17 @@ long search_space_find(const search_space *space, uint64_t point) {
   }
   return -1;
 }
+
+int search_point_neighbours(const search_space *space, uint64_t point, uint64_t *out, int max) {
+  int vi[SEARCH_MAX_PARAMS], n = 0;
+  search_point_decode(space, point, vi);
+  for (int i = 0; i < space->n_params && n < max; i++)
+    for (int d = -1; d <= 1 && n < max; d += 2) {
+      if (vi[i] + d < 0 || vi[i] + d >= space->n_values[i]) continue;
+      vi[i] += d;
+      uint64_t q = search_point_encode(space, vi);
+      vi[i] -= d;
+      if (search_space_find(space, q) >= 0) out[n++] = q;
+    }
+  return n;
+}

@@ -212,21 +212,14 @@ static int seen_before(const search_strategy *s, uint64_t point) {
   return k < 0 || (s->seen[k / 8] >> (k % 8) & 1);
 }
 
-/* The default guess: the unseen points one value index up or down in one parameter from the best
- * point, parameter by parameter. */
+/* The default guess: the unseen points one unit step from the best point. */
 static int neighbours_of_best(const search_strategy *s, uint64_t *out, int max, int *n_out) {
-  int vi[SEARCH_MAX_PARAMS], n = 0;
   *n_out = 0;
   if (!s->has_best) return TUNE_OK;
-  search_point_decode(s->space, s->best_point, vi);
-  for (int i = 0; i < s->space->n_params && n < max; i++)
-    for (int d = -1; d <= 1 && n < max; d += 2) {
-      if (vi[i] + d < 0 || vi[i] + d >= s->space->n_values[i]) continue;
-      vi[i] += d;
-      uint64_t q = search_point_encode(s->space, vi);
-      vi[i] -= d;
-      if (!seen_before(s, q)) out[n++] = q;
-    }
+  uint64_t near[2 * SEARCH_MAX_PARAMS];
+  int m = search_point_neighbours(s->space, s->best_point, near, 2 * SEARCH_MAX_PARAMS), n = 0;
+  for (int i = 0; i < m && n < max; i++)
+    if (!seen_before(s, near[i])) out[n++] = near[i];
   *n_out = n;
   return TUNE_OK;
 }

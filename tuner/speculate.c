@@ -64,17 +64,7 @@ static int guess_points(const search_strategy *strat, const search_space *space,
                         int *n, tune_err *err) {
   *n = 0;
   if (strat && search_strategy_peek(strat, out, TUNE_SPEC_ASK, n, err)) return err->code;
-  if (*n) return TUNE_OK;
-  int vi[SEARCH_MAX_PARAMS];
-  search_point_decode(space, best, vi);
-  for (int i = 0; i < space->n_params; i++)
-    for (int d = -1; d <= 1 && *n < TUNE_SPEC_ASK; d += 2) {
-      if (vi[i] + d < 0 || vi[i] + d >= space->n_values[i]) continue;
-      vi[i] += d;
-      uint64_t q = search_point_encode(space, vi);
-      vi[i] -= d;
-      if (search_space_find(space, q) >= 0) out[(*n)++] = q; /* else not in the problem's space */
-    }
+  if (*n == 0) *n = search_point_neighbours(space, best, out, TUNE_SPEC_ASK);
   return TUNE_OK;
 }
 
