@@ -58,28 +58,35 @@ def model_table(path):
     print()
 
 
-TABLE_FILES = ("sweep.json", "model_run.json", "moe_layer.txt", "verify_survey.db")
+def moe_table(path):
+    print(open(path).read().strip() + "\n")
+
+
+def survey_table(path):
+    print(verify_survey.table(path) + "\n")
+
+
+# file of a data/serve folder -> the heading of its table and the function that prints it
+TABLES = (
+    ("sweep.json", "Untuned GEMM shapes: the bundle's pick against the exact-shape best", sweep_table),
+    ("model_run.json", "Llama example (examples/llama)", model_table),
+    ("moe_layer.txt", "MoE layer (tools/bench/moe_layer.py)", moe_table),
+    ("verify_survey.db", "Verification survey: err_rel_l2 / honest_rel_l2 (tools/bench/device_verify_survey.sh)",
+     survey_table),
+)
 
 
 def main():
     dirs = sys.argv[1:] or sorted(glob.glob("data/serve/*/"))
     for d in dirs:
         d = d.rstrip("/")
-        if not any(os.path.exists(os.path.join(d, f)) for f in TABLE_FILES):
+        present = [(os.path.join(d, f), head, fn) for f, head, fn in TABLES if os.path.exists(os.path.join(d, f))]
+        if not present:
             continue  # a folder of logs or profiles: nothing to tabulate
         print(f"## {os.path.basename(d)}\n")
-        if os.path.exists(os.path.join(d, "sweep.json")):
-            print("### Untuned GEMM shapes: the bundle's pick against the exact-shape best\n")
-            sweep_table(os.path.join(d, "sweep.json"))
-        if os.path.exists(os.path.join(d, "model_run.json")):
-            print("### Llama example (examples/llama)\n")
-            model_table(os.path.join(d, "model_run.json"))
-        if os.path.exists(os.path.join(d, "moe_layer.txt")):
-            print("### MoE layer (tools/bench/moe_layer.py)\n")
-            print(open(os.path.join(d, "moe_layer.txt")).read().strip() + "\n")
-        if os.path.exists(os.path.join(d, "verify_survey.db")):
-            print("### Verification survey: err_rel_l2 / honest_rel_l2 (tools/bench/device_verify_survey.sh)\n")
-            print(verify_survey.table(os.path.join(d, "verify_survey.db")) + "\n")
+        for path, head, fn in present:
+            print(f"### {head}\n")
+            fn(path)
 
 
 if __name__ == "__main__":
