@@ -22,7 +22,7 @@ from typing import Optional
 
 import torch
 
-from ..errors import DeviceMismatch, DTypeMismatch, InvalidArgument, ShapeMismatch
+from ..errors import DeviceMismatch, DTypeMismatch, ShapeMismatch
 from . import _ops, _state
 from ._ops import _cuda_kernel, _decode_problem, _decode_ref, _device_index, _kernel_strides_ok, _run
 
@@ -114,7 +114,7 @@ def _problem(dev, q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens=N
             if isinstance(c, str):
                 out.append(c)
                 continue
-            _, dims, tensors, scalars, knobs, needs = c
+            _, dims, tensors, _, knobs, needs = c
             tensors = dict(tensors, k_scale=((HKV,), "f32"), v_scale=((HKV,), "f32"))
             for m in dict.fromkeys((1, L)):
                 d = dict(dims, min_len=m)
