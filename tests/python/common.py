@@ -34,6 +34,7 @@ BUNDLES = {
     "varlen": (("attention.varlen.db",), "attention.varlen"),
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
     "fp8": (("gemm.fp8.db",), "gemm.fp8,gemm.fp8_fast"),
+    "decode_fp8": (("attention.decode_fp8.db",), "attention.decode_fp8"),
 }
 DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
 # the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config

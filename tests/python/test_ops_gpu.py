@@ -413,5 +413,109 @@ class ServingOpsGpuTest(unittest.TestCase):
                               (bf(1000, 32, 128), bf(1000, 8, 128), bf(1000, 8, 128), cu_seqlens(1000, 7)))
 
 
+def e4m3_cache(pages, page, HKV, D, std):
+    """An e4m3 cache [pages, page, HKV, D] of a normal of `std` (clamped to +-448), as the recipe's
+    init, drawn a page block at a time (no fp32 copy of the whole pool)."""
+    out = torch.empty(pages, page, HKV, D, device="cuda", dtype=torch.float8_e4m3fn)
+    for i in range(0, pages, 4096):
+        n = min(4096, pages - i)
+        out[i:i + n] = (torch.randn(n, page, HKV, D, device="cuda") * std).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return out
+
+
+@needs_cuda
+class DecodeFp8GpuTest(unittest.TestCase):
+    """decode_fp8 on a bundle of the recorded attention.decode_fp8.db against the fp32 reference over
+    the dequantized cache: large logits (K std 32 in e4m3, k_scale 0.05 .. 0.15: the recipe's init),
+    mixed lengths with 0 and partial pages, a strided q, HND caches, an untuned problem, a graph."""
+    HQ, HKV, D = 32, 8, 128
+
+    def setUp(self):
+        tt.use_bundle(bundle("decode_fp8"), strict=False)
+        tt.reset_stats()
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def inputs(self, B, page, maxp, k_std=32.0, hnd=False):
+        pages = B * maxp + 7   # a pool with more pages than the table uses
+        if hnd:   # FlashInfer's layout [pages, HKV, page, D], passed as a [pages, page, HKV, D] view
+            kc, vc = (e4m3_cache(pages, self.HKV, page, self.D, s).transpose(1, 2) for s in (k_std, 32.0))
+        else:
+            kc, vc = e4m3_cache(pages, page, self.HKV, self.D, k_std), e4m3_cache(pages, page, self.HKV, self.D, 32.0)
+        ks = torch.rand(self.HKV, device="cuda") * 0.1 + 0.05
+        vs = torch.rand(self.HKV, device="cuda") * 0.02 + 0.01
+        bt = torch.randperm(pages, device="cuda")[: B * maxp].view(B, maxp).to(torch.int32)
+        lens = torch.randint(1, maxp * page + 1, (B,), device="cuda", dtype=torch.int32)
+        head = [0, 1, page + 5, maxp * page][:B]   # empty, one row, a partial page, full
+        lens[: len(head)] = torch.tensor(head, dtype=torch.int32)
+        qkv = bf(B, (self.HQ + 2 * self.HKV) * self.D)
+        q = qkv[:, : self.HQ * self.D].view(B, self.HQ, self.D)   # a view of a fused QKV projection
+        return q, kc, vc, ks, vs, bt, lens
+
+    def check(self, o, q, kc, vc, ks, vs, bt, lens, scale=None, what=""):
+        ref = tt._ops_decode_fp8._reference(q.float(), kc, vc, ks, vs, bt, lens, scale)
+        self.assertLess(rel_l2(o, ref), 1e-2, what)
+        self.assertLess((o.float() - ref).abs().max().item(), 7e-2, what)   # the recipe's max_abs
+        if lens is not None:
+            self.assertEqual(o[lens <= 0].abs().max().item() if bool((lens <= 0).any()) else 0.0, 0.0, what)
+
+    def test_tuned_mixed_lengths_strided_q(self):
+        a = self.inputs(32, 16, 512)   # b32hq32hkv8d128p16x512m1
+        p = tt.explain("decode_fp8", *a)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem), ("tuned", "b32hq32hkv8d128p16x512m1"))
+        self.assertEqual(p.strided, {"q", "k_cache", "v_cache"})
+        o = tt.decode_fp8(*a)
+        self.check(o, *a)
+        s = tt.stats()["decode_fp8"]
+        self.assertEqual((s["tuned"], s["kinds"], s["fallback"]), (1, {"tuned": 1}, 0), s)
+        q, kc, vc, ks, vs, bt, lens = a
+        # per-tensor scales and an explicit softmax scale; no lengths (every sequence full)
+        o = tt.decode_fp8(q, kc, vc, ks[0].clone(), vs[:1].clone(), bt, lens, scale=0.05)
+        self.check(o, q, kc, vc, ks[0], vs[:1], bt, lens, 0.05, "per-tensor scales")
+        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt), q, kc, vc, ks, vs, bt, None, what="no lengths")
+        self.assertEqual(tt.stats()["decode_fp8"]["tuned"], 3)
+
+    def test_tuned_full_lengths_hnd_and_adversarial_logits(self):
+        # b32hq32hkv8d128p16x256 (min_len 4096); K of std 100 with q of std 5: logits of std 25 .. 75
+        q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 256, k_std=100.0, hnd=True)
+        q = q * 5
+        self.assertEqual(tt.explain("decode_fp8", q, kc, vc, ks, vs, bt, lens).selection.info.tuned_problem,
+                         "b32hq32hkv8d128p16x256")
+        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), q, kc, vc, ks, vs, bt, lens, what="hnd")
+        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt), q, kc, vc, ks, vs, bt, None, what="hnd, no lengths")
+        self.assertEqual(tt.stats()["decode_fp8"]["kinds"], {"tuned": 2})
+
+    def test_untuned_problem_runs_a_portable_kernel(self):
+        a = self.inputs(3, 7, 5)   # page 7, 3 sequences: tuned nowhere
+        self.check(tt.decode_fp8(*a), *a)
+        s = tt.stats()["decode_fp8"]
+        self.assertEqual((s["tuned"], s["fallback"]), (1, 0), s)
+        self.assertIn(next(iter(s["kinds"])), ("nearest", "fallback"))
+
+    def test_graph_replays_with_new_lengths(self):
+        q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 512)
+        tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)   # warm up: plan, module load outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            o = tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)
+        for step in range(3):
+            lens.copy_(torch.randint(0, 512 * 16 + 1, (32,), device="cuda", dtype=torch.int32))
+            q.copy_(bf(32, self.HQ, self.D))
+            ks.copy_(torch.rand(self.HKV, device="cuda") * 0.1 + 0.05)
+            g.replay()
+            torch.cuda.synchronize()
+            self.check(o, q, kc, vc, ks, vs, bt, lens, what=f"replay {step}")
+        self.assertEqual(tt.stats()["decode_fp8"]["tuned"], 2)   # warm-up and capture; replays run no Python
+
+    def test_opcheck_on_cuda(self):
+        # test_schema leaves: it compares the float8 inputs with allclose (tests/python/test_ops_decode_fp8_cpu.py)
+        q, kc, vc, ks, vs, bt, lens = self.inputs(3, 16, 4)
+        torch.library.opcheck(torch.ops.tunert.decode_fp8.default, (q, kc, vc, ks, vs, bt), {"seq_lens": lens},
+                              test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
 if __name__ == "__main__":
     unittest.main()

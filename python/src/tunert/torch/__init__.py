@@ -5,6 +5,7 @@
     y = tt.linear(x, w)                      # x [..., K] @ w[N, K].T, family gemm
     o = tt.attention(q, k, v, causal=True)   # [B, H, S, D], attention.prefill_sm90 / attention.prefill
     o = tt.decode(q, k_cache, v_cache, block_table, seq_lens)  # paged decode, attention.decode
+    o = tt.decode_fp8(q, k8, v8, k_scale, v_scale, block_table, seq_lens)  # e4m3 KV cache, attention.decode_fp8
     y = tt.rmsnorm(x, w); y, h = tt.rmsnorm(x, w, residual=r)  # rmsnorm / rmsnorm.add
     p = tt.softmax(x)                        # softmax / softmax.split / softmax.cluster
     o = tt.attention_varlen(q, k, v, cu_seqlens)  # packed [T, H, D], attention.varlen
@@ -21,6 +22,7 @@ from ._ops_moe import grouped_mm, grouped_mm_masked
 from ._ops_moe_layer import grouped_swiglu, moe_layer, moe_layer_torch
 from ._ops_moe_layer import moe_combine
 from ._ops_fp8 import scaled_mm, scaled_mm_op
+from ._ops_decode_fp8 import decode_fp8
 from ._ops_norm_fp8 import rmsnorm_add_fp8, rmsnorm_add_fp8_op, rmsnorm_add_fp8_static_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle
 from ._explain import explain
@@ -29,4 +31,5 @@ __all__ = ["use_bundle", "set_strict", "is_strict", "bundle_path", "stats", "res
            "linear", "attention", "prefill", "decode", "rmsnorm", "rmsnorm_add", "softmax",
            "attention_varlen", "grouped_mm", "grouped_mm_masked", "scaled_mm",
            "grouped_swiglu", "moe_layer", "moe_layer_torch", "rmsnorm_add_fp8",
+           "decode_fp8",
            "rmsnorm_op", "softmax_op", "scaled_mm_op", "Plan", "Fallback"]
