@@ -12,6 +12,8 @@ keeps each variant's options (the -D defines) and kernel names; the template is 
 Modes (each a change of tune's options; `same_code` says whether the SASS of every kernel must
 stay byte-identical, checked against `base`):
   base        tune's options (cubin, -lineinfo, --ptxas-options=-v)
+  phases      base + --time: NVRTC's own split (CUDA C++ front end, NVVM optimizer, PTX
+              translation = ptxas) in the note
   ptx         -arch=compute_XX: front end + NVVM to PTX, no ptxas (base - ptx = ptxas)
   syntax      -fdevice-syntax-only: parsing and semantic analysis only
   empty       an empty source to PTX: NVRTC's fixed cost per program
@@ -221,7 +223,18 @@ def run_list(args):
     out = []
     for v, m in items:
         src, opts, cubin = job(v, m, pch_dir)
-        out.append(compile_once(src, os.path.basename(v.template), opts, cubin))
+        csv = os.path.join(pch_dir, "time.csv")
+        if m == "phases":
+            opts.append("--time=" + csv)
+        r = compile_once(src, os.path.basename(v.template), opts, cubin)
+        phases = {}
+        if m == "phases":
+            with open(csv) as f:  # File name, phase name, metric, unit
+                for line in f.read().splitlines()[1:]:
+                    cols = [c.strip() for c in line.split(",")]
+                    phases[cols[1]] = phases.get(cols[1], 0.0) + float(cols[2])
+            os.remove(csv)
+        out.append(r + (phases,))
     return out
 
 
@@ -241,13 +254,67 @@ def timed_batch(variants, mode, procs):
     return wall / len(variants), flat
 
 
+def pch_split(runs):
+    """Median ms of the compiles that created a PCH and of those that used one."""
+    made, used = [], []
+    for flat in runs:
+        for f in flat:
+            (made if "creating precompiled header" in f[2] else used if "using precompiled header" in f[2] else []).append(f[0])
+    med = lambda xs: "%.0f ms (%d)" % (statistics.median(xs), len(xs)) if xs else "none"
+    return "pch created: %s, used: %s" % (med(made), med(used))
+
+
+def compare(flat, ref):
+    """Whether every kernel's SASS and register count match the base compile of its variant."""
+    same = all(code_of(f[3]) == ref[i][0] for i, f in enumerate(flat))
+    regs = all(ptxas_regs(f[2]) == ref[i][1] for i, f in enumerate(flat))
+    return "sass %s, regs %s" % ("same" if same else "DIFFERS", "same" if regs else "DIFFER")
+
+
+def measure_family(variants, modes, p, reps):
+    """Rows of one family with p processes. Repetitions are the outer loop, so that a change in
+    the machine's load falls on every mode alike."""
+    runs = {m: [] for m in modes}
+    walls = {m: [] for m in modes}
+    for _ in range(reps):
+        for mode in modes:
+            wall, flat = timed_batch(variants, mode, p)
+            walls[mode].append(wall)
+            runs[mode].append(flat)
+    ref = {}
+    if "base" in runs:
+        ref = {i: (code_of(f[3]), ptxas_regs(f[2])) for i, f in enumerate(runs["base"][0])}
+    rows = []
+    for mode in modes:
+        flat = runs[mode][-1]
+        ok = all(f[1] for rs in runs[mode] for f in rs)
+        per = [statistics.median(r[i][0] for r in runs[mode]) for i in range(len(variants))]
+        notes = []
+        if SAME_CODE.get(mode) is not None and ref and ok:
+            notes.append(compare(flat, ref))
+        if mode == "phases":
+            names = sorted({k for rs in runs[mode] for f in rs for k in f[4]})
+            notes.append(", ".join("%s %.0f ms" % (k, statistics.median(f[4].get(k, 0.0) for rs in runs[mode] for f in rs))
+                                   for k in names))
+        if mode.startswith("pch"):
+            notes.append(pch_split(runs[mode]))
+        row = {"family": variants[0].family, "mode": mode, "procs": p, "variants": len(variants), "reps": reps, "ok": ok,
+               "median_ms_compile": statistics.median(per), "median_wall_ms_per_variant": statistics.median(walls[mode]),
+               "note": "; ".join(notes)}
+        rows.append(row)
+        print("%-16s %-12s procs %d  compile %6.0f ms  wall/variant %6.0f ms  %s%s" % (
+            row["family"], mode, p, row["median_ms_compile"], row["median_wall_ms_per_variant"],
+            "" if ok else "FAILED ", row["note"]), flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("family", nargs="+", help="FAMILY=TEMPLATE:DB (template relative to the repository)")
     ap.add_argument("--variants", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--arch", default="sm_90a")
-    ap.add_argument("--modes", default="base,ptx,syntax,empty,headers,no_lineinfo,xptxas_O3,dopt,split2,minimal,pch,pch_defs")
+    ap.add_argument("--modes", default="base,phases,ptx,syntax,empty,headers,no_lineinfo,xptxas_O3,dopt,split2,minimal,pch,pch_defs")
     ap.add_argument("--procs", default="1")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -256,37 +323,8 @@ def main():
     report = []
     for spec in a.family:
         variants = load_variants(spec, a.variants, a.arch)
-        fam = variants[0].family
-        ref = {}
         for p in procs:
-            for mode in modes:
-                per_variant, walls, logs = [], [], []
-                for rep in range(a.reps):
-                    wall, flat = timed_batch(variants, mode, p)
-                    walls.append(wall)
-                    per_variant.append([f[0] for f in flat])
-                    logs = flat
-                first = [per_variant[0][i] for i in range(len(variants))]
-                later = [statistics.median(r[i] for r in per_variant[1:]) for i in range(len(variants))] if a.reps > 1 else first
-                ok = all(f[1] for f in logs)
-                note = ""
-                if mode == "base" and p == procs[0]:
-                    ref = {i: (code_of(f[3]), ptxas_regs(f[2])) for i, f in enumerate(logs)}
-                elif SAME_CODE.get(mode) is not None and ref and ok:
-                    same = all(code_of(f[3]) == ref[i][0] for i, f in enumerate(logs))
-                    regs = all(ptxas_regs(f[2]) == ref[i][1] for i, f in enumerate(logs))
-                    note = "sass %s, regs %s" % ("same" if same else "DIFFERS", "same" if regs else "DIFFER")
-                if mode.startswith("pch"):
-                    used = sum("PCH" in f[2] and "use" in f[2].lower() for f in logs)
-                    note += "; pch msgs: " + " | ".join(sorted({l.strip() for f in logs for l in f[2].split("\n")
-                                                               if "pch" in l.lower() or "precompiled" in l.lower()}))[:300]
-                row = {"family": fam, "mode": mode, "procs": p, "variants": len(variants), "reps": a.reps, "ok": ok,
-                       "median_ms_compile": statistics.median(later), "first_rep_median_ms": statistics.median(first),
-                       "median_wall_ms_per_variant": statistics.median(walls), "note": note}
-                report.append(row)
-                print("%-16s %-12s procs %d  compile %7.0f ms (first rep %7.0f)  wall/variant %7.0f ms  %s %s" % (
-                    fam, mode, p, row["median_ms_compile"], row["first_rep_median_ms"], row["median_wall_ms_per_variant"],
-                    "" if ok else "FAILED", note), flush=True)
+            report += measure_family(variants, modes, p, a.reps)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"nvrtc": nvrtc_version(), "cores": os.cpu_count(), "rows": report}, f, indent=1)
