@@ -4,9 +4,11 @@
 Compiles real variants the way tuner/compile.c does (same template, same options in the same
 order, the CUDA include folder and templates/ on the include path) through libnvrtc with ctypes,
 no GPU needed. The variants come from a `tune run --compile-only` database: its binaries table
-keeps each variant's options (the -D defines) and kernel names; the template is given per family.
+keeps each variant's options (the -D defines) and kernel names; the template is given per family,
+and @KERNEL keeps the binaries whose kernel names start with KERNEL (a database also holds the
+reference kernel's binaries, and gemm's those of gemv_rows.cuh).
 
-  tools/bench/nvrtc_compile_time.py FAMILY=TEMPLATE:DB [...] [--variants 4] [--reps 3]
+  tools/bench/nvrtc_compile_time.py FAMILY=TEMPLATE:DB[@KERNEL] [...] [--variants 4] [--reps 3]
       [--modes base,ptx,syntax,pch,...] [--procs 1,2] [--json out.json]
 
 Modes (each a change of tune's options; `same_code` says whether the SASS of every kernel must
@@ -141,11 +143,12 @@ class Variant:
 
 def load_variants(spec, n, arch):
     family, rest = spec.split("=", 1)
+    rest, _, kernel = rest.partition("@")
     template, db = rest.rsplit(":", 1)
     template = os.path.join(ROOT, template) if not os.path.isabs(template) else template
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT options, lowered_name FROM binaries WHERE ok = 1 AND options LIKE ? ORDER BY key",
-                       ("%-arch=" + arch + " %",)).fetchall()
+    rows = con.execute("SELECT options, lowered_name FROM binaries WHERE ok = 1 AND options LIKE ? AND lowered_name LIKE ?"
+                       " ORDER BY key", ("%-arch=" + arch + " %", kernel + "%")).fetchall()
     con.close()
     if not rows:
         sys.exit("%s: no compiled binary for %s" % (db, arch))
@@ -228,7 +231,7 @@ def run_list(args):
             opts.append("--time=" + csv)
         r = compile_once(src, os.path.basename(v.template), opts, cubin)
         phases = {}
-        if m == "phases":
+        if m == "phases" and os.path.exists(csv):
             with open(csv) as f:  # File name, phase name, metric, unit
                 for line in f.read().splitlines()[1:]:
                     cols = [c.strip() for c in line.split(",")]
