@@ -71,9 +71,9 @@
 //                                      into the scales); either way exact, then fp16 -> fp32
 //   MMA        0 | 1 (KV_FP8, default 0)  1: the split kernel computes q . k and P V on fp16 tensor cores
 //                                      (attention/decode_mma.cuh: its thread map, fragments and
-//                                      numerics); VEC_BYTES, the row groups and STAGES' meaning aside,
-//                                      the knobs above keep theirs. Needs GQA_PACK 1, KV_RING 0,
-//                                      VEC_BYTES 16 and BLOCK_N / WARPS a multiple of 16.
+//                                      numerics); VEC_BYTES and the row groups aside, the knobs above
+//                                      keep their meaning. Needs GQA_PACK 1, VEC_BYTES 16 and
+//                                      BLOCK_N / WARPS a multiple of 16.
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
