@@ -6,7 +6,6 @@ meta tensors against a bundle of the recorded attention.decode_fp8.db (no GPU, n
 import math
 import unittest
 
-import fake_dlpack
 from common import HAVE_TORCH, bundle, needs_torch
 from fake_dlpack import FakeTensor
 
@@ -17,7 +16,6 @@ if HAVE_TORCH:
     from tunert.torch import _ops, _ops_decode_fp8, _state
 
 LOG2E = 1.4426950408889634
-fake_dlpack.DTYPES.setdefault("e4m3", (10, 8))   # kDLFloat8_e4m3fn
 
 
 def cache(pages, page, HKV, D, g, std=32.0):
