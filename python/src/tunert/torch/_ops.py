@@ -266,8 +266,12 @@ def _kernel_strides_ok(t, multiple=8):
     (16 bytes: 8 of bf16, 16 of e4m3), the address 16-byte aligned (meta tensors have no address:
     taken as aligned)."""
     st = t.stride()
-    aligned = t.device.type == "meta" or t.data_ptr() % 16 == 0
-    return aligned and st[-1] == 1 and all(x % multiple == 0 for x in st[:-1])
+    if st[-1] != 1 or not (t.device.type == "meta" or t.data_ptr() % 16 == 0):
+        return False
+    for x in st[:-1]:   # a loop, not all(...): no generator per call (this runs per call)
+        if x % multiple:
+            return False
+    return True
 
 
 def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family="attention.decode",
