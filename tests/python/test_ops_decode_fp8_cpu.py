@@ -227,8 +227,9 @@ class PlanTest(unittest.TestCase):
     def meta(self, *shape, dtype=None):
         return torch.empty(shape, dtype=dtype or torch.bfloat16, device="meta")
 
-    def args(self, maxp, B=None, HQ=None, page=None, pool_extra=7, lens_dtype=torch.int32):
+    def args(self, maxp, B=None, HQ=None, page=None, pool_extra=7, lens_dtype=None):
         B, HQ, page = B or self.B, HQ or self.HQ, page or self.page
+        lens_dtype = lens_dtype or torch.int32   # not a default: this module imports without torch
         kc = self.meta(B * maxp + pool_extra, page, self.HKV, self.D, dtype=torch.float8_e4m3fn)
         ks = self.meta(self.HKV, dtype=torch.float32)
         return [self.meta(B, HQ, self.D), kc, kc, ks, ks, self.meta(B, maxp, dtype=torch.int32),
