@@ -26,7 +26,8 @@ _new = ctypes.pythonapi.PyCapsule_New
 _new.restype = ctypes.py_object
 _new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
-DTYPES = {"bf16": (4, 16), "f16": (2, 16), "f32": (2, 32), "i32": (0, 32), "i64": (0, 64)}
+# name -> DLPack (code, bits); e4m3: kDLFloat8_e4m3fn
+DTYPES = {"bf16": (4, 16), "f16": (2, 16), "f32": (2, 32), "i32": (0, 32), "i64": (0, 64), "e4m3": (10, 8)}
 
 
 class FakeTensor:

@@ -6,7 +6,6 @@ meta tensors against a bundle of the recorded attention.decode_fp8.db (no GPU, n
 import math
 import unittest
 
-import fake_dlpack
 from common import HAVE_TORCH, bundle, needs_torch
 from fake_dlpack import FakeTensor
 
@@ -17,7 +16,6 @@ if HAVE_TORCH:
     from tunert.torch import _ops, _ops_decode_fp8, _state
 
 LOG2E = 1.4426950408889634
-fake_dlpack.DTYPES.setdefault("e4m3", (10, 8))   # kDLFloat8_e4m3fn
 
 
 def cache(pages, page, HKV, D, g, std=32.0):
@@ -229,8 +227,9 @@ class PlanTest(unittest.TestCase):
     def meta(self, *shape, dtype=None):
         return torch.empty(shape, dtype=dtype or torch.bfloat16, device="meta")
 
-    def args(self, maxp, B=None, HQ=None, page=None, pool_extra=7, lens_dtype=torch.int32):
+    def args(self, maxp, B=None, HQ=None, page=None, pool_extra=7, lens_dtype=None):
         B, HQ, page = B or self.B, HQ or self.HQ, page or self.page
+        lens_dtype = lens_dtype or torch.int32   # not a default: this module imports without torch
         kc = self.meta(B * maxp + pool_extra, page, self.HKV, self.D, dtype=torch.float8_e4m3fn)
         ks = self.meta(self.HKV, dtype=torch.float32)
         return [self.meta(B, HQ, self.D), kc, kc, ks, ks, self.meta(B, maxp, dtype=torch.int32),

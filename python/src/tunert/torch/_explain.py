@@ -7,8 +7,9 @@ def explain(op, *args, device=0, **kwargs):
     tunert.torch.<op> takes for CUDA tensors shaped like args on CUDA device `device`. The tensors
     may be on any device, "meta" included (only shapes and dtypes are read), so a plan can be
     inspected on a machine without a GPU (use_bundle(path, no_device=True, arch="sm_90a")).
-    op: linear, attention (prefill), decode, rmsnorm, rmsnorm_add, softmax, attention_varlen,
-    grouped_mm, grouped_mm_masked, scaled_mm."""
+    op: linear, attention (prefill), decode, decode_fp8, rmsnorm, rmsnorm_add, rmsnorm_add_fp8, softmax,
+    attention_varlen, grouped_mm, grouped_mm_masked, grouped_swiglu, moe_combine, scaled_mm (an
+    unknown name raises KeyError listing them)."""
     fn = _ops.PROBLEMS.get(op)
     if fn is None:
         raise KeyError(f"tunert.torch.explain: no op {op!r} (ops: {', '.join(sorted(_ops.PROBLEMS))})")

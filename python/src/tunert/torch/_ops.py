@@ -227,6 +227,20 @@ def _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale):
     return o.masked_fill((lens <= 0).view(B, 1, 1), 0)   # no keys: the empty sum, as the kernel gives
 
 
+def _decode_check(op, q, k_cache, v_cache, block_table, seq_lens):
+    """The shapes of the decode serving contract (tt.decode, tt.decode_fp8), InvalidArgument
+    naming tunert.torch.<op> and every shape where they do not fit."""
+    _state.check(q.dim() == 3 and k_cache.dim() == 4 and v_cache.shape == k_cache.shape and block_table.dim() == 2
+                 and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
+                 and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
+                 and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
+                 lambda: f"tunert.torch.{op}: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
+                 f"{tuple(v_cache.shape)}, block_table {tuple(block_table.shape)}"
+                 + ("" if seq_lens is None else f", seq_lens {tuple(seq_lens.shape)}")
+                 + ": want q [B, HQ, D], caches [pages, page_size, HKV, D] with HQ a multiple of HKV, "
+                 "block_table [B, max_pages], seq_lens [B]")
+
+
 def _decode_body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                  seq_lens: Optional[torch.Tensor] = None, scale: Optional[float] = None) -> torch.Tensor:
     """One decode step over a paged KV cache: q [B, HQ, D] (any strides with d contiguous, e.g. a
@@ -235,13 +249,7 @@ def _decode_body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, 
     cache), block_table [B, max_pages] (int32 page ids), seq_lens [B] (int32 in device memory,
     clamped to max_pages * page_size; None: every sequence is max_pages * page_size long).
     Through the attention.decode family."""
-    _state.check(q.dim() == 3 and k_cache.dim() == 4 and v_cache.shape == k_cache.shape and block_table.dim() == 2
-                 and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
-                 and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
-                 and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
-                 lambda: f"tunert.torch.decode: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache "
-                 f"{tuple(v_cache.shape)}, block_table {tuple(block_table.shape)}: want q [B, HQ, D], caches "
-                 f"[pages, page_size, HKV, D], block_table [B, max_pages], seq_lens [B]")
+    _decode_check("decode", q, k_cache, v_cache, block_table, seq_lens)
     if not q.is_cuda:
         _state.count("decode", "cpu")
         return _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
@@ -253,15 +261,27 @@ decode = torch.library.custom_op("tunert::decode", mutates_args=())(_decode_body
 _cuda_kernel("tunert::decode", _decode_body)
 
 
-def _kernel_strides_ok(t):
-    """decode.cuh's layout rule: d contiguous, every other stride a multiple of 8 elements, the
-    address 16-byte aligned (meta tensors have no address: taken as aligned)."""
+def _kernel_strides_ok(t, multiple=8):
+    """decode.cuh's layout rule: d contiguous, every other stride a multiple of `multiple` elements
+    (16 bytes: 8 of bf16, 16 of e4m3), the address 16-byte aligned (meta tensors have no address:
+    taken as aligned)."""
     st = t.stride()
-    aligned = t.device.type == "meta" or t.data_ptr() % 16 == 0
-    return aligned and st[-1] == 1 and all(x % 8 == 0 for x in st[:-1])
+    if st[-1] != 1 or not (t.device.type == "meta" or t.data_ptr() % 16 == 0):
+        return False
+    for x in st[:-1]:   # a loop, not all(...): no generator per call (this runs per call)
+        if x % multiple:
+            return False
+    return True
 
 
-def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None):
+def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family="attention.decode",
+                    kv_multiple=8, extra_tensors=None, extra_dims=None, reference=None):
+    """The problem of a decode family over the serving contract of _decode_body (tt.decode's
+    defaults). A family that adds to it passes kv_multiple (its caches' stride rule, see
+    _kernel_strides_ok), extra_tensors ({name: tensor} passed to the kernel as given: their
+    shapes and dtypes must follow from the key, as the op's checks make them), extra_dims ({dim:
+    values}: a candidate per value, in order, for a dim that describes how the family was tuned
+    rather than the call) and reference (what runs without a tuned kernel)."""
     B, HQ, D = q.shape
     page, HKV = k_cache.shape[1], k_cache.shape[2]
     maxp = block_table.shape[1]
@@ -269,36 +289,48 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
     q_direct = _kernel_strides_ok(q)   # else q is copied to a dense one
     q_strides = tuple(q.stride()[:2]) if q_direct else (HQ * D, D)
     kv_strides = tuple(k_cache.stride())
-    kv_ok = _kernel_strides_ok(k_cache) and _kernel_strides_ok(v_cache) and kv_strides == tuple(v_cache.stride())
+    kv_ok = (_kernel_strides_ok(k_cache, kv_multiple) and _kernel_strides_ok(v_cache, kv_multiple)
+             and kv_strides == tuple(v_cache.stride()))
     lens_dt = None if seq_lens is None else seq_lens.dtype
-    key = ("decode", dev, B, HQ, HKV, D, page, maxp, q_strides, kv_strides, kv_ok, lens_dt, scale, q.dtype,
+    key = (family, dev, B, HQ, HKV, D, page, maxp, q_strides, kv_strides, kv_ok, lens_dt, scale, q.dtype,
            k_cache.dtype, v_cache.dtype, block_table.dtype)
 
     def candidates():
         if not kv_ok:
-            return [f"attention.decode: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} "
-                    f"must be equal, multiples of 8 elements with d contiguous, on 16-byte aligned addresses"]
+            return [f"{family}: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} must be "
+                    f"equal, multiples of {kv_multiple} elements with d contiguous, on 16-byte aligned addresses"]
         dims = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "page_size": page, "max_pages": maxp}
         tensors = {"q": ((B, HQ, D), _dt(q), "strided"), "k_cache": (tuple(k_cache.shape), _dt(k_cache), "strided"),
                    "v_cache": (tuple(v_cache.shape), _dt(v_cache), "strided"),
                    "block_table": ((B, maxp), _dt(block_table)),
                    "seq_lens": ((B,), "i32" if seq_lens is None else _dt(seq_lens)), "o": ((B, HQ, D), _dt(q))}
+        for name, t in (extra_tensors or {}).items():
+            tensors[name] = (tuple(t.shape), _dt(t))
         knobs = {"q_stride_b": q_strides[0], "q_stride_h": q_strides[1], "o_stride_b": HQ * D, "o_stride_h": D,
                  "kv_stride_page": kv_strides[0], "kv_stride_row": kv_strides[1], "kv_stride_h": kv_strides[2]}
         if scale is not None:
             knobs["scale_log2"] = scale * LOG2E
         # a family that took no lengths would attend to every page: it cannot serve given lengths
         needs = () if seq_lens is None else (("seq_lens",),)
-        return [("attention.decode", dims, tensors, dims, knobs, needs)]
+        dim_sets = [dims]
+        for name, values in (extra_dims or {}).items():
+            dim_sets = [dict(d, **{name: v}) for d in dim_sets for v in dict.fromkeys(values)]
+        return [(family, d, tensors, d, knobs, needs) for d in dim_sets]
 
     def tensors_fn():
         out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)
         lens = _state.full_lengths(q.device, B, L) if seq_lens is None else seq_lens.contiguous()
         t = {"q": q if q_direct else q.contiguous(), "k_cache": k_cache, "v_cache": v_cache,
              "block_table": block_table.contiguous(), "seq_lens": lens, "o": out}
+        if extra_tensors:
+            t.update(extra_tensors)
         return t, out
 
-    return key, candidates, tensors_fn, lambda: _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
+    if reference is None:
+        def reference():
+            return _decode_ref(q, k_cache, v_cache, block_table, seq_lens, scale)
+
+    return key, candidates, tensors_fn, reference
 
 
 @decode.register_fake

@@ -5,13 +5,13 @@ recipes/attention/decode_fp8.lua (templates/attention/decode.cuh with KV_FP8 1):
     o[b, hq] = softmax_j(q[b, hq] . (k[b, j, hkv] * k_scale[hkv]) * scale) (v[b, j, hkv] * v_scale[hkv])
     hkv = hq / (HQ / HKV), j < seq_lens[b]
 
-The serving contract is tt.decode's (_ops._decode_problem builds the problem, this module adds the
-scales and the family's dim min_len): q bf16 [B, HQ, D] with any strides with d contiguous,
-k_cache / v_cache float8_e4m3fn [pages, page_size, HKV, D] with the same strides, d contiguous and
-every other stride a multiple of 16 elements, block_table int32 [B, max_pages], seq_lens int32 [B]
-in device memory (None: every sequence max_pages * page_size long), a 0-d / one-element scale is a
-per-tensor scale (expanded to HKV values). The scales are read by the kernel: a new value needs no
-new plan.
+The serving contract is tt.decode's (_ops._decode_check, _ops._decode_problem given this family,
+its cache stride rule, the scales and the dim min_len): q bf16 [B, HQ, D] with any strides with d
+contiguous, k_cache / v_cache float8_e4m3fn [pages, page_size, HKV, D] with the same strides, d
+contiguous and every other stride a multiple of 16 elements, block_table int32 [B, max_pages],
+seq_lens int32 [B] in device memory (None: every sequence max_pages * page_size long), a 0-d /
+one-element scale is a per-tensor scale (expanded to HKV values). The scales are read by the
+kernel: a new value needs no new plan.
 
 min_len (the shortest length a problem was tuned with) describes the lengths drawn while tuning,
 not anything the kernel needs: every variant serves any lengths. The op cannot know the lengths
@@ -24,7 +24,7 @@ import torch
 
 from ..errors import DeviceMismatch, DTypeMismatch, ShapeMismatch
 from . import _ops, _state
-from ._ops import _cuda_kernel, _decode_problem, _decode_ref, _device_index, _kernel_strides_ok, _run
+from ._ops import _cuda_kernel, _decode_check, _decode_problem, _decode_ref, _device_index, _run
 
 FAMILY = "attention.decode_fp8"
 KV_STRIDE_ELEMENTS = 16   # decode.cuh with KV_FP8: K/V strides a multiple of 16 elements (16 bytes)
@@ -37,16 +37,8 @@ def _e4m3():
 def _check(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens):
     """Shapes, dtypes and devices, each failure saying what is wrong (InvalidArgument and its
     subclasses: ValueError)."""
+    _decode_check("decode_fp8", q, k_cache, v_cache, block_table, seq_lens)
     op = "tunert.torch.decode_fp8"
-    _state.check(q.dim() == 3 and k_cache.dim() == 4 and v_cache.shape == k_cache.shape and block_table.dim() == 2
-                 and block_table.shape[0] == q.shape[0] and k_cache.shape[3] == q.shape[2]
-                 and k_cache.shape[2] > 0 and q.shape[1] % k_cache.shape[2] == 0
-                 and (seq_lens is None or tuple(seq_lens.shape) == (q.shape[0],)),
-                 lambda: f"{op}: q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}, "
-                 f"block_table {tuple(block_table.shape)}"
-                 + ("" if seq_lens is None else f", seq_lens {tuple(seq_lens.shape)}")
-                 + ": want q [B, HQ, D], caches [pages, page_size, HKV, D] with HQ a multiple of HKV, "
-                 "block_table [B, max_pages], seq_lens [B]")
     fp8 = _e4m3()
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if fp8 is None or t.dtype != fp8:
@@ -89,48 +81,15 @@ def _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, sca
     return _decode_ref(q.float(), k, v, pages, seq_lens, scale).to(q.dtype)
 
 
-def _kv_strides_ok(t):
-    return _kernel_strides_ok(t) and all(s % KV_STRIDE_ELEMENTS == 0 for s in t.stride()[:-1])
-
-
 def _problem(dev, q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens=None, scale=None):
-    """(key, candidates, tensors_fn, reference) of _ops._run: tt.decode's problem with the family,
-    its min_len dim and the scale tensors added."""
-    base_key, base_candidates, base_tensors_fn, _ = _decode_problem(dev, q, k_cache, v_cache, block_table,
-                                                                    seq_lens, scale)
+    """(key, candidates, tensors_fn, reference) of _ops._run: tt.decode's problem for this family,
+    with its cache strides, the scale tensors (HKV values each) and both min_len values."""
     HKV = k_cache.shape[2]
-    L = block_table.shape[1] * k_cache.shape[1]
-    kv_ok = (_kv_strides_ok(k_cache) and _kv_strides_ok(v_cache)
-             and tuple(k_cache.stride()) == tuple(v_cache.stride()))
-    key = ("decode_fp8",) + base_key[1:] + (kv_ok,)
-
-    def candidates():
-        if not kv_ok:
-            return [f"{FAMILY}: k_cache strides {tuple(k_cache.stride())} and v_cache strides "
-                    f"{tuple(v_cache.stride())} must be equal, multiples of {KV_STRIDE_ELEMENTS} elements with d "
-                    f"contiguous, on 16-byte aligned addresses"]
-        out = []
-        for c in base_candidates():
-            if isinstance(c, str):
-                out.append(c)
-                continue
-            _, dims, tensors, _, knobs, needs = c
-            tensors = dict(tensors, k_scale=((HKV,), "f32"), v_scale=((HKV,), "f32"))
-            for m in dict.fromkeys((1, L)):
-                d = dict(dims, min_len=m)
-                out.append((FAMILY, d, tensors, d, knobs, needs))
-        return out
-
-    def tensors_fn():
-        t, out = base_tensors_fn()
-        t["k_scale"] = _per_head(k_scale, HKV)
-        t["v_scale"] = _per_head(v_scale, HKV)
-        return t, out
-
-    def reference():
-        return _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale)
-
-    return key, candidates, tensors_fn, reference
+    return _decode_problem(
+        dev, q, k_cache, v_cache, block_table, seq_lens, scale, family=FAMILY, kv_multiple=KV_STRIDE_ELEMENTS,
+        extra_tensors={"k_scale": _per_head(k_scale, HKV), "v_scale": _per_head(v_scale, HKV)},
+        extra_dims={"min_len": (1, block_table.shape[1] * k_cache.shape[1])},
+        reference=lambda: _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale))
 
 
 def _body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_scale: torch.Tensor,
