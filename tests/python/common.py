@@ -108,3 +108,21 @@ def fake_gpu_results(db, median_ns):
 
 def tmpdir():
     return pathlib.Path(_TMP.name)
+
+
+def check_plan_launch(tc, plan, tensors):
+    """A plan's tensors (torch, any of tunert's dtypes) as FakeTensors at their addresses and strides,
+    its scratch and scalars: the launch passes every check up to the driver (NoDriver here), and the
+    same without the plan's strided names is refused as a layout error."""
+    import torch
+    import tunert
+    from fake_dlpack import FakeTensor
+    names = {torch.bfloat16: "bf16", torch.int32: "i32", torch.float32: "f32", torch.float8_e4m3fn: "e4m3"}
+    args = {n: FakeTensor(tuple(v.shape), names[v.dtype], address=v.data_ptr(), strides=v.stride())
+            for n, v in tensors.items()}
+    args["partial"] = FakeTensor((plan.selection.scratch_bytes()["partial"] // 4,), "f32", address=0x7F0000000000)
+    args.update(plan.scalars)
+    with tc.assertRaises(tunert.NoDriver):
+        plan.selection.launch(args, strided=plan.strided, stream=0)
+    with tc.assertRaises(tunert.LayoutError):
+        plan.selection.launch(args, stream=0)

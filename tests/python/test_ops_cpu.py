@@ -5,8 +5,7 @@ import math
 import types
 import unittest
 
-from common import HAVE_TORCH, bundle, decode_bundle, needs_torch
-from fake_dlpack import FakeTensor
+from common import HAVE_TORCH, bundle, check_plan_launch, decode_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -317,16 +316,7 @@ class PlanTest(unittest.TestCase):
         self.assertIs(t["q"], q)   # no copy of the strided q
         self.assertIs(t["seq_lens"], _state.full_lengths(q.device, B, maxp * page))
         self.assertIs(t["o"], out)
-        names = {"bf16": torch.bfloat16, "i32": torch.int32}
-        dtype = {v: k for k, v in names.items()}
-        args = {n: FakeTensor(tuple(v.shape), dtype[v.dtype], address=v.data_ptr(), strides=v.stride())
-                for n, v in t.items()}
-        args["partial"] = FakeTensor((p.selection.scratch_bytes()["partial"] // 4,), "f32", address=0x7F0000000000)
-        args.update(p.scalars)
-        with self.assertRaises(tunert.NoDriver):
-            p.selection.launch(args, strided=p.strided, stream=0)
-        with self.assertRaises(tunert.LayoutError):   # the same without the plan's strided names
-            p.selection.launch(args, stream=0)
+        check_plan_launch(self, p, t)
 
     def test_full_lengths_are_made_once(self):
         a = _state.full_lengths(torch.device("cpu"), 3, 48)

@@ -6,8 +6,7 @@ meta tensors against a bundle of the recorded attention.decode_fp8.db (no GPU, n
 import math
 import unittest
 
-from common import HAVE_TORCH, bundle, needs_torch
-from fake_dlpack import FakeTensor
+from common import HAVE_TORCH, bundle, check_plan_launch, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -321,16 +320,7 @@ class PlanTest(unittest.TestCase):
         self.assertIs(t["o"], out)
         self.assertTrue(torch.equal(t["k_scale"], torch.full((HKV,), 0.1)))   # a per-tensor scale as HKV values
         self.assertTrue(t["k_scale"].is_contiguous())
-        names = {"bf16": torch.bfloat16, "i32": torch.int32, "f32": torch.float32, "e4m3": torch.float8_e4m3fn}
-        dtype = {v: k for k, v in names.items()}
-        args = {n: FakeTensor(tuple(v.shape), dtype[v.dtype], address=v.data_ptr(), strides=v.stride())
-                for n, v in t.items()}
-        args["partial"] = FakeTensor((p.selection.scratch_bytes()["partial"] // 4,), "f32", address=0x7F0000000000)
-        args.update(p.scalars)
-        with self.assertRaises(tunert.NoDriver):
-            p.selection.launch(args, strided=p.strided, stream=0)
-        with self.assertRaises(tunert.LayoutError):   # the same without the plan's strided names
-            p.selection.launch(args, stream=0)
+        check_plan_launch(self, p, t)
 
 
 if __name__ == "__main__":

@@ -109,17 +109,7 @@ static void check_peek(const search_space *sp, const uint64_t *g, int n, int max
 static int neighbours_of_best(const search_strategy *s, const search_space *sp, uint64_t *out, int max) {
   uint64_t best;
   if (!search_strategy_best(s, &best, NULL)) return 0;
-  int v[SEARCH_MAX_PARAMS], n = 0;
-  search_point_decode(sp, best, v);
-  for (int i = 0; i < sp->n_params && n < max; i++)
-    for (int d = -1; d <= 1 && n < max; d += 2) {
-      if (v[i] + d < 0 || v[i] + d >= sp->n_values[i]) continue;
-      v[i] += d;
-      uint64_t q = search_point_encode(sp, v);
-      v[i] -= d;
-      if (search_space_find(sp, q) >= 0) out[n++] = q;
-    }
-  return n;
+  return search_point_neighbours(sp, best, out, max);
 }
 
 static void run(const search_space *sp, const run_opts *ro, uint64_t seed, run_out *o) {
