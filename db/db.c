@@ -915,6 +915,23 @@ fail:
   return rc;
 }
 
+int db_binary_has(db_conn *db, const char *key, int *has, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !key || !has) return tune_fail(err, TUNE_EINVAL, "db_binary_has: NULL argument");
+  *has = 0;
+  DB_LOCK(db);
+  rc = db_stmt(db, DB_ST_BINARY_HAS, "SELECT 1 FROM binaries WHERE key = ?1", &st, err);
+  if (rc) goto fail;
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  *has = step == SQLITE_ROW;
+fail:
+  db_stmt_done(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
 int db_binary_put(db_conn *db, const db_binary *b, tune_err *err) {
   int rc = TUNE_OK, step = 0;
   sqlite3_stmt *st = NULL;

@@ -221,6 +221,8 @@ int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, cha
  * copies, NULL when absent; on failure *out holds no allocation. put: INSERT
  * OR REPLACE by key; ptx_size 0 with ptx set means strlen(ptx). */
 int db_binary_get(db_conn *db, const char *key, db_binary *out, tune_err *err);
+/* *has = 1 when the compile cache holds key, without reading the binary. */
+int db_binary_has(db_conn *db, const char *key, int *has, tune_err *err);
 int db_binary_put(db_conn *db, const db_binary *b, tune_err *err);
 void db_binary_release(db_binary *b);
 

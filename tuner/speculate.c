@@ -82,15 +82,8 @@ static int add_guess(tune_spec *s, tune_recipe *r, const tune_problem *p, const 
   tune_variant_job(j, r->template_path, s->templates, arch, v);
   if ((rc = tune_compile_key(j, err))) return rc;
   if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, s->jobs, s->n)) return TUNE_OK;
-  db_binary cached;
-  tune_err e;
-  tune_err_clear(&e);
-  int got = db_binary_get(db, j->bin.key, &cached, &e);
-  if (got == TUNE_OK) {
-    db_binary_release(&cached);
-    return TUNE_OK;
-  }
-  if (got != TUNE_ENOTFOUND) return tune_fail(err, got, "%s", e.msg);
+  int cached = 0;
+  if ((rc = db_binary_has(db, j->bin.key, &cached, err)) || cached) return rc;
   s->taken[s->n] = 0;
   s->ptrs[s->n] = j;
   s->n++;

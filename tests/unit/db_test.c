@@ -511,7 +511,12 @@ static void test_binaries(fixture *fx) {
   b.spill_stores = 0;
   b.spill_loads = 0;
   b.compile_ms = 12.5;
+  int has = 1;
+  OK(db_binary_has(fx->db, "bin01", &has, &E));
+  CHECK(has == 0);
   OK(db_binary_put(fx->db, &b, &E));
+  OK(db_binary_has(fx->db, "bin01", &has, &E));
+  CHECK(has == 1);
 
   db_binary g;
   OK(db_binary_get(fx->db, "bin01", &g, &E));
