@@ -6,18 +6,23 @@
 -- The serving contract is attention.decode's (decode.cuh header): seq_lens in device memory, a block
 -- table, a runtime page size, strided q, o and caches, a grid that depends only on B, HQ, HKV and
 -- the config (one CUDA graph replays the step while lengths change), the same split and combine
--- kernels. Two arguments more, after v_cache: k_scale and v_scale, f32 [HKV]; a per-tensor scale is
--- HKV equal values. The cache holds k / k_scale and v / v_scale; the kernel dequantizes in registers
--- and folds k_scale into q's pre-scaling and v_scale into each split's output, exactly.
+-- kernels. Two arguments more, after v_cache: k_scale and v_scale, f32. The dim kv_scale says how
+-- they are laid out: "head", [1, HKV] (one scale per KV head, vLLM's and FlashInfer's; a per-tensor
+-- scale is HKV equal values), or "page", [num_pages, HKV] (one per page and KV head, indexed by the
+-- block table's page numbers: a cache quantized page by page as it fills). The cache holds k / scale
+-- and v / scale; the kernel dequantizes in registers. Per head, it folds k_scale into q's
+-- pre-scaling and v_scale into each split's output, exactly; per page, a key's K scale multiplies
+-- its score and its V scale its weight (decode.cuh header, KV_SCALE_PAGE).
 --
 -- Tuned besides decode's knobs: DEQUANT, the e4m3 -> fp32 conversion (the hardware cvt or integer bit
 -- moves; decode.cuh header), and 4-byte loads (a 128-wide row of e4m3 is 128 bytes, one warp's 4-byte
--- loads). Per-page scales are not covered (the scales are per KV head).
+-- loads).
 --
 -- Problems: dims are what stays fixed while an engine replays its decode step (B, HQ, HKV, D,
 -- page_size, max_pages) and min_len: lengths are drawn uniformly from min_len .. max_pages *
 -- page_size (min_len = the full length: every sequence as long, a single long sequence; min_len 1:
--- short and long in one batch). Llama-3-8B (HQ 32) and 70B (HQ 64) head layouts, HKV 8, D 128.
+-- short and long in one batch) and kv_scale. Llama-3-8B (HQ 32) and 70B (HQ 64) head layouts,
+-- HKV 8, D 128.
 
 local common = require "attention.shared.decode"
 local D = common.D
@@ -25,12 +30,23 @@ local KV_BYTES = 1  -- e4m3 K and V
 
 local function kv_bytes_per_thread(c) return common.kv_bytes_per_thread(c, KV_BYTES) end
 
-local function problem(B, HQ, HKV, page_size, max_pages, min_len)
+local function problem(B, HQ, HKV, page_size, max_pages, min_len, kv_scale)
   local L = max_pages * page_size
-  return { name = string.format("b%dhq%dhkv%dd%dp%dx%d%s", B, HQ, HKV, D, page_size, max_pages,
-                                min_len == L and "" or ("m" .. min_len)),
-           B = B, HQ = HQ, HKV = HKV, D = D, page_size = page_size, max_pages = max_pages, min_len = min_len }
+  kv_scale = kv_scale or "head"
+  return { name = string.format("b%dhq%dhkv%dd%dp%dx%d%s%s", B, HQ, HKV, D, page_size, max_pages,
+                                min_len == L and "" or ("m" .. min_len), kv_scale == "head" and "" or "_pagescale"),
+           B = B, HQ = HQ, HKV = HKV, D = D, page_size = page_size, max_pages = max_pages, min_len = min_len,
+           kv_scale = kv_scale }
 end
+
+-- dynamic shared memory of the ring (decode.cuh kRingBytes, decode_mma.cuh's ring): K/V at 1 byte
+-- per element, then per page scales a K and a V scale per row and lane that reads the row (the
+-- tensor-core path: 4 lanes per row; the row-group path: D // VEC_BYTES)
+-- rows of k_scale and v_scale: one per page, or one for every page
+local SCALE_ROWS = "kv_scale == 'page' and B * max_pages or 1"
+
+local RING_SHARED = "KV_RING * BLOCK_N * D * 2 + (kv_scale == 'page' and KV_RING * BLOCK_N * 8 * "
+  .. "(MMA == 1 and 4 or D // VEC_BYTES) or 0)"
 
 return {
   name = "attention.decode_fp8",
@@ -69,7 +85,7 @@ return {
   },
 
   -- Compile-time problem constants, as expressions the runtime re-evaluates for a new problem.
-  defines = { HEAD_DIM = "D", GQA_RATIO = "HQ // HKV", KV_FP8 = "1" },
+  defines = { HEAD_DIM = "D", GQA_RATIO = "HQ // HKV", KV_FP8 = "1", KV_SCALE_PAGE = "kv_scale == 'page' and 1 or 0" },
 
   -- What a config needs to run a problem (decode.cuh static_asserts): a KV row of D bytes is read
   -- by D // VEC_BYTES lanes, so a block has WARPS * 32 * VEC_BYTES // D row groups, and BLOCK_N must
@@ -82,7 +98,8 @@ return {
 
   -- The problems the family serves, as decode's (shared/decode.lua; K/V strides are multiples of
   -- 16 elements for every D here), and the shortest drawn length within the longest.
-  domain = common.domain({ "min_len >= 0 and min_len <= max_pages * page_size" }),
+  domain = common.domain({ "min_len >= 0 and min_len <= max_pages * page_size",
+                           "kv_scale == 'head' or kv_scale == 'page'" }),
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio (8-byte loads: 8 or
   -- 16 lanes per row), 4 splits as decode's fallback.
   fallback = { SPLITS = 4, BLOCK_N = 64, WARPS = 4, VEC_BYTES = 8, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
@@ -96,10 +113,13 @@ return {
     problem(64, 64, 8, 16, 512, 8192),      -- 64 sequences of 8192 (70B)
     problem(32, 32, 8, 16, 512, 1),         -- mixed lengths 1..8192 (8B)
     problem(8, 64, 8, 32, 1024, 1),         -- mixed lengths 1..32768 (70B)
+    -- per-page scales: tiles inside a page and straddling pages (page 16 < BLOCK_N), mixed lengths
+    problem(1, 32, 8, 16, 2048, 32768, "page"),
+    problem(32, 32, 8, 16, 256, 4096, "page"),
+    problem(8, 64, 8, 32, 1024, 1, "page"),
   },
 
-  -- decode.cuh kRingBytes with 1-byte elements
-  launch = common.launch("KV_RING * BLOCK_N * D * 2"),
+  launch = common.launch(RING_SHARED),
 
   -- K/V: e4m3 of a wide normal (std 32 of the 448 range; clamped values are 14 std away), so the
   -- cache holds subnormals to hundreds. Scales make the logits large: q . k * k_scale / sqrt(D) has
@@ -112,8 +132,8 @@ return {
     { "k_cache", tensor = "e4m3", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 32 },
       adversarial = { "normal", 0, 100 } },
     { "v_cache", tensor = "e4m3", shape = { "B * max_pages", "page_size", "HKV", "D" }, init = { "normal", 0, 32 } },
-    { "k_scale", tensor = "f32", shape = { "HKV" }, init = { "uniform", 0.05, 0.15 } },
-    { "v_scale", tensor = "f32", shape = { "HKV" }, init = { "uniform", 0.01, 0.03 } },
+    { "k_scale", tensor = "f32", shape = { SCALE_ROWS, "HKV" }, init = { "uniform", 0.05, 0.15 } },
+    { "v_scale", tensor = "f32", shape = { SCALE_ROWS, "HKV" }, init = { "uniform", 0.01, 0.03 } },
   }, { "randint", "min_len", "max_pages * page_size" }, { "normal", 0, 5 }),
 
   reference = common.reference(function(p) return { HEAD_DIM = p.D, KV_FP8 = 1 } end),

@@ -28,6 +28,14 @@
 // K scale is folded into q's pre-scaling (s = (q * scale_log2 * k_scale) . k), the V scale into the
 // split's output (acc * v_scale, before the normalisation or the partial), so the combine is the
 // same. q, o and the partials stay bf16 / fp32. Default 0: bf16 caches and no scale arguments.
+// KV_SCALE_PAGE 1 (KV_FP8 only; a problem constant: attention.decode_fp8's dim kv_scale = "page"):
+// the scales are per page and KV head instead, k_scale, v_scale f32 [num_pages, HKV] (element
+// page * HKV + hkv, page the block table's page number), so an engine can quantize each page as it
+// fills. A key's K scale multiplies its fp32 score (q is pre-scaled by scale_log2 only), its V scale
+// its weight in P V relative to the V scale of the split's first page, and the split's output is
+// multiplied by that one (as by the per-head scale): weights entering the tensor-core path's fp16
+// product stay near 1 whatever the scales' magnitude. l sums the weights without V scales. The
+// scales travel with their rows: loaded with the tile's K/V (the ring: copied into it beside them).
 //
 // CUDA graphs: the grid depends only on B, HQ, HKV and the config (SPLITS, GQA_PACK); lengths and
 // the block table are read on the device, so one captured launch serves every step of a batch.
@@ -108,6 +116,7 @@
 #include "common/bf16.cuh"
 #include "common/cp_async.cuh"
 #include "common/reduce.cuh"
+#include "common/smem_io.cuh"
 
 #if !defined(SPLITS) || !defined(BLOCK_N) || !defined(WARPS) || !defined(VEC_BYTES) || !defined(GQA_PACK) || \
     !defined(HEAD_DIM) || !defined(GQA_RATIO)
@@ -137,6 +146,9 @@
 #ifndef MMA
 #define MMA 0
 #endif
+#ifndef KV_SCALE_PAGE
+#define KV_SCALE_PAGE 0
+#endif
 
 typedef __nv_bfloat16 bf16;
 #if KV_FP8
@@ -161,7 +173,9 @@ constexpr int kHeads = GQA_PACK ? GQA_RATIO : 1;     // query heads per block
 constexpr int kChunks = HEAD_DIM / 4;                // float4 chunks of one output row
 constexpr int kSmemBytes = WARPS * kHeads * (kD + 2) * 4;
 constexpr int kKvRegs = 2 * kRows * kWords * STAGES; // registers holding K/V tiles
-constexpr int kRingBytes = KV_RING * 2 * kRows * kThreads * 16;  // dynamic shared memory (KV_RING >= 2)
+constexpr int kRingKvBytes = KV_RING * 2 * kRows * kThreads * 16;  // the ring's K/V vectors (KV_RING >= 2)
+// dynamic shared memory (KV_RING >= 2): K/V, then (KV_SCALE_PAGE) each row's two scales per thread
+constexpr int kRingBytes = kRingKvBytes + KV_SCALE_PAGE * KV_RING * 2 * kRows * kThreads * 4;
 
 static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "HEAD_DIM must be 64, 128 or 256");
 static_assert(VEC_BYTES == 8 || VEC_BYTES == 16 || (KV_FP8 && VEC_BYTES == 4),
@@ -169,6 +183,7 @@ static_assert(VEC_BYTES == 8 || VEC_BYTES == 16 || (KV_FP8 && VEC_BYTES == 4),
 static_assert(KV_FP8 == 0 || KV_FP8 == 1, "KV_FP8 must be 0 or 1");
 static_assert(DEQUANT == 0 || DEQUANT == 1, "DEQUANT must be 0 or 1");
 static_assert(MMA == 0 || MMA == 1, "MMA must be 0 or 1");
+static_assert(KV_SCALE_PAGE == 0 || (KV_SCALE_PAGE == 1 && KV_FP8), "KV_SCALE_PAGE must be 0, or 1 with KV_FP8");
 static_assert(kLanesPerRow >= 1 && kLanesPerRow <= 32 && 32 % kLanesPerRow == 0,
               "a KV row must be read by one warp or a power-of-two part of one: HEAD_DIM * kKvBytes / VEC_BYTES <= 32");
 static_assert(SPLITS >= 1 && SPLITS <= 32, "SPLITS must be 1..32 (the combine gives each split one lane)");
@@ -295,9 +310,14 @@ struct split_ctx {
   const int *bt;         // block_table row of sequence b
   const kv_t *k;         // k_cache + hkv * kv_stride_h + this lane's head-dim offset (page 0, row 0)
   const kv_t *v;         // same for v_cache
-  float q_scale;         // scale_log2 (KV_FP8: times k_scale[hkv] * kDequantScale): q . k -> log2 units
+  float q_scale;         // scale_log2 (KV_FP8: times kDequantScale, and k_scale[hkv] unless KV_SCALE_PAGE)
 #if KV_FP8
-  float v_scale;         // v_scale[hkv] * kDequantScale: applied to the split's acc (epilogue)
+  float v_scale;         // v_scale[hkv] (KV_SCALE_PAGE: v_ref) * kDequantScale: applied to the split's acc
+#endif
+#if KV_SCALE_PAGE
+  const float *ks, *vs;  // k_scale + hkv, v_scale + hkv: a page's scales at page * scale_stride
+  int scale_stride;      // HKV
+  float v_ref_inv;       // 1 / v_ref, v_ref the V scale of the split's first page (1: an empty split)
 #endif
 };
 
@@ -362,7 +382,15 @@ __device__ __forceinline__ split_ctx split_setup(const kv_t *__restrict__ k_cach
   c.bt = block_table + (long long)c.b * max_pages;
   c.k = k_cache + (long long)hkv * kv_stride_h + d_off;
   c.v = v_cache + (long long)hkv * kv_stride_h + d_off;
-#if KV_FP8
+#if KV_SCALE_PAGE
+  c.ks = k_scale + hkv;
+  c.vs = v_scale + hkv;
+  c.scale_stride = HKV;
+  const float v_ref = c.n_tiles > 0 ? __ldg(c.vs + (long long)__ldg(c.bt + c.page.div(c.row0)) * HKV) : 1.f;
+  c.v_ref_inv = 1.f / v_ref;
+  c.q_scale = scale_log2 * kDequantScale;
+  c.v_scale = v_ref * kDequantScale;
+#elif KV_FP8
   c.q_scale = scale_log2 * (__ldg(k_scale + hkv) * kDequantScale);
   c.v_scale = __ldg(v_scale + hkv) * kDequantScale;
 #else
@@ -413,66 +441,94 @@ __device__ __forceinline__ int tile_row(const split_ctx &c, int t, int i) {
   return min(c.row0 + t * BLOCK_N + i * kGroups + c.group, c.row_end - 1);
 }
 
-// Block-table entries of this thread's rows of tile t (t < n_tiles): one look-up for a tile inside a
-// page, else one per row.
-__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kRows]) {
-  if (c.tile_in_page) {
-    const int p = __ldg(c.bt + c.page.div(c.row0 + t * BLOCK_N));
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) pages[i] = p;
-  } else {
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) pages[i] = __ldg(c.bt + c.page.div(tile_row(c, t, i)));
-  }
-}
-
-// Element offset of this thread's row i of tile t from c.k / c.v, its page being `page`.
-__device__ __forceinline__ long long row_offset(const split_ctx &c, int t, int i, int page) {
-  const int r = tile_row(c, t, i);
+// Element offset from c.k / c.v of the sequence's row r, its page being `page`.
+__device__ __forceinline__ long long row_offset(const split_ctx &c, int r, int page) {
   const int in_page = r - c.page.div(r) * c.page.d;
   return page * c.page_stride + in_page * c.row_stride;
 }
 
-// Issue this thread's K and V loads of tile t (kRows rows each); nothing waits here.
-__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kRows],
-                                           kv_vec (&kb)[kRows], kv_vec (&vb)[kRows]) {
+// A row's K and V scale pointers (KV_SCALE_PAGE), its page being `page`.
+#if KV_SCALE_PAGE
+__device__ __forceinline__ const float *k_scale_of(const split_ctx &c, int page) { return c.ks + (long long)page * c.scale_stride; }
+__device__ __forceinline__ const float *v_scale_of(const split_ctx &c, int page) { return c.vs + (long long)page * c.scale_stride; }
+#endif
+
+// Block-table entries of this thread's rows of a tile, and its K/V (with KV_SCALE_PAGE, their
+// scales) once loaded.
+struct row_pages { int p[kRows]; };
+struct row_tile {
+  kv_vec k[kRows], v[kRows];
+#if KV_SCALE_PAGE
+  float ks[kRows], vs[kRows];
+#endif
+};
+
+// Block-table entries of this thread's rows of tile t (t < n_tiles): one look-up for a tile inside a
+// page, else one per row.
+__device__ __forceinline__ void page_stage(const split_ctx &c, int t, row_pages &pages) {
+  if (c.tile_in_page) {
+    const int p = __ldg(c.bt + c.page.div(c.row0 + t * BLOCK_N));
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    const long long off = row_offset(c, t, i, pages[i]);
-    kb[i] = g2r_load_kv(c.k + off);
-    vb[i] = g2r_load_kv(c.v + off);
+    for (int i = 0; i < kRows; ++i) pages.p[i] = p;
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) pages.p[i] = __ldg(c.bt + c.page.div(tile_row(c, t, i)));
   }
 }
 
+// Issue this thread's K and V loads of tile t (kRows rows each); nothing waits here.
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const row_pages &pages, row_tile &x) {
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const long long off = row_offset(c, tile_row(c, t, i), pages.p[i]);
+    x.k[i] = g2r_load_kv(c.k + off);
+    x.v[i] = g2r_load_kv(c.v + off);
+#if KV_SCALE_PAGE
+    x.ks[i] = __ldg(k_scale_of(c, pages.p[i]));
+    x.vs[i] = __ldg(v_scale_of(c, pages.p[i]));
+#endif
+  }
+}
+
+#if KV_RING >= 2
 // KV_RING: slot `slot` of this thread's ring holds its kRows K vectors then its kRows V vectors,
-// 16 bytes each, at stride kThreads * 16 (consecutive threads, consecutive 16-byte words).
+// 16 bytes each, at stride kThreads * 16 (consecutive threads, consecutive 16-byte words); with
+// KV_SCALE_PAGE, the rows' K then V scales of the slot follow all slots, 4 bytes each, same order.
 __device__ __forceinline__ unsigned ring_addr(unsigned ring, int slot, int j) {
   return ring + ((slot * 2 * kRows + j) * kThreads + threadIdx.x) * 16;
 }
+__device__ __forceinline__ unsigned ring_scale_addr(unsigned ring, int slot, int j) {
+  return ring + kRingKvBytes + ((slot * 2 * kRows + j) * kThreads + threadIdx.x) * 4;
+}
 
 // Issue cp.async copies of this thread's K and V vectors of tile t into ring slot `slot`.
-__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kRows],
-                                                unsigned ring, int slot) {
+__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const row_pages &pages, unsigned ring,
+                                                int slot) {
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    const long long off = row_offset(c, t, i, pages[i]);
+    const long long off = row_offset(c, tile_row(c, t, i), pages.p[i]);
     tune::g2s_copy16(ring_addr(ring, slot, i), c.k + off);
     tune::g2s_copy16(ring_addr(ring, slot, kRows + i), c.v + off);
+#if KV_SCALE_PAGE
+    tune::g2s_copy4(ring_scale_addr(ring, slot, i), k_scale_of(c, pages.p[i]));
+    tune::g2s_copy4(ring_scale_addr(ring, slot, kRows + i), v_scale_of(c, pages.p[i]));
+#endif
   }
 }
 
 // Ring slot -> registers (the copies of that slot must have completed: cp_async_wait).
-__device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, kv_vec (&kb)[kRows], kv_vec (&vb)[kRows]) {
+__device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, row_tile &x) {
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(kb[i].w[0]), "=r"(kb[i].w[1]), "=r"(kb[i].w[2]), "=r"(kb[i].w[3])
-                 : "r"(ring_addr(ring, slot, i)));
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(vb[i].w[0]), "=r"(vb[i].w[1]), "=r"(vb[i].w[2]), "=r"(vb[i].w[3])
-                 : "r"(ring_addr(ring, slot, kRows + i)));
+    tune::s2r_load16(ring_addr(ring, slot, i), x.k[i].w);
+    tune::s2r_load16(ring_addr(ring, slot, kRows + i), x.v[i].w);
+#if KV_SCALE_PAGE
+    x.ks[i] = tune::s2r_load_f32(ring_scale_addr(ring, slot, i));
+    x.vs[i] = tune::s2r_load_f32(ring_scale_addr(ring, slot, kRows + i));
+#endif
   }
 }
+#endif
 
 // The shift of an online-softmax step: the running max, or 0 while it is -inf (nothing seen), so
 // that 2^(-inf - shift) = 0 and empty states stay (m = -inf, l = 0, acc = 0) instead of NaN.
@@ -481,13 +537,13 @@ __device__ __forceinline__ float safe_shift(float m) { return m == neg_inf() ? 0
 // Scores of the tile's rows for every head (-inf for this thread's rows i with i * kGroups >=
 // valid: past the split's end), online-softmax update, acc += P V. valid = rows of the tile left
 // in the split minus this thread's group.
-__device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElems], const kv_vec (&kb)[kRows],
-                                              const kv_vec (&vb)[kRows], int valid, softmax_state &st) {
+__device__ __forceinline__ void compute_stage(const split_ctx &c, const float (&qf)[kHeads][kVecElems],
+                                              const row_tile &x, int valid, softmax_state &st) {
   float s[kHeads][kRows];
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     float kf[kVecElems];
-    unpack_kv(kb[i], kf);
+    unpack_kv(x.k[i], kf);
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
       float acc = 0.f;
@@ -506,8 +562,12 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 #pragma unroll
   for (int h = 0; h < kHeads; ++h)
 #pragma unroll
-    for (int i = 0; i < kRows; ++i)
+    for (int i = 0; i < kRows; ++i) {
+#if KV_SCALE_PAGE
+      s[h][i] *= x.ks[i];
+#endif
       if (i * kGroups >= valid) s[h][i] = neg_inf();
+    }
 
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -531,11 +591,18 @@ __device__ __forceinline__ void compute_stage(const float (&qf)[kHeads][kVecElem
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     float vf[kVecElems];
-    unpack_kv(vb[i], vf);
+    unpack_kv(x.v[i], vf);
+#if KV_SCALE_PAGE
+    const float v_rel = x.vs[i] * c.v_ref_inv;
+#else
+    constexpr float v_rel = 1.f;
+#endif
 #pragma unroll
-    for (int h = 0; h < kHeads; ++h)
+    for (int h = 0; h < kHeads; ++h) {
+      const float p = s[h][i] * v_rel;
 #pragma unroll
-      for (int e = 0; e < kVecElems; ++e) st.acc[h][e] = fmaf(s[h][i], vf[e], st.acc[h][e]);
+      for (int e = 0; e < kVecElems; ++e) st.acc[h][e] = fmaf(p, vf[e], st.acc[h][e]);
+    }
   }
 }
 
@@ -624,6 +691,86 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_state &st, 
 }
 
 // ---------------------------------------------------------------------------------------------
+// The tile loop of the split kernel, for either thread map. Path names its block-table and tile
+// types (pages_t, tile_t) and stages (static page_stage, load_stage, ring_load_stage,
+// ring_read_stage, as the row-group path's above); compute(t, tile) consumes tile t.
+template <class Path, class Compute>
+__device__ __forceinline__ void run_tiles(const split_ctx &c, Compute compute) {
+  typename Path::pages_t pages;
+  if (c.n_tiles > 0) Path::page_stage(c, 0, pages);
+#if KV_RING >= 2
+  // Tile t goes to slot t % KV_RING; KV_RING - 1 tiles are in flight while one is computed. One
+  // group is committed per tile, empty past the end, so at tile t the KV_RING - 1 newer groups may
+  // stay in flight (cp_async_wait<KV_RING - 1>).
+  extern __shared__ __align__(16) unsigned char ring_smem[];
+  const unsigned ring = tune::smem_u32(ring_smem);
+#pragma unroll
+  for (int t = 0; t < KV_RING - 1; ++t) {
+    if (t < c.n_tiles) {
+      Path::ring_load_stage(c, t, pages, ring, t);
+      if (t + 1 < c.n_tiles) Path::page_stage(c, t + 1, pages);
+    }
+    tune::cp_async_commit();
+  }
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    const int ahead = t + KV_RING - 1;
+    if (ahead < c.n_tiles) {  // its slot held tile t - 1, already read into registers
+      Path::ring_load_stage(c, ahead, pages, ring, ahead % KV_RING);
+      if (ahead + 1 < c.n_tiles) Path::page_stage(c, ahead + 1, pages);
+    }
+    tune::cp_async_commit();
+    tune::cp_async_wait<KV_RING - 1>();
+    typename Path::tile_t x;
+    Path::ring_read_stage(ring, t % KV_RING, x);
+    compute(t, x);
+  }
+#elif STAGES == 1
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    typename Path::tile_t x;
+    Path::load_stage(c, t, pages, x);
+    if (t + 1 < c.n_tiles) Path::page_stage(c, t + 1, pages);
+    compute(t, x);
+  }
+#else
+  // Register double buffer: tile t + 1 is loaded into `next` before tile t is computed from `cur`.
+  typename Path::tile_t cur;
+  if (c.n_tiles > 0) Path::load_stage(c, 0, pages, cur);
+  if (c.n_tiles > 1) Path::page_stage(c, 1, pages);
+#pragma unroll 1
+  for (int t = 0; t < c.n_tiles; ++t) {
+    typename Path::tile_t next;
+    if (t + 1 < c.n_tiles) {
+      Path::load_stage(c, t + 1, pages, next);
+      if (t + 2 < c.n_tiles) Path::page_stage(c, t + 2, pages);
+    }
+    compute(t, cur);
+    cur = next;
+  }
+#endif
+}
+
+// The row-group thread map's stages, for run_tiles.
+struct row_path {
+  typedef row_pages pages_t;
+  typedef row_tile tile_t;
+  static __device__ __forceinline__ void page_stage(const split_ctx &c, int t, pages_t &p) { decode::page_stage(c, t, p); }
+  static __device__ __forceinline__ void load_stage(const split_ctx &c, int t, const pages_t &p, tile_t &x) {
+    decode::load_stage(c, t, p, x);
+  }
+#if KV_RING >= 2
+  static __device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const pages_t &p, unsigned ring,
+                                                         int slot) {
+    decode::ring_load_stage(c, t, p, ring, slot);
+  }
+  static __device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, tile_t &x) {
+    decode::ring_read_stage(ring, slot, x);
+  }
+#endif
+};
+
+// ---------------------------------------------------------------------------------------------
 // Combine kernel stage: one warp merges the SPLITS partials of record (b * HQ + hq).
 // Splits past a sequence's end have m = -inf and l = 0: weight 0; all empty (length 0): o = 0.
 __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float *__restrict__ partial, int B, int HQ,
@@ -701,64 +848,7 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
   }
   // rows of tile t left in the split, minus this thread's group (compute_stage masks the rest)
   const int valid0 = c.row_end - c.row0 - c.group;
-
-  int pages[kRows];
-  if (c.n_tiles > 0) page_stage(c, 0, pages);
-#if KV_RING >= 2
-  // Tile t goes to slot t % KV_RING; KV_RING - 1 tiles are in flight while one is computed. One
-  // group is committed per tile, empty past the end, so at tile t the KV_RING - 1 newer groups may
-  // stay in flight (cp_async_wait<KV_RING - 1>).
-  extern __shared__ __align__(16) unsigned char ring_smem[];
-  const unsigned ring = tune::smem_u32(ring_smem);
-#pragma unroll
-  for (int t = 0; t < KV_RING - 1; ++t) {
-    if (t < c.n_tiles) {
-      ring_load_stage(c, t, pages, ring, t);
-      if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
-    }
-    tune::cp_async_commit();
-  }
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    const int ahead = t + KV_RING - 1;
-    if (ahead < c.n_tiles) {  // its slot held tile t - 1, already read into registers
-      ring_load_stage(c, ahead, pages, ring, ahead % KV_RING);
-      if (ahead + 1 < c.n_tiles) page_stage(c, ahead + 1, pages);
-    }
-    tune::cp_async_commit();
-    tune::cp_async_wait<KV_RING - 1>();
-    kv_vec kb[kRows], vb[kRows];
-    ring_read_stage(ring, t % KV_RING, kb, vb);
-    compute_stage(qf, kb, vb, valid0 - t * BLOCK_N, st);
-  }
-#elif STAGES == 1
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    kv_vec kb[kRows], vb[kRows];
-    load_stage(c, t, pages, kb, vb);
-    if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
-    compute_stage(qf, kb, vb, valid0 - t * BLOCK_N, st);
-  }
-#else
-  // Register double buffer: tile t+1 is loaded into (kn, vn) before tile t is computed from (kc, vc).
-  kv_vec kc[kRows], vc[kRows];
-  if (c.n_tiles > 0) load_stage(c, 0, pages, kc, vc);
-  if (c.n_tiles > 1) page_stage(c, 1, pages);
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    kv_vec kn[kRows], vn[kRows];
-    if (t + 1 < c.n_tiles) {
-      load_stage(c, t + 1, pages, kn, vn);
-      if (t + 2 < c.n_tiles) page_stage(c, t + 2, pages);
-    }
-    compute_stage(qf, kc, vc, valid0 - t * BLOCK_N, st);
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      kc[i] = kn[i];
-      vc[i] = vn[i];
-    }
-  }
-#endif
+  run_tiles<row_path>(c, [&](int t, const row_tile &x) { compute_stage(c, qf, x, valid0 - t * BLOCK_N, st); });
   epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
 #endif
 }

@@ -22,8 +22,10 @@
 // path); q bf16 -> fp16 exactly for 2^-14 <= |q| < 65520 (smaller values lose low bits, larger become
 // inf), unscaled: scale_log2 and the K scale multiply the fp32 scores; P rounded to fp16 (relative
 // 2^-11; l sums the fp32 values); fp32 accumulators.
-// K/V reach the registers as on the row-group path: loaded per tile (STAGES 1), one tile ahead
-// (STAGES 2), or through a per-lane cp.async ring in shared memory (KV_RING k >= 2).
+// K/V reach the registers as on the row-group path (decode.cuh run_tiles): loaded per tile (STAGES
+// 1), one tile ahead (STAGES 2), or through a per-lane cp.async ring in shared memory (KV_RING k >= 2).
+// KV_SCALE_PAGE: lane (g, t) loads the scales of its rows (keys 16 s + 8 r + g) with them; a score
+// column (key 16 s + 8 r + 2 t + e) takes its K and V scale from lane 4 (2 t + e) by a shuffle.
 // Requirements (static_asserts; recipes/attention/decode_fp8.lua): KV_FP8 1, GQA_PACK 1, VEC_BYTES 16
 // (the loads above), BLOCK_N / WARPS a multiple of 16.
 #pragma once
@@ -44,11 +46,18 @@ static_assert(kWarpKeys % 16 == 0 && kSteps >= 1, "MMA 1 needs BLOCK_N / WARPS t
 static_assert(HEAD_DIM % 64 == 0, "MMA 1 reads 64-wide head-dim chunks");
 static_assert(kHeads <= 8, "MMA 1 holds the query heads in fragment rows 0..7");
 
-// This lane's K and V bytes of one tile: [step][half r: key 16 s + 8 r + g][chunk h].
+// This lane's K and V bytes of one tile: [step][half r: key 16 s + 8 r + g][chunk h]; KV_SCALE_PAGE:
+// the scales of those rows, [step][half].
 struct tile_regs {
   kv_vec k[kSteps][2][kDChunks];
   kv_vec v[kSteps][2][kDChunks];
+#if KV_SCALE_PAGE
+  float ks[kSteps][2], vs[kSteps][2];
+#endif
 };
+
+// Block-table entries of this lane's rows of a tile, [step][half].
+struct tile_pages { int p[kSteps][2]; };
 
 // Query head g's A fragments, k-step (h, j): a0 = head dims 64 h + 16 t + 4 j + {0, 1}, a2 = + {2, 3}.
 struct q_frags {
@@ -101,65 +110,74 @@ __device__ __forceinline__ int lane_row(const split_ctx &c, int t, int s, int r)
 }
 
 // Block-table entries of this lane's rows of tile t: one look-up for a tile inside a page.
-__device__ __forceinline__ void page_stage(const split_ctx &c, int t, int (&pages)[kSteps][2]) {
+__device__ __forceinline__ void page_stage(const split_ctx &c, int t, tile_pages &pages) {
   if (c.tile_in_page) {
     const int p = __ldg(c.bt + c.page.div(c.row0 + t * BLOCK_N));
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) pages[s][0] = pages[s][1] = p;
+    for (int s = 0; s < kSteps; ++s) pages.p[s][0] = pages.p[s][1] = p;
   } else {
 #pragma unroll
     for (int s = 0; s < kSteps; ++s)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) pages[s][r] = __ldg(c.bt + c.page.div(lane_row(c, t, s, r)));
+      for (int r = 0; r < 2; ++r) pages.p[s][r] = __ldg(c.bt + c.page.div(lane_row(c, t, s, r)));
   }
 }
 
-// f(s, r, h, off) for each of this lane's rows (step s, half r) and head-dim chunks h of tile t, off
-// the row's element offset from c.k / c.v.
+// f(s, r, off) for each of this lane's rows (step s, half r) of tile t, off the row's element
+// offset from c.k / c.v (its head-dim chunk h at off + 64 h).
 template <typename F>
-__device__ __forceinline__ void for_each_vec(const split_ctx &c, int t, const int (&pages)[kSteps][2], F f) {
+__device__ __forceinline__ void for_each_row(const split_ctx &c, int t, const tile_pages &pages, F f) {
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = lane_row(c, t, s, r);
-      const long long off = pages[s][r] * c.page_stride + (row - c.page.div(row) * c.page.d) * c.row_stride;
-#pragma unroll
-      for (int h = 0; h < kDChunks; ++h) f(s, r, h, off + 64 * h);
-    }
+    for (int r = 0; r < 2; ++r) f(s, r, row_offset(c, lane_row(c, t, s, r), pages.p[s][r]));
 }
 
 // Issue this lane's K and V loads of tile t into registers; nothing waits here.
-__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2], tile_regs &x) {
-  for_each_vec(c, t, pages, [&](int s, int r, int h, long long off) {
-    x.k[s][r][h] = g2r_load_kv(c.k + off);
-    x.v[s][r][h] = g2r_load_kv(c.v + off);
+__device__ __forceinline__ void load_stage(const split_ctx &c, int t, const tile_pages &pages, tile_regs &x) {
+  for_each_row(c, t, pages, [&](int s, int r, long long off) {
+#pragma unroll
+    for (int h = 0; h < kDChunks; ++h) {
+      x.k[s][r][h] = g2r_load_kv(c.k + off + 64 * h);
+      x.v[s][r][h] = g2r_load_kv(c.v + off + 64 * h);
+    }
+#if KV_SCALE_PAGE
+    x.ks[s][r] = __ldg(k_scale_of(c, pages.p[s][r]));
+    x.vs[s][r] = __ldg(v_scale_of(c, pages.p[s][r]));
+#endif
   });
 }
 
+#if KV_RING >= 2
 // KV_RING: slot `slot` of this lane's ring holds its K vectors, then its V vectors, of one tile,
 // 16 bytes each at stride kThreads * 16 (as the row-group path's ring: a lane reads back only what
-// it copied, so cp.async.wait_group orders it and no barrier is needed).
+// it copied, so cp.async.wait_group orders it and no barrier is needed). KV_SCALE_PAGE: the rows'
+// K, then V scales of every slot follow, 4 bytes each, same order.
 constexpr int kVecsPerTile = kSteps * 2 * kDChunks;  // K (or V) vectors of a lane per tile
+constexpr int kRingKvBytes = KV_RING * 2 * kVecsPerTile * kThreads * 16;
 
 __device__ __forceinline__ unsigned ring_vec_addr(unsigned ring, int slot, int kv, int s, int r, int h) {
   const int j = (slot * 2 + kv) * kVecsPerTile + (s * 2 + r) * kDChunks + h;
   return ring + (j * kThreads + threadIdx.x) * 16;
 }
-
-__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const int (&pages)[kSteps][2],
-                                                unsigned ring, int slot) {
-  for_each_vec(c, t, pages, [&](int s, int r, int h, long long off) {
-    tune::g2s_copy16(ring_vec_addr(ring, slot, 0, s, r, h), c.k + off);
-    tune::g2s_copy16(ring_vec_addr(ring, slot, 1, s, r, h), c.v + off);
-  });
+__device__ __forceinline__ unsigned ring_scale_addr(unsigned ring, int slot, int kv, int s, int r) {
+  const int j = (slot * 2 + kv) * kSteps * 2 + s * 2 + r;
+  return ring + kRingKvBytes + (j * kThreads + threadIdx.x) * 4;
 }
 
-__device__ __forceinline__ kv_vec s2r_load_vec(unsigned addr) {
-  kv_vec x;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(x.w[0]), "=r"(x.w[1]), "=r"(x.w[2]), "=r"(x.w[3]) : "r"(addr));
-  return x;
+__device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const tile_pages &pages, unsigned ring,
+                                                int slot) {
+  for_each_row(c, t, pages, [&](int s, int r, long long off) {
+#pragma unroll
+    for (int h = 0; h < kDChunks; ++h) {
+      tune::g2s_copy16(ring_vec_addr(ring, slot, 0, s, r, h), c.k + off + 64 * h);
+      tune::g2s_copy16(ring_vec_addr(ring, slot, 1, s, r, h), c.v + off + 64 * h);
+    }
+#if KV_SCALE_PAGE
+    tune::g2s_copy4(ring_scale_addr(ring, slot, 0, s, r), k_scale_of(c, pages.p[s][r]));
+    tune::g2s_copy4(ring_scale_addr(ring, slot, 1, s, r), v_scale_of(c, pages.p[s][r]));
+#endif
+  });
 }
 
 // Ring slot -> registers (the copies of that slot must have completed: cp_async_wait).
@@ -167,12 +185,24 @@ __device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, tile_re
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
+    for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int h = 0; h < kDChunks; ++h) {
-        x.k[s][r][h] = s2r_load_vec(ring_vec_addr(ring, slot, 0, s, r, h));
-        x.v[s][r][h] = s2r_load_vec(ring_vec_addr(ring, slot, 1, s, r, h));
+        tune::s2r_load16(ring_vec_addr(ring, slot, 0, s, r, h), x.k[s][r][h].w);
+        tune::s2r_load16(ring_vec_addr(ring, slot, 1, s, r, h), x.v[s][r][h].w);
       }
+#if KV_SCALE_PAGE
+      x.ks[s][r] = tune::s2r_load_f32(ring_scale_addr(ring, slot, 0, s, r));
+      x.vs[s][r] = tune::s2r_load_f32(ring_scale_addr(ring, slot, 1, s, r));
+#endif
+    }
+}
+#endif
+
+// KV_SCALE_PAGE: the scale of this lane's score column e of half r (key 8 r + 2 t + e of a step),
+// given each lane's row scale (key 8 r + g): lane 4 (2 t + e) holds it.
+__device__ __forceinline__ float column_scale(float row_scale, int e) {
+  return __shfl_sync(0xffffffffu, row_scale, 4 * (2 * (threadIdx.x % 4) + e));
 }
 
 // Head g's scores of the tile in log2 units, [step][half][column e: key 16 s + 8 r + 2 t + e]; -inf
@@ -194,7 +224,14 @@ __device__ __forceinline__ void score_stage(const split_ctx &c, const q_frags &q
           tune::mma_f16_16816_rows8(d, qf.a0[h][j], qf.a2[h][j], b0, b1);
         }
 #pragma unroll
-      for (int e = 0; e < 2; ++e) sc[s][r][e] = 16 * s + 8 * r + 2 * t + e < valid ? d[e] * c.q_scale : neg_inf();
+      for (int e = 0; e < 2; ++e) {
+#if KV_SCALE_PAGE
+        const float qk_scale = c.q_scale * column_scale(x.ks[s][r], e);
+#else
+        const float qk_scale = c.q_scale;
+#endif
+        sc[s][r][e] = 16 * s + 8 * r + 2 * t + e < valid ? d[e] * qk_scale : neg_inf();
+      }
     }
 }
 
@@ -229,12 +266,24 @@ __device__ __forceinline__ void softmax_stage(float (&sc)[kSteps][2][2], softmax
   }
 }
 
-// acc += P V over the tile.
-__device__ __forceinline__ void pv_stage(const float (&p)[kSteps][2][2], const tile_regs &x, softmax_lane &st) {
+// acc += P V over the tile (KV_SCALE_PAGE: each key's weight times its V scale / v_ref).
+__device__ __forceinline__ void pv_stage(const split_ctx &c, const float (&p)[kSteps][2][2], const tile_regs &x,
+                                         softmax_lane &st) {
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
-    const unsigned a0 = tune::pack_f16x2(p[s][0][0], p[s][0][1]);
-    const unsigned a2 = tune::pack_f16x2(p[s][1][0], p[s][1][1]);
+    float w[2][2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+#if KV_SCALE_PAGE
+        w[r][e] = p[s][r][e] * (column_scale(x.vs[s][r], e) * c.v_ref_inv);
+#else
+        w[r][e] = p[s][r][e];
+#endif
+      }
+    const unsigned a0 = tune::pack_f16x2(w[0][0], w[0][1]);
+    const unsigned a2 = tune::pack_f16x2(w[1][0], w[1][1]);
 #pragma unroll
     for (int h = 0; h < kDChunks; ++h)
 #pragma unroll
@@ -254,7 +303,7 @@ __device__ __forceinline__ void compute_stage(const split_ctx &c, const q_frags 
   float sc[kSteps][2][2];
   score_stage(c, qf, x, valid, sc);
   softmax_stage(sc, st);
-  pv_stage(sc, x, st);
+  pv_stage(c, sc, x, st);
 }
 
 // Head g's state of this warp into shared memory (l summed over the quad first), then the block merge.
@@ -281,6 +330,25 @@ __device__ __forceinline__ void epilogue(const split_ctx &c, softmax_lane &st, f
   block_merge_store(c, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
 }
 
+// This thread map's stages, for decode.cuh's run_tiles.
+struct path {
+  typedef tile_pages pages_t;
+  typedef tile_regs tile_t;
+  static __device__ __forceinline__ void page_stage(const split_ctx &c, int t, pages_t &p) { mma::page_stage(c, t, p); }
+  static __device__ __forceinline__ void load_stage(const split_ctx &c, int t, const pages_t &p, tile_t &x) {
+    mma::load_stage(c, t, p, x);
+  }
+#if KV_RING >= 2
+  static __device__ __forceinline__ void ring_load_stage(const split_ctx &c, int t, const pages_t &p, unsigned ring,
+                                                         int slot) {
+    mma::ring_load_stage(c, t, p, ring, slot);
+  }
+  static __device__ __forceinline__ void ring_read_stage(unsigned ring, int slot, tile_t &x) {
+    mma::ring_read_stage(ring, slot, x);
+  }
+#endif
+};
+
 // The split kernel's body (attn_decode_split with MMA 1); s_acc, s_m, s_l as the row-group path's.
 __device__ __forceinline__ void split(DECODE_PARAMS, float *__restrict__ s_acc, float *__restrict__ s_m,
                                       float *__restrict__ s_l) {
@@ -293,59 +361,7 @@ __device__ __forceinline__ void split(DECODE_PARAMS, float *__restrict__ s_acc, 
 #pragma unroll
   for (int n = 0; n < kOutTiles; ++n) st.acc[n][0] = st.acc[n][1] = 0.f;
   const int valid0 = c.row_end - warp_key0(c, 0);  // keys of the warp's tile 0 left in the split
-
-  int pages[kSteps][2];
-  if (c.n_tiles > 0) page_stage(c, 0, pages);
-#if KV_RING >= 2
-  // Tile t goes to slot t % KV_RING, KV_RING - 1 tiles in flight while one is computed; one group
-  // committed per tile (empty past the end), so the wait count stays KV_RING - 1.
-  extern __shared__ __align__(16) unsigned char ring_smem[];
-  const unsigned ring = tune::smem_u32(ring_smem);
-#pragma unroll
-  for (int t = 0; t < KV_RING - 1; ++t) {
-    if (t < c.n_tiles) {
-      ring_load_stage(c, t, pages, ring, t);
-      if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
-    }
-    tune::cp_async_commit();
-  }
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    const int ahead = t + KV_RING - 1;
-    if (ahead < c.n_tiles) {  // its slot held tile t - 1, already read into registers
-      ring_load_stage(c, ahead, pages, ring, ahead % KV_RING);
-      if (ahead + 1 < c.n_tiles) page_stage(c, ahead + 1, pages);
-    }
-    tune::cp_async_commit();
-    tune::cp_async_wait<KV_RING - 1>();
-    tile_regs x;
-    ring_read_stage(ring, t % KV_RING, x);
-    compute_stage(c, qf, x, valid0 - t * BLOCK_N, st);
-  }
-#elif STAGES == 1
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    tile_regs x;
-    load_stage(c, t, pages, x);
-    if (t + 1 < c.n_tiles) page_stage(c, t + 1, pages);
-    compute_stage(c, qf, x, valid0 - t * BLOCK_N, st);
-  }
-#else
-  // Register double buffer: tile t + 1 is loaded into `next` before tile t is computed from `cur`.
-  tile_regs cur;
-  if (c.n_tiles > 0) load_stage(c, 0, pages, cur);
-  if (c.n_tiles > 1) page_stage(c, 1, pages);
-#pragma unroll 1
-  for (int t = 0; t < c.n_tiles; ++t) {
-    tile_regs next;
-    if (t + 1 < c.n_tiles) {
-      load_stage(c, t + 1, pages, next);
-      if (t + 2 < c.n_tiles) page_stage(c, t + 2, pages);
-    }
-    compute_stage(c, qf, cur, valid0 - t * BLOCK_N, st);
-    cur = next;
-  }
-#endif
+  run_tiles<path>(c, [&](int t, const tile_regs &x) { compute_stage(c, qf, x, valid0 - t * BLOCK_N, st); });
   epilogue(c, st, s_acc, s_m, s_l, o, partial, B, HQ, o_stride_b, o_stride_h);
 }
 

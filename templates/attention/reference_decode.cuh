@@ -13,6 +13,7 @@
 // Defines: HEAD_DIM; KV_FP8 (default 0): e4m3 caches with f32 scales k_scale, v_scale [HKV] after
 // v_cache, as decode.cuh's KV_FP8: k = e4m3 value * k_scale[hkv], decoded exactly (common/fp8.cuh),
 // the scales applied to every element before any other arithmetic (decode.cuh folds them).
+// KV_SCALE_PAGE (default 0): the scales are [num_pages, HKV], row j's at its page * HKV + hkv.
 #include <cuda_bf16.h>
 
 #if !defined(HEAD_DIM)
@@ -20,6 +21,9 @@
 #endif
 #ifndef KV_FP8
 #define KV_FP8 0
+#endif
+#ifndef KV_SCALE_PAGE
+#define KV_SCALE_PAGE 0
 #endif
 static_assert(HEAD_DIM >= 1 && HEAD_DIM <= 1024, "HEAD_DIM must fit one block");
 
@@ -50,6 +54,17 @@ static __device__ long long ref_kv_row(const ref_kv &kv, int j) {
   return page * kv.page_stride + (long long)(j % kv.page_size) * kv.row_stride + kv.head_offset;
 }
 
+// Row j's scale from `scale` (k_scale or v_scale; 1 for bf16 caches).
+static __device__ float ref_row_scale(const float *scale, const ref_kv &kv, int j, int hkv, int HKV) {
+#if KV_SCALE_PAGE
+  return scale[(long long)kv.bt[j / kv.page_size] * HKV + hkv];
+#elif KV_FP8
+  return scale[hkv];
+#else
+  return 1.f;
+#endif
+}
+
 // s_j for row j, from q in shared memory (ks: the K scale, unused for bf16).
 static __device__ float ref_score(const float *qs, const ref_kv_t *k_cache, long long row, float ks,
                                   float scale_log2) {
@@ -74,10 +89,8 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const r
   const ref_kv kv = {block_table + (long long)b * max_pages, page_size, kv_stride_page, kv_stride_row,
                      hkv * kv_stride_h};
   qs[d] = __bfloat162float(q[b * q_stride_b + hq * q_stride_h + d]);
-#if KV_FP8
-  const float ks = k_scale[hkv], vs = v_scale[hkv];
-#else
-  const float ks = 1.f, vs = 1.f;
+#if !KV_FP8
+  const float *k_scale = nullptr, *v_scale = nullptr;
 #endif
   __syncthreads();
 
@@ -85,7 +98,8 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const r
   float M = neg_inf;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(kv, j), ks, scale_log2) : neg_inf;
+    sc[d] = j < L ? ref_score(qs, k_cache, ref_kv_row(kv, j), ref_row_scale(k_scale, kv, j, hkv, HKV), scale_log2)
+                  : neg_inf;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM; ++i) M = fmaxf(M, sc[i]);
     __syncthreads();
@@ -95,11 +109,13 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const r
   float sum = 0.f, acc = 0.f;
   for (int j0 = 0; j0 < L; j0 += HEAD_DIM) {
     const int j = j0 + d;
-    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(kv, j), ks, scale_log2) - M) : 0.f;
+    sc[d] = j < L ? exp2f(ref_score(qs, k_cache, ref_kv_row(kv, j), ref_row_scale(k_scale, kv, j, hkv, HKV),
+                                    scale_log2) - M)
+                  : 0.f;
     __syncthreads();
     for (int i = 0; i < HEAD_DIM && j0 + i < L; ++i) {
       sum += sc[i];
-      acc += sc[i] * ref_kv_value(v_cache, ref_kv_row(kv, j0 + i) + d, vs);
+      acc += sc[i] * ref_kv_value(v_cache, ref_kv_row(kv, j0 + i) + d, ref_row_scale(v_scale, kv, j0 + i, hkv, HKV));
     }
     __syncthreads();
   }

@@ -1,5 +1,5 @@
 """tunert.torch.decode_fp8 on any CPU: the PyTorch path against a plain fp64 computation over the
-dequantized cache (per-head and per-tensor scales, mixed lengths with 0 and a partial page, strided q
+dequantized cache (per-head, per-tensor and per-page scales, mixed lengths with 0 and a partial page, strided q
 and HND caches), argument errors, fake implementation, opcheck, torch.compile tracing, and the plans
 (tuned at both min_len values, nearest, fallback with its reason, strict) read through explain() with
 meta tensors against a bundle of the recorded attention.decode_fp8.db (no GPU, no driver)."""
@@ -36,12 +36,18 @@ def inputs(B=4, HQ=8, HKV=2, D=64, page=4, maxp=5, extra=3, seed=0):
 
 
 def plain(q, kc, vc, ks, vs, bt, lens, scale=None):
-    """fp64, one (sequence, query head) at a time: the pages of the table, dequantized per KV head."""
+    """fp64, one (sequence, query head) at a time: the pages of the table, each row dequantized with
+    its KV head's scale, or its page's and KV head's (ks, vs [pages, HKV])."""
     B, HQ, D = q.shape
     page, HKV = kc.shape[1], kc.shape[2]
     maxp = bt.shape[1]
     scale = 1 / math.sqrt(D) if scale is None else scale
-    ks, vs = ks.double().reshape(-1).expand(HKV), vs.double().reshape(-1).expand(HKV)
+
+    def row_scales(s, b):   # [maxp * page, HKV]: row r's scale per KV head
+        s = s.double()
+        per_page = s[bt[b].long()] if s.dim() == 2 else s.reshape(-1).expand(HKV).expand(maxp, HKV)
+        return per_page.repeat_interleave(page, 0)
+
     o = torch.zeros(B, HQ, D, dtype=torch.float64)
     for b in range(B):
         n = maxp * page if lens is None else min(int(lens[b]), maxp * page)
@@ -49,10 +55,11 @@ def plain(q, kc, vc, ks, vs, bt, lens, scale=None):
             continue
         k = torch.cat([kc[int(p)].double() for p in bt[b]])[:n]   # [n, HKV, D]
         v = torch.cat([vc[int(p)].double() for p in bt[b]])[:n]
+        ksr, vsr = row_scales(ks, b)[:n], row_scales(vs, b)[:n]
         for h in range(HQ):
             j = h // (HQ // HKV)
-            s = (k[:, j] * ks[j]) @ q[b, h].double() * scale
-            o[b, h] = torch.softmax(s, 0) @ (v[:, j] * vs[j])
+            s = (k[:, j] * ksr[:, j, None]) @ q[b, h].double() * scale
+            o[b, h] = torch.softmax(s, 0) @ (v[:, j] * vsr[:, j, None])
     return o
 
 
@@ -92,6 +99,21 @@ class ReferenceTest(unittest.TestCase):
         for ks, vs in ((torch.tensor(0.1), torch.tensor([0.02])), (torch.tensor([0.1]), torch.tensor(0.02))):
             self.assertTrue(torch.equal(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), per_head))
         self.close(per_head, plain(q, kc, vc, torch.tensor(0.1), torch.tensor(0.02), bt, lens))
+
+    def test_per_page_scales(self):
+        q, kc, vc, _, _, bt = inputs(seed=7)
+        g = torch.Generator().manual_seed(7)
+        pool, HKV = kc.shape[0], kc.shape[2]
+        ks = torch.rand(pool, HKV, generator=g) * 0.1 + 0.05    # pages of one sequence differ up to 3x
+        vs = torch.rand(pool, HKV, generator=g) * 0.02 + 0.01
+        lens = torch.tensor([0, 3, 13, 20], dtype=torch.int32)
+        o = tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)
+        self.close(o, plain(q, kc, vc, ks, vs, bt, lens))
+        # every page at its head's scale is the per-head call
+        ks_head, vs_head = ks[0], vs[0]
+        self.assertTrue(torch.equal(tt.decode_fp8(q, kc, vc, ks_head.expand(pool, HKV), vs_head.expand(pool, HKV), bt,
+                                                  lens),
+                                    tt.decode_fp8(q, kc, vc, ks_head, vs_head, bt, lens)))
 
     def test_gqa_one_kv_head(self):
         q, kc, vc, ks, vs, bt = inputs(HQ=4, HKV=1, seed=3)
@@ -144,6 +166,11 @@ class ErrorTest(unittest.TestCase):
             self.call(v_scale=torch.ones(3))
         with self.assertRaisesRegex(tunert.ShapeMismatch, r"k_scale \(1, 1\)"):
             self.call(k_scale=torch.ones(1, 1))
+        pages = self.kc.shape[0]
+        with self.assertRaisesRegex(tunert.ShapeMismatch, r"want .*\[pages, HKV\] = \[23, 2\]"):
+            self.call(k_scale=torch.ones(pages - 1, 2), v_scale=torch.ones(pages - 1, 2))
+        with self.assertRaisesRegex(tunert.ShapeMismatch, r"both per page \(\[pages, HKV\]\) or neither"):
+            self.call(k_scale=torch.ones(pages, 2))
         with self.assertRaisesRegex(tunert.InvalidArgument, r"want q \[B, HQ, D\]"):
             self.call(q=self.q[:, 0])
         with self.assertRaisesRegex(tunert.InvalidArgument, r"HQ a multiple of HKV"):
@@ -266,6 +293,16 @@ class PlanTest(unittest.TestCase):
         p = self.explain(q, hnd, hnd, self.meta(dtype=torch.float32), self.meta(1, dtype=torch.float32), bt, lens)
         self.assertEqual(p.selection_kind, "tuned")      # per-tensor scales: passed as HKV values
 
+    def test_per_page_scales_take_their_own_entries(self):
+        q, kc, _, _, _, bt, lens = self.args(256)
+        ks = self.meta(kc.shape[0], self.HKV, dtype=torch.float32)
+        p = self.explain(q, kc, kc, ks, ks, bt, lens)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem), ("tuned", "b32hq32hkv8d128p16x256_pagescale"))
+        self.assertEqual(p.selection.dims["kv_scale"], "page")
+        p = self.explain(*self.args(256))                # per head: never a per-page entry
+        self.assertEqual(p.selection.dims["kv_scale"], "head")
+
     def test_untuned_problem_runs_a_portable_kernel(self):
         p = self.explain(*self.args(5, B=3, page=7))
         self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
@@ -318,8 +355,17 @@ class PlanTest(unittest.TestCase):
         t, out = tensors_fn()
         self.assertIs(t["q"], q)   # no copy of the strided q
         self.assertIs(t["o"], out)
-        self.assertTrue(torch.equal(t["k_scale"], torch.full((HKV,), 0.1)))   # a per-tensor scale as HKV values
+        self.assertTrue(torch.equal(t["k_scale"], torch.full((1, HKV), 0.1)))   # a per-tensor scale as HKV values
         self.assertTrue(t["k_scale"].is_contiguous())
+        check_plan_launch(self, p, t)
+        # per-page scales: passed as [pages, HKV] to the entries tuned with kv_scale = "page"
+        ks = torch.full((100, HKV), 0.1).t().contiguous().t()   # a strided view: the op passes a contiguous copy
+        key, candidates, tensors_fn, _ = _ops_decode_fp8._problem(0, q, kc, kc, ks, ks, bt, lens)
+        p = _state.plan("decode_fp8", key, 0, candidates)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection.dims["kv_scale"], "page")
+        t, _ = tensors_fn()
+        self.assertEqual((tuple(t["k_scale"].shape), t["k_scale"].is_contiguous()), ((100, HKV), True))
         check_plan_launch(self, p, t)
 
 

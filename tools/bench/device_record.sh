@@ -11,6 +11,9 @@
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # TIMING: the comparisons' timing mode (default burst; both: burst and sustained).
+# A part too long for one device call records in several: PROBLEMS="name ..." runs only those
+# problems, WORK=DIR keeps the run's database there (kept between calls while the machine is warm;
+# default a fresh /tmp/record-PART), COMPARE=0 skips the comparison (run it in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
 part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}
@@ -20,14 +23,16 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 TUNE=${TUNE:-build/tune}
 LIMIT=${LIMIT:-500}
-work=/tmp/record-$part
-rm -rf "$work"; mkdir -p "$work"
+if [ -n "${WORK:-}" ]; then work=$WORK; else work=/tmp/record-$part; rm -rf "$work"; fi
+mkdir -p "$work"
+problems=()
+for p in ${PROBLEMS:-}; do problems+=(--problem "$p"); done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/$part.gpu.txt"
 echo "start $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')" | tee -a "$out/$part.gpu.txt"
 run() { # run NAME ARGS...: one tune run into $work/NAME.db, its log appended to OUTDIR/NAME.log
   local name=$1; shift
-  timeout -s INT "$LIMIT" "$TUNE" run "$@" --db "$work/$name.db" --seed 1 --quiet --jobs 16 --timeout 20000 \
-    >>"$out/$name.log" 2>&1
+  timeout -s INT "$LIMIT" "$TUNE" run "$@" "${problems[@]}" --db "$work/$name.db" --seed 1 --quiet --jobs 16 \
+    --timeout 20000 >>"$out/$name.log" 2>&1
   echo "$name: tune run $* -> rc $? at $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 }
 keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || echo "lean_db $1 failed"; }
@@ -35,6 +40,7 @@ keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || 
 exhaustive_compared() {
   local recipe=recipes/attention/$1.lua db=attention.$1
   run "$db" "$recipe" --strategy exhaustive
+  [ "${COMPARE:-1}" = 0 ] && { keep "$db"; return; }
   timeout -s INT 200 "$TUNE" compare "$recipe" --rounds 3 --top-k 2 --timing "${TIMING:-burst}" \
     --db "$work/$db.db" >"$out/$db.compare.txt" 2>&1
   echo "compare rc $?" | tee -a "$out/$part.gpu.txt"

@@ -1,17 +1,19 @@
-"""tunert::decode_fp8: one decode step over a paged fp8 e4m3 KV cache with per-KV-head f32 scales
-(vLLM's and FlashInfer's k_scale / v_scale), family attention.decode_fp8 of
+"""tunert::decode_fp8: one decode step over a paged fp8 e4m3 KV cache with f32 scales per KV head
+(vLLM's and FlashInfer's k_scale / v_scale) or per page and KV head, family attention.decode_fp8 of
 recipes/attention/decode_fp8.lua (templates/attention/decode.cuh with KV_FP8 1):
 
-    o[b, hq] = softmax_j(q[b, hq] . (k[b, j, hkv] * k_scale[hkv]) * scale) (v[b, j, hkv] * v_scale[hkv])
-    hkv = hq / (HQ / HKV), j < seq_lens[b]
+    o[b, hq] = softmax_j(q[b, hq] . (k[b, j, hkv] * ks) * scale) (v[b, j, hkv] * vs)
+    hkv = hq / (HQ / HKV), j < seq_lens[b], page = block_table[b, j // page_size]
+    ks = k_scale[hkv] (per head) or k_scale[page, hkv] (per page); vs likewise
 
 The serving contract is tt.decode's (_ops._decode_check, _ops._decode_problem given this family,
 its cache stride rule, the scales and the dim min_len): q bf16 [B, HQ, D] with any strides with d
 contiguous, k_cache / v_cache float8_e4m3fn [pages, page_size, HKV, D] with the same strides, d
 contiguous and every other stride a multiple of 16 elements, block_table int32 [B, max_pages],
-seq_lens int32 [B] in device memory (None: every sequence max_pages * page_size long), a 0-d /
-one-element scale is a per-tensor scale (expanded to HKV values). The scales are read by the
-kernel: a new value needs no new plan.
+seq_lens int32 [B] in device memory (None: every sequence max_pages * page_size long). Scales:
+[HKV] per KV head, a 0-d / one-element tensor per tensor (expanded to HKV values), or [pages, HKV]
+per page and KV head (the recipe's kv_scale = "page"; both scales the same layout, positive and
+finite). The scales are read by the kernel: a new value needs no new plan.
 
 min_len (the shortest length a problem was tuned with) describes the lengths drawn while tuning,
 not anything the kernel needs: every variant serves any lengths. The op cannot know the lengths
@@ -48,13 +50,17 @@ def _check(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens):
     for name, t in (("block_table", block_table), ("seq_lens", seq_lens)):
         if t is not None and t.dtype not in (torch.int32, torch.int64):
             raise DTypeMismatch(f"{op}: {name} is {t.dtype}, want torch.int32")
-    HKV = k_cache.shape[2]
+    pages, HKV = k_cache.shape[0], k_cache.shape[2]
     for name, s in (("k_scale", k_scale), ("v_scale", v_scale)):
         if s.dtype != torch.float32:
             raise DTypeMismatch(f"{op}: {name} is {s.dtype}, want torch.float32")
-        if not (s.numel() == 1 and s.dim() <= 1) and tuple(s.shape) != (HKV,):
+        if not (s.numel() == 1 and s.dim() <= 1) and tuple(s.shape) not in ((HKV,), (pages, HKV)):
             raise ShapeMismatch(f"{op}: {name} {tuple(s.shape)}: want [HKV] = [{HKV}] (one scale per KV head), "
+                                f"[pages, HKV] = [{pages}, {HKV}] (one per page and KV head), "
                                 f"or one element (a per-tensor scale)")
+    if _layout(k_scale) != _layout(v_scale):
+        raise ShapeMismatch(f"{op}: k_scale {tuple(k_scale.shape)} and v_scale {tuple(v_scale.shape)}: "
+                            f"both per page ([pages, HKV]) or neither")
     if q.device.type != "meta":
         for name, t in (("k_cache", k_cache), ("v_cache", v_cache), ("k_scale", k_scale), ("v_scale", v_scale),
                         ("block_table", block_table), ("seq_lens", seq_lens)):
@@ -62,34 +68,50 @@ def _check(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens):
                 raise DeviceMismatch(f"{op}: {name} on {t.device}, q on {q.device}: keep them on one device")
 
 
-def _per_head(s, HKV):
-    """A scale as HKV contiguous values (a per-tensor scale repeated)."""
-    return s.reshape(1).expand(HKV).contiguous() if s.numel() == 1 and HKV != 1 else s.reshape(HKV)
+def _layout(s):
+    """The recipe's kv_scale of a checked scale: "page" for [pages, HKV], else "head"."""
+    return "page" if s.dim() == 2 else "head"
+
+
+def _kernel_scale(s, HKV):
+    """A scale as the kernel reads it: [1, HKV] contiguous per head (a per-tensor scale repeated),
+    [pages, HKV] contiguous per page."""
+    if _layout(s) == "page":
+        return s.contiguous()
+    return (s.reshape(1).expand(HKV) if s.numel() == 1 and HKV != 1 else s.reshape(HKV)).reshape(1, HKV).contiguous()
 
 
 def _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale):
-    """fp32: the used pages gathered and dequantized (e4m3 * the head's scale), then tt.decode's
-    reference math on them (_decode_ref over a block table of the gathered pages); q's dtype out."""
+    """fp32: the used pages gathered and dequantized (e4m3 * the head's or page's scale), then
+    tt.decode's reference math on them (_decode_ref over a block table of the gathered pages); q's
+    dtype out."""
     B, maxp = block_table.shape
     page, HKV, D = k_cache.shape[1:]
     idx = block_table.long().reshape(-1).to(k_cache.device)
-    ks = _per_head(k_scale, HKV).float().view(1, 1, HKV, 1)
-    vs = _per_head(v_scale, HKV).float().view(1, 1, HKV, 1)
-    k = k_cache[idx].float() * ks   # [B * max_pages, page_size, HKV, D]
-    v = v_cache[idx].float() * vs
+
+    def scales(s):  # [B * max_pages or 1, 1, HKV, 1]
+        per_page = _layout(s) == "page"
+        s = _kernel_scale(s, HKV).float()
+        return (s[idx] if per_page else s).view(-1, 1, HKV, 1)
+
+    k = k_cache[idx].float() * scales(k_scale)   # [B * max_pages, page_size, HKV, D]
+    v = v_cache[idx].float() * scales(v_scale)
     pages = torch.arange(B * maxp, device=k.device).view(B, maxp)
     return _decode_ref(q.float(), k, v, pages, seq_lens, scale).to(q.dtype)
 
 
 def _problem(dev, q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens=None, scale=None):
     """(key, candidates, tensors_fn, reference) of _ops._run: tt.decode's problem for this family,
-    with its cache strides, the scale tensors (HKV values each) and both min_len values."""
+    with its cache strides, the scale tensors as the kernel reads them, their layout (dim kv_scale)
+    and both min_len values."""
     HKV = k_cache.shape[2]
-    return _decode_problem(
+    layout = _layout(k_scale)
+    key, candidates, tensors_fn, reference = _decode_problem(
         dev, q, k_cache, v_cache, block_table, seq_lens, scale, family=FAMILY, kv_multiple=KV_STRIDE_ELEMENTS,
-        extra_tensors={"k_scale": _per_head(k_scale, HKV), "v_scale": _per_head(v_scale, HKV)},
-        extra_dims={"min_len": (1, block_table.shape[1] * k_cache.shape[1])},
+        extra_tensors={"k_scale": _kernel_scale(k_scale, HKV), "v_scale": _kernel_scale(v_scale, HKV)},
+        extra_dims={"min_len": (1, block_table.shape[1] * k_cache.shape[1]), "kv_scale": (layout,)},
         reference=lambda: _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale))
+    return key + (layout,), candidates, tensors_fn, reference
 
 
 def _body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_scale: torch.Tensor,
