@@ -136,7 +136,9 @@ return {
     { "v_scale", tensor = "f32", shape = { SCALE_ROWS, "HKV" }, init = { "uniform", 0.01, 0.03 } },
   }, { "randint", "min_len", "max_pages * page_size" }, { "normal", 0, 5 }),
 
-  reference = common.reference(function(p) return { HEAD_DIM = p.D, KV_FP8 = 1 } end),
+  reference = common.reference(function(p)
+    return { HEAD_DIM = p.D, KV_FP8 = 1, KV_SCALE_PAGE = p.kv_scale == "page" and 1 or 0 }
+  end),
 
   -- Both sides compute on the same values: e4m3 -> fp16 -> fp32 is exact, and the scales enter as
   -- one fp32 product each (folded in the kernel, per element in the reference: relative differences
