@@ -9,11 +9,21 @@
 #include <unistd.h>
 
 #include "file_util.h"
+#include "source_memo.h"
 
 #define MAX_FILES 256
 
-typedef struct visit { char path[MAX_FILES][PATH_MAX]; int n; } visit;
+/* The include `name` of a file in dir: next to it, else under the root; 0 when neither has it
+ * (not local: NVRTC will say so if it is missing). */
+static int local_include(const char *name, const char *dir, const char *root, char *cand, size_t cap) {
+  snprintf(cand, cap, "%s/%s", dir, name);
+  if (access(cand, R_OK)) snprintf(cand, cap, "%s/%s", root, name);
+  return !access(cand, R_OK);
+}
 
+typedef struct visit { char path[MAX_FILES][PATH_MAX]; int n; } visit; /* the files hashed, by real path */
+
+/* Names are resolved on every hash; only the files' text comes from the memo (source_memo.h). */
 static int hash_file(XXH64_state_t *h, const char *path, const char *root, visit *v, tune_err *err) {
   char real[PATH_MAX];
   if (!realpath(path, real)) return tune_fail(err, TUNE_EIO, "%s: cannot open source file", path);
@@ -21,47 +31,37 @@ static int hash_file(XXH64_state_t *h, const char *path, const char *root, visit
     if (!strcmp(v->path[i], real)) return TUNE_OK;
   if (v->n == MAX_FILES) return tune_fail(err, TUNE_EINVAL, "%s: more than %d included files", path, MAX_FILES);
   snprintf(v->path[v->n++], PATH_MAX, "%s", real);
-  FILE *f = fopen(real, "rb");
-  if (!f) return tune_fail(err, TUNE_EIO, "%s: cannot read", real);
-  char line[4096];
+  tune_source_file *f;
+  int own, rc = tune_source_memo_get(real, &f, &own, err);
+  if (rc) return rc;
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", real);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
-  int rc = TUNE_OK;
   /* the name relative to the root keeps hashes equal across checkouts */
   const char *rel = strncmp(real, root, strlen(root)) ? real : real + strlen(root);
   XXH64_update(h, rel, strlen(rel));
-  while (fgets(line, sizeof line, f)) {
-    XXH64_update(h, line, strlen(line));
-    const char *p = line;
-    while (*p == ' ' || *p == '\t') ++p;
-    if (*p != '#') continue;
-    ++p;
-    while (*p == ' ' || *p == '\t') ++p;
-    if (strncmp(p, "include", 7)) continue;
-    p += 7;
-    while (*p == ' ' || *p == '\t') ++p;
-    if (*p != '"') continue;
-    const char *q = strchr(p + 1, '"');
-    if (!q) continue;
-    char name[PATH_MAX], cand[PATH_MAX * 2 + 2];
-    snprintf(name, sizeof name, "%.*s", (int)(q - p - 1), p + 1);
-    snprintf(cand, sizeof cand, "%s/%s", dir, name);
-    if (access(cand, R_OK)) snprintf(cand, sizeof cand, "%s/%s", root, name);
-    if (access(cand, R_OK)) continue; /* not local: NVRTC will say so if it is missing */
-    if ((rc = hash_file(h, cand, root, v, err))) break;
+  size_t done = 0;
+  for (int k = 0; k < f->n_inc && !rc; ++k) {
+    XXH64_update(h, f->text + done, f->inc_at[k] - done);
+    done = f->inc_at[k];
+    char cand[PATH_MAX * 2 + 2];
+    if (local_include(f->inc_name[k], dir, root, cand, sizeof cand)) rc = hash_file(h, cand, root, v, err);
   }
-  fclose(f);
+  if (!rc) XXH64_update(h, f->text + done, f->n - done);
+  if (own) tune_source_file_free(f);
   return rc;
 }
 
 int tune_source_hash_update(XXH64_state_t *h, const char *path, const char *include_root, tune_err *err) {
-  visit *v = calloc(1, sizeof *v);
+  visit *v = malloc(sizeof *v); /* not zeroed: a megabyte, of which a hash uses a few paths */
   if (!v) return tune_fail(err, TUNE_ENOMEM, "source hash: out of memory");
+  v->n = 0;
   char root[PATH_MAX];
   if (!realpath(include_root, root)) snprintf(root, sizeof root, "%s", include_root);
+  tune_source_memo_lock(); /* the memo's entries stay as they are until the whole tree is hashed */
   int rc = hash_file(h, path, root, v, err);
+  tune_source_memo_unlock();
   free(v);
   return rc;
 }
@@ -250,13 +250,7 @@ static int norm_c_lines(XXH64_state_t *h, const char *text, const char *dir, con
     const char *nl = strchr(line, '\n');
     size_t n = nl ? (size_t)(nl - line) : strlen(line);
     char name[PATH_MAX], cand[PATH_MAX * 2 + 2];
-    int local = include_name(line, n, name, sizeof name);
-    if (local) {
-      snprintf(cand, sizeof cand, "%s/%s", dir, name);
-      if (access(cand, R_OK)) snprintf(cand, sizeof cand, "%s/%s", root, name);
-      local = !access(cand, R_OK); /* not local: NVRTC will say so if it is missing */
-    }
-    if (local) {
+    if (include_name(line, n, name, sizeof name) && local_include(name, dir, root, cand, sizeof cand)) {
       int rc = norm_file(h, cand, root, 0, v, err);
       if (rc) return rc;
     } else XXH64_update(h, line, n + (nl ? 1 : 0));

@@ -7,7 +7,9 @@
  *  raw         the bytes of every file and its name under the root: any edit
  *              changes it. Compile keys use it (a cached cubin's line table
  *              must match its source), and so does the recipe source hash that
- *              recordings made before the normalised hash carry.
+ *              recordings made before the normalised hash carry. A process
+ *              reads each file once while it is unchanged (source_memo.h says
+ *              why a kept file is never stale); names are resolved every time.
  *  normalised  what a compiler reads: comments removed (each one a space),
  *              blank runs collapsed to one space, blank lines dropped, line
  *              splices joined; string and character literals kept as written
