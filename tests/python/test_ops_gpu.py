@@ -477,6 +477,24 @@ class DecodeFp8GpuTest(unittest.TestCase):
         self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt), q, kc, vc, ks, vs, bt, None, what="no lengths")
         self.assertEqual(tt.stats()["decode_fp8"]["tuned"], 3)
 
+    def test_tuned_per_page_scales(self):
+        # b32hq32hkv8d128p16x256_pagescale: scales [pages, HKV] that differ 3x between a sequence's pages,
+        # over HND caches (strided) and mixed lengths; the per-head call on the same data agrees with its
+        # own reference, and a per-page call whose pages all hold the head's scale gives the same values
+        q, kc, vc, _, _, bt, lens = self.inputs(32, 16, 256, hnd=True)
+        pages = kc.shape[0]
+        ks = torch.rand(pages, self.HKV, device="cuda") * 0.1 + 0.05
+        vs = torch.rand(pages, self.HKV, device="cuda") * 0.02 + 0.01
+        p = tt.explain("decode_fp8", q, kc, vc, ks, vs, bt, lens)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection_kind, p.selection.info.tuned_problem),
+                         ("tuned", "b32hq32hkv8d128p16x256_pagescale"))
+        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), q, kc, vc, ks, vs, bt, lens, what="per page")
+        head_k, head_v = ks[0].contiguous(), vs[0].contiguous()
+        o_page = tt.decode_fp8(q, kc, vc, head_k.expand(pages, self.HKV), head_v.expand(pages, self.HKV), bt, lens)
+        self.check(o_page, q, kc, vc, head_k, head_v, bt, lens, what="per page, equal pages")
+        self.assertEqual(tt.stats()["decode_fp8"]["tuned"], 2)
+
     def test_tuned_full_lengths_hnd_and_adversarial_logits(self):
         # b32hq32hkv8d128p16x256 (min_len 4096); K of std 100 with q of std 5: logits of std 25 .. 75
         q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 256, k_std=100.0, hnd=True)

@@ -275,13 +275,14 @@ def _kernel_strides_ok(t, multiple=8):
 
 
 def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family="attention.decode",
-                    kv_multiple=8, extra_tensors=None, extra_dims=None, reference=None):
+                    kv_multiple=8, extra_tensors=None, extra_pools=(), extra_dims=None, reference=None):
     """The problem of a decode family over the serving contract of _decode_body (tt.decode's
     defaults). A family that adds to it passes kv_multiple (its caches' stride rule, see
     _kernel_strides_ok), extra_tensors ({name: tensor} passed to the kernel as given: their
-    shapes and dtypes must follow from the key, as the op's checks make them), extra_dims ({dim:
-    values}: a candidate per value, in order, for a dim that describes how the family was tuned
-    rather than the call) and reference (what runs without a tuned kernel)."""
+    shapes and dtypes must follow from the key, as the op's checks make them; extra_pools names
+    those, contiguous, whose leading extent is the cache's page count, free as the caches' is),
+    extra_dims ({dim: values}: a candidate per value, in order, for a dim that describes how the
+    family was tuned rather than the call) and reference (what runs without a tuned kernel)."""
     B, HQ, D = q.shape
     page, HKV = k_cache.shape[1], k_cache.shape[2]
     maxp = block_table.shape[1]
@@ -305,7 +306,7 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
                    "block_table": ((B, maxp), _dt(block_table)),
                    "seq_lens": ((B,), "i32" if seq_lens is None else _dt(seq_lens)), "o": ((B, HQ, D), _dt(q))}
         for name, t in (extra_tensors or {}).items():
-            tensors[name] = (tuple(t.shape), _dt(t))
+            tensors[name] = (tuple(t.shape), _dt(t)) + (("strided",) if name in extra_pools else ())
         knobs = {"q_stride_b": q_strides[0], "q_stride_h": q_strides[1], "o_stride_b": HQ * D, "o_stride_h": D,
                  "kv_stride_page": kv_strides[0], "kv_stride_row": kv_strides[1], "kv_stride_h": kv_strides[2]}
         if scale is not None:

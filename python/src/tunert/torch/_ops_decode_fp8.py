@@ -109,6 +109,7 @@ def _problem(dev, q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens=N
     key, candidates, tensors_fn, reference = _decode_problem(
         dev, q, k_cache, v_cache, block_table, seq_lens, scale, family=FAMILY, kv_multiple=KV_STRIDE_ELEMENTS,
         extra_tensors={"k_scale": _kernel_scale(k_scale, HKV), "v_scale": _kernel_scale(v_scale, HKV)},
+        extra_pools=("k_scale", "v_scale") if layout == "page" else (),
         extra_dims={"min_len": (1, block_table.shape[1] * k_cache.shape[1]), "kv_scale": (layout,)},
         reference=lambda: _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale))
     return key + (layout,), candidates, tensors_fn, reference
