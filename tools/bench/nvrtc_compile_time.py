@@ -8,6 +8,8 @@ keeps each variant's options (the -D defines) and kernel names; the template is 
 and @KERNEL keeps the binaries whose kernel names start with KERNEL (a database also holds the
 reference kernel's binaries, and gemm's those of gemv_rows.cuh).
 
+Needs pyelftools (`pip install pyelftools`) to read the cubins' sections.
+
   tools/bench/nvrtc_compile_time.py FAMILY=TEMPLATE:DB[@KERNEL] [...] [--variants 4] [--reps 3]
       [--modes base,ptx,syntax,pch,...] [--procs 1,2] [--json out.json]
 
@@ -36,16 +38,18 @@ NVRTC, as tune's compile servers); the figure is then the wall time per variant 
 """
 import argparse
 import ctypes
+import io
 import json
 import multiprocessing as mp
 import os
 import re
 import sqlite3
 import statistics
-import struct
 import sys
 import tempfile
 import time
+
+from elftools.elf.elffile import ELFFile  # pip install pyelftools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CUDA_INC = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
@@ -105,18 +109,11 @@ def compile_once(src, name, opts, want_cubin):
 
 
 def elf_sections(blob):
-    """{name: bytes} of an ELF64 little-endian cubin."""
+    """{name: bytes} of a cubin's ELF sections (pyelftools; SHT_NOBITS sections have no bytes)."""
     if blob[:4] != b"\x7fELF":
         return {}
-    shoff, = struct.unpack_from("<Q", blob, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", blob, 0x3A)
-    heads = [struct.unpack_from("<IIQQQQIIQQ", blob, shoff + i * shentsize) for i in range(shnum)]
-    stro = heads[shstrndx][4]
-    out = {}
-    for h in heads:
-        nm = blob[stro + h[0]: blob.index(b"\0", stro + h[0])].decode()
-        out[nm] = blob[h[4]: h[4] + h[5]] if h[1] != 8 else b""  # SHT_NOBITS has no bytes
-    return out
+    elf = ELFFile(io.BytesIO(blob))
+    return {s.name: b"" if s["sh_type"] == "SHT_NOBITS" else s.data() for s in elf.iter_sections()}
 
 
 def code_of(cubin):
