@@ -94,6 +94,9 @@
                                  configs often lie next to the ones that fail */
 
 #define BAYES_MAX_DIM (2 * SEARCH_MAX_PARAMS) /* value indexes, then compile-time features */
+#define BAYES_BATCH 16 /* candidates predicted at once: predict_batch's solve runs across them */
+#define FACTOR_ROWS 8  /* rows of a factor column updated together (factor's unroll pragma says 8) */
+_Static_assert(FACTOR_ROWS == 8, "factor's #pragma GCC unroll names FACTOR_ROWS's value");
 
 static const double noise_grid[] = {1e-6, 1e-4, 1e-3, 1e-2, 1e-1};
 #define N_NOISE ((int)(sizeof noise_grid / sizeof noise_grid[0]))
@@ -134,6 +137,7 @@ typedef struct bayes_state {
   double *work;      /* [cap] scratch */
   uint64_t n_steps;  /* model steps so far (n % 3 == 2: global, else local) */
   uint32_t *cand;    /* [BAYES_MAX_CAND + BAYES_N_BEST * 2 * d] candidate positions */
+  double *acq;       /* [as cand] their acquisition values */
 } bayes_state;
 
 static int bayes_init(search_strategy *s, tune_err *err) {
@@ -151,9 +155,10 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   st->n_init = k < 1 ? 1 : k > BAYES_N_INIT_MAX ? BAYES_N_INIT_MAX : (int)k;
   for (int k = 0; k < st->d; k++) st->cost.log_ls[k] = st->feas.log_ls[k] = log(BAYES_LS_PRIOR);
   st->cost.g = st->feas.g = 1e-3;
-  st->cand = malloc(((size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1)) *
-                    sizeof(uint32_t));
-  if (!st->cand) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for bayes");
+  size_t n_cand = (size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(st->d + 1);
+  st->cand = malloc(n_cand * sizeof(uint32_t));
+  st->acq = malloc(n_cand * sizeof(double));
+  if (!st->cand || !st->acq) return tune_fail(err, TUNE_ENOMEM, "search_strategy_new: no memory for bayes");
   return TUNE_OK;
 }
 
@@ -172,6 +177,7 @@ static void bayes_state_free(bayes_state *st) {
   }
   free(st->work);
   free(st->cand);
+  free(st->acq);
   free(st->feat);
   free(st);
 }
@@ -234,8 +240,12 @@ static double matern52(const double *a, const double *b, const double *inv_ls, i
 }
 
 /* Kernel matrix (unit signal variance, noise ratio g) of the n training
- * points into L, factored in place (lower triangle). Returns 0, or -1 when
- * not positive definite. */
+ * points into L, factored in place (lower triangle; the strict upper triangle
+ * is scratch: it holds the factor's columns as rows, L[k * n + i] = L[i * n + k]
+ * for i > k, so that column j's updates read rows and run across i, where a
+ * row-by-row Cholesky is one serial dot product per entry; each entry gets the
+ * same operations in the same order either way). Returns 0, or -1 when not
+ * positive definite. */
 static int factor(bayes_state *st, gp *m, const double *log_ls, double g, int n) {
   int d = st->d;
   double inv_ls[BAYES_MAX_DIM];
@@ -251,11 +261,22 @@ static int factor(bayes_state *st, gp *m, const double *log_ls, double g, int n)
     if (!(s > 0)) return -1;
     double ljj = sqrt(s);
     L[j * n + j] = ljj;
-    for (int i = j + 1; i < n; i++) {
+    const double *lj = L + j * n;
+    int i = j + 1;
+    for (; i + FACTOR_ROWS <= n; i += FACTOR_ROWS) { /* FACTOR_ROWS independent sums at once */
+      double t[FACTOR_ROWS];
+      for (int r = 0; r < FACTOR_ROWS; r++) t[r] = L[(i + r) * n + j];
+      for (int k = 0; k < j; k++) {
+        const double *col_k = L + k * n + i; /* col_k[r] = L[(i + r) * n + k] */
+#pragma GCC unroll 8 /* FACTOR_ROWS: t stays in registers */
+        for (int r = 0; r < FACTOR_ROWS; r++) t[r] -= col_k[r] * lj[k];
+      }
+      for (int r = 0; r < FACTOR_ROWS; r++) L[(i + r) * n + j] = L[j * n + i + r] = t[r] / ljj;
+    }
+    for (; i < n; i++) {
       double t = L[i * n + j];
-      const double *li = L + i * n, *lj = L + j * n;
-      for (int k = 0; k < j; k++) t -= li[k] * lj[k];
-      L[i * n + j] = t / ljj;
+      for (int k = 0; k < j; k++) t -= L[k * n + i] * lj[k];
+      L[i * n + j] = L[j * n + i] = t / ljj;
     }
   }
   return 0;
@@ -471,25 +492,67 @@ static void predict(bayes_state *st, const gp *m, const double *x, double *mu, d
   *sd = sqrt(var > 1e-12 * m->s2 ? var : 1e-12 * m->s2);
 }
 
-/* Acquisition at position pos: expected improvement below best_ys, times the
- * probability that the point does not fail when the feasibility model is
- * in use (constrained expected improvement: a point the recipe or the
- * compiler rejects costs an evaluation and finds nothing). */
-static double acquisition(bayes_state *st, uint32_t pos, double best_ys) {
-  double x[BAYES_MAX_DIM], mu, sd;
-  bayes_coords(st, pos, x);
-  predict(st, &st->cost, x, &mu, &sd);
-  double imp = best_ys - mu - BAYES_XI;
-  double z = imp / sd;
-  double cdf = 0.5 * erfc(-z / sqrt(2.0));
-  double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
-  double ei = imp * cdf + sd * pdf;
-  if (!st->use_feas) return ei;
-  /* the label's posterior in label units (+1 success, -1 failure); probit */
-  predict(st, &st->feas, x, &mu, &sd);
-  double lm = st->feas.mean + st->feas.sd * mu, ls = st->feas.sd * sd;
-  double pf = 0.5 * erfc(-(lm / ls) / sqrt(2.0));
-  return ei * pow(pf, BAYES_FEAS_POW);
+/* predict at BAYES_BATCH points x[c] at once, into mu[c] and sd[c]: per point the same
+ * operations in the same order as predict (so the same bits), with the triangular solve's inner
+ * loop across the points instead of along a row of L: the row is read once for all of them and
+ * the loop vectorizes, where predict's one-point solve is a serial dot product. */
+static void predict_batch(bayes_state *st, const gp *m, const double (*x)[BAYES_MAX_DIM], double *mu,
+                          double *sd) {
+  enum { B = BAYES_BATCH };
+  int n = st->n_train, d = st->d;
+  double inv_ls[BAYES_MAX_DIM];
+  for (int k = 0; k < d; k++) inv_ls[k] = exp(-m->log_ls[k]);
+  double v[BAYES_MAX_TRAIN * B]; /* v[i * B + c]: point c's row i (32 KiB of stack) */
+  double mm[B] = {0}, vv[B] = {0}, t[B];
+  for (int i = 0; i < n; i++)
+    for (int c = 0; c < B; c++) {
+      v[i * B + c] = matern52(x[c], st->Xt + i * d, inv_ls, d);
+      mm[c] += v[i * B + c] * m->alpha[i];
+    }
+  for (int i = 0; i < n; i++) {
+    const double *li = m->L + i * n;
+    for (int c = 0; c < B; c++) t[c] = v[i * B + c];
+    for (int k = 0; k < i; k++) {
+      const double lik = li[k], *vk = v + k * B;
+      for (int c = 0; c < B; c++) t[c] -= lik * vk[c];
+    }
+    for (int c = 0; c < B; c++) v[i * B + c] = t[c] / li[i];
+  }
+  for (int i = 0; i < n; i++)
+    for (int c = 0; c < B; c++) vv[c] += v[i * B + c] * v[i * B + c];
+  for (int c = 0; c < B; c++) {
+    double var = m->s2 * (1.0 - vv[c]);
+    mu[c] = mm[c];
+    sd[c] = sqrt(var > 1e-12 * m->s2 ? var : 1e-12 * m->s2);
+  }
+}
+
+/* Acquisition at the positions pos[0..n) into a[0..n): expected improvement below best_ys,
+ * times the probability that the point does not fail when the feasibility model is in use
+ * (constrained expected improvement: a point the recipe or the compiler rejects costs an
+ * evaluation and finds nothing). */
+static void acquisition(bayes_state *st, const uint32_t *pos, int n, double best_ys, double *a) {
+  for (int c0 = 0; c0 < n; c0 += BAYES_BATCH) {
+    double x[BAYES_BATCH][BAYES_MAX_DIM], mu[BAYES_BATCH], sd[BAYES_BATCH];
+    int nb = n - c0 < BAYES_BATCH ? n - c0 : BAYES_BATCH;
+    for (int c = 0; c < BAYES_BATCH; c++) bayes_coords(st, pos[c0 + (c < nb ? c : 0)], x[c]); /* pad: any point */
+    predict_batch(st, &st->cost, (const double (*)[BAYES_MAX_DIM])x, mu, sd);
+    for (int c = 0; c < nb; c++) {
+      double imp = best_ys - mu[c] - BAYES_XI;
+      double z = imp / sd[c];
+      double cdf = 0.5 * erfc(-z / sqrt(2.0));
+      double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+      a[c0 + c] = imp * cdf + sd[c] * pdf;
+    }
+    if (!st->use_feas) continue;
+    /* the label's posterior in label units (+1 success, -1 failure); probit */
+    predict_batch(st, &st->feas, (const double (*)[BAYES_MAX_DIM])x, mu, sd);
+    for (int c = 0; c < nb; c++) {
+      double lm = st->feas.mean + st->feas.sd * mu[c], ls = st->feas.sd * sd[c];
+      double pf = 0.5 * erfc(-(lm / ls) / sqrt(2.0));
+      a[c0 + c] *= pow(pf, BAYES_FEAS_POW);
+    }
+  }
 }
 
 /* ---- proposals ----------------------------------------------------------- */
@@ -683,8 +746,10 @@ static int model_step(bayes_state *st, int *modelled, tune_err *err) {
   if (nc == 0) nc = candidates(st);
   long pick = -1;
   double pick_ei = -INFINITY;
+  double *acq = st->acq;
+  acquisition(st, st->cand, nc, best_ys, acq);
   for (int i = 0; i < nc; i++) {
-    double ei = acquisition(st, st->cand[i], best_ys);
+    double ei = acq[i];
     if (ei > pick_ei) {
       pick_ei = ei;
       pick = st->cand[i];
@@ -831,6 +896,7 @@ static bayes_state *bayes_copy(const bayes_state *st) {
   }
   size_t n_cand = (size_t)BAYES_MAX_CAND + (size_t)BAYES_N_BEST * 2 * (size_t)(p->n_free + 1); /* as bayes_init */
   c->cand = copy_of(st->cand, n_cand * sizeof(uint32_t), &failed);
+  c->acq = copy_of(st->acq, n_cand * sizeof(double), &failed);
   if (failed) {
     bayes_state_free(c);
     return NULL;
@@ -863,11 +929,12 @@ static int believe_pending(bayes_state *st) {
 static int rank_candidates(bayes_state *st, int nc, double best_ys, uint64_t *top, uint32_t *top_pos,
                            double *top_a, int n, int max) {
   int n0 = n;
+  acquisition(st, st->cand, nc, best_ys, st->acq);
   for (int i = 0; i < nc; i++) {
     uint32_t q = st->cand[i];
     int dup = 0;
     for (int j = 0; j < n0 && !dup; j++) dup = top_pos[j] == q;
-    double a = dup ? NAN : acquisition(st, q, best_ys);
+    double a = dup ? NAN : st->acq[i];
     if (isnan(a)) continue;
     int j = n < max ? n++ : max;
     for (; j > n0 && a > top_a[j - 1]; j--)
