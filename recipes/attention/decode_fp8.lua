@@ -39,12 +39,12 @@ local function problem(B, HQ, HKV, page_size, max_pages, min_len, kv_scale)
            kv_scale = kv_scale }
 end
 
--- dynamic shared memory of the ring (decode.cuh kRingBytes, decode_mma.cuh's ring): K/V at 1 byte
--- per element, then per page scales a K and a V scale per row and lane that reads the row (the
--- tensor-core path: 4 lanes per row; the row-group path: D // VEC_BYTES)
 -- rows of k_scale and v_scale: one per page, or one for every page
 local SCALE_ROWS = "kv_scale == 'page' and B * max_pages or 1"
 
+-- dynamic shared memory of the ring (decode.cuh kRingBytes, decode_mma.cuh's ring): K/V at 1 byte
+-- per element, then per page scales a K and a V scale per row and lane that reads the row (the
+-- tensor-core path: 4 lanes per row; the row-group path: D // VEC_BYTES)
 local RING_SHARED = "KV_RING * BLOCK_N * D * 2 + (kv_scale == 'page' and KV_RING * BLOCK_N * 8 * "
   .. "(MMA == 1 and 4 or D // VEC_BYTES) or 0)"
 
