@@ -33,6 +33,26 @@
 
 volatile int tune_interrupted;
 
+/* Does a canonical JSON object (compact) hold "key":value, value as JSON writes it? */
+static int json_has(const char *json, const char *key, const char *value) {
+  char pat[300];
+  snprintf(pat, sizeof pat, "\"%s\":%s", key, value);
+  size_t n = strlen(pat);
+  for (const char *hit = strstr(json, pat); hit; hit = strstr(hit + 1, pat))
+    if ((hit[n] == ',' || hit[n] == '}') && (hit == json || hit[-1] == '{' || hit[-1] == ',')) return 1;
+  return 0;
+}
+
+/* A filter's value as JSON: as given (128, true, "row"), or a bare word that is neither a number
+ * nor a boolean quoted (row -> "row"), so that string dims and parameters match without the shell
+ * quoting a user would otherwise need. */
+static void filter_value_json(const char *v, char *out, size_t n) {
+  char *end = NULL;
+  (void)strtod(v, &end);
+  int literal = v[0] == '"' || (v[0] && end && !*end) || !strcmp(v, "true") || !strcmp(v, "false");
+  snprintf(out, n, literal ? "%s" : "\"%s\"", v);
+}
+
 /* Does a canonical JSON object (sorted or ordered keys, compact) hold every
  * K=V pair of one filter "K=V[,K=V...]"? */
 static int json_matches(const char *json, const char *filter) {
@@ -42,11 +62,9 @@ static int json_matches(const char *json, const char *filter) {
     char *eq = strchr(kv, '=');
     if (!eq) return 0;
     *eq = 0;
-    char pat[300];
-    snprintf(pat, sizeof pat, "\"%s\":%s", kv, eq + 1);
-    size_t n = strlen(pat);
-    const char *hit = strstr(json, pat);
-    if (!hit || (hit[n] != ',' && hit[n] != '}')) return 0;
+    char value[256];
+    filter_value_json(eq + 1, value, sizeof value);
+    if (!json_has(json, kv, value)) return 0;
   }
   return 1;
 }
@@ -131,10 +149,12 @@ static int check_only_pair(const tune_recipes *set, const char *filter, const ch
       const tune_param *pa = &set->r[ri].params[k];
       if (strlen(pa->name) == (size_t)(eq - kv) && !strncmp(pa->name, kv, (size_t)(eq - kv))) {
         param = pa;
+        char want[256];
+        filter_value_json(eq + 1, want, sizeof want);
         for (int j = 0; j < pa->n_values; ++j) {
           char v[256];
           value_json(&pa->values[j], v, sizeof v);
-          if (!strcmp(v, eq + 1)) return TUNE_OK;
+          if (!strcmp(v, want)) return TUNE_OK;
         }
       } else add_name(names, &n, (int)(sizeof names / sizeof names[0]), pa->name);
     }

@@ -53,6 +53,19 @@ check "tune version takes no argument" test $? -eq 2
 head -c 8192 /dev/zero | tr '\0' 'x' > notadb.db
 "$TUNE" db best --db notadb.db >db.txt 2>&1
 check "a corrupt database fails" test $? -eq 1
+# A string dim or parameter matches with or without its JSON quotes (kv_scale=page, kv_scale="page"),
+# a number never matches a string's digits (--problem kv_scale=1 is no problem)
+FP8="$SRC/recipes/attention/decode_fp8.lua"
+ONE=SPLITS=4,BLOCK_N=64,WARPS=4,VEC_BYTES=8,GQA_PACK=1,STAGES=1,KV_RING=0,DEQUANT=0,MMA=0
+for f in kv_scale=page 'kv_scale="page"'; do
+  "$TUNE" run "$FP8" --compile-only --arch sm_90a --jobs 1 --db str.db --problem "$f,B=32" --only "$ONE" >str.txt 2>&1
+  check "--problem $f,B=32 runs" test $? -eq 0
+  check "--problem $f,B=32 selects the per-page problem of B 32 only" test "$(grep -c '^== ' str.txt)" = 1
+  check "--problem $f,B=32: it is b32...pagescale" grep -q '^== attention.decode_fp8 / b32hq32hkv8d128p16x256_pagescale ' str.txt
+done
+"$TUNE" run "$FP8" --compile-only --arch sm_90a --jobs 1 --db str.db --problem kv_scale=1 --only "$ONE" >str1.txt 2>&1
+check "--problem kv_scale=1 is a usage error" test $? -eq 2
+check "--problem kv_scale=1: no problem has those dims" contains str1.txt "has those dims"
 check "the error names the database" contains db.txt "db notadb.db: file is not a database"
 "$TUNE" run "$COPY" --compile-only --budget 1 --db notadb.db >db.txt 2>&1
 check "tune run on a corrupt database fails" test $? -eq 1
