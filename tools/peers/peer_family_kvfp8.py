@@ -1,5 +1,5 @@
 """peer_family_kvfp8.py: the peers of attention.decode_fp8 (paged decode over an fp8 e4m3 KV cache with
-per-head scales, recipes/attention/decode_fp8.lua), for peer_server.py (docs/peers.md; the module
+per-head or per-page scales, recipes/attention/decode_fp8.lua), for peer_server.py (docs/peers.md; the module
 contract is in peer_server._family_modules).
 
 The problem: B sequences of one query token each, HQ query heads over HKV KV heads of D, lengths drawn
@@ -17,7 +17,9 @@ What a user runs today on a bf16 cache (the same problem at twice the K/V bytes)
                       cache of exactly the drawn lengths (cu_seqlens_k), q [B, HQ, D]
 
 What a user runs on the fp8 cache without an fp8 kernel: torch dequantizes, then attends. Timed as
-one op: the dequantization (e4m3 -> bf16, times the per-head scale as bf16) of K and V, then
+one op: the dequantization (e4m3 -> bf16, times the per-head scale as bf16; with kv_scale = "page",
+times a per-token scale, the page's scale already expanded to its tokens: the gather by block table a
+user would also run is not timed) of K and V, then
   dequant-sdpa        scaled_dot_product_attention (torch's own backend choice) on [B, HKV, L, D], L as
                       for the SDPA peers above
   dequant-flash-varlen  FlashAttention-2 varlen on the packed cache of exactly the drawn lengths
@@ -89,9 +91,14 @@ def _fp8_cache(torch, api, g, shape):
     return api._normal(torch, g, shape, torch.float32, 32.0).clamp_(-448, 448).to(torch.float8_e4m3fn)
 
 
-def _scales(torch, api, g, HKV, lo, hi, shape):
-    """Per-head scales drawn as the recipe's, in bf16 (a bf16 tensor times an f32 one would be f32)."""
-    return api._uniform(torch, g, (HKV,), torch.float32, lo, hi).to(torch.bfloat16).view(shape)
+def _scales(torch, api, g, lo, hi, shape):
+    """Scales drawn as the recipe's, in bf16 (a bf16 tensor times an f32 one would be f32), of shape
+    [1, HKV, ...] per head or [tokens..., HKV, ...] per token (kv_scale = "page")."""
+    return api._uniform(torch, g, shape, torch.float32, lo, hi).to(torch.bfloat16)
+
+
+def _per_page(d):
+    return d.get("kv_scale") == "page"
 
 
 def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
@@ -108,9 +115,9 @@ def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
         g = api._gen(torch, seed + i)
         s = {"q": api._normal(torch, g, (B, HQ, D), torch.bfloat16)}
         if fp8:
+            shape = (T if _per_page(d) else 1, HKV, 1)
             s.update(k8=_fp8_cache(torch, api, g, (T, HKV, D)), v8=_fp8_cache(torch, api, g, (T, HKV, D)),
-                     ks=_scales(torch, api, g, HKV, 0.05, 0.15, (1, HKV, 1)),
-                     vs=_scales(torch, api, g, HKV, 0.01, 0.03, (1, HKV, 1)))
+                     ks=_scales(torch, api, g, 0.05, 0.15, shape), vs=_scales(torch, api, g, 0.01, 0.03, shape))
         else:
             s.update(k=api._normal(torch, g, (T, HKV, D), torch.bfloat16),
                      v=api._normal(torch, g, (T, HKV, D), torch.bfloat16))
@@ -123,7 +130,8 @@ def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
     if fp8:
         def fn(s):
             return attend(s["q"], s["k8"].to(torch.bfloat16) * s["ks"], s["v8"].to(torch.bfloat16) * s["vs"])
-        expr = ("k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 [T,HKV,D], bf16 scales [1,HKV,1]); "
+        expr = (f"k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 [T,HKV,D], bf16 scales "
+                f"{'[T,HKV,1]' if _per_page(d) else '[1,HKV,1]'}); "
                 "aten._flash_attention_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, ...)")
     else:
         def fn(s):
@@ -139,12 +147,12 @@ def _dequant_sdpa(torch, api, d, L, n_sets, seed, how):
     import torch.nn.functional as F
     B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
     sets = []
+    shape = (B, HKV, L, 1) if _per_page(d) else (1, HKV, 1, 1)
     for i in range(n_sets):
         g = api._gen(torch, seed + i)
         sets.append({"q": api._normal(torch, g, (B, HQ, 1, D), torch.bfloat16),
                      "k8": _fp8_cache(torch, api, g, (B, HKV, L, D)), "v8": _fp8_cache(torch, api, g, (B, HKV, L, D)),
-                     "ks": _scales(torch, api, g, HKV, 0.05, 0.15, (1, HKV, 1, 1)),
-                     "vs": _scales(torch, api, g, HKV, 0.01, 0.03, (1, HKV, 1, 1))})
+                     "ks": _scales(torch, api, g, 0.05, 0.15, shape), "vs": _scales(torch, api, g, 0.01, 0.03, shape)})
     kw = {"enable_gqa": True} if HQ != HKV else {}
 
     def fn(s):
@@ -153,7 +161,7 @@ def _dequant_sdpa(torch, api, d, L, n_sets, seed, how):
 
     def library():
         return (f"torch {torch.__version__}, k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 "
-                f"[B,HKV,L={L},D], bf16 scales [1,HKV,1,1]); scaled_dot_product_attention(q, k, v{', enable_gqa' if kw else ''}) "
+                f"[B,HKV,L={L},D], bf16 scales {list(shape)}); scaled_dot_product_attention(q, k, v{', enable_gqa' if kw else ''}) "
                 f"with torch's own backend choice; L = the mean length of {how}")
     return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, 1, D)], library)
 
