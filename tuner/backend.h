@@ -55,7 +55,8 @@ struct tune_backend {
   /* tune's wgmma kernel's bf16 TFLOP/s (sm_90 only; NULL where not measured) */
   int (*measure_mma_peak)(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err);
   void (*close)(tune_backend *b);
-  /* Several variants at once (backend_pool.c; NULL elsewhere): submit sends q to an idle GPU,
+  /* Variants in flight (backend_pool.c: one per GPU; backend_cuda.c: one; NULL elsewhere: measure
+   * alone, which returns when the figures are in): submit sends q to an idle GPU,
    * its figures to come into *out (which must stay valid until collected) under the caller's
    * tag; collect waits for the next variant to finish and names its tag. At most `slots` in
    * flight; slots may shrink when a GPU is set aside. measure() is for one variant alone, with

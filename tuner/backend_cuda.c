@@ -26,6 +26,8 @@ typedef struct cuda_impl {
   /* the variant sent and not yet answered (tune_cuda_send_measure) */
   int pending_timeout_ms, pending_sustained;
   tune_err pending_err;    /* its send failed: the worker is gone */
+  db_result *pending_out;  /* submit: where its figures go, under pending_tag */
+  int pending_tag;
 } cuda_impl;
 
 static void worker_stop(cuda_impl *c, int kill_it) {
@@ -261,6 +263,20 @@ static int cuda_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   return tune_cuda_recv_measure(b, tune_cuda_pending_timeout_ms(b), out, err);
 }
 
+/* One variant in flight (slots 1): the caller works while the GPU measures, then collects. */
+static int cuda_submit(tune_backend *b, const tune_measure_req *q, db_result *out, int tag, tune_err *err) {
+  cuda_impl *c = b->impl;
+  c->pending_out = out;
+  c->pending_tag = tag;
+  return tune_cuda_send_measure(b, q, err);
+}
+
+static int cuda_collect(tune_backend *b, int *tag, tune_err *err) {
+  cuda_impl *c = b->impl;
+  *tag = c->pending_tag;
+  return tune_cuda_recv_measure(b, tune_cuda_pending_timeout_ms(b), c->pending_out, err);
+}
+
 static int cuda_mma_peak(tune_backend *b, const db_binary *bin, const char *kernel, double *tflops, tune_err *err) {
   cuda_impl *c = b->impl;
   json_t *msg = json_pack("{s:s,s:s}", "op", "mma_peak", "kernel", kernel), *rep = NULL;
@@ -310,6 +326,9 @@ int tune_backend_cuda_open(const char *exe, int ordinal, tune_backend **out, tun
   snprintf(b->name, sizeof b->name, "cuda:%d", ordinal);
   b->set_problem = cuda_set_problem;
   b->measure = cuda_measure;
+  b->slots = 1;
+  b->submit = cuda_submit;
+  b->collect = cuda_collect;
   b->close = cuda_close;
   b->needs_binaries = 1;
   b->measure_copy_peak = cuda_copy_peak;

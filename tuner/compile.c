@@ -290,6 +290,13 @@ int tune_compile_all_done(tune_compile_async *a) {
   return all;
 }
 
+int tune_compile_done(tune_compile_async *a, int i) {
+  pthread_mutex_lock(&a->mu);
+  int done = a->done[i];
+  pthread_mutex_unlock(&a->mu);
+  return done;
+}
+
 void tune_compile_finish(tune_compile_async *a) {
   if (!a) return;
   for (int i = 0; i < a->n_threads; ++i) pthread_join(a->th[i], NULL);

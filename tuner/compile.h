@@ -67,6 +67,8 @@ int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *er
 void tune_compile_finish(tune_compile_async *a);
 /* 1 when every job of the pool is done (it does not block); 1 for NULL. */
 int tune_compile_all_done(tune_compile_async *a);
+/* 1 when jobs[i] of the pool is done, so that tune_compile_wait would not block. */
+int tune_compile_done(tune_compile_async *a, int i);
 /* tune_compile_batch for either kind. */
 int tune_compile_batch_kind(tune_compile_job *jobs, int n, int n_threads, tune_compile_kind kind, tune_err *err);
 /* Compile one job in this process (what a pool thread or a compile server does with it); the

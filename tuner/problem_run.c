@@ -90,7 +90,10 @@ typedef struct batch {
   int aidx[TUNE_BATCH];           /* place in the compile pool; -1: from the cache or a guess */
   int stored[TUNE_BATCH];         /* binary written to the database */
   tune_compile_job *todo[TUNE_BATCH]; /* the jobs the pool compiles: it reads this array until finished */
+  int n_todo;
   tune_compile_async *acomp;      /* the batch's compiles, running while its first variants are measured */
+  int in_flight;                  /* candidates sent to the backend, not yet collected */
+  int spec_due;                   /* the batch's round of guesses is yet to start (spec_round) */
 } batch;
 
 typedef struct tune_problem_run {
@@ -372,12 +375,39 @@ static int stage_resolve(tune_problem_run *x, const tune_proposal *props, int n,
 
 /* ---- compile: the misses in the background -------------------------------- */
 
+/* The batch's round of guesses (speculate.h): it stores the last round's guesses and starts
+ * compiling the next. A strategy's peek and the keys of up to TUNE_SPEC_ASK points take main-thread
+ * time, so the round waits for a moment the GPU does not wait on: the batch's first variant sent
+ * (before the main thread blocks collecting it), or a wait for one of the batch's compiles, or the
+ * end of the batch when neither came. It runs before the batch's first result is recorded, so it
+ * sees the strategy and the best config that it saw when it ran before the batch was measured:
+ * the same guesses, and proposals that never depend on them (a peek changes nothing). Its time
+ * counts as measuring while a variant is in flight (the GPU works meanwhile), else as waiting
+ * for compiles. */
+static int spec_round(tune_problem_run *x, tune_err *err) {
+  const tune_recipe_run *rr = x->rr;
+  batch *b = &x->b;
+  if (!b->spec_due) return TUNE_OK;
+  b->spec_due = 0;
+  double t_s = tune_now_s();
+  int n_thr = rr->o->jobs - b->n_todo > 1 ? rr->o->jobs - b->n_todo : 1;
+  int max = rr->o->jobs < TUNE_SPEC_MAX ? rr->o->jobs : TUNE_SPEC_MAX;
+  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), x->best.point,
+                      x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err))
+    return err->code;
+  double dt = tune_now_s() - t_s;
+  if (b->in_flight && rr->be->submit) rr->st->t_measure += dt; /* a backend without submit measured already */
+  else rr->st->t_compile += dt;
+  return TUNE_OK;
+}
+
 /* Job k, compiled in the background: waits for it, then stores its binary (the database is the
  * main thread's). Nothing to do for a job from the cache or a guess, or one already stored. */
 static int job_ready(tune_problem_run *x, int k, tune_err *err) {
   batch *b = &x->b;
   tune_run_stats *st = x->rr->st;
   if (b->aidx[k] < 0 || b->stored[k]) return TUNE_OK;
+  if (b->spec_due && !tune_compile_done(b->acomp, b->aidx[k]) && spec_round(x, err)) return err->code;
   if (tune_compile_wait(b->acomp, b->aidx[k], &st->t_compile, err)) return err->code;
   if (db_binary_put(x->rr->db, &b->jobs[k].bin, err)) return err->code;
   b->stored[k] = 1;
@@ -386,25 +416,18 @@ static int job_ready(tune_problem_run *x, int k, tune_err *err) {
 }
 
 /* The misses compile in batch order: the measure stage takes each variant as soon as its own
- * compile is done, while the later ones compile (job_ready). Then the next guesses. */
+ * compile is done, while the later ones compile (job_ready). The next guesses are due. */
 static int stage_compile(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   batch *b = &x->b;
-  int n_todo = 0;
+  b->n_todo = 0;
   for (int i = 0; i < b->n_jobs; ++i) {
-    b->aidx[i] = b->origin[i] == JOB_COMPILE ? n_todo : -1;
+    b->aidx[i] = b->origin[i] == JOB_COMPILE ? b->n_todo : -1;
     b->stored[i] = 0;
-    if (b->aidx[i] >= 0) b->todo[n_todo++] = &b->jobs[i];
+    if (b->aidx[i] >= 0) b->todo[b->n_todo++] = &b->jobs[i];
   }
-  if (n_todo && tune_compile_start(b->todo, n_todo, rr->o->jobs, &b->acomp, err)) return err->code;
-  if (!x->spec || !x->best.have_point) return TUNE_OK;
-  double t_s = tune_now_s(); /* stores the last round's guesses, evaluates the next: time the GPU waits */
-  int n_thr = rr->o->jobs - n_todo > 1 ? rr->o->jobs - n_todo : 1;
-  int max = rr->o->jobs < TUNE_SPEC_MAX ? rr->o->jobs : TUNE_SPEC_MAX;
-  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), x->best.point,
-                      x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err))
-    return err->code;
-  rr->st->t_compile += tune_now_s() - t_s;
+  if (b->n_todo && tune_compile_start(b->todo, b->n_todo, rr->o->jobs, &b->acomp, err)) return err->code;
+  b->spec_due = x->spec && x->best.have_point;
   return TUNE_OK;
 }
 
@@ -614,22 +637,23 @@ static int pass_done(tune_problem_run *x, int i, tune_pass pass, int measured, i
 
 /* One pass over the batch: candidates go to the backend in batch order, as many at once as it
  * has GPUs, and are recorded as they finish. An interrupt sends nothing more and waits for
- * those in flight. */
+ * those in flight. The batch's guesses start before its first result counts (spec_round). */
 static int measure_pass(tune_problem_run *x, tune_pass pass, tune_err *err) {
   batch *b = &x->b;
-  int next = 0, in_flight = 0;
+  int next = 0;
+  b->in_flight = 0;
   for (;;) {
-    while (!tune_interrupted && next < b->n && in_flight < tune_backend_cards(x->rr->be)) {
+    while (!tune_interrupted && next < b->n && b->in_flight < tune_backend_cards(x->rr->be)) {
       int i = next++, sent = 0, quick_only = 0;
       if (b->c[i].done) continue;
       if (start_candidate(x, i, pass, &sent, &quick_only, err)) return err->code;
-      if (sent) ++in_flight;
-      else if (pass_done(x, i, pass, 0, quick_only, err)) return err->code;
+      if (sent) ++b->in_flight;
+      else if (spec_round(x, err) || pass_done(x, i, pass, 0, quick_only, err)) return err->code;
     }
-    if (!in_flight) return TUNE_OK;
+    if (!b->in_flight) return TUNE_OK;
     int i;
-    if (backend_collect(x, &i, err)) return err->code;
-    --in_flight;
+    if (spec_round(x, err) || backend_collect(x, &i, err)) return err->code;
+    --b->in_flight;
     judge_measured(x, i);
     if (pass_done(x, i, pass, 1, 0, err)) return err->code;
   }
@@ -657,6 +681,7 @@ static int run_batch(tune_problem_run *x, int want, int *more, tune_err *err) {
   *more = n > 0;
   if (!n) return TUNE_OK;
   if (stage_resolve(x, props, n, err) || stage_compile(x, err) || stage_measure(x, err)) return err->code;
+  if (spec_round(x, err)) return err->code; /* a batch that sent nothing and recorded nothing */
   return stage_store_compiles(x, err);
 }
 

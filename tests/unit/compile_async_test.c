@@ -2,7 +2,8 @@
  * finish), which tune run uses to measure a batch's first variants while its later ones compile.
  * NVRTC needs no GPU. Checks: every job is compiled once and in place, waiting in any order; a
  * compile error is the job's result (wait returns TUNE_OK, bin.ok 0, the log kept), not the pool's
- * failure; more threads than jobs; one thread; tune_compile_batch (the same pool, joined) agrees.
+ * failure; a job waited for is done (tune_compile_done); more threads than jobs; one thread;
+ * tune_compile_batch (the same pool, joined) agrees.
  * Exit status: 0 when every CHECK passed. */
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +46,7 @@ static void run_async(int n_threads, const int *order, int bad) {
   for (int k = 0; k < N_JOBS && a; ++k) {
     int i = order[k];
     CHECK(tune_compile_wait(a, i, &waited, &err) == TUNE_OK);
+    CHECK(tune_compile_done(a, i)); /* what a caller asks before it would block */
     if (i == bad) {
       CHECK(jobs[i].bin.ok == 0);
       CHECK(jobs[i].bin.log && strstr(jobs[i].bin.log, "error"));
