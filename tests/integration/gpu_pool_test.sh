@@ -42,6 +42,21 @@ FAKE_MEASURE_MS=20 run --device cuda:0 --db one.db >one.txt 2>&1
 check "cuda:0 alone exits 0" test $? -eq 0
 check "cuda:0: one card" test "$(sql one.db "select count(distinct gpu) from results")" = 1
 
+# one card, bayes: the backend measures asynchronously (submit, then collect) while the round of
+# compile-ahead guesses runs; every proposal measured once, the guesses compiled ahead
+FAKE_GPUS=1 FAKE_MEASURE_MS=100 FAKE_LOG=$PWD/s.log "$TUNE" run "$R" --seed 1 --budget 10 --device cuda:0 \
+  --db s.db >s.txt 2>&1
+check "bayes on one card exits 0" test $? -eq 0
+check "bayes on one card: 20 results, each once" \
+  test "$(sql s.db "select count(*), count(distinct config_id || '/' || problem_id) from results")" = "20|20"
+check "bayes on one card: guesses compiled ahead" grep -q "^compiled ahead: [1-9]" s.txt
+check "bayes on one card: one measure at a time" test "$(python3 - s.log <<'PY'
+import sys
+rows = sorted((float(s), float(e)) for _, s, e in (l.split() for l in open(sys.argv[1])))
+print(sum(1 for (s0, e0), (s1, e1) in zip(rows, rows[1:]) if s1 < e0))
+PY
+)" = 0
+
 FAKE_MEASURE_MS=20 FAKE_CRASH_GPU=1 run --device cuda:all --db c.db >c.txt 2>&1
 check "a crashing GPU: the run still exits 0" test $? -eq 0
 check "it is set aside, named" contains c.txt "cuda:1 (GPU-fake-0001) set aside"
