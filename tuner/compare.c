@@ -3,6 +3,7 @@
 #include "compare.h"
 
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "db_compare.h"
 #include "peer_client.h"
 #include "problem_space.h"
+#include "reselect.h"
 #include "retime.h"
 #include "recipe.h"
 #include "search.h"
@@ -79,10 +81,12 @@ static int prepare_variants(cmp_ctx *c, tune_problem *p, cmp_variant *cv, int n,
   return tune_retime_prepare(c->db, c->r, p, &c->facts, c->be->device.arch, cv, n, err);
 }
 
-/* tune's side of one round in one mode: every prepared candidate once. */
+/* tune's side of one round in one mode: every prepared candidate once; ns[i] its median, NAN when
+ * it was not timed or failed. */
 static int time_tune(cmp_ctx *c, tune_problem *p, int64_t problem_id, const tune_problem_setup *setup,
-                     cmp_variant *cv, int n, int round, int sustained, tune_err *err) {
+                     cmp_variant *cv, int n, int round, int sustained, double *ns, tune_err *err) {
   for (int i = 0; i < n; ++i) {
+    ns[i] = NAN;
     if (!cv[i].ready) continue;
     db_result res;
     if (tune_retime_once(c->be, c->r, p, setup, &cv[i], sustained, &res, err)) return err->code;
@@ -95,6 +99,7 @@ static int time_tune(cmp_ctx *c, tune_problem *p, int64_t problem_id, const tune
       snprintf(m.error_text, sizeof m.error_text, "not timed by CUPTI (timer '%s')", m.timer);
     }
     if (db_measurement_put(c->db, &m, err)) return err->code;
+    if (m.status == DB_OK) ns[i] = m.median_ns;
     printf("  round %d %-9s tune %-10s %s %s\n", round, m.timing, db_status_name(res.status), cv[i].top.params_json,
            res.status == DB_OK ? "" : res.error_text);
     if (res.status == DB_OK) printf("    %.2f us (SM %d MHz, %d W)\n", res.median_ns / 1e3, res.sm_mhz, res.power_w);
@@ -225,15 +230,46 @@ static int time_peers(cmp_ctx *c, tune_problem *p, int64_t problem_id, int round
   return rc;
 }
 
+/* With sustained rounds: tune's candidates chosen among by their sustained round medians (ns[i *
+ * rounds + k], NAN where a round failed), by tune run's selection rule, and recorded as a selection
+ * of this comparison, so that `tune db best` and bundles take the winner of the mode deployments
+ * run in. Says whether it is the database's fastest (the run's burst-timed best). */
+static int select_sustained(cmp_ctx *c, tune_problem *p, int64_t problem_id, const cmp_variant *cv, int n,
+                            const double *ns, tune_err *err) {
+  tune_reselect_cand cand[CMP_MAX_TOP];
+  memset(cand, 0, sizeof cand);
+  for (int i = 0; i < n; ++i) {
+    cand[i].result_id = cv[i].top.result_id;
+    cand[i].ok = cv[i].ready;
+    for (int k = 0; k < c->o->rounds; ++k) cand[i].ok = cand[i].ok && !isnan(ns[i * c->o->rounds + k]);
+    cand[i].launches = cv[i].v.n_launches;
+    cand[i].shared_bytes = (cv[i].bin.shared_bytes > 0 ? cv[i].bin.shared_bytes : 0) + (int)cv[i].v.launch[0].shared;
+    cand[i].registers = cv[i].bin.registers;
+  }
+  tune_reselect_req q = {.db = c->db, .r = c->r, .p = p, .recipe_id = c->recipe_id, .problem_id = problem_id,
+                         .device_id = c->device_id, .sustained = 1};
+  int pick = -1;
+  if (tune_reselect_record(&q, c->comparison_id, cand, ns, c->o->rounds, n, &pick, err)) return err->code;
+  if (pick > 0)
+    printf("  sustained choice %s is not the database's fastest %s (burst-timed by the run): bundles now take it\n",
+           cv[pick].top.params_json, cv[0].top.params_json);
+  return TUNE_OK;
+}
+
 /* One problem: its candidates, then its burst rounds and its sustained rounds, the side that goes
- * first alternating between rounds. */
+ * first alternating between rounds; with sustained rounds, the sustained selection. */
 static int compare_problem(cmp_ctx *c, tune_problem *p, tune_err *err) {
   int64_t problem_id;
   cmp_variant *cv = calloc(CMP_MAX_TOP, sizeof *cv);
+  double *sus = malloc((size_t)CMP_MAX_TOP * (size_t)c->o->rounds * sizeof *sus); /* [candidate][round] */
   db_top top[CMP_MAX_TOP];
   int n_top = 0, rc;
   tune_problem_setup setup;
-  if (!cv) return tune_fail(err, TUNE_ENOMEM, "compare: out of memory");
+  if (!cv || !sus) {
+    free(cv);
+    free(sus);
+    return tune_fail(err, TUNE_ENOMEM, "compare: out of memory");
+  }
   if ((rc = db_problem_put(c->db, c->r->name, p->name, p->hash, p->dims_json, &problem_id, err))) goto done;
   int k = c->o->top_k < CMP_MAX_TOP ? c->o->top_k : CMP_MAX_TOP;
   if ((rc = db_top_results(c->db, c->r->name, problem_id, c->device_id, k, top, &n_top, err))) goto done;
@@ -250,16 +286,21 @@ static int compare_problem(cmp_ctx *c, tune_problem *p, tune_err *err) {
     for (int round = 1; round <= c->o->rounds; ++round) {
       for (int side = 0; side < 2; ++side) {
         int peer_turn = (side + round + 1) % 2; /* round 1: tune first; round 2: peers first */
+        double ns[CMP_MAX_TOP];
         if (peer_turn && c->peer) rc = time_peers(c, p, problem_id, round, sustained, err);
-        else if (!peer_turn && n_top) rc = time_tune(c, p, problem_id, &setup, cv, n_top, round, sustained, err);
+        else if (!peer_turn && n_top) rc = time_tune(c, p, problem_id, &setup, cv, n_top, round, sustained, ns, err);
         if (rc) goto done;
+        if (!peer_turn && n_top && sustained)
+          for (int i = 0; i < n_top; ++i) sus[i * c->o->rounds + round - 1] = ns[i];
       }
     }
   }
   rc = peer_results(c, problem_id, err);
+  if (!rc && n_top && c->o->sustained) rc = select_sustained(c, p, problem_id, cv, n_top, sus, err);
 done:
   tune_retime_release(cv, CMP_MAX_TOP);
   free(cv);
+  free(sus);
   return rc;
 }
 

@@ -21,7 +21,10 @@ static const char usage_compare[] =
     "interleaved round by round, and prints per problem and timing mode the ratio peer time /\n"
     "tune time as its median and min-max range over the rounds: \"faster\" only when the whole\n"
     "range is above 1 (docs/measurement.md). Every round is stored (measurements table), and\n"
-    "each peer's median is stored as a result of origin peer:<name>. Needs a GPU.\n"
+    "each peer's median is stored as a result of origin peer:<name>. With sustained rounds,\n"
+    "tune's candidates are chosen among by their sustained medians (tune run's selection rule)\n"
+    "and the choice is recorded as a selection, which `tune db best` and bundles take first:\n"
+    "a bundle ships the winner of the mode deployments run in. Needs a GPU.\n"
     "\n"
     "options:\n"
     "  --db FILE        results database (default tune.db): the variants come from it\n"
@@ -35,7 +38,10 @@ static const char usage_compare[] =
     "  --seed N         seed of the inputs (default 1)\n"
     "  -o FILE          also append the table(s) to FILE (Markdown)\n"
     "  --report ID|last print the table of comparison ID, or the latest of each recipe, from\n"
-    "                   the database (no GPU needed)\n";
+    "                   the database (no GPU needed)\n"
+    "\n"
+    "environment:\n"
+    "  TUNE_WORKER_PROGRAM  program started as the worker, as for tune run\n";
 
 /* The options into o; 2: a usage error (printed), 1: --help printed, 0: go on. */
 static int parse(int argc, char **argv, tune_compare_opts *o, char *cmd, size_t cmd_n) {
@@ -84,7 +90,8 @@ int tune_compare_main(int argc, char **argv) {
   if (p) return p == 1 ? 0 : 2;
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;
-  o.exe = exe;
+  const char *worker = getenv("TUNE_WORKER_PROGRAM"); /* a wrapper or a test's stand-in, as tune run's */
+  o.exe = worker && *worker ? worker : exe;
   o.command = cmd;
   tune_err err;
   tune_err_clear(&err);

@@ -107,8 +107,9 @@ static int rounds_on_cards(const tune_reselect_req *q, int64_t comparison_id, tu
 }
 
 static void summarize(tune_reselect_cand *c, const double *ns, int rounds) {
-  double s[TUNE_RESELECT_ROUNDS];
-  memcpy(s, ns, sizeof s);
+  double s[64];
+  if (rounds > 64) rounds = 64;
+  memcpy(s, ns, (size_t)rounds * sizeof *s);
   c->median_ns = tune_median(s, rounds);
   c->lo_ns = c->hi_ns = ns[0];
   for (int k = 1; k < rounds; ++k) {
@@ -130,10 +131,11 @@ static char *candidates_json(const tune_reselect_cand *c, int n) {
 }
 
 static int record(const tune_reselect_req *q, int64_t comparison_id, const tune_reselect_cand *c, int n,
-                  tune_err *err) {
+                  int *chosen, tune_err *err) {
   const char *rule;
   char why[600];
   int pick = tune_reselect_choose(c, n, &rule, why, sizeof why);
+  if (chosen) *chosen = pick;
   if (pick < 0) return TUNE_OK;
   char *cj = candidates_json(c, n);
   if (!cj) return tune_fail(err, TUNE_ENOMEM, "selection: out of memory");
@@ -180,7 +182,14 @@ int tune_reselect(const tune_reselect_req *q, tune_err *err) {
   }
   for (int i = 0; !rc && n > 1 && i < n; ++i)
     if (cand[i].ok) summarize(&cand[i], ns[i], TUNE_RESELECT_ROUNDS);
-  if (!rc) rc = record(q, comparison_id, cand, n, err);
+  if (!rc) rc = record(q, comparison_id, cand, n, NULL, err);
   tune_retime_release(cv, n);
   return rc;
+}
+
+int tune_reselect_record(const tune_reselect_req *q, int64_t comparison_id, tune_reselect_cand *c, const double *ns,
+                         int rounds, int n, int *pick, tune_err *err) {
+  for (int i = 0; i < n; ++i)
+    if (c[i].ok) summarize(&c[i], ns + (size_t)i * (size_t)rounds, rounds);
+  return record(q, comparison_id, c, n, pick, err);
 }

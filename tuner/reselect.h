@@ -50,4 +50,13 @@ typedef struct tune_reselect_req {
  * then the only one is recorded with rule "only"). */
 int tune_reselect(const tune_reselect_req *q, tune_err *err);
 
+/* Record the choice among n candidates that another command timed in `rounds` interleaved rounds
+ * of comparison comparison_id (tune compare's sustained rounds): ns[i * rounds + k] is candidate
+ * i's median in round k, c[i].ok says every round of it was verified and timed, c[i]'s result id
+ * and resources are set. Fills the ok candidates' statistics, then chooses and records as
+ * tune_reselect does (q: db, ids, problem and mode; the backend is not used). *pick: the chosen
+ * index, -1 when none is ok (then nothing is recorded). */
+int tune_reselect_record(const tune_reselect_req *q, int64_t comparison_id, tune_reselect_cand *c, const double *ns,
+                         int rounds, int n, int *pick, tune_err *err);
+
 #endif

@@ -7,7 +7,12 @@
  *   FAKE_CRASH_GPU=K       the worker on GPU K dies on every measure
  *   FAKE_OTHER_MODEL_GPU=K GPU K claims another model
  *   FAKE_LOG=FILE          one line per measure appended: "GPU start_ms end_ms"
- * The median it answers depends only on the cubin, so every GPU gives a variant the same. */
+ *   FAKE_TIMER=NAME        the timer its answers name (default "fake"; "cupti" passes tune compare's
+ *                          rule that compares CUPTI timings only)
+ *   FAKE_SUSTAINED_SALT=S  sustained timings hash the cubin with S too, so the two modes order the
+ *                          variants differently (default 0: the same answer in both modes)
+ * The median it answers depends only on the cubin (and the mode), so every GPU gives a variant
+ * the same. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,11 +46,14 @@ static json_t *hello(int gpu) {
   return json_pack("{s:s,s:o}", "status", "ok", "device", d);
 }
 
-static json_t *measure(int gpu, const unsigned char *blob, size_t n) {
+static json_t *measure(int gpu, const json_t *msg, const unsigned char *blob, size_t n) {
   if (gpu == env_int("FAKE_CRASH_GPU", -1)) _exit(1);
   double t0 = now_ms();
   usleep((useconds_t)env_int("FAKE_MEASURE_MS", 100) * 1000);
+  const char *timing = json_string_value(json_object_get(msg, "timing"));
   uint32_t h = 2166136261u; /* FNV-1a of the cubin: the same variant, the same answer */
+  int salt = env_int("FAKE_SUSTAINED_SALT", 0);
+  if (salt && timing && !strcmp(timing, "sustained")) h = (h ^ (uint32_t)salt) * 16777619u;
   for (size_t i = 0; i < n; ++i) h = (h ^ blob[i]) * 16777619u;
   double median = 1000 + h % 9000;
   const char *log = getenv("FAKE_LOG");
@@ -58,7 +66,7 @@ static json_t *measure(int gpu, const unsigned char *blob, size_t n) {
   }
   return json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s}", "status", "ok", "median_ns", median, "min_ns", median,
                    "max_ns", median, "stddev_ns", 0.0, "samples", 10, "rel_l2", 0.0, "max_abs", 0.0, "measure_ms",
-                   (double)env_int("FAKE_MEASURE_MS", 100), "timer", "fake");
+                   (double)env_int("FAKE_MEASURE_MS", 100), "timer", getenv("FAKE_TIMER") ?: "fake");
 }
 
 int main(int argc, char **argv) {
@@ -77,7 +85,7 @@ int main(int argc, char **argv) {
     const char *op = json_string_value(json_object_get(msg, "op")) ?: "";
     if (!strcmp(op, "hello")) reply = hello(gpu);
     else if (!strcmp(op, "problem")) reply = json_pack("{s:s,s:f}", "status", "ok", "ref_ms", 1.0);
-    else if (!strcmp(op, "measure")) reply = measure(gpu, blob, n);
+    else if (!strcmp(op, "measure")) reply = measure(gpu, msg, blob, n);
     else if (!strcmp(op, "copy_peak")) reply = json_pack("{s:s,s:f}", "status", "ok", "GBps", 3000.0);
     else if (!strcmp(op, "mma_peak")) reply = json_pack("{s:s,s:f}", "status", "ok", "TFLOPs", 800.0);
     else reply = json_pack("{s:s,s:s}", "status", "error", "error", "fake worker: unknown op");
