@@ -242,9 +242,7 @@ static int select_sustained(cmp_ctx *c, tune_problem *p, int64_t problem_id, con
     cand[i].result_id = cv[i].top.result_id;
     cand[i].ok = cv[i].ready;
     for (int k = 0; k < c->o->rounds; ++k) cand[i].ok = cand[i].ok && !isnan(ns[i * c->o->rounds + k]);
-    cand[i].launches = cv[i].v.n_launches;
-    cand[i].shared_bytes = (cv[i].bin.shared_bytes > 0 ? cv[i].bin.shared_bytes : 0) + (int)cv[i].v.launch[0].shared;
-    cand[i].registers = cv[i].bin.registers;
+    tune_reselect_resources(&cand[i], &cv[i]);
   }
   tune_reselect_req q = {.db = c->db, .r = c->r, .p = p, .recipe_id = c->recipe_id, .problem_id = problem_id,
                          .device_id = c->device_id, .sustained = 1};

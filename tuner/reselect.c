@@ -50,6 +50,12 @@ int tune_reselect_choose(const tune_reselect_cand *c, int n, const char **rule, 
   return pick;
 }
 
+void tune_reselect_resources(tune_reselect_cand *c, const tune_retimed *v) {
+  c->launches = v->v.n_launches;
+  c->shared_bytes = (v->bin.shared_bytes > 0 ? v->bin.shared_bytes : 0) + (int)v->v.launch[0].shared;
+  c->registers = v->bin.registers;
+}
+
 /* Candidate i's timing in round `round`: a measurement of the comparison; a failure marks it. */
 static int note_round(const tune_reselect_req *q, int64_t comparison_id, int round, const tune_retimed *cv, int i,
                       const db_result *res, double (*ns)[TUNE_RESELECT_ROUNDS], tune_reselect_cand *cand, tune_err *err) {
@@ -168,9 +174,7 @@ int tune_reselect(const tune_reselect_req *q, tune_err *err) {
     cand[i].result_id = top[i].result_id;
     cand[i].ok = n == 1 || cv[i].ready;
     cand[i].median_ns = cand[i].lo_ns = cand[i].hi_ns = top[i].median_ns;
-    cand[i].launches = cv[i].v.n_launches;
-    cand[i].shared_bytes = (cv[i].bin.shared_bytes > 0 ? cv[i].bin.shared_bytes : 0) + (int)cv[i].v.launch[0].shared;
-    cand[i].registers = cv[i].bin.registers;
+    tune_reselect_resources(&cand[i], &cv[i]);
   }
   if (!rc && n > 1)
     rc = db_selection_rounds_begin(q->db, q->recipe_id, q->device_id, TUNE_RESELECT_ROUNDS, n, timing, &comparison_id, err);

@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "db.h"
 #include "recipe.h"
+#include "retime.h"
 
 #define TUNE_RESELECT_TOP 4     /* candidates re-timed per problem */
 #define TUNE_RESELECT_ROUNDS 3  /* interleaved rounds */
@@ -30,6 +31,9 @@ typedef struct tune_reselect_cand {
   double median_ns, lo_ns, hi_ns;
   int launches, shared_bytes, registers;
 } tune_reselect_cand;
+
+/* A prepared candidate's resources (launches, shared memory, registers), as the rule compares them. */
+void tune_reselect_resources(tune_reselect_cand *c, const tune_retimed *v);
 
 /* The index of the chosen candidate (-1: none ok), *rule "fastest", "tie-fewer-resources" or
  * "only", and why in words. Pure: tested without a GPU. */
