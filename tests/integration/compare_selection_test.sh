@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tune compare's sustained selection on any CPU (tests/support/fake_worker.c stands in for the GPU
-# worker, one card, answering timer "cupti" so that its timings are compared; FAKE_SUSTAINED_SALT
-# makes sustained timings order the variants differently from burst ones):
+# worker, one card, answering timer "cupti" so that its timings are compared;
+# FAKE_SUSTAINED_REVERSED makes sustained timings order the variants opposite to burst ones):
 #  - with sustained rounds, each problem gets a selection of timing 'sustained', recorded with the
 #    comparison, and `tune db best` (so bundles) takes its choice first;
 #  - where the sustained winner is not the run's burst-timed fastest, the comparison says so;
@@ -27,7 +27,7 @@ check "... selects in sustained mode per problem" \
 check "... the run's fastest stays the choice" lacks same.txt "is not the database's fastest"
 check "... db best unchanged" test "$("$TUNE" db best --db same.db | awk '$2 == "64K"' | sed 's/.* us .*  //')" = "$burst_best"
 
-FAKE_SUSTAINED_SALT=7 "$TUNE" compare "$R" --no-peers --top-k 3 --db a.db >salt.txt 2>&1
+FAKE_SUSTAINED_REVERSED=1 "$TUNE" compare "$R" --no-peers --top-k 3 --db a.db >salt.txt 2>&1
 check "a comparison whose modes disagree exits 0" test $? -eq 0
 check "... selects in sustained mode per problem" \
   test "$(sql a.db "select count(*) from selections where timing = 'sustained'")" = 2

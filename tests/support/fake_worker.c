@@ -9,8 +9,9 @@
  *   FAKE_LOG=FILE          one line per measure appended: "GPU start_ms end_ms"
  *   FAKE_TIMER=NAME        the timer its answers name (default "fake"; "cupti" passes tune compare's
  *                          rule that compares CUPTI timings only)
- *   FAKE_SUSTAINED_SALT=S  sustained timings hash the cubin with S too, so the two modes order the
- *                          variants differently (default 0: the same answer in both modes)
+ *   FAKE_SUSTAINED_REVERSED=1  sustained timings reverse the burst order (10999 ns less the burst
+ *                          median), so the modes disagree on every pair of variants whatever the
+ *                          cubins' bytes (default 0: the same answer in both modes)
  * The median it answers depends only on the cubin (and the mode), so every GPU gives a variant
  * the same. */
 #include <fcntl.h>
@@ -52,10 +53,9 @@ static json_t *measure(int gpu, const json_t *msg, const unsigned char *blob, si
   usleep((useconds_t)env_int("FAKE_MEASURE_MS", 100) * 1000);
   const char *timing = json_string_value(json_object_get(msg, "timing"));
   uint32_t h = 2166136261u; /* FNV-1a of the cubin: the same variant, the same answer */
-  int salt = env_int("FAKE_SUSTAINED_SALT", 0);
-  if (salt && timing && !strcmp(timing, "sustained")) h = (h ^ (uint32_t)salt) * 16777619u;
   for (size_t i = 0; i < n; ++i) h = (h ^ blob[i]) * 16777619u;
   double median = 1000 + h % 9000;
+  if (env_int("FAKE_SUSTAINED_REVERSED", 0) && timing && !strcmp(timing, "sustained")) median = 10999 - median;
   const char *log = getenv("FAKE_LOG");
   if (log && *log) {
     char line[128];
