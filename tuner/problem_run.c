@@ -343,7 +343,8 @@ static int prepare_job(tune_problem_run *x, candidate *c, tune_err *err) {
   int hit, taken = 0;
   if (binary_from_cache(rr->db, j, &hit, err)) return err->code;
   b->origin[b->n_jobs] = hit ? JOB_CACHED : JOB_COMPILE;
-  if (hit) rr->st->cached++;
+  if (hit && x->spec && tune_spec_claim_stored(x->spec, j->bin.key)) rr->st->guessed++; /* compiled (counted) by a round */
+  else if (hit) rr->st->cached++;
   else if (x->spec && tune_spec_take(x->spec, j, &taken, &rr->st->t_compile, err)) return err->code;
   if (taken) {
     if (db_binary_put(rr->db, &j->bin, err)) return err->code;

@@ -19,6 +19,8 @@ struct tune_spec {
   const tune_problem *last_p;    /* the last round's problem and points: the same points again */
   uint64_t last[TUNE_SPEC_ASK];  /* would all be found compiled */
   int n_last;
+  char stored[TUNE_SPEC_KEPT][sizeof ((db_binary *)0)->key]; /* keys of guesses stored untaken, a ring */
+  int n_stored;
 };
 
 int tune_spec_new(tune_spec **out, tune_err *err) {
@@ -35,6 +37,7 @@ int tune_spec_flush(tune_spec *s, db_conn *db, int *compiled, tune_err *err) {
     /* a pool failure (not a compile error) leaves nothing worth keeping */
     if (!rc && db && !s->taken[i] && !j->err.code) {
       rc = db_binary_put(db, &j->bin, err);
+      if (!rc) snprintf(s->stored[s->n_stored++ % TUNE_SPEC_KEPT], sizeof s->stored[0], "%s", j->bin.key);
       if (!rc && compiled) ++*compiled;
     }
     db_binary_release(&j->bin);
@@ -112,6 +115,16 @@ int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const t
   if (s->n) rc = tune_compile_start(s->ptrs, s->n, n_threads, &s->a, err);
   if (rc) s->n = 0;
   return rc;
+}
+
+int tune_spec_claim_stored(tune_spec *s, const char *key) {
+  int n = s->n_stored < TUNE_SPEC_KEPT ? s->n_stored : TUNE_SPEC_KEPT;
+  for (int i = 0; i < n; ++i)
+    if (s->stored[i][0] && !strcmp(s->stored[i], key)) {
+      s->stored[i][0] = '\0';
+      return 1;
+    }
+  return 0;
 }
 
 int tune_spec_take(tune_spec *s, tune_compile_job *j, int *taken, double *waited, tune_err *err) {

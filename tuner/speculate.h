@@ -23,6 +23,7 @@
 
 #define TUNE_SPEC_MAX 16 /* guesses compiled per round */
 #define TUNE_SPEC_ASK (2 * SEARCH_MAX_PARAMS) /* points considered per round: some are cached already */
+#define TUNE_SPEC_KEPT 256 /* keys of stored guesses remembered, so a later cache hit counts as a guess */
 
 typedef struct tune_spec tune_spec;
 
@@ -41,6 +42,10 @@ int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const t
  * *waited), moves its binary and lowered names into j and sets *taken = 1; else *taken = 0. An
  * error only when the compile pool itself failed. */
 int tune_spec_take(tune_spec *s, tune_compile_job *j, int *taken, double *waited, tune_err *err);
+/* 1 if `key` is the compile key of one of the last TUNE_SPEC_KEPT guesses a round stored untaken
+ * (a round that finished before its guess was proposed), which it forgets: that one cache hit was
+ * compiled ahead; later hits on the key are the cache's. */
+int tune_spec_claim_stored(tune_spec *s, const char *key);
 /* Joins the round and stores the binaries not taken (db NULL: drops them). */
 int tune_spec_flush(tune_spec *s, db_conn *db, int *compiled, tune_err *err);
 void tune_spec_free(tune_spec *s); /* joins first; NULL is a no-op */
