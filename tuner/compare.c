@@ -21,6 +21,7 @@
 #include "retime.h"
 #include "recipe.h"
 #include "search.h"
+#include "session.h"
 #include "variant_job.h"
 
 /* What one recipe's comparison works with. */
@@ -49,7 +50,7 @@ typedef tune_retimed cmp_variant;
 static int problem_wanted(const tune_compare_opts *o, const tune_problem *p) {
   if (!o->n_problems) return 1;
   for (int i = 0; i < o->n_problems; ++i)
-    if (!strcmp(o->problems[i], p->name)) return 1;
+    if (tune_problem_filter_match(o->problems[i], p)) return 1;
   return 0;
 }
 
@@ -373,6 +374,8 @@ int tune_compare_run(const tune_compare_opts *o, tune_err *err) {
   }
   signal(SIGPIPE, SIG_IGN); /* a peer server that died is an error value, not a signal */
   if ((rc = tune_recipes_load(o->recipe_path, &set, err))) goto done;
+  for (int i = 0; i < o->n_problems && !rc; ++i) rc = tune_problem_filter_check(set, o->problems[i], o->recipe_path, err);
+  if (rc) goto done;
   int ordinal = o->device && !strncmp(o->device, "cuda:", 5) ? atoi(o->device + 5) : 0;
   if (o->device && (strncmp(o->device, "cuda:", 5) || !o->device[5] || strspn(o->device + 5, "0123456789") != strlen(o->device + 5))) {
     rc = tune_fail(err, TUNE_EINVAL, "--device %s: tune compare measures on one GPU (cuda:N): tune and its peers"

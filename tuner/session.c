@@ -76,14 +76,15 @@ int tune_run_opts_select_config(const tune_run_opts *o, const char *json) {
   return 0;
 }
 
-/* Does problem p pass the --problem filters? NAME, or K=V[,K=V] on its dims. */
+int tune_problem_filter_match(const char *filter, const tune_problem *p) {
+  return strchr(filter, '=') ? json_matches(p->dims_json, filter) : !strcmp(filter, p->name);
+}
+
+/* Does problem p pass the --problem filters? */
 static int problem_selected(const tune_run_opts *o, const tune_problem *p) {
   if (o->n_problems == 0) return 1;
-  for (int i = 0; i < o->n_problems; ++i) {
-    const char *f = o->problems[i];
-    if (!strchr(f, '=')) { if (!strcmp(f, p->name)) return 1; continue; }
-    if (json_matches(p->dims_json, f)) return 1;
-  }
+  for (int i = 0; i < o->n_problems; ++i)
+    if (tune_problem_filter_match(o->problems[i], p)) return 1;
   return 0;
 }
 
@@ -113,14 +114,13 @@ static void did_you_mean(const char *word, const char *const *names, int n, char
   snprintf(out, len, "%s%s%s", near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
 }
 
-/* --problem F names a problem of some recipe of the file, or matches its dims. */
-static int check_problem_filter(const tune_recipes *set, const char *f, const char *file, tune_err *err) {
+int tune_problem_filter_check(const tune_recipes *set, const char *f, const char *file, tune_err *err) {
   const char *names[256];
   int n = 0, by_dims = strchr(f, '=') != NULL;
   for (int ri = 0; ri < set->n; ++ri)
     for (int pi = 0; pi < set->r[ri].n_problems; ++pi) {
       const tune_problem *p = &set->r[ri].problems[pi];
-      if (by_dims ? json_matches(p->dims_json, f) : !strcmp(f, p->name)) return TUNE_OK;
+      if (tune_problem_filter_match(f, p)) return TUNE_OK;
       add_name(names, &n, 256, p->name);
     }
   char list[1024], hint[128] = "";
@@ -176,7 +176,7 @@ static int check_only_pair(const tune_recipes *set, const char *filter, const ch
 
 int tune_run_opts_check(const tune_run_opts *o, const tune_recipes *set, tune_err *err) {
   for (int i = 0; i < o->n_problems; ++i)
-    if (check_problem_filter(set, o->problems[i], o->recipe_path, err)) return err->code;
+    if (tune_problem_filter_check(set, o->problems[i], o->recipe_path, err)) return err->code;
   for (int i = 0; i < o->n_only; ++i) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", o->only[i]);

@@ -52,6 +52,14 @@ typedef struct tune_run_opts {
 /* Does a config (its JSON, as the database stores it) pass the --only filters? */
 int tune_run_opts_select_config(const tune_run_opts *o, const char *params_json);
 
+/* One --problem filter (tune run, tune compare): a problem's name, or K=V[,K=V] on its dims (a bare
+ * word that is not a number or boolean matches a string dim). The check fails with TUNE_EINVAL when
+ * no problem of the file's recipes matches, listing their names (and the nearest to a misspelt one). */
+struct tune_problem;
+struct tune_recipes;
+int tune_problem_filter_match(const char *filter, const struct tune_problem *p);
+int tune_problem_filter_check(const struct tune_recipes *set, const char *filter, const char *file, tune_err *err);
+
 /* Check the --problem and --only filters against the recipe file's recipes: each --problem must
  * name a problem of one of them (or match its dims), each K=V of --only a parameter and one of its
  * values. TUNE_EINVAL otherwise, naming the option and listing the valid names. */

@@ -5,7 +5,8 @@
 #  - with sustained rounds, each problem gets a selection of timing 'sustained', recorded with the
 #    comparison, and `tune db best` (so bundles) takes its choice first;
 #  - where the sustained winner is not the run's burst-timed fastest, the comparison says so;
-#  - burst-only rounds record no selection; the same answer in both modes changes no choice.
+#  - burst-only rounds record no selection; the same answer in both modes changes no choice;
+#  - --problem takes a name or K=V on the dims, as tune run's does, and refuses one that matches nothing.
 . "$(dirname "$0")/lib.sh"
 export TUNE_WORKER_PROGRAM="${FAKE_WORKER:?set FAKE_WORKER to the stand-in worker}" FAKE_GPUS=1 FAKE_MEASURE_MS=10 \
   FAKE_TIMER=cupti
@@ -18,6 +19,16 @@ check "the run selected in burst mode" test "$(sql a.db "select count(*) from se
 "$TUNE" compare "$R" --no-peers --top-k 3 --timing burst --db a.db >burst.txt 2>&1
 check "a burst-only comparison exits 0" test $? -eq 0
 check "... and records no selection" test "$(sql a.db "select count(*) from selections")" = 2
+
+cp a.db filter.db
+"$TUNE" compare "$R" --no-peers --top-k 2 --timing burst --problem N=131072 --db filter.db >filter.txt 2>&1
+check "--problem K=V compares the problems whose dims match" contains filter.txt "| 128K | burst"
+check "... and only those" lacks filter.txt "| 64K |"
+n_cmp=$(sql filter.db "select count(*) from comparisons")
+"$TUNE" compare "$R" --no-peers --problem 64k --db filter.db >typo.txt 2>&1
+check "a --problem no problem has fails" test $? -ne 0
+check "... naming the nearest problem" contains typo.txt "did you mean 64K"
+check "... before it measures anything" test "$(sql filter.db "select count(*) from comparisons")" = "$n_cmp"
 
 cp a.db same.db
 "$TUNE" compare "$R" --no-peers --top-k 3 --db same.db >same.txt 2>&1
