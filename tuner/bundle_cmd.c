@@ -100,7 +100,11 @@ int tune_cmd_bundle(int argc, char **argv) {
   static char recipes_buf[TUNE_BUNDLE_MAX_RECIPES][128];
   int prc = parse_bundle_opts(argc, argv, &o, recipes_buf);
   if (prc) return prc < 0 ? 0 : prc;
-  if (!o.n_recipes || !o.out) { fputs(usage_bundle, stderr); return 2; }
+  if (argc == 0) { fputs(usage_bundle, stderr); return 2; }
+  if (!o.n_recipes || !o.out) {
+    fprintf(stderr, "tune bundle: %s is required (tune bundle --help)\n", !o.n_recipes ? "--recipe NAME" : "-o FILE");
+    return 2;
+  }
   if (o.n_dbs) o.db_path = o.db_paths[0];
   for (int d = 0; d < (o.n_dbs ? o.n_dbs : 1); ++d) {
     const char *p = o.n_dbs ? o.db_paths[d] : o.db_path;

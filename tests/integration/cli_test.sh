@@ -18,6 +18,9 @@ check "bad budget exits 2" test $? -eq 2
 "$TUNE" db best --db nowhere.db >bad.txt 2>&1
 check "db on a missing file fails" test $? -ne 0
 check "db names the missing file" contains bad.txt "nowhere.db"
+"$TUNE" bundle -o x.tbundle >bad.txt 2>&1
+check "bundle without --recipe exits 2" test $? -eq 2
+check "... naming the missing option in one line" test "$(grep -c . bad.txt)" = 1 -a -n "$(grep -- '--recipe NAME is required' bad.txt)"
 ldd "$TUNE" >ldd.txt
 check "tune does not link libcuda" lacks ldd.txt libcuda
 check "tune does not link liblua" lacks ldd.txt liblua
