@@ -238,7 +238,9 @@ static int problem_open(tune_problem_run *x, const tune_rejections *rej, tune_er
   if (tune_recipe_eval_problem(rr->r, x->p, &x->facts, &x->setup, err)) return err->code;
   tune_progress_problem(rr->r->name, x->p, x->space->n_points, rej, be ? be->name : "compile-only", rr->o->quiet,
                         x->sweep ? tune_code_set_pending(rr->codes, x->pi) : 0);
+  double t_setup = tune_now_s();
   if ((!be || be->needs_binaries) && set_reference(x, err)) return err->code;
+  rr->st->t_setup += tune_now_s() - t_setup;
   x->prune_on = tune_sm_limits_for(x->arch, rr->dev->smem_per_block_optin, &x->lim) == 0;
   if (open_sources(x, err)) return err->code;
   x->halving = be ? rr->halving : 0;
@@ -708,7 +710,7 @@ int tune_run_problem(const tune_recipe_run *rr, tune_problem *p, int pi, const s
   if (!rc && !sweep && !tune_interrupted && rr->be && rr->be->needs_binaries && x->evaluated > 0) {
     tune_reselect_req q = {.db = rr->db, .be = rr->be, .r = rr->r, .p = p, .setup = &x->setup, .facts = &x->facts,
                            .run_id = rr->run_id, .recipe_id = rr->recipe_id, .problem_id = x->problem_id,
-                           .device_id = rr->device_id, .sustained = rr->o->sustained};
+                           .device_id = rr->device_id, .sustained = rr->o->sustained, .t_measure = &rr->st->t_select};
     rc = tune_reselect(&q, err);
   }
   problem_close(x);

@@ -119,14 +119,18 @@ void tune_progress_problem_end(const tune_progress *pg, const char *problem, int
 }
 
 /* Where the wall time went: the share spent in the backend's measure (the
- * GPU's work: verify and time) against waiting for compiles (the pool runs
- * while variants compiled before are measured) and everything else. */
+ * GPU's work: verify and time), the search's and the selection rounds', against
+ * waiting for compiles (the pool runs while variants compiled before are
+ * measured), setting problems up (the reference compiled, inputs and reference
+ * outputs made) and everything else. */
 static void print_busy(const tune_run_stats *st, double wall, const tune_backend *be, const char *strategy) {
   if (st->pruned) printf("pruned after compiling (never sent to the GPU): %d\n", st->pruned);
   if (!be || wall <= 0 || !strncmp(be->name, "replay:", 7)) return; /* replay: no GPU to keep busy */
-  printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, waiting for compiles %.1f s, other %.1f s; strategy %s, backend %s)\n",
-         100.0 * st->t_measure / wall, wall, st->t_measure, st->t_compile, wall - st->t_measure - st->t_compile,
-         strategy, be->name);
+  double busy = st->t_measure + st->t_select;
+  printf("GPU busy: %.1f %% of %.1f s wall (measure %.1f s, selection rounds %.1f s, waiting for compiles %.1f s,"
+         " problem setup %.1f s, other %.1f s; strategy %s, backend %s)\n",
+         100.0 * busy / wall, wall, st->t_measure, st->t_select, st->t_compile, st->t_setup,
+         wall - busy - st->t_compile - st->t_setup, strategy, be->name);
 }
 
 void tune_progress_recipe(const char *recipe, const tune_run_stats *st, double halving, double wall,

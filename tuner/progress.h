@@ -24,6 +24,8 @@ typedef struct tune_run_stats {
   int compile_only;           /* of the skipped: compiled fine, not timed (--compile-only) */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
+  double t_select;            /* [s] in the backend's measure for the selection rounds (reselect.h) */
+  double t_setup;             /* [s] setting problems up: the reference compiled, inputs and reference outputs made */
 } tune_run_stats;
 
 /* [s] a monotonic clock: the times of the progress lines and the summary */

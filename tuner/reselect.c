@@ -8,6 +8,7 @@
 
 #include "compare_report.h"
 #include "db_select.h"
+#include "progress.h"
 #include "retime.h"
 
 /* a before b in the resource order of reselect.h */
@@ -75,9 +76,10 @@ static int one_round(const tune_reselect_req *q, int64_t comparison_id, int roun
   for (int i = 0; i < n; ++i) {
     if (!cand[i].ok) continue;
     db_result res;
-    if (tune_retime_once(q->be, q->r, q->p, q->setup, &cv[i], q->sustained, &res, err) ||
-        note_round(q, comparison_id, round, cv, i, &res, ns, cand, err))
-      return err->code;
+    double t0 = tune_now_s();
+    int rc = tune_retime_once(q->be, q->r, q->p, q->setup, &cv[i], q->sustained, &res, err);
+    if (q->t_measure) *q->t_measure += tune_now_s() - t0;
+    if (rc || note_round(q, comparison_id, round, cv, i, &res, ns, cand, err)) return err->code;
   }
   return TUNE_OK;
 }
@@ -104,7 +106,10 @@ static int rounds_on_cards(const tune_reselect_req *q, int64_t comparison_id, tu
         ++in_flight;
       }
       if (!in_flight) break;
-      if (q->be->collect(q->be, &k, err)) return err->code;
+      double t0 = tune_now_s();
+      int rc = q->be->collect(q->be, &k, err);
+      if (q->t_measure) *q->t_measure += tune_now_s() - t0;
+      if (rc) return err->code;
       --in_flight;
       if (note_round(q, comparison_id, first + k, cv, at[k], &res[k], ns, cand, err)) return err->code;
     }

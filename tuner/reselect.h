@@ -48,6 +48,7 @@ typedef struct tune_reselect_req {
   const tune_device_facts *facts;
   int64_t run_id, recipe_id, problem_id, device_id;
   int sustained;
+  double *t_measure;            /* NULL, or [s] wall time in the backend's measure is added here */
 } tune_reselect_req;
 
 /* Re-time and record the selection of one problem (nothing when it has fewer than two ok results:

@@ -50,6 +50,13 @@ check "bayes on one card exits 0" test $? -eq 0
 check "bayes on one card: 20 results, each once" \
   test "$(sql s.db "select count(*), count(distinct config_id || '/' || problem_id) from results")" = "20|20"
 check "bayes on one card: guesses compiled ahead" grep -q "^compiled ahead: [1-9]" s.txt
+# 20 measures and 2 x 4 x 3 selection rounds of 100 ms: the rounds are the GPU's work too
+check "bayes on one card: the selection rounds count as GPU work" python3 - s.txt <<'PY'
+import re, sys
+m = re.search(r"^GPU busy: ([0-9.]+) % of ([0-9.]+) s wall \(measure ([0-9.]+) s, selection rounds ([0-9.]+) s", open(sys.argv[1]).read(), re.M)
+busy, wall, measure, select = map(float, m.groups())
+sys.exit(not (select >= 2.0 and abs(busy - 100 * (measure + select) / wall) < 4))
+PY
 check "bayes on one card: one measure at a time" test "$(python3 - s.log <<'PY'
 import sys
 rows = sorted((float(s), float(e)) for _, s, e in (l.split() for l in open(sys.argv[1])))
