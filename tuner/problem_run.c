@@ -120,8 +120,24 @@ typedef struct tune_problem_run {
 
 /* ---- setting up ------------------------------------------------------------ */
 
+/* The compile cache's binary for job j (its key computed), with its lowered names (stored
+ * space-separated). *hit = 0 when the cache lacks it. */
+static int binary_from_cache(db_conn *db, tune_compile_job *j, int *hit, tune_err *err) {
+  db_binary cached;
+  tune_err e;
+  tune_err_clear(&e);
+  int got = db_binary_get(db, j->bin.key, &cached, &e);
+  *hit = got == TUNE_OK;
+  if (got == TUNE_ENOTFOUND) return TUNE_OK;
+  if (got != TUNE_OK) return tune_fail(err, got, "%s", e.msg);
+  j->bin = cached;
+  tune_lowered_names(&j->bin, j->lowered);
+  return TUNE_OK;
+}
+
 /* The reference, compiled like any variant (also by --compile-only, so a reference that NVRTC
- * rejects is found without a GPU), and handed to the backend with the problem. */
+ * rejects is found without a GPU) or taken from the compile cache, and handed to the backend with
+ * the problem. */
 static int set_reference(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   tune_compile_job ref;
@@ -134,7 +150,12 @@ static int set_reference(tune_problem_run *x, tune_err *err) {
   ref.n_names = 1;
   ref.names[0] = x->setup.ref_launch.kernel;
   ref.is_expr[0] = x->setup.ref_launch.is_expr;
-  if (tune_compile_batch(&ref, 1, 1, err)) return err->code;
+  int hit = 0; /* problems of a recipe often share their reference's defines: compile it once */
+  if (tune_compile_key(&ref, err) || binary_from_cache(rr->db, &ref, &hit, err)) return err->code;
+  if (!hit && (tune_compile_batch(&ref, 1, 1, err) || db_binary_put(rr->db, &ref.bin, err))) {
+    db_binary_release(&ref.bin);
+    return err->code;
+  }
   if (!ref.bin.ok) {
     tune_fail(err, TUNE_ERECIPE, "%s: the reference %s does not compile:\n%s", rr->r->file, rr->r->ref_source,
               ref.bin.log ? ref.bin.log : "");
@@ -312,21 +333,6 @@ static int resume(tune_problem_run *x, candidate *c) {
   rr->st->n_status[prev.status]++;
   rr->st->compile_only += prev.status == DB_SKIPPED && !strcmp(prev.error_text, DB_REASON_COMPILE_ONLY);
   return 1;
-}
-
-/* The compile cache's binary for job j (its key computed), with its lowered names (stored
- * space-separated). *hit = 0 when the cache lacks it. */
-static int binary_from_cache(db_conn *db, tune_compile_job *j, int *hit, tune_err *err) {
-  db_binary cached;
-  tune_err e;
-  tune_err_clear(&e);
-  int got = db_binary_get(db, j->bin.key, &cached, &e);
-  *hit = got == TUNE_OK;
-  if (got == TUNE_ENOTFOUND) return TUNE_OK;
-  if (got != TUNE_OK) return tune_fail(err, got, "%s", e.msg);
-  j->bin = cached;
-  tune_lowered_names(&j->bin, j->lowered);
-  return TUNE_OK;
 }
 
 /* The candidate's compile job: its binary from the cache, from a guess compiled ahead (stored
