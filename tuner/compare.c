@@ -20,6 +20,7 @@
 #include "reselect.h"
 #include "retime.h"
 #include "recipe.h"
+#include "reference_job.h"
 #include "search.h"
 #include "session.h"
 #include "variant_job.h"
@@ -54,24 +55,14 @@ static int problem_wanted(const tune_compare_opts *o, const tune_problem *p) {
   return 0;
 }
 
-/* The reference compiled and the worker given the problem (its inputs and reference outputs). */
+/* The reference (reference_job.h) and the worker given the problem (its inputs and reference outputs). */
 static int set_problem(cmp_ctx *c, tune_problem *p, tune_problem_setup *setup, tune_err *err) {
   char templates[PATH_MAX + 16];
   snprintf(templates, sizeof templates, "%s/templates", c->r->root);
   if (tune_recipe_eval_problem(c->r, p, &c->facts, setup, err)) return err->code;
   tune_compile_job ref;
-  memset(&ref, 0, sizeof ref);
-  ref.source_path = c->r->ref_source;
-  ref.include_root = templates;
-  ref.arch = c->be->device.arch;
-  ref.n_defines = setup->n_ref_defines;
-  ref.defines = (const char(*)[160])setup->ref_defines;
-  ref.n_names = 1;
-  ref.names[0] = setup->ref_launch.kernel;
-  ref.is_expr[0] = setup->ref_launch.is_expr;
-  if (tune_compile_batch(&ref, 1, 1, err)) return err->code;
-  int rc = ref.bin.ok ? c->be->set_problem(c->be, c->r, p, setup, &ref.bin, ref.lowered[0], c->o->seed, err)
-                      : tune_fail(err, TUNE_ERECIPE, "%s: the reference does not compile", c->r->file);
+  int rc = tune_reference_binary(c->db, c->r, setup, templates, c->be->device.arch, &ref, err);
+  if (!rc) rc = c->be->set_problem(c->be, c->r, p, setup, &ref.bin, ref.lowered[0], c->o->seed, err);
   db_binary_release(&ref.bin);
   return rc;
 }

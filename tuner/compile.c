@@ -95,6 +95,19 @@ int tune_compile_key(tune_compile_job *job, tune_err *err) {
   return rc;
 }
 
+int tune_compile_from_cache(db_conn *db, tune_compile_job *job, int *hit, tune_err *err) {
+  db_binary cached;
+  tune_err e;
+  tune_err_clear(&e);
+  int got = db_binary_get(db, job->bin.key, &cached, &e);
+  *hit = got == TUNE_OK;
+  if (got == TUNE_ENOTFOUND) return TUNE_OK;
+  if (got != TUNE_OK) return tune_fail(err, got, "%s", e.msg);
+  job->bin = cached;
+  tune_lowered_names(&job->bin, job->lowered);
+  return TUNE_OK;
+}
+
 static int parse_int_before(const char *line, const char *word) {
   const char *w = strstr(line, word);
   if (!w) return -1;

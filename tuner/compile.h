@@ -49,6 +49,9 @@ void tune_lowered_names(const db_binary *bin, char lowered[][512]);
 
 /* Fill job->bin.key (and options) without compiling. */
 int tune_compile_key(tune_compile_job *job, tune_err *err);
+/* The compile cache's binary for job (its key computed) into job->bin, with its lowered names;
+ * *hit = 0 (and job untouched) when db holds none. */
+int tune_compile_from_cache(db_conn *db, tune_compile_job *job, int *hit, tune_err *err);
 /* Compile jobs[0..n) on n_threads threads. Returns TUNE_OK unless the pool
  * itself failed; each job's bin.ok says whether NVRTC accepted it. */
 int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *err);

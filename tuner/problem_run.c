@@ -13,6 +13,7 @@
 #include "halving.h"
 #include "proposer.h"
 #include "prune.h"
+#include "reference_job.h"
 #include "reselect.h"
 #include "variant_job.h"
 #include "warm_start.h"
@@ -120,45 +121,12 @@ typedef struct tune_problem_run {
 
 /* ---- setting up ------------------------------------------------------------ */
 
-/* The compile cache's binary for job j (its key computed), with its lowered names (stored
- * space-separated). *hit = 0 when the cache lacks it. */
-static int binary_from_cache(db_conn *db, tune_compile_job *j, int *hit, tune_err *err) {
-  db_binary cached;
-  tune_err e;
-  tune_err_clear(&e);
-  int got = db_binary_get(db, j->bin.key, &cached, &e);
-  *hit = got == TUNE_OK;
-  if (got == TUNE_ENOTFOUND) return TUNE_OK;
-  if (got != TUNE_OK) return tune_fail(err, got, "%s", e.msg);
-  j->bin = cached;
-  tune_lowered_names(&j->bin, j->lowered);
-  return TUNE_OK;
-}
-
-/* The reference, compiled like any variant (also by --compile-only, so a reference that NVRTC
- * rejects is found without a GPU) or taken from the compile cache, and handed to the backend with
- * the problem. */
+/* The reference (also compiled by --compile-only, so a reference that NVRTC rejects is found
+ * without a GPU), handed to the backend with the problem. */
 static int set_reference(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   tune_compile_job ref;
-  memset(&ref, 0, sizeof ref);
-  ref.source_path = rr->r->ref_source;
-  ref.include_root = x->templates;
-  ref.arch = rr->dev->arch;
-  ref.n_defines = x->setup.n_ref_defines;
-  ref.defines = (const char(*)[160])x->setup.ref_defines;
-  ref.n_names = 1;
-  ref.names[0] = x->setup.ref_launch.kernel;
-  ref.is_expr[0] = x->setup.ref_launch.is_expr;
-  int hit = 0; /* problems of a recipe often share their reference's defines: compile it once */
-  if (tune_compile_key(&ref, err) || binary_from_cache(rr->db, &ref, &hit, err)) return err->code;
-  if (!hit && (tune_compile_batch(&ref, 1, 1, err) || db_binary_put(rr->db, &ref.bin, err))) {
-    db_binary_release(&ref.bin);
-    return err->code;
-  }
-  if (!ref.bin.ok) {
-    tune_fail(err, TUNE_ERECIPE, "%s: the reference %s does not compile:\n%s", rr->r->file, rr->r->ref_source,
-              ref.bin.log ? ref.bin.log : "");
+  if (tune_reference_binary(rr->db, rr->r, &x->setup, x->templates, rr->dev->arch, &ref, err)) {
     db_binary_release(&ref.bin);
     return err->code;
   }
@@ -349,7 +317,7 @@ static int prepare_job(tune_problem_run *x, candidate *c, tune_err *err) {
   }
   if (tune_compile_key(j, err)) return err->code;
   int hit, taken = 0;
-  if (binary_from_cache(rr->db, j, &hit, err)) return err->code;
+  if (tune_compile_from_cache(rr->db, j, &hit, err)) return err->code;
   b->origin[b->n_jobs] = hit ? JOB_CACHED : JOB_COMPILE;
   if (hit && x->spec && tune_spec_claim_stored(x->spec, j->bin.key)) rr->st->guessed++; /* compiled (counted) by a round */
   else if (hit) rr->st->cached++;
