@@ -2,7 +2,8 @@
  * (tests/fixtures/recipes/prune.lua: one parameter, SMEM_KB 1 | 64 | 250) with NVRTC and a fresh
  * database, no GPU. From the middle config (64) a round guesses its two neighbours (1 and 250); a
  * job with a guess's compile key takes that binary (ok, cubin, kernel name) and a job with another
- * key takes nothing; the flush stores the guess not taken in the compile cache, and a round from
+ * key takes nothing; the flush stores the guess not taken in the compile cache (a later proposal of
+ * it counts as compiled ahead once: tune_spec_claim_stored), and a round from
  * the same point then has nothing left to guess (every neighbour is cached); a round from a new
  * best point guesses its uncached neighbour. Given a strategy, a round guesses what the strategy's
  * peek names (exhaustive: its next configs, beyond the unit steps), and the unit steps when the
@@ -91,6 +92,10 @@ int main(void) {
   db_binary_release(&cached);
   CHECK(db_binary_get(db, jl.bin.key, &cached, &err) == TUNE_ENOTFOUND); /* taken: the caller stores it */
   tune_err_clear(&err);
+  /* a proposal that finds the stored guess in the cache was compiled ahead, once */
+  CHECK(tune_spec_claim_stored(spec, jh.bin.key) == 1);
+  CHECK(tune_spec_claim_stored(spec, jh.bin.key) == 0);
+  CHECK(tune_spec_claim_stored(spec, jl.bin.key) == 0); /* taken from the round, never stored by it */
 
   /* with the taken one stored as problem_run.c does, nothing is left to guess around the middle */
   CHECK(db_binary_put(db, &jl.bin, &err) == TUNE_OK);
