@@ -157,6 +157,10 @@ static int entry_check(const tunert_ctx *ctx, const rt_family *f, const rt_entry
         if (numel > INT64_MAX / x) { snprintf(why, n, "arg %s: too many elements", f->arg_names[a]); return -1; }
         numel *= x;
       }
+      if (f->arg_size[a] > 1 && numel > INT64_MAX / f->arg_size[a]) { /* its bytes: a 64-bit size */
+        snprintf(why, n, "arg %s: too many bytes", f->arg_names[a]);
+        return -1;
+      }
       c->rank[a] = r;
       c->numel[a] = numel;
     } else if (e->value[a]) {
