@@ -150,7 +150,8 @@ static int bayes_init(search_strategy *s, tune_err *err) {
   /* (n + 40) / 60: 1 up to 79 points, 2 up to 139, 3 up to 199, ... A larger cold design (points /
      12, 3..10: the centre and maximin draws) was tried and lost more spaces than it won on
      docs/search.md's criteria (a) and (c): on GEMM the centre and the local steps from it are
-     strong. */
+     strong. A design of at least two points (the centre and one far draw) traded (c) for (b)
+     on the design spaces and was not kept either. */
   uint32_t k = (st->pool.n + 2 * BAYES_INIT_PER / 3) / BAYES_INIT_PER;
   st->n_init = k < 1 ? 1 : k > BAYES_N_INIT_MAX ? BAYES_N_INIT_MAX : (int)k;
   for (int k = 0; k < st->d; k++) st->cost.log_ls[k] = st->feas.log_ls[k] = log(BAYES_LS_PRIOR);
