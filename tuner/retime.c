@@ -45,13 +45,15 @@ int tune_retime_prepare(db_conn *db, tune_recipe *r, tune_problem *p, const tune
     if ((rc = tune_recipe_eval_variant(r, vi, p, facts, &cv[i].v, err))) goto done;
     if (cv[i].v.skip) continue;
     tune_variant_job(&jobs[i], r->template_path, templates, arch, &cv[i].v);
-    if ((rc = tune_compile_key(&jobs[i], err))) goto done;
-    tune_err e;
-    tune_err_clear(&e);
-    int got = db_binary_get(db, jobs[i].bin.key, &cv[i].bin, &e);
-    if (got == TUNE_ENOTFOUND) todo[n_todo++] = i;
-    else if (got) { rc = tune_fail(err, got, "%s", e.msg); goto done; }
-    else cv[i].ready = cv[i].bin.ok;
+    int hit = 0;
+    if ((rc = tune_compile_key(&jobs[i], err)) || (rc = tune_compile_from_cache(db, &jobs[i], &hit, err))) goto done;
+    if (!hit) {
+      todo[n_todo++] = i;
+      continue;
+    }
+    cv[i].bin = jobs[i].bin; /* now the candidate's */
+    memset(&jobs[i].bin, 0, sizeof jobs[i].bin);
+    cv[i].ready = cv[i].bin.ok;
   }
   for (int t = 0; t < n_todo; ++t) { /* compiled in parallel below: gather the misses first */
     if (t != todo[t]) { tune_compile_job tmp = jobs[t]; jobs[t] = jobs[todo[t]]; jobs[todo[t]] = tmp; }
