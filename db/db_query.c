@@ -242,7 +242,10 @@ fail:
   "(SELECT s.id FROM selections s WHERE s.recipe_id = r.recipe_id AND s.problem_id = r.problem_id" \
   " AND s.device_id = r.device_id ORDER BY s.id DESC LIMIT 1)"
 #define SELECTED_ID "(SELECT result_id FROM selections WHERE id = " LATEST_SELECTION ")"
-#define SELECTED_WHY "(SELECT rule || ': ' || why FROM selections WHERE id = " LATEST_SELECTION " AND result_id = r.id)"
+/* "fastest in sustained rounds: ...": the mode says whether a comparison's sustained rounds chose it */
+#define SELECTED_WHY                                                                                        \
+  "(SELECT rule || ' in ' || timing || ' rounds: ' || why FROM selections WHERE id = " LATEST_SELECTION \
+  " AND result_id = r.id)"
 
 /* Ranks the ok results of each (recipe source, problem, GPU): the latest selection's choice
  * first (SELECTED is its result id, NULL in a file without selections), then by median; the

@@ -45,6 +45,8 @@ check "... selects in sustained mode per problem" \
 check "... says the sustained winner is not the burst-timed fastest" contains salt.txt "is not the database's fastest"
 sus=$(sql a.db "select c.params_json from selections s join results r on r.id = s.result_id join configs c on c.id = r.config_id join problems p on p.id = s.problem_id where s.timing = 'sustained' and p.name = '64K'")
 check "... which db best now takes ($sus)" test "$("$TUNE" db best --db a.db | awk '$2 == "64K"' | sed 's/.* us .*  //')" != "$burst_best"
+"$TUNE" db best --db a.db --json >best.json
+check "... and says it was chosen in sustained rounds" contains best.json '"selection": "fastest in sustained rounds: '
 check "... the sustained choice is one of the re-timed candidates" \
   test "$(sql a.db "select count(*) from measurements m join selections s on s.comparison_id = m.comparison_id and s.result_id = m.result_id where s.timing = 'sustained' and m.timing = 'sustained'")" -ge 6
 finish
