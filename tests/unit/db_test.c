@@ -1161,7 +1161,7 @@ static void test_selections(fixture *fx) {
   json_t *row = json_array_get(best, 0);
   CHECK(json_integer_value(json_object_get(row, "result_id")) == slower);
   CHECK(!strcmp(json_string_value(json_object_get(row, "selection")) ? json_string_value(json_object_get(row, "selection")) : "",
-                "tie-fewer-resources: within the spread, fewer registers"));
+                "tie-fewer-resources in burst rounds: within the spread, fewer registers"));
   json_decref(best);
   char sql[200];
   snprintf(sql, sizeof sql, "SELECT count(*) FROM v_best WHERE result_id = %lld AND selected = 1", (long long)slower);
