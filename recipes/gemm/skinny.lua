@@ -2,7 +2,7 @@
 -- problems, names, inputs, reference and tolerance as recipes/gemm.lua's decode problems, so results
 -- compare per problem; a recipe file of its own so that recipes/gemm.lua's recordings keep their
 -- source hash (`tune run recipes/gemm/skinny.lua`; its replay, once recorded: data/recorded/skinny.db;
--- the one run so far, on an H200 with an earlier source: data/runs/gemm.skinny-2026-11-22T0808.db).
+-- the one run so far, on an H200 with an earlier source, is listed in data/README.md under data/runs/).
 --
 -- Decode GEMMs are a stream of B (2 N K bytes, 64..117 MB here) with a (M x K) re-read from L2. The
 -- template keeps B's stream at copy speed with a deep TMA ring per block (one thread issues, STAGES
