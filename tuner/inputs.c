@@ -114,8 +114,14 @@ static void fill_offsets(const tune_arg_def *def, int64_t numel, uint64_t base, 
   }
 }
 
+uint64_t tune_inputs_base(uint64_t seed, int arg_index) {
+  return splitmix64(seed ^ splitmix64((uint64_t)arg_index + 1));
+}
+
+int tune_inputs_elementwise(tune_init init) { return init != TUNE_INIT_PERMUTATION && init != TUNE_INIT_OFFSETS; }
+
 void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
-  uint64_t base = splitmix64(seed ^ splitmix64((uint64_t)arg_index + 1));
+  uint64_t base = tune_inputs_base(seed, arg_index);
   if (def->init == TUNE_INIT_PERMUTATION) {
     for (int64_t i = 0; i < numel; ++i) store(def->dtype, dst, i, (double)i);
     for (int64_t i = numel - 1; i > 0; --i) { /* Fisher-Yates */
@@ -143,11 +149,11 @@ static void *fill_main(void *a) {
 void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = ncpu > 32 ? 32 : (int)ncpu;
-  if (def->init == TUNE_INIT_PERMUTATION || def->init == TUNE_INIT_OFFSETS || numel < (1 << 22) || nt < 2) {
+  if (!tune_inputs_elementwise(def->init) || numel < (1 << 22) || nt < 2) {
     tune_inputs_fill(def, numel, seed, arg_index, dst);
     return;
   }
-  uint64_t base = splitmix64(seed ^ splitmix64((uint64_t)arg_index + 1));
+  uint64_t base = tune_inputs_base(seed, arg_index);
   pthread_t th[32];
   fill_job jobs[32];
   int started = 0;

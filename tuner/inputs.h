@@ -13,6 +13,12 @@
 void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
 /* The same values as tune_inputs_fill, generated on all cores. */
 void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
+/* The generator's key for (seed, arg_index): element i of an elementwise init draws from keys
+ * base + 2 i and base + 2 i + 1 (the worker's device fill computes the same, worker_kernels.c). */
+uint64_t tune_inputs_base(uint64_t seed, int arg_index);
+/* 1 when element i of init depends on (base, i) alone (uniform, normal, randint, wide, none);
+ * 0 for the permutation and the offsets, drawn in sequence. */
+int tune_inputs_elementwise(tune_init init);
 /* Element i of a typed buffer as a double. */
 double tune_inputs_get(tune_dtype t, const void *buf, int64_t i);
 /* The expected squared error of rounding a real value to nearest in t, given that it rounded to

@@ -406,9 +406,7 @@ static json_t *do_problem(wstate *w, json_t *msg, const void *cubin, size_t cubi
     w->bytes[i] = (size_t)w->numel[i] * (size_t)tune_dtype_size(d->dtype);
     if (tune_wk_guard_alloc(w->bytes[i], &w->guard_base[i], &w->ptr[i], err)) goto fail;
     if (!d->output) {
-      if (tune_wk_host_reserve(w, w->bytes[i], err)) goto fail;
-      tune_inputs_fill_parallel(d, w->numel[i], seed, i, w->host);
-      CU_TRY(err, cuMemcpyHtoD(w->ptr[i], w->host, w->bytes[i]));
+      if (tune_wk_fill(w, d, w->numel[i], seed, i, w->ptr[i], err)) goto fail;
       if (tune_wk_checksum(w, i, &w->in_hash[i], err)) goto fail; /* builds the checksum kernel on first use */
     }
   }

@@ -43,7 +43,7 @@ typedef struct wstate {
   CUdeviceptr ref[TUNE_MAX_ARGS]; /* reference outputs, on the device in the output's dtype */
   uint64_t in_hash[TUNE_MAX_ARGS];/* device checksum of each input tensor */
   CUmodule sum_mod;               /* tune's own kernels (worker_kernels.c) */
-  CUfunction sum_fn, cmp_fn, guard_fn;
+  CUfunction sum_fn, cmp_fn, guard_fn, fill_fn;
   CUdeviceptr sum_out;            /* the checksum's and a comparison's results */
   CUdeviceptr guard_out;          /* the guard scans' results */
   void *host;                     /* staging buffer */
@@ -88,6 +88,12 @@ int tune_wk_kernels_init(wstate *w, tune_err *err);
 /* Compile them for arch with NVRTC (no GPU needed): job->bin holds the cubin when TUNE_OK. */
 int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err);
 int tune_wk_checksum(wstate *w, int i, uint64_t *sum, tune_err *err);
+/* Input values into dst: numel elements of def's dtype drawn from its init as tune_inputs_fill
+ * draws them for (seed, arg_index); elementwise inits on the device (worker_kernels.c's tune_fill:
+ * no host pass over a tensor of gigabytes, no copy), the others on the host and copied. f64
+ * values through log, cos or exp2 can differ from the host's in their last places. */
+int tune_wk_fill(wstate *w, const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, CUdeviceptr dst,
+                 tune_err *err);
 int tune_wk_compare(wstate *w, int i, CUdeviceptr ref, tune_compare *c, tune_err *err);
 /* The comparison launched on the null stream into res (a tune_wk_cmp on the device, initialized),
  * not waited for; its result read back with tune_wk_compare_result. */

@@ -107,6 +107,62 @@ static const char kernels_src[] =
     "    atomicMax(&stat[0], (unsigned long long)__double_as_longlong(mx)); atomicAdd(&stat[1], bad);\n"
     "    atomicMin(&stat[2], first);\n"
     "  }\n"
+    "}\n"
+    /* tune_inputs_fill's elementwise inits on the device: element i from (base, i) by the same
+       integer hash and the same double arithmetic, rounded (no contraction: __dmul_rn, __dadd_rn)
+       into dtype dt as tuner/inputs.c stores it. log, cos and exp2 are CUDA's, within an ulp or
+       two of the host library's: f64 values of the normal and wide inits differ from the host's in
+       their last places, narrower ones only where a value lies on a rounding boundary
+       (tests/gpu/inputs_fill_gpu.c measures both). */
+    "__device__ unsigned long long tf_mix(unsigned long long x) {\n"
+    "  x += 0x9e3779b97f4a7c15ull;\n"
+    "  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
+    "  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;\n"
+    "  return x ^ (x >> 31);\n"
+    "}\n"
+    "__device__ double tf_u01(unsigned long long k) { return __dmul_rn((double)(tf_mix(k) >> 11) + 0.5, 0x1.0p-53); }\n"
+    "__device__ unsigned char tf_e4m3(double v) {\n"
+    "  unsigned char sign = signbit(v) ? 0x80 : 0;\n"
+    "  double a = fabs(v);\n"
+    "  if (isnan(v)) return 0x7f;\n"
+    "  if (a >= 448.0) return sign | 0x7e;\n"
+    "  if (a < 0x1p-6) return sign | (unsigned char)rint(__dmul_rn(a, 0x1p9));\n"
+    "  int e;\n"
+    "  double m = __dadd_rn(__dmul_rn(frexp(a, &e), 2.0), -1.0);\n"
+    "  double q = rint(__dmul_rn(m, 8.0));\n"
+    "  if (q == 8.0) { q = 0; ++e; }\n"
+    "  unsigned bits = ((unsigned)(e - 1 + 7) << 3) | (unsigned)q;\n"
+    "  return sign | (unsigned char)(bits > 0x7e ? 0x7e : bits);\n"
+    "}\n"
+    "extern \"C\" __global__ void tune_fill(void *dst, int dt, int init, double a, double b,\n"
+    "    unsigned long long base, unsigned long long n) {\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "    unsigned long long k = base + 2 * i;\n"
+    "    double v;\n"
+    "    if (init == 2) {\n" /* TUNE_INIT_NORMAL */
+    "      double r = sqrt(__dmul_rn(-2.0, log(tf_u01(k))));\n"
+    "      v = __dadd_rn(a, __dmul_rn(__dmul_rn(b, r), cos(__dmul_rn(6.283185307179586, tf_u01(k + 1)))));\n"
+    "    } else if (init == 3) {\n" /* TUNE_INIT_RANDINT */
+    "      long long lo = (long long)a, hi = (long long)b;\n"
+    "      v = (double)(lo + (long long)(tf_mix(k) % (unsigned long long)(hi - lo + 1)));\n"
+    "    } else if (init == 6) {\n" /* TUNE_INIT_WIDE */
+    "      v = __dmul_rn(exp2(__dadd_rn(a, __dmul_rn(__dadd_rn(b, -a), tf_u01(k)))), (tf_mix(k + 1) & 1) ? -1.0 : 1.0);\n"
+    "    } else {\n"
+    "      v = __dadd_rn(a, __dmul_rn(__dadd_rn(b, -a), tf_u01(k)));\n"
+    "    }\n"
+    "    switch (dt) {\n" /* tune_dtype's order */
+    "    case 0: ((float *)dst)[i] = __double2float_rn(v); break;\n"
+    "    case 1: { unsigned short h; asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(v)); ((unsigned short *)dst)[i] = h; break; }\n"
+    "    case 2: { unsigned u = __float_as_uint(__double2float_rn(v));\n"
+    "      ((unsigned short *)dst)[i] = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0 : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "      break; }\n"
+    "    case 3: ((int *)dst)[i] = (int)v; break;\n"
+    "    case 4: ((long long *)dst)[i] = (long long)v; break;\n"
+    "    case 5: ((double *)dst)[i] = v; break;\n"
+    "    default: ((unsigned char *)dst)[i] = tf_e4m3(v); break;\n"
+    "    }\n"
+    "  }\n"
     "}\n";
 
 int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *err) {
@@ -115,6 +171,7 @@ int tune_wk_kernels_compile(const char *arch, tune_compile_job *job, tune_err *e
   job->source_text = kernels_src;
   job->include_root = ".";
   job->arch = arch;
+  /* extern "C" kernels: the names key the job; tune_fill (no room for a fifth) loads by its name alike */
   job->n_names = 4;
   job->names[0] = "tune_checksum";
   job->names[1] = "scratch_zero";
@@ -143,6 +200,7 @@ int tune_wk_kernels_init(wstate *w, tune_err *err) {
   CU_TRY(err, cuModuleGetFunction(&w->zero_fn, w->sum_mod, "scratch_zero"));
   CU_TRY(err, cuModuleGetFunction(&w->cmp_fn, w->sum_mod, "tune_compare"));
   CU_TRY(err, cuModuleGetFunction(&w->guard_fn, w->sum_mod, "tune_guard"));
+  CU_TRY(err, cuModuleGetFunction(&w->fill_fn, w->sum_mod, "tune_fill"));
   CU_TRY(err, cuMemAlloc(&w->guard_out, TUNE_WK_GUARD_SLOTS * 3 * sizeof(unsigned long long)));
   CU_TRY(err, cuMemAlloc(&w->sum_out, 8 + sizeof(tune_wk_cmp))); /* the checksum's 8 bytes, a comparison's result */
   return TUNE_OK;
@@ -168,6 +226,27 @@ fail:
   return err->code;
 }
 
+int tune_wk_fill(wstate *w, const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, CUdeviceptr dst,
+                 tune_err *err) {
+  if (!tune_inputs_elementwise(def->init)) { /* a permutation, offsets: drawn in sequence, on the host */
+    size_t bytes = (size_t)numel * (size_t)tune_dtype_size(def->dtype);
+    if (tune_wk_host_reserve(w, bytes, err)) return err->code;
+    tune_inputs_fill(def, numel, seed, arg_index, w->host);
+    CU_TRY(err, cuMemcpyHtoD(dst, w->host, bytes));
+    return TUNE_OK;
+  }
+  if (tune_wk_kernels_init(w, err)) return err->code;
+  int dt = (int)def->dtype, init = (int)def->init;
+  double a = def->init_a, b = def->init_b;
+  unsigned long long base = tune_inputs_base(seed, arg_index), n = (unsigned long long)numel;
+  void *args[] = {&dst, &dt, &init, &a, &b, &base, &n};
+  unsigned blocks = (unsigned)(n / 256 + 1 > 4096 ? 4096 : n / 256 + 1);
+  CU_TRY(err, cuLaunchKernel(w->fill_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+  CU_TRY(err, cuCtxSynchronize());
+  return TUNE_OK;
+fail:
+  return err->code;
+}
 
 const tune_wk_cmp tune_wk_cmp_init = {{0, 0, 0}, {0, 0, ~0ull}};
 

@@ -38,12 +38,7 @@ static int fill_input(wstate *w, int i, int set, uint64_t seed0, uint64_t seed1,
   tune_arg_def def = w->def[i];
   int second_data = set && !is_structure(w, i);
   if (second_data && def.adv_init) { def.init = def.adv_init; def.init_a = def.adv_a; def.init_b = def.adv_b; }
-  if (tune_wk_host_reserve(w, w->bytes[i], err)) return err->code;
-  tune_inputs_fill_parallel(&def, w->numel[i], second_data ? seed1 : seed0, i, w->host);
-  CU_TRY(err, cuMemcpyHtoD(dst, w->host, w->bytes[i]));
-  return TUNE_OK;
-fail:
-  return err->code;
+  return tune_wk_fill(w, &def, w->numel[i], second_data ? seed1 : seed0, i, dst, err);
 }
 
 /* Draw the other set's inputs. Out of device memory, the problem keeps one set (said in each

@@ -1,5 +1,5 @@
 /* worker_kernels_test.c: tune's own worker kernels (tuner/worker_kernels.c: input checksum,
- * scratch zeroing, output comparison) compile with NVRTC for the architectures tune runs on, and
+ * scratch zeroing, output comparison, input fill) compile with NVRTC for the architectures tune runs on, and
  * each entry point is in the cubin. NVRTC needs no GPU; tests/gpu/faults_test.sh runs them.
  * Exit status: 0 when every CHECK passed. */
 #define _GNU_SOURCE /* memmem */
@@ -20,6 +20,7 @@ int main(void) {
     CHECK(job.bin.ok && job.bin.cubin && job.bin.cubin_size > 0 && job.n_names == 4);
     for (int k = 0; k < job.n_names; ++k)
       CHECK(memmem(job.bin.cubin, job.bin.cubin_size, job.names[k], strlen(job.names[k])) != NULL);
+    CHECK(memmem(job.bin.cubin, job.bin.cubin_size, "tune_fill", 9) != NULL); /* loaded by name, not listed */
     db_binary_release(&job.bin);
   }
   printf("worker_kernels_test: %d passed, %d failed\n", n_pass, n_fail);
