@@ -1,8 +1,8 @@
 -- gemm/skinny.lua: the decode-shape GEMM of issue 5 (M <= 128), templates/gemm/skinny.cuh. Same
 -- problems, names, inputs, reference and tolerance as recipes/gemm.lua's decode problems, so results
 -- compare per problem; a recipe file of its own so that recipes/gemm.lua's recordings keep their
--- source hash (`tune run recipes/gemm/skinny.lua`; its replay, once recorded: data/recorded/skinny.db;
--- the one run so far, on an H200 with an earlier source, is listed in data/README.md under data/runs/).
+-- source hash (`tune run recipes/gemm/skinny.lua`; its replay: data/recorded/gemm.skinny.db, an
+-- H100 recording, and its comparison with cuBLAS in docs/benchmarks.md).
 --
 -- Decode GEMMs are a stream of B (2 N K bytes, 64..117 MB here) with a (M x K) re-read from L2. The
 -- template keeps B's stream at copy speed with a deep TMA ring per block (one thread issues, STAGES

@@ -5,7 +5,7 @@
 #   2. tune run recipes/gemm/skinny.lua, exhaustive, seed 1, under a time limit (results are stored as
 #      they come, so a cut run still reports what it measured), after a smoke run of a few variants
 #      that stops the call early when none of them verifies
-#   3. OUTDIR/skinny.db (lean_db.py; as data/recorded/skinny.db it is what `tune run
+#   3. OUTDIR/skinny.db (lean_db.py; as data/recorded/gemm.skinny.db it is what `tune run
 #      recipes/gemm/skinny.lua` replays), OUTDIR/logs.tgz (peers, tune log, full report), and last a
 #      short table: problem, tuned us, cuBLAS us, cuBLAS / tuned, tuned GB/s, the best config, its
 #      registers and spills, verified / evaluated variants, and the recorded best of recipes/gemm.lua
