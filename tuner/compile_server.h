@@ -21,11 +21,6 @@
  * compile in process. Call before any pool starts. */
 void tune_compile_servers_enable(const char *exe);
 int tune_compile_servers_enabled(void);
-/* A run that measures on a GPU compiles in process unless TUNE_COMPILE_SERVERS=1: servers pay off
- * for large batches of short compiles (compile-only runs, bundles), while a measuring run compiles
- * few variants at a time beside the GPU, where they did not (docs/architecture.md). Call before any
- * pool starts. */
-void tune_compile_servers_when_measuring(void);
 /* Close every server's pipes and reap it (a server exits on EOF). No pool may be running. */
 void tune_compile_servers_stop(void);
 

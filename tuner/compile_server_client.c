@@ -42,11 +42,6 @@ void tune_compile_servers_enable(const char *exe) {
 
 int tune_compile_servers_enabled(void) { return atomic_load(&servers_on); }
 
-void tune_compile_servers_when_measuring(void) {
-  const char *want = getenv("TUNE_COMPILE_SERVERS");
-  if (!(want && *want && strcmp(want, "0"))) atomic_store(&servers_on, 0);
-}
-
 tune_compile_server *tune_compile_server_acquire(void) {
   tune_compile_server *s = NULL;
   pthread_mutex_lock(&slots_mu);

@@ -6,7 +6,6 @@
 
 #include "argv.h"
 #include "commands.h"
-#include "compile_server.h"
 #include "session.h"
 #include "shard.h"
 #include "stop_signal.h"
@@ -104,10 +103,8 @@ static const char *usage_run =
     "                       `worker --device N` (default: this tune); e.g. a script that\n"
     "                       runs `compute-sanitizer tune \"$@\"`\n"
     "  TUNE_COMPILE_IN_PROCESS=1  compile in this process instead of one `tune\n"
-    "                       compile-server` child per compile thread, which\n"
-    "                       --compile-only runs with --jobs > 1 use; the binaries are\n"
-    "                       the same\n"
-    "  TUNE_COMPILE_SERVERS=1  compile servers for a run that measures too\n";
+    "                       compile-server` child per compile thread (with --jobs > 1);\n"
+    "                       the binaries are the same\n";
 
 /* Append the current option's value to list[*n] (at most max of them). */
 static void add_value(tune_argv *ap, const char *v, const char **list, int *n, int max) {
@@ -204,7 +201,6 @@ int tune_cmd_run(int argc, char **argv) {
   if (ap.failed) { fprintf(stderr, "%s\n", ap.msg); return 2; }
   if (!o.recipe_path) { fputs(usage_run, stderr); return 2; }
   if (check_run_opts(&o)) return 2;
-  if (!o.compile_only) tune_compile_servers_when_measuring();
   tune_stop_signals_install();
   tune_err err;
   tune_err_clear(&err);
