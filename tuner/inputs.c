@@ -2,9 +2,7 @@
 #include "inputs.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
-#include <unistd.h>
 
 static inline uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -137,34 +135,6 @@ void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int
     return;
   }
   fill_range(def, base, 0, numel, dst);
-}
-
-typedef struct fill_job { const tune_arg_def *def; uint64_t base; int64_t lo, hi; void *dst; } fill_job;
-static void *fill_main(void *a) {
-  fill_job *j = a;
-  fill_range(j->def, j->base, j->lo, j->hi, j->dst);
-  return NULL;
-}
-
-void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst) {
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  int nt = ncpu > 32 ? 32 : (int)ncpu;
-  if (!tune_inputs_elementwise(def->init) || numel < (1 << 22) || nt < 2) {
-    tune_inputs_fill(def, numel, seed, arg_index, dst);
-    return;
-  }
-  uint64_t base = tune_inputs_base(seed, arg_index);
-  pthread_t th[32];
-  fill_job jobs[32];
-  int started = 0;
-  for (int t = 0; t < nt; ++t) {
-    jobs[t] = (fill_job){def, base, numel * t / nt, numel * (t + 1) / nt, dst};
-    if (t > 0 && pthread_create(&th[t], NULL, fill_main, &jobs[t]) == 0) { ++started; continue; }
-    if (t > 0) fill_main(&jobs[t]); /* could not start a thread: do it here */
-  }
-  fill_main(&jobs[0]);
-  for (int t = 1; t < nt; ++t)
-    if (t <= started) pthread_join(th[t], NULL);
 }
 
 /* Elements [lo, hi) of the tensor; element i depends only on (base, i). */

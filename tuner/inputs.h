@@ -11,8 +11,6 @@
 
 /* Fill dst (numel elements of def->dtype) from def's distribution. */
 void tune_inputs_fill(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
-/* The same values as tune_inputs_fill, generated on all cores. */
-void tune_inputs_fill_parallel(const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, void *dst);
 /* The generator's key for (seed, arg_index): element i of an elementwise init draws from keys
  * base + 2 i and base + 2 i + 1 (the worker's device fill computes the same, worker_kernels.c). */
 uint64_t tune_inputs_base(uint64_t seed, int arg_index);
