@@ -5,7 +5,9 @@
 # `tune compare --no-peers` with both timing modes (its selection rows, sustained last). About five
 # minutes on an H100. Prints a short summary last; the logs go to OUTDIR/check.tgz.
 # Carry: build/tune, build/lib, build/libtune_cupti_py.so and the gpu test binaries
-# (build/tests/tunert_*_gpu, or copies named by TUNERT_*_GPU as device_gpu_tests.sh reads them).
+# (build/tests/tunert_*_gpu and build/tests/inputs_fill_gpu, or copies named by TUNERT_*_GPU and
+# INPUTS_FILL_GPU as device_gpu_tests.sh reads them). The build is RelWithDebInfo: `strip --strip-debug`
+# on the carried binaries keeps tree and carry under the device tool's 64 MiB.
 # env: RECIPE (default recipes/attention/decode.lua), BUDGET (default 60), SKIP_PY=1
 set -u
 out=${1:?usage: device_check.sh OUTDIR}
