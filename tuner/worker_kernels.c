@@ -226,6 +226,12 @@ fail:
   return err->code;
 }
 
+/* The kernels name tune_init and tune_dtype values by number (tune_fill, tune_compare). */
+_Static_assert(TUNE_INIT_NORMAL == 2 && TUNE_INIT_RANDINT == 3 && TUNE_INIT_WIDE == 6, "tune_fill's init numbers");
+_Static_assert(TUNE_F32 == 0 && TUNE_F16 == 1 && TUNE_BF16 == 2 && TUNE_I32 == 3 && TUNE_I64 == 4 && TUNE_F64 == 5 &&
+                   TUNE_E4M3 == 6,
+               "the kernels' dtype numbers");
+
 int tune_wk_fill(wstate *w, const tune_arg_def *def, int64_t numel, uint64_t seed, int arg_index, CUdeviceptr dst,
                  tune_err *err) {
   if (!tune_inputs_elementwise(def->init)) { /* a permutation, offsets: drawn in sequence, on the host */
