@@ -45,10 +45,16 @@ int db_sql_fail(db_conn *db, tune_err *err, int sql_rc, const char *call, sqlite
   const char *what = db->fault_now ? "injected fault" : sqlite3_errmsg(db->h);
   db->fault_now = 0;
   const char *sql = st ? sqlite3_sql(st) : NULL;
+  /* SQLite lets one process write at a time; the usual holder past the timeout is a tune that is
+     stopped (Ctrl-Z) or hung in the middle of a write */
+  char hint[128] = "";
+  if (prim == SQLITE_BUSY)
+    snprintf(hint, sizeof hint, "; another process has held the write lock for over %d s"
+             " (a tune stopped with Ctrl-Z, or hung?)", DB_BUSY_TIMEOUT_MS / 1000);
   if (sql)
-    return tune_fail(err, code, "db %s: %s (%s:%d: %s [%.160s]) (%d)", db->path, what, base, line, call, sql,
-                     sql_rc);
-  return tune_fail(err, code, "db %s: %s (%s:%d: %s) (%d)", db->path, what, base, line, call, sql_rc);
+    return tune_fail(err, code, "db %s: %s%s (%s:%d: %s [%.160s]) (%d)", db->path, what, hint, base, line, call,
+                     sql, sql_rc);
+  return tune_fail(err, code, "db %s: %s%s (%s:%d: %s) (%d)", db->path, what, hint, base, line, call, sql_rc);
 }
 
 int db_stmt(db_conn *db, int id, const char *sql, sqlite3_stmt **out, tune_err *err) {

@@ -27,19 +27,46 @@ check "it ended at its last result or start" test -n "$(sql r.db "SELECT ended_a
 check "the next run is done" test "$(status 2)" = done
 check "no lock file is left" test -z "$(ls r.db.run-*.lock 2>/dev/null)"
 
-# 2. alive but silent (SIGSTOP): not marked; finishes as done once continued
+# 2. alive but silent (SIGSTOP): not marked; finishes as done once continued.
+# A process stopped inside a write transaction blocks every writer of the file (SQLite's one-writer
+# rule; the others give up after the busy timeout), so it is stopped at a moment it holds no write lock.
+write_lock_free() { python3 -c 'import sqlite3,sys
+c=sqlite3.connect(sys.argv[1],timeout=0,isolation_level=None)
+try: c.execute("BEGIN IMMEDIATE"); c.execute("ROLLBACK")
+except sqlite3.OperationalError: sys.exit(1)' r.db; }
+stop_outside_writes() { # stop_outside_writes PID: SIGSTOP PID while it holds no write lock on r.db
+  for _ in $(seq 100); do
+    kill -STOP "$1"
+    write_lock_free && return 0
+    kill -CONT "$1"; sleep 0.05
+  done
+  return 1
+}
 slow_run >c.txt 2>&1 &
 c=$!
 sleep 1
-kill -STOP $c
+check "the slow run is stopped outside a write" stop_outside_writes $c
 sleep 2.5
 quick_run >d.txt 2>&1
-check "a run beside a stopped one succeeds" test $? -eq 0
+rc=$?
+check "a run beside a stopped one succeeds ($rc)" test $rc -eq 0
+[ $rc -eq 0 ] || sed 's/^/    /' d.txt | tail -15 >&2
 check "the stopped run is still running" test "$(status 3)" = running
 check "nothing was marked" lacks d.txt "marked interrupted"
 kill -CONT $c
 wait $c
 check "the continued run ends done" test "$(status 3)" = done
+
+# 2b. a writer that holds the lock past the busy timeout: the run fails and says why
+python3 -c 'import sqlite3,sys,time
+c=sqlite3.connect(sys.argv[1],isolation_level=None); c.execute("BEGIN IMMEDIATE"); print(flush=True); time.sleep(8)' r.db \
+  > hold.txt &
+h=$!
+for _ in $(seq 100); do [ -s hold.txt ] && break; sleep 0.05; done
+quick_run >e.txt 2>&1
+check "a run behind a held write lock fails" test $? -ne 0
+check "it names the lock holder" contains e.txt "database is locked; another process has held the write lock for over 5 s"
+kill $h 2>/dev/null; wait $h 2>/dev/null
 
 # 3. a row of a tune without locks: marked once silent for the grace period, not before
 sql_rw() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' r.db "$1"; }
