@@ -135,7 +135,7 @@ end
 
 local function params(split)
   local p = {
-    { "PATH",           { 0, 1, 2 }, path = true }, -- 0 mma.sync, 1 wgmma (sm_90a), 2 GEMV
+    { "PATH",           { 0, 1, 2 } },          -- 0 mma.sync, 1 wgmma (sm_90a), 2 GEMV
     { "BLOCK_M",        { 16, 32, 64, 128, 256 } },
     { "BLOCK_N",        { 64, 128, 256 } },
     { "WARPS_M",        { 1, 2, 4 } },          -- PATH 0 warp grid

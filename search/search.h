@@ -46,14 +46,11 @@ typedef struct search_space_def {
                                   answers PASS or FAIL. NULL means all -1. */
   search_check_fn check;       /* may be NULL when n_constraints == 0 */
   void *ctx;                   /* passed to check */
-  const unsigned char *path;   /* [n_params] non-zero: the parameter picks a kernel path (its
-                                  values are alternatives, not steps of one scale); NULL: none */
 } search_space_def;
 
 typedef struct search_space {
   int n_params;
   int n_values[SEARCH_MAX_PARAMS];
-  unsigned char path[SEARCH_MAX_PARAMS]; /* as search_space_def's, 0 where it gave none */
   uint64_t n_total;   /* size of the unconstrained product */
   size_t n_points;    /* points that satisfy every constraint */
   uint64_t *points;   /* [n_points] ascending mixed-radix indexes */

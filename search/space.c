@@ -238,8 +238,6 @@ int search_space_enumerate(const search_space_def *def, search_space **out, tune
   if (!sp) return tune_fail(err, TUNE_ENOMEM, WHERE ": no memory for the space");
   sp->n_params = def->n_params;
   memcpy(sp->n_values, def->n_values, (size_t)def->n_params * sizeof(int));
-  if (def->path)
-    for (int i = 0; i < def->n_params; i++) sp->path[i] = def->path[i] != 0;
   sp->n_total = n_total;
   rc = walk_init(&w, def, &local);
   if (rc == TUNE_OK) {

@@ -35,11 +35,6 @@
  * design has no centre: all n_init points are such farthest draws, away from
  * the warm-start points, which already exploit what is known; a centre often
  * lies in their region and adds little (docs/search.md, "bayes").
- * A parameter the space marks as a path (a recipe's `path = true`: its values
- * pick different kernels) adds the centre of each of its values' slices that
- * no point observed or chosen has, cold or warm: which path is fastest is
- * what the problem decides, and the local steps from one path's points
- * seldom reach another's, whose configs differ in many parameters.
  * Then one point per batch (k with search_strategy_set_parallel: see below),
  * two local steps for one global step:
  *  - local: the largest expected improvement among the unseen points one or
@@ -572,26 +567,18 @@ static double dist2(const bayes_state *st, uint32_t a, uint32_t b) {
   return s;
 }
 
-/* Value index of parameter `param` at position pos. */
-static int value_at(const search_pool *p, uint32_t pos, int param) {
-  int vi[SEARCH_MAX_PARAMS];
-  search_point_decode(p->space, p->space->points[pos], vi);
-  return vi[param];
-}
-
 /* The unseen position nearest to the centre of the space: least L1 distance,
  * in normalized coordinates, to 0.5 in every coordinate; ties (a parameter
  * with an even number of values has two middle values) drawn uniformly by
- * reservoir sampling. With param >= 0, only positions whose value of param is
- * `value`: the centre of that slice. -1 when there is no such unseen point. */
-static long centre_point(bayes_state *st, int param, int value) {
+ * reservoir sampling. -1 when every point is seen. */
+static long centre_point(bayes_state *st) {
   search_pool *p = &st->pool;
   long pick = -1;
   double pick_d = INFINITY;
   uint32_t n_tied = 0;
   double x[SEARCH_MAX_PARAMS];
   for (uint32_t i = 0; i < p->n; i++) {
-    if (p->seen[i] || (param >= 0 && value_at(p, i, param) != value)) continue;
+    if (p->seen[i]) continue;
     search_pool_coords(p, i, x);
     double d = 0;
     for (int k = 0; k < p->n_free; k++) d += fabs(x[k] - 0.5);
@@ -640,41 +627,10 @@ static long farthest_draw(bayes_state *st) {
   return pick;
 }
 
-/* Whether a point observed or queued has value `value` of parameter `param`. */
-static int value_covered(const bayes_state *st, int param, int value) {
-  const search_pool *p = &st->pool;
-  for (int i = 0; i < st->n_obs; i++)
-    if (value_at(p, st->obs[i], param) == value) return 1;
-  for (uint32_t i = 0; i < p->queue_len; i++)
-    if (value_at(p, p->queue[i], param) == value) return 1;
-  return 0;
-}
-
-/* The centre of each slice of a path parameter (search_space_def's path) whose value no point
- * observed or queued has: paths differ in kind, so the value order says nothing about which one is
- * fastest, and the local steps from one path's points seldom reach another. Returns how many were
- * queued into *placed. */
-static int cover_paths(bayes_state *st, int *placed, tune_err *err) {
-  search_pool *p = &st->pool;
-  for (int f = 0; f < p->n_free; f++) {
-    int param = p->free_param[f];
-    if (!p->space->path[param]) continue;
-    for (int v = 0; v < p->space->n_values[param]; v++) {
-      if (value_covered(st, param, v)) continue;
-      long c = centre_point(st, param, v);
-      if (c < 0) continue; /* no unseen point takes this value */
-      int rc = search_pool_push(p, (uint32_t)c, err);
-      if (rc) return rc;
-      ++*placed;
-    }
-  }
-  return TUNE_OK;
-}
-
-/* The initial design: the centre point, then the centre of every path not yet covered (cover_paths),
- * then up to n_init points in all, each the unseen draw farthest from the points chosen or seen so
- * far (maximin over BAYES_INIT_DRAWS draws); after a warm start, no centre. n_init is at least
- * `parallel`, the points measured at once. */
+/* The initial design: the centre point, then n_init - 1 points, each the
+ * unseen draw farthest from the points chosen or seen so far (maximin over
+ * BAYES_INIT_DRAWS draws); after a warm start, n_init such farthest draws
+ * and no centre. n_init is at least `parallel`, the points measured at once. */
 static int initial_design(bayes_state *st, int parallel, tune_err *err) {
   search_pool *p = &st->pool;
   int c0 = 1; /* design points placed so far, the centre included */
@@ -684,16 +640,14 @@ static int initial_design(bayes_state *st, int parallel, tune_err *err) {
        sit in their region, so the whole design fills space away from them instead */
     c0 = 0;
   } else {
-    long centre = centre_point(st, -1, 0);
+    long centre = centre_point(st);
     if (centre >= 0) {
       int rc = search_pool_push(p, (uint32_t)centre, err);
       if (rc) return rc;
     }
   }
-  int rc = cover_paths(st, &c0, err);
-  if (rc) return rc;
   for (int c = c0; c < n_init && p->n_seen < p->n; c++) {
-    rc = search_pool_push(p, (uint32_t)farthest_draw(st), err);
+    int rc = search_pool_push(p, (uint32_t)farthest_draw(st), err);
     if (rc) return rc;
   }
   return TUNE_OK;

@@ -418,16 +418,8 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
     tune_param *pp = &r->params[i];
     for (int j = 0; j < i; ++j)
       if (!strcmp(r->params[j].name, pp->name)) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s given twice", r->file, pp->name); }
-    if (is_list) {
-      lua_rawgeti(L, tidx, i + 1);
-      lua_getfield(L, -1, "path"); /* its type is checked by recipe_schema.c */
-      pp->path = lua_toboolean(L, -1);
-      lua_pop(L, 1);
-      lua_rawgeti(L, -1, 2);
-      lua_remove(L, -2);
-    } else {
-      lua_getfield(L, tidx, pp->name);
-    }
+    if (is_list) { lua_rawgeti(L, tidx, i + 1); lua_rawgeti(L, -1, 2); lua_remove(L, -2); }
+    else lua_getfield(L, tidx, pp->name);
     int m = lua_istable(L, -1) ? (int)lua_rawlen(L, -1) : 0;
     if (m == 0) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s: values must be a non-empty list", r->file, pp->name); }
     pp->values = calloc((size_t)m, sizeof *pp->values);
@@ -1084,17 +1076,6 @@ void tune_recipes_free(tune_recipes *set) {
 }
 
 /* ---- constraints --------------------------------------------------------- */
-
-void tune_recipe_space_def(tune_recipe *r, tune_recipe_space *out) {
-  memset(out, 0, sizeof *out);
-  for (int i = 0; i < r->n_params; ++i) {
-    out->n_values[i] = r->params[i].n_values;
-    out->path[i] = (unsigned char)(r->params[i].path != 0);
-  }
-  out->def = (search_space_def){.n_params = r->n_params, .n_values = out->n_values,
-                                .n_constraints = r->n_constraints, .constraint_level = NULL,
-                                .check = tune_recipe_check, .ctx = r, .path = out->path};
-}
 
 int tune_recipe_check(void *ctx, int ci, const int *vi, int n_bound, tune_err *err) {
   tune_recipe *r = ctx;

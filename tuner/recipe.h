@@ -17,7 +17,6 @@
 #include <jansson.h>
 
 #include "tune_err.h"
-#include "../search/search.h"
 
 #define TUNE_MAX_ARGS 32
 #define TUNE_MAX_LAUNCHES 4
@@ -50,7 +49,6 @@ typedef struct tune_param {
   const char *name;
   int n_values;
   tune_value *values;
-  int path;             /* `path = true`: its values pick kernel paths (docs/recipes.md) */
 } tune_param;
 
 typedef struct tune_problem {
@@ -196,14 +194,6 @@ int tune_recipe_add_problems(tune_recipe *r, const char *const *names, const cha
 
 /* Constraint check for search/ (see search_check_fn): ctx is a tune_recipe*. */
 int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bound, tune_err *err);
-
-/* The recipe's space for search_space_enumerate: def points into the arrays beside it. */
-typedef struct tune_recipe_space {
-  int n_values[SEARCH_MAX_PARAMS];
-  unsigned char path[SEARCH_MAX_PARAMS];
-  search_space_def def;
-} tune_recipe_space;
-void tune_recipe_space_def(tune_recipe *r, tune_recipe_space *out);
 
 /* Text of constraint i (0-based) as written in the recipe: the expression
  * string, or "function defined at FILE:LINE" for a function; "" if unknown. */

@@ -346,10 +346,12 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   if (db_device_put(s->db, rr->dev, &rr->device_id, err)) return err->code;
   if (tune_recipe_put(s->db, r, s->set->file_text, &rr->recipe_id, err)) return err->code;
   /* the space, pruned by the recipe's constraints as parameters are bound */
-  tune_recipe_space rs;
-  tune_recipe_space_def(r, &rs);
+  int nv[SEARCH_MAX_PARAMS];
+  for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+  search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                          .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
   double t0 = tune_now_s();
-  if (search_space_enumerate(&rs.def, space, err)) return err->code;
+  if (search_space_enumerate(&def, space, err)) return err->code;
   printf("%s: %zu of %llu configs satisfy the constraints (%.3f s)\n", r->name, (*space)->n_points,
          (unsigned long long)(*space)->n_total, tune_now_s() - t0);
   if (!(*space)->n_points)

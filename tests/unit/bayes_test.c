@@ -186,71 +186,10 @@ static void test_features(void) {
   search_space_free(sp);
 }
 
-/* A path parameter (search_space_def's path): parameter 0 picks one of two kernels, each with its own
- * tuning parameters (1 and 2 for path 0, 3 for path 1; the other path's are pinned to value 0, as
- * recipes pin what a path does not read). Path 0 is 3 x 4 points around the space's centre, all slow;
- * path 1 is 4 points, all within 2 % of the optimum. With the flag the initial design holds the centre
- * of each path, so every seed has a near-optimal point within two evaluations; without it the centre
- * lies on path 0 and the local steps stay there, which some seeds show. */
-static int path_check(void *ctx, int c, const int *v, int n_bound, tune_err *err) {
-  (void)ctx, (void)c, (void)err;
-  if (n_bound < 4) return SEARCH_UNDECIDED;
-  return v[0] == 0 ? v[3] == 0 : v[1] == 0 && v[2] == 0;
-}
-
-static double path_cost(const search_space *sp, uint64_t point) {
-  int v[SEARCH_MAX_PARAMS];
-  search_point_decode(sp, point, v);
-  return v[0] == 0 ? 1500.0 + 10.0 * (v[1] + v[2]) : 1000.0 + 5.0 * v[3];
-}
-
-/* Evaluations until a point within 2 % of the optimum (1000) is found. */
-static int evals_to_near_optimum(const search_space *sp, uint64_t seed) {
-  search_strategy *s = NULL;
-  tune_err err;
-  tune_err_clear(&err);
-  if (search_strategy_new("bayes", sp, seed, &s, &err) != TUNE_OK) return -1;
-  int e = 0;
-  for (; e < (int)sp->n_points; e++) {
-    uint64_t pt;
-    int n = 0;
-    if (search_strategy_next_batch(s, &pt, 1, &n, &err) != TUNE_OK || n != 1) break;
-    double c = path_cost(sp, pt);
-    search_strategy_observe(s, pt, c);
-    if (c <= 1000.0 / 0.98) break;
-  }
-  search_strategy_free(s);
-  return e + 1;
-}
-
-static void test_path_design(void) {
-  int nv[4] = {2, 3, 4, 4};
-  unsigned char path[4] = {1, 0, 0, 0};
-  for (int flagged = 1; flagged >= 0; flagged--) {
-    search_space_def def = {.n_params = 4, .n_values = nv, .n_constraints = 1, .check = path_check,
-                            .path = flagged ? path : NULL};
-    search_space *sp = NULL;
-    tune_err err;
-    tune_err_clear(&err);
-    CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK && sp && sp->n_points == 16);
-    if (!sp) return;
-    int worst = 0;
-    for (uint64_t seed = 1; seed <= 20; seed++) {
-      int e = evals_to_near_optimum(sp, seed);
-      if (e < 0 || e > worst) worst = e < 0 ? 99 : e;
-    }
-    printf("bayes_test: path parameter %s: evaluations to within 2 %%, worst of 20 seeds: %d\n",
-           flagged ? "flagged" : "not flagged", worst);
-    CHECK(flagged ? worst <= 2 : worst > 2);
-    search_space_free(sp);
-  }
-}
-
 int main(void) {
   test_feasibility();
   test_design_after_warm_start();
   test_features();
-  test_path_design();
   printf("bayes_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }

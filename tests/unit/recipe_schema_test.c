@@ -71,8 +71,6 @@ static void test_valid(void) {
                    " { kernel = 'c', grid = function() return 1 end, block = { '32' }, stream = 'side' } },"
                    " args = { { 's', scalar = 'f32', value = 'N' }, { 'm', tensormap = { tensor = 'x', box = { 1 } } } } }",
                    m, sizeof m) == TUNE_OK);
-  CHECK(check_text("return { name = 'x', params = { { 'P', { 0, 1 }, path = true }, { 'A', { 1 }, path = false } } }",
-                   m, sizeof m) == TUNE_OK);
   CHECK(m[0] == 0);
 }
 
@@ -97,8 +95,6 @@ static void test_errors(void) {
     {"{ 'A', { 1, 2 } }", "{ 'A', { 1, {} } }", "r.lua: params[1][2][2] must be a number, string or boolean (not a table)"},
     {"{ 'A', { 1, 2 } }", "{ 'A', { 1, 2 }, 3 }", "r.lua: params[1][3]: unexpected list entry"},
     {"{ 'A', { 1, 2 } }", "{ 'A', { 1, 2 }, values = 3 }", "r.lua: params[1].values: unknown field"},
-    {"{ 'A', { 1, 2 } }", "{ 'A', { 1, 2 }, path = 1 }", "r.lua: params[1].path must be a boolean (not a number)"},
-    {"{ 'A', { 1, 2 } }", "{ 'A', { 1, 2 }, paths = true }", "r.lua: params[1].paths: unknown field (did you mean path?)"},
     {"'A < 2', function", "'A < 2', 7, function", "r.lua: constraints[2] must be a string or function (not a number)"},
     {"N = 4,", "N = {},", "r.lua: problems[1].N must be a number, string or boolean (not a table)"},
     {"name = 'p'", "name = 1", "r.lua: problems[1].name must be a string (not a number)"},

@@ -29,11 +29,12 @@ static void test_recipe_copy(const char *src) {
   CHECK(r->n_problems == 2 && strlen(r->problems[0].hash) == 16);
   CHECK(!strcmp(r->problems[0].dims_json, "{\"N\":16777216}"));
   /* enumerate with the recipe's constraints and compare with brute force */
-  tune_recipe_space rs;
-  tune_recipe_space_def(r, &rs);
+  int nv[SEARCH_MAX_PARAMS];
+  for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+  search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                          .check = tune_recipe_check, .ctx = r};
   search_space *sp = NULL;
-  CHECK(search_space_enumerate(&rs.def, &sp, &err) == TUNE_OK);
-  for (int i = 0; sp && i < r->n_params; ++i) CHECK(!r->params[i].path && !sp->path[i]); /* none marked */
+  CHECK(search_space_enumerate(&def, &sp, &err) == TUNE_OK);
   size_t brute = 0;
   int vi[5];
   for (vi[0] = 0; vi[0] < 3; ++vi[0])
@@ -75,30 +76,6 @@ static void test_recipe_copy(const char *src) {
 
 /* A list recipe's elements returned by modules are hashed with their module's texts only (and the
  * modules those require): editing one sibling leaves the other's source hash as it was. */
-/* recipes/gemm.lua marks PATH `path = true`, and only PATH: the flag reaches the search space. */
-static void test_recipe_path_param(const char *src) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/recipes/gemm.lua", src);
-  tune_recipes *set = NULL;
-  tune_err err;
-  tune_err_clear(&err);
-  CHECK(tune_recipes_load(path, &set, &err) == TUNE_OK);
-  if (!set) { fprintf(stderr, "%s\n", err.msg); return; }
-  tune_recipe *r = &set->r[0];
-  tune_recipe_space rs;
-  tune_recipe_space_def(r, &rs);
-  search_space *sp = NULL;
-  CHECK(search_space_enumerate(&rs.def, &sp, &err) == TUNE_OK && sp);
-  int marked = 0;
-  for (int i = 0; sp && i < r->n_params; ++i) {
-    CHECK(!!sp->path[i] == !strcmp(r->params[i].name, "PATH"));
-    marked += sp->path[i];
-  }
-  CHECK(marked == 1);
-  search_space_free(sp);
-  tune_recipes_free(set);
-}
-
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
@@ -392,7 +369,6 @@ int main(int argc, char **argv) {
   const char *src = getenv("SRC");
   if (!src) src = argc > 1 ? argv[1] : ".";
   test_recipe_copy(src);
-  test_recipe_path_param(src);
   test_module_hashes();
   test_tolerance_honest();
   test_init_wide();

@@ -334,8 +334,10 @@ static int bench_recipe(bench_ctx *c, tune_recipe *r, tune_err *err) {
   }
   tune_device_facts facts; /* what the recipe's applies saw when it was recorded */
   tune_device_facts_from(&dev, &facts);
-  tune_recipe_space rs;
-  tune_recipe_space_def(r, &rs);
+  int nv[SEARCH_MAX_PARAMS];
+  for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+  search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                          .constraint_level = NULL, .check = tune_recipe_check, .ctx = r};
   search_space *space = NULL, *pspace = NULL; /* the recipe's; the configs that apply to a problem */
   tune_rejections rej;
   memset(&rej, 0, sizeof rej);
@@ -343,7 +345,7 @@ static int bench_recipe(bench_ctx *c, tune_recipe *r, tune_err *err) {
      the new regime is a matter of one recipe's problems */
   bench_hist h = {.max = r->n_problems < MAX_HIST ? r->n_problems : MAX_HIST};
   size_t n_cols = (size_t)c->st->n * (size_t)c->o->repeats * N_BUDGETS * (size_t)(r->n_problems ? r->n_problems : 1);
-  int rc = search_space_enumerate(&rs.def, &space, err);
+  int rc = search_space_enumerate(&def, &space, err);
   if (!rc && !(h.pts = malloc(n_cols * sizeof(uint64_t)))) rc = tune_fail(err, TUNE_ENOMEM, "bench-search: out of memory");
   for (int pi = 0; !rc && pi < r->n_problems; ++pi) {
     search_space_free(pspace);

@@ -23,10 +23,12 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int k = 0; k < set->n && !rc; ++k) {
     tune_recipe *r = &set->r[k];
-    tune_recipe_space rs;
-    tune_recipe_space_def(r, &rs);
+    int nv[SEARCH_MAX_PARAMS];
+    for (int i = 0; i < r->n_params; ++i) nv[i] = r->params[i].n_values;
+    search_space_def def = {.n_params = r->n_params, .n_values = nv, .n_constraints = r->n_constraints,
+                            .check = tune_recipe_check, .ctx = r};
     search_space *sp = NULL;
-    if (search_space_enumerate(&rs.def, &sp, &err)) { fprintf(stderr, "%s\n", err.msg); rc = 1; break; }
+    if (search_space_enumerate(&def, &sp, &err)) { fprintf(stderr, "%s\n", err.msg); rc = 1; break; }
     printf("%s: %zu configs satisfy the constraints\n", r->name, sp->n_points);
     for (int p = 0; p < r->n_problems && !rc; ++p) {
       int n = 0, n_tma = 0;
