@@ -1039,6 +1039,22 @@ fail:
   return rc;
 }
 
+int db_peak_devices(db_conn *db, const char *kind, int64_t *n, tune_err *err) {
+  int rc = TUNE_OK, step = 0;
+  sqlite3_stmt *st = NULL;
+  if (!db || !kind || !n) return tune_fail(err, TUNE_EINVAL, "db_peak_devices: NULL argument");
+  DB_LOCK(db);
+  rc = db_stmt(db, DB_ST_PEAK_COUNT, "SELECT COUNT(DISTINCT device_id) FROM peaks WHERE kind = ?1", &st, err);
+  if (rc) goto fail;
+  SQL_TRY(db, err, sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC));
+  SQL_STEP(db, err, st, step);
+  *n = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+fail:
+  db_stmt_done(st);
+  DB_UNLOCK(db);
+  return rc;
+}
+
 /* ---- replay provenance --------------------------------------------------- */
 
 int db_device_recorded(db_conn *db, const char *recipe_name, db_device *dev, char source_hash[17],

@@ -257,6 +257,8 @@ int db_peak_put(db_conn *db, int64_t device_id, const char *kind, double value,
                 const char *unit, tune_err *err);
 int db_peak_get(db_conn *db, int64_t device_id, const char *kind, double *value,
                 tune_err *err);
+/* How many devices have a measurement of kind, into *n. */
+int db_peak_devices(db_conn *db, const char *kind, int64_t *n, tune_err *err);
 
 /* Which results a query takes: a NULL field matches anything, a value matches
  * exactly, and a value ending in '*' matches every value that starts with the

@@ -37,6 +37,7 @@ enum db_stmt_id {
   DB_ST_BINARY_PUT,
   DB_ST_PEAK_PUT,
   DB_ST_PEAK_GET,
+  DB_ST_PEAK_COUNT,
   DB_ST_COUNT
 };
 

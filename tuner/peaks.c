@@ -1,6 +1,7 @@
 /* peaks.c: measured and computed device limits. */
 #include "peaks.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "compile.h"
@@ -16,29 +17,80 @@ static const char copy_src[] =
     "  d[i] = a; d[i + 256] = b;\n"
     "}\n";
 
-static int compile_builtin(const char *name, const char *src, const char *arch, db_binary *bin, tune_err *err) {
-  tune_compile_job job;
-  memset(&job, 0, sizeof job);
-  char path[96];
-  snprintf(path, sizeof path, "%s.cu", name);
-  job.source_path = path;
-  job.source_text = src;
-  job.include_root = ".";
-  job.arch = arch;
-  job.n_names = 1;
-  job.names[0] = name;
-  if (tune_compile_batch(&job, 1, 1, err)) return err->code;
-  if (!job.bin.ok) {
-    int rc = tune_fail(err, TUNE_EINTERNAL, "peaks: the built-in kernel %s does not compile: %s", name, job.bin.log ? job.bin.log : "");
-    db_binary_release(&job.bin);
+static const char mma_name[] = "tune_peak_mma";
+
+static void builtin_job(tune_compile_job *job, const char *file, const char *name, const char *src, const char *arch) {
+  memset(job, 0, sizeof *job);
+  job->source_path = file; /* a name: the text is source_text */
+  job->source_text = src;
+  job->include_root = ".";
+  job->arch = arch;
+  job->n_names = 1;
+  job->names[0] = name;
+}
+
+/* job's binary into *bin, or an error when NVRTC refused the built-in kernel. */
+static int take_builtin(tune_compile_job *job, db_binary *bin, tune_err *err) {
+  if (!job->bin.ok) {
+    int rc = tune_fail(err, TUNE_EINTERNAL, "peaks: the built-in kernel %s does not compile: %s", job->names[0],
+                       job->bin.log ? job->bin.log : "");
+    db_binary_release(&job->bin);
     return rc;
   }
-  *bin = job.bin;
+  *bin = job->bin;
+  memset(&job->bin, 0, sizeof job->bin);
   return TUNE_OK;
 }
 
-int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks *out,
-                      tune_err *err) {
+static int compile_builtin(const char *file, const char *name, const char *src, const char *arch, db_binary *bin,
+                           tune_err *err) {
+  tune_compile_job job;
+  builtin_job(&job, file, name, src, arch);
+  if (tune_compile_batch(&job, 1, 1, err)) return err->code;
+  return take_builtin(&job, bin, err);
+}
+
+struct tune_peaks_ahead {
+  tune_compile_job job;
+  tune_compile_job *jobs[1];
+  tune_compile_async *pool;
+};
+
+int tune_peaks_compile_ahead(db_conn *db, tune_peaks_ahead **out, tune_err *err) {
+  *out = NULL;
+  int64_t n = 0;
+  if (db_peak_devices(db, "bf16_dense_TFLOPs", &n, err)) return err->code;
+  if (n > 0) return TUNE_OK; /* a database that has measured it once seldom meets a new GPU */
+  tune_peaks_ahead *a = calloc(1, sizeof *a);
+  if (!a) return tune_fail(err, TUNE_ENOMEM, "peaks: out of memory");
+  builtin_job(&a->job, "tune_peak_mma.cu", mma_name, tune_peak_mma_source(), "sm_90a");
+  a->jobs[0] = &a->job;
+  if (tune_compile_start(a->jobs, 1, 1, &a->pool, err)) {
+    free(a);
+    return err->code;
+  }
+  *out = a;
+  return TUNE_OK;
+}
+
+void tune_peaks_ahead_free(tune_peaks_ahead *a) {
+  if (!a) return;
+  tune_compile_finish(a->pool);
+  db_binary_release(&a->job.bin);
+  free(a);
+}
+
+/* The matrix kernel's binary: the one compiled ahead when there is one, else compiled now. */
+static int mma_binary(tune_peaks_ahead *ahead, db_binary *bin, tune_err *err) {
+  if (!ahead || !ahead->pool) return compile_builtin("tune_peak_mma.cu", mma_name, tune_peak_mma_source(), "sm_90a", bin, err);
+  int rc = tune_compile_wait(ahead->pool, 0, NULL, err);
+  tune_compile_finish(ahead->pool);
+  ahead->pool = NULL;
+  return rc ? rc : take_builtin(&ahead->job, bin, err);
+}
+
+int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks_ahead *ahead,
+                      tune_peaks *out, tune_err *err) {
   memset(out, 0, sizeof *out);
   if (dev->cc_major == 9 && dev->sm_clock_khz > 0)
     out->tensor_bound = 4096.0 * dev->sm_count * dev->sm_clock_khz * 1e3 / 1e12;
@@ -53,8 +105,8 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
   else {
     out->tensor_TFLOPs = out->tensor_bound;
     if (be && be->measure_mma_peak && dev->cc_major == 9) {
-      if (compile_builtin("tune_peak_mma", tune_peak_mma_source(), "sm_90a", &bin, err)) return err->code;
-      rc = be->measure_mma_peak(be, &bin, "tune_peak_mma", &out->tensor_TFLOPs, err);
+      if (mma_binary(ahead, &bin, err)) return err->code;
+      rc = be->measure_mma_peak(be, &bin, mma_name, &out->tensor_TFLOPs, err);
       db_binary_release(&bin);
       if (rc) return rc;
       out->tensor_measured = 1;
@@ -68,7 +120,7 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
   if (rc == TUNE_OK) return TUNE_OK;
   if (rc != TUNE_ENOTFOUND) return tune_fail(err, rc, "%s", e.msg);
   if (!be || !be->measure_copy_peak) return TUNE_OK; /* replay: judged when recorded */
-  if (compile_builtin("tune_peak_copy", copy_src, dev->arch, &bin, err)) return err->code;
+  if (compile_builtin("tune_peak_copy.cu", "tune_peak_copy", copy_src, dev->arch, &bin, err)) return err->code;
   rc = be->measure_copy_peak(be, &bin, "tune_peak_copy", &out->copy_GBps, err);
   db_binary_release(&bin);
   if (rc) return rc;

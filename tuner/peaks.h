@@ -21,10 +21,19 @@ typedef struct tune_peaks {
   double tensor_bound;     /* computed bound, 0 when unknown for this arch */
 } tune_peaks;
 
+/* The matrix kernel compiled on a thread of its own while the caller starts its worker: compiling
+ * it takes longer than a CUDA context does to come up, and a database that has never measured the
+ * matrix throughput would otherwise wait for the compile after the worker is ready. *out is NULL
+ * (nothing started) when the database has that figure for some device. Free with
+ * tune_peaks_ahead_free (NULL is a no-op), which waits for the compile. */
+typedef struct tune_peaks_ahead tune_peaks_ahead;
+int tune_peaks_compile_ahead(db_conn *db, tune_peaks_ahead **out, tune_err *err);
+void tune_peaks_ahead_free(tune_peaks_ahead *ahead);
+
 /* Read the device's peaks from the database, measuring what is not there yet
- * on the backend (cuda backends only). */
-int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks *out,
-                      tune_err *err);
+ * on the backend (cuda backends only), with the matrix kernel compiled ahead when ahead is not NULL. */
+int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks_ahead *ahead,
+                      tune_peaks *out, tune_err *err);
 
 /* DB_SUSPICIOUS with a reason in why, or DB_OK. The matrix peak is the bf16 one's; mma_rate scales
  * it for the operands' precision (2 for 8-bit operands, which tensor cores run at twice the rate). */

@@ -329,6 +329,7 @@ typedef struct session {
   const char *db_path;
   int run_lock_fd;                 /* the lock of the recipe's run row (run_lock.h), -1: none */
   tune_backend *be;                /* NULL: compile-only, or a recipe that is not replayed */
+  tune_peaks_ahead *peaks_ahead;   /* the matrix peak's kernel, compiled while the worker starts */
   const char *device;              /* --device, or "cuda:0" where a driver loads */
   int replay_default;              /* no GPU and no --device: the recipe file's recording */
   char replay_path[PATH_MAX + 64];
@@ -377,7 +378,7 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
   if (db_run_begin(s->db, &run, &rr->run_id, err)) return err->code;
   tune_run_lock_take(s->db_path, rr->run_id, &s->run_lock_fd);
-  if (tune_peaks_ensure(s->db, rr->device_id, rr->dev, s->be, peaks, err)) return err->code;
+  if (tune_peaks_ensure(s->db, rr->device_id, rr->dev, s->be, s->peaks_ahead, peaks, err)) return err->code;
   if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak)
     printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)\n", peaks->copy_GBps,
            peaks->tensor_TFLOPs, peaks->tensor_measured ? "measured" : "computed bound");
@@ -539,7 +540,10 @@ static int recipe_device(session *s, tune_recipe *r, db_device *dev, int *skip, 
     return TUNE_OK;
   }
   if (s->replay_default || (s->device && !strncmp(s->device, "replay:", 7))) return open_replay(s, r, dev, skip, err);
-  if (!s->be && open_cuda(s, err)) return err->code;
+  if (!s->be) {
+    if (!s->peaks_ahead && tune_peaks_compile_ahead(s->db, &s->peaks_ahead, err)) return err->code;
+    if (open_cuda(s, err)) return err->code;
+  }
   *dev = s->be->device;
   return TUNE_OK;
 }
@@ -621,6 +625,7 @@ int tune_session_run(const tune_run_opts *o, int *usage_error, tune_err *err) {
   }
   if (!rc && tune_interrupted) printf("interrupted: results so far are stored; run again to resume\n");
   if (s.be) s.be->close(s.be);
+  tune_peaks_ahead_free(s.peaks_ahead);
   db_close(s.db);
   free(s.not_served);
   tune_recipes_free(s.set);

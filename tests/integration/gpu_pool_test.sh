@@ -80,4 +80,12 @@ run --device cuda:0,0 --db d.db >d.txt 2>&1
 check "a GPU named twice refused" contains d.txt "GPU 0 named twice"
 run --device cuda:0,7 --db d.db >e.txt 2>&1
 check "a GPU that is not there refused" contains e.txt "ordinals below 2"
+
+# the device limits on a fresh database: the matrix kernel compiled while the worker starts
+# (tuner/peaks.h), measured once; a later run reads them
+FAKE_GPUS=1 FAKE_MEASURE_MS=1 FAKE_HELLO_MS=300 run --device cuda:0 --db p.db >p.txt 2>&1
+check "a fresh database: exits 0" test $? -eq 0
+check "it measures both limits" contains p.txt "device limits: copy 3000 GB/s (measured), dense bf16 800 TFLOP/s (measured)"
+FAKE_GPUS=1 FAKE_MEASURE_MS=1 run --device cuda:0 --db p.db >q.txt 2>&1
+check "a later run reads them" test "$(sql p.db "select count(*) from peaks where kind = 'bf16_dense_TFLOPs'")" = 1
 finish

@@ -6,6 +6,7 @@
  *   FAKE_MEASURE_MS=T      how long a measure takes (default 100)
  *   FAKE_CRASH_GPU=K       the worker on GPU K dies on every measure
  *   FAKE_OTHER_MODEL_GPU=K GPU K claims another model
+ *   FAKE_HELLO_MS=T        how long the worker takes to answer hello (default 0)
  *   FAKE_LOG=FILE          one line per measure appended: "GPU start_ms end_ms"
  *   FAKE_TIMER=NAME        the timer its answers name (default "fake"; "cupti" passes tune compare's
  *                          rule that compares CUPTI timings only)
@@ -83,7 +84,10 @@ int main(int argc, char **argv) {
     tune_err_clear(&err);
     if (tune_msg_read(0, &msg, &blob, &n, -1, &err)) return 0; /* the tuner closed the pipe */
     const char *op = json_string_value(json_object_get(msg, "op")) ?: "";
-    if (!strcmp(op, "hello")) reply = hello(gpu);
+    if (!strcmp(op, "hello")) {
+      usleep((useconds_t)env_int("FAKE_HELLO_MS", 0) * 1000); /* a CUDA context coming up */
+      reply = hello(gpu);
+    }
     else if (!strcmp(op, "problem")) reply = json_pack("{s:s,s:f}", "status", "ok", "ref_ms", 1.0);
     else if (!strcmp(op, "measure")) reply = measure(gpu, msg, blob, n);
     else if (!strcmp(op, "copy_peak")) reply = json_pack("{s:s,s:f}", "status", "ok", "GBps", 3000.0);

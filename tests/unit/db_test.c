@@ -553,11 +553,18 @@ static void test_binaries(fixture *fx) {
 
 static void test_peaks(fixture *fx) {
   double v = 0;
+  int64_t n = -1;
   FAILS(TUNE_ENOTFOUND, db_peak_get(fx->db, fx->gpu, "copy_GBps", &v, &E));
+  OK(db_peak_devices(fx->db, "copy_GBps", &n, &E));
+  CHECK(n == 0);
   OK(db_peak_put(fx->db, fx->gpu, "copy_GBps", 4000, "GB/s", &E));
   OK(db_peak_put(fx->db, fx->gpu, "copy_GBps", 4100, "GB/s", &E));
   OK(db_peak_get(fx->db, fx->gpu, "copy_GBps", &v, &E));
   CHECK(v == 4100);
+  OK(db_peak_devices(fx->db, "copy_GBps", &n, &E)); /* two measurements, one device */
+  CHECK(n == 1);
+  OK(db_peak_devices(fx->db, "bf16_dense_TFLOPs", &n, &E));
+  CHECK(n == 0);
 }
 
 static json_t *find_row(json_t *arr, const char *key, const char *val) {
