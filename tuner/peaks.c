@@ -109,7 +109,7 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
       rc = be->measure_mma_peak(be, &bin, mma_name, &out->tensor_TFLOPs, err);
       db_binary_release(&bin);
       if (rc) return rc;
-      out->tensor_measured = 1;
+      out->tensor_measured = out->measured_now = 1;
       if (db_peak_put(db, device_id, "bf16_dense_TFLOPs", out->tensor_TFLOPs,
                       "TFLOP/s (tune_peak_mma: wgmma m64n256k16 bf16->fp32 from shared memory, one block of two warpgroups per SM, best of 10)", err))
         return err->code;
@@ -124,6 +124,7 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
   rc = be->measure_copy_peak(be, &bin, "tune_peak_copy", &out->copy_GBps, err);
   db_binary_release(&bin);
   if (rc) return rc;
+  out->measured_now = 1;
   if (db_peak_put(db, device_id, "copy_GBps", out->copy_GBps, "GB/s (1 GiB device copy, read+write, best of 20)", err))
     return err->code;
   if (out->tensor_bound > 0 &&

@@ -19,6 +19,7 @@ typedef struct tune_peaks {
   double tensor_TFLOPs;    /* the matrix limit results are judged by: measured, else the bound */
   int tensor_measured;     /* 1: tensor_TFLOPs was measured by tune's kernel */
   double tensor_bound;     /* computed bound, 0 when unknown for this arch */
+  int measured_now;        /* 1: tune_peaks_ensure measured a limit, 0: all came from the database */
 } tune_peaks;
 
 /* The matrix kernel compiled on a thread of its own while the caller starts its worker: compiling

@@ -378,10 +378,14 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   snprintf(run.tool_version, sizeof run.tool_version, "%s", TUNE_VERSION);
   if (db_run_begin(s->db, &run, &rr->run_id, err)) return err->code;
   tune_run_lock_take(s->db_path, rr->run_id, &s->run_lock_fd);
+  double t_peaks = tune_now_s();
   if (tune_peaks_ensure(s->db, rr->device_id, rr->dev, s->be, s->peaks_ahead, peaks, err)) return err->code;
-  if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak)
-    printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)\n", peaks->copy_GBps,
-           peaks->tensor_TFLOPs, peaks->tensor_measured ? "measured" : "computed bound");
+  if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak) {
+    char when[48] = "";
+    if (peaks->measured_now) snprintf(when, sizeof when, "; measured now, %.2f s", tune_now_s() - t_peaks);
+    printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)%s\n", peaks->copy_GBps,
+           peaks->tensor_TFLOPs, peaks->tensor_measured ? "measured" : "computed bound", when);
+  }
   return TUNE_OK;
 }
 
@@ -515,6 +519,7 @@ static int open_cuda(session *s, tune_err *err) {
   int ordinal = 0;
   if (s->device && strncmp(s->device, "cuda", 4))
     return tune_fail(err, TUNE_EINVAL, "--device %s: want cuda:N, cuda:all, cuda:N,M,... or replay:FILE", s->device);
+  double t0 = tune_now_s();
   if (several_gpus(s->device)) {
     if (tune_backend_pool_open(s->o->exe, s->device + 5, &s->be, err)) return err->code;
   } else {
@@ -523,8 +528,8 @@ static int open_cuda(session *s, tune_err *err) {
   }
   s->be->timeout_ms = s->o->timeout_ms;
   const db_device *dev = &s->be->device;
-  printf("measuring on %s (%s, %d SMs, driver %s) as %s; kernel timer: %s\n", dev->name, dev->arch, dev->sm_count,
-         dev->driver, s->be->name, s->be->provenance);
+  printf("measuring on %s (%s, %d SMs, driver %s) as %s; kernel timer: %s; worker up in %.2f s\n", dev->name,
+         dev->arch, dev->sm_count, dev->driver, s->be->name, s->be->provenance, tune_now_s() - t0);
   if (tune_backend_cards(s->be) > 1)
     printf("  %d GPUs of this model, one variant in flight on each; results pool under one device\n",
            tune_backend_cards(s->be));
