@@ -53,6 +53,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -498,10 +499,13 @@ def run_tune(k, problem, a, strategy, outdir):
     rows = con.execute("select case when r.status = 'ok' then r.median_ns end, r.created_at, r.compile_ms "
                        "from results r join configs c on c.id = r.config_id where c.recipe_name = ? "
                        "order by r.id", (k["name"],)).fetchall()
-    busy = [ln.strip() for ln in p.stdout.splitlines() + p.stderr.splitlines() if "GPU busy" in ln]
+    out_lines = p.stdout.splitlines() + p.stderr.splitlines()
+    busy = [ln.strip() for ln in out_lines if "GPU busy" in ln]
+    # start-up: the worker's start and, on a fresh database, the device limits' measurement
+    startup = [m.group(0) for ln in out_lines for m in [re.search(r"(worker up in|measured now,) [0-9.]+ s", ln)] if m]
     return dict(rows=[(ns, iso_to_epoch(ts)) for ns, ts, _ in rows], t0=t0, t1=t1,
                 compile_ms=[c for _, _, c in rows if c], busy=busy[0].split(":", 1)[1].split("%")[0].strip() + " %"
-                if busy else "-", busy_line=busy)
+                if busy else "-", busy_line=busy, startup=startup)
 
 
 def to_98(rows, t0, opt_ns):
@@ -552,11 +556,13 @@ def measure_kernel(name, problem, a):
     if speed:
         lines.append(f"tune is {speed:.1f}x faster to 98 % (goal: 5x)")
     lines += ["tune: " + b for b in tu["busy_line"]] + ["tune exhaustive: " + b for b in te["busy_line"]]
+    lines.append("tune start-up: " + ("; ".join(tu["startup"]) or "-"))
     lines.append(f"Kernel Tuner benchmark + verification share of its wall: {kt['busy']} ({a.strategy}), "
                  f"{ko['busy']} (optimum run)")
     print("\n".join(lines), flush=True)
     summary = dict(kernel=name, problem=problem, only=k["only"], budget=a.budget, seed=a.seed, strategy=a.strategy,
-                   kt_optimum=how, tools=out, speedup=speed, gpu_busy=tu["busy_line"], gpu_busy_exhaustive=te["busy_line"])
+                   kt_optimum=how, tools=out, speedup=speed, gpu_busy=tu["busy_line"], gpu_busy_exhaustive=te["busy_line"],
+                   tune_startup=tu["startup"])
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return summary
