@@ -22,9 +22,9 @@ typedef struct tune_peaks {
   int measured_now;        /* 1: tune_peaks_ensure measured a limit, 0: all came from the database */
 } tune_peaks;
 
-/* The matrix kernel compiled on a thread of its own while the caller starts its worker: compiling
- * it takes longer than a CUDA context does to come up, and a database that has never measured the
- * matrix throughput would otherwise wait for the compile after the worker is ready. *out is NULL
+/* The matrix kernel compiled on a thread of its own while the caller starts its worker: its NVRTC
+ * compile takes a large part of a second, and a database that has never measured the matrix
+ * throughput would otherwise start it only after the worker is ready. *out is NULL
  * (nothing started) when the database has that figure for some device. Free with
  * tune_peaks_ahead_free (NULL is a no-op), which waits for the compile. */
 typedef struct tune_peaks_ahead tune_peaks_ahead;
