@@ -42,12 +42,14 @@ static int take_builtin(tune_compile_job *job, db_binary *bin, tune_err *err) {
   return TUNE_OK;
 }
 
-static int compile_builtin(const char *file, const char *name, const char *src, const char *arch, db_binary *bin,
-                           tune_err *err) {
-  tune_compile_job job;
-  builtin_job(&job, file, name, src, arch);
-  if (tune_compile_batch(&job, 1, 1, err)) return err->code;
-  return take_builtin(&job, bin, err);
+/* The matrix kernel's job: wgmma, so sm_90a whatever the device (only Hopper measures it). */
+static void mma_job(tune_compile_job *job) {
+  builtin_job(job, "tune_peak_mma.cu", mma_name, tune_peak_mma_source(), "sm_90a");
+}
+
+static int compile_job(tune_compile_job *job, db_binary *bin, tune_err *err) {
+  if (tune_compile_batch(job, 1, 1, err)) return err->code;
+  return take_builtin(job, bin, err);
 }
 
 struct tune_peaks_ahead {
@@ -59,11 +61,14 @@ struct tune_peaks_ahead {
 int tune_peaks_compile_ahead(db_conn *db, tune_peaks_ahead **out, tune_err *err) {
   *out = NULL;
   int64_t n = 0;
-  if (db_peak_devices(db, "bf16_dense_TFLOPs", &n, err)) return err->code;
-  if (n > 0) return TUNE_OK; /* a database that has measured it once seldom meets a new GPU */
+  /* the copy limit is measured on every device: a database without one has never measured (a
+     database that has seldom meets a new GPU), and one whose GPU cannot run the matrix kernel
+     pays for the wasted compile once, not on every run */
+  if (db_peak_devices(db, "copy_GBps", &n, err)) return err->code;
+  if (n > 0) return TUNE_OK;
   tune_peaks_ahead *a = calloc(1, sizeof *a);
   if (!a) return tune_fail(err, TUNE_ENOMEM, "peaks: out of memory");
-  builtin_job(&a->job, "tune_peak_mma.cu", mma_name, tune_peak_mma_source(), "sm_90a");
+  mma_job(&a->job);
   a->jobs[0] = &a->job;
   if (tune_compile_start(a->jobs, 1, 1, &a->pool, err)) {
     free(a);
@@ -82,7 +87,11 @@ void tune_peaks_ahead_free(tune_peaks_ahead *a) {
 
 /* The matrix kernel's binary: the one compiled ahead when there is one, else compiled now. */
 static int mma_binary(tune_peaks_ahead *ahead, db_binary *bin, tune_err *err) {
-  if (!ahead || !ahead->pool) return compile_builtin("tune_peak_mma.cu", mma_name, tune_peak_mma_source(), "sm_90a", bin, err);
+  if (!ahead || !ahead->pool) {
+    tune_compile_job job;
+    mma_job(&job);
+    return compile_job(&job, bin, err);
+  }
   int rc = tune_compile_wait(ahead->pool, 0, NULL, err);
   tune_compile_finish(ahead->pool);
   ahead->pool = NULL;
@@ -120,7 +129,9 @@ int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune
   if (rc == TUNE_OK) return TUNE_OK;
   if (rc != TUNE_ENOTFOUND) return tune_fail(err, rc, "%s", e.msg);
   if (!be || !be->measure_copy_peak) return TUNE_OK; /* replay: judged when recorded */
-  if (compile_builtin("tune_peak_copy.cu", "tune_peak_copy", copy_src, dev->arch, &bin, err)) return err->code;
+  tune_compile_job job;
+  builtin_job(&job, "tune_peak_copy.cu", "tune_peak_copy", copy_src, dev->arch);
+  if (compile_job(&job, &bin, err)) return err->code;
   rc = be->measure_copy_peak(be, &bin, "tune_peak_copy", &out->copy_GBps, err);
   db_binary_release(&bin);
   if (rc) return rc;

@@ -25,7 +25,7 @@ typedef struct tune_peaks {
 /* The matrix kernel compiled on a thread of its own while the caller starts its worker: its NVRTC
  * compile takes a large part of a second, and a database that has never measured the matrix
  * throughput would otherwise start it only after the worker is ready. *out is NULL
- * (nothing started) when the database has that figure for some device. Free with
+ * (nothing started) when the database has measured a device before. Free with
  * tune_peaks_ahead_free (NULL is a no-op), which waits for the compile. */
 typedef struct tune_peaks_ahead tune_peaks_ahead;
 int tune_peaks_compile_ahead(db_conn *db, tune_peaks_ahead **out, tune_err *err);
