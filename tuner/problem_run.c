@@ -369,7 +369,8 @@ static int spec_round(tune_problem_run *x, tune_err *err) {
   double t_s = tune_now_s();
   int n_thr = rr->o->jobs - b->n_todo > 1 ? rr->o->jobs - b->n_todo : 1;
   int max = rr->o->jobs < TUNE_SPEC_MAX ? rr->o->jobs : TUNE_SPEC_MAX;
-  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), x->best.point,
+  uint64_t best = x->best.have_point ? x->best.point : TUNE_SPEC_NO_BEST;
+  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), best,
                       x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err))
     return err->code;
   double dt = tune_now_s() - t_s;
@@ -404,7 +405,8 @@ static int stage_compile(tune_problem_run *x, tune_err *err) {
     if (b->aidx[i] >= 0) b->todo[b->n_todo++] = &b->jobs[i];
   }
   if (b->n_todo && tune_compile_start(b->todo, b->n_todo, rr->o->jobs, &b->acomp, err)) return err->code;
-  b->spec_due = x->spec && x->best.have_point;
+  /* before the first result, only a space guessed whole has guesses worth compiling */
+  b->spec_due = x->spec && (x->best.have_point || tune_spec_whole(x->space, rr->o->jobs));
   return TUNE_OK;
 }
 

@@ -61,13 +61,23 @@ static int key_in(const char *key, const tune_compile_job *jobs, int n) {
   return 0;
 }
 
+/* Is point q among the n points of pts? */
+static int point_in(uint64_t q, const uint64_t *pts, int n) {
+  for (int i = 0; i < n; ++i)
+    if (pts[i] == q) return 1;
+  return 0;
+}
+
 /* The points to guess into out[] (room for TUNE_SPEC_ASK), the likeliest first: the strategy's own
- * guess (search_strategy_peek), else the points one unit step from best. */
-static int guess_points(const search_strategy *strat, const search_space *space, uint64_t best, uint64_t *out,
-                        int *n, tune_err *err) {
+ * guess (search_strategy_peek), else the points one unit step from best; then, when `whole`, every
+ * other point of the space. */
+static int guess_points(const search_strategy *strat, const search_space *space, uint64_t best, int whole,
+                        uint64_t *out, int *n, tune_err *err) {
   *n = 0;
   if (strat && search_strategy_peek(strat, out, TUNE_SPEC_ASK, n, err)) return err->code;
-  if (*n == 0) *n = search_point_neighbours(space, best, out, TUNE_SPEC_ASK);
+  if (*n == 0 && best != TUNE_SPEC_NO_BEST) *n = search_point_neighbours(space, best, out, TUNE_SPEC_ASK);
+  for (size_t i = 0; whole && i < space->n_points && *n < TUNE_SPEC_ASK; ++i)
+    if (!point_in(space->points[i], out, *n)) out[(*n)++] = space->points[i];
   return TUNE_OK;
 }
 
@@ -93,6 +103,11 @@ static int add_guess(tune_spec *s, tune_recipe *r, const tune_problem *p, const 
   return TUNE_OK;
 }
 
+int tune_spec_whole(const search_space *space, int max) {
+  if (max > TUNE_SPEC_MAX) max = TUNE_SPEC_MAX;
+  return max > 0 && space->n_points <= (size_t)TUNE_SPEC_WHOLE * (size_t)max && space->n_points <= TUNE_SPEC_ASK;
+}
+
 int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
                     const search_space *space, const search_strategy *strat, uint64_t best, const char *arch,
                     const char *templates, db_conn *db, const tune_compile_job *batch, int n_batch, int max,
@@ -100,16 +115,17 @@ int tune_spec_round(tune_spec *s, tune_recipe *r, const tune_problem *p, const t
   if (!tune_compile_all_done(s->a)) return TUNE_OK; /* the last round is still compiling: no new one */
   int rc = tune_spec_flush(s, db, compiled, err);
   if (rc) return rc;
+  if (max > TUNE_SPEC_MAX) max = TUNE_SPEC_MAX;
+  int whole = best == TUNE_SPEC_NO_BEST && tune_spec_whole(space, max);
   uint64_t pts[TUNE_SPEC_ASK];
   int n_pts = 0;
-  if ((rc = guess_points(strat, space, best, pts, &n_pts, err))) return rc;
+  if ((rc = guess_points(strat, space, best, whole, pts, &n_pts, err))) return rc;
   /* the same guesses for the same problem: all compiled by the last round, or cached */
   if (p == s->last_p && n_pts == s->n_last && !memcmp(pts, s->last, (size_t)n_pts * sizeof *pts)) return TUNE_OK;
   s->last_p = p;
   s->n_last = n_pts;
   memcpy(s->last, pts, (size_t)n_pts * sizeof *pts);
   snprintf(s->templates, sizeof s->templates, "%s", templates);
-  if (max > TUNE_SPEC_MAX) max = TUNE_SPEC_MAX;
   for (int i = 0; i < n_pts && s->n < max; i++)
     if ((rc = add_guess(s, r, p, facts, space, pts[i], arch, db, batch, n_batch, err))) return rc;
   if (s->n) rc = tune_compile_start(s->ptrs, s->n, n_threads, &s->a, err);

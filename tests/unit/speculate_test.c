@@ -141,6 +141,27 @@ int main(void) {
   db_close(db2);
   unlink(dbpath2);
 
+  /* nothing measured yet: a space of at most two rounds of guesses (3 points, 8 a round) is
+     guessed whole; with one guess a round it is not, and with no best there is nothing to step from */
+  char dbpath3[80];
+  snprintf(dbpath3, sizeof dbpath3, "/tmp/speculate_test_%d_whole.db", (int)getpid());
+  db_conn *db3 = NULL;
+  CHECK(db_open(dbpath3, 0, &db3, &err) == TUNE_OK);
+  CHECK(tune_spec_whole(sp, 8) == 1 && tune_spec_whole(sp, 1) == 0);
+  stored = 0;
+  CHECK(tune_spec_round(spec, r, p, &d, sp, NULL, TUNE_SPEC_NO_BEST, d.arch, templates, db3, NULL, 0, 1, 1, &stored, &err) ==
+        TUNE_OK);
+  CHECK(tune_spec_flush(spec, db3, &stored, &err) == TUNE_OK && stored == 0);
+  CHECK(tune_spec_round(spec, r, p, &d, sp, NULL, TUNE_SPEC_NO_BEST, d.arch, templates, db3, &batch, 1, 8, 2, &stored, &err) ==
+        TUNE_OK);
+  CHECK(tune_spec_flush(spec, db3, &stored, &err) == TUNE_OK && stored == 2); /* all but the batch's own */
+  CHECK(db_binary_get(db3, jl.bin.key, &cached, &err) == TUNE_OK);
+  db_binary_release(&cached);
+  CHECK(db_binary_get(db3, jh.bin.key, &cached, &err) == TUNE_OK);
+  db_binary_release(&cached);
+  db_close(db3);
+  unlink(dbpath3);
+
   db_binary_release(&batch.bin);
   db_binary_release(&jl.bin);
   db_binary_release(&jl2.bin);
