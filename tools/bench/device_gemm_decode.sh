@@ -9,7 +9,8 @@
 #      recipes/gemm/skinny.lua` replays), OUTDIR/logs.tgz (peers, tune log, full report), and last a
 #      short table: problem, tuned us, cuBLAS us, cuBLAS / tuned, tuned GB/s, the best config, its
 #      registers and spills, verified / evaluated variants, and the recorded best of recipes/gemm.lua
-#      (data/recorded/gemm.db, an earlier call: context only, not a same-call comparison)
+#      (data/recorded/gemm.db, an earlier call: context only, not a same-call comparison; shown only
+#      when that recording is of the same GPU model)
 # env: TUNE (default build/tune), TUNE_LIMIT_S (tune run limit, default 240)
 # usage (device): export LD_LIBRARY_PATH=/usr/local/cuda/lib64; tools/bench/device_gemm_decode.sh $OUT
 set -u
@@ -68,9 +69,15 @@ for name, status, n in c.execute("""SELECT p.name, r.status, count(*) FROM resul
 rec = {}
 if os.path.exists("data/recorded/gemm.db"):
     r = sqlite3.connect("file:data/recorded/gemm.db?mode=ro", uri=True)
-    for name, ns in r.execute("""SELECT p.name, min(x.median_ns) FROM results x JOIN problems p ON p.id = x.problem_id
-                                 WHERE x.status = 'ok' GROUP BY p.name"""):
-        rec[name] = ns / 1e3
+    here = {n for (n,) in c.execute("SELECT name FROM devices")}
+    there = {n for (n,) in r.execute("SELECT name FROM devices")}
+    if here == there:  # figures of another GPU model never stand beside this one's
+        for name, ns in r.execute("""SELECT p.name, min(x.median_ns) FROM results x JOIN problems p ON p.id = x.problem_id
+                                     WHERE x.status = 'ok' GROUP BY p.name"""):
+            rec[name] = ns / 1e3
+    else:
+        print(f"rec us: not shown, data/recorded/gemm.db was measured on {', '.join(sorted(there))}, "
+              f"this run on {', '.join(sorted(here))}")
 bad = {}
 for per in counts.values():
     for s, n in per.items():
