@@ -8,8 +8,8 @@
  * strategy has no guess (none given, or it returns none), the configs one unit step (one parameter
  * to its next or previous value) from the best config so far. Before anything is measured, a
  * problem's space of at most TUNE_SPEC_WHOLE rounds of guesses is guessed whole (the strategy's
- * guesses first), beside the first batch's compiles: on a small space the waits for the first
- * batches' compiles are most of a short search's time, and these compiles are the rest of it.
+ * guesses first) and compiles beside the first batch, so that later proposals find their binaries
+ * ready: on a small space, waiting for the first batches' compiles is most of a short search.
  * A guess changes nothing the strategy sees: a peek leaves the strategy as it was, a binary is
  * matched by its compile key (the content hash of everything that goes into it), and a guess never
  * taken is stored in the compile cache like any compile.
