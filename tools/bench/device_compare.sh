@@ -53,7 +53,7 @@ gemm)
 attention)
   compare recipes/attention/prefill_sm90.lua data/recorded/attention.prefill_sm90.db b4h32s4096d128 \
     b4h32s4096d128c b16h16s1024d64 b4h32s4096d128c_gqa8
-  compare recipes/attention/decode.lua data/recorded/attention.db b32hq32hkv8l4096d128p16 b8hq32hkv8l32768d128p64 ;;
+  compare recipes/attention/decode.lua data/recorded/attention.decode.db ;;
 memory)
   compare recipes/copy.lua data/recorded/copy.db
   compare recipes/softmax.lua data/recorded/softmax.db r16384c1024 r4096c32768
@@ -62,7 +62,7 @@ memory)
   compare recipes/transpose.lua data/recorded/transpose.db ;;
 check)  # one round of the paths a change can break: split-K and split-KV scratch, memcpy peers
   rounds=1 compare recipes/gemm.lua data/recorded/gemm.db m64n4096k14336_col
-  rounds=1 compare recipes/attention/decode.lua data/recorded/attention.db b8hq32hkv8l32768d128p64
+  rounds=1 compare recipes/attention/decode.lua data/recorded/attention.decode.db b8hq32hkv8d128p32x1024
   rounds=1 compare recipes/softmax.lua data/recorded/softmax.db r1024c32768 ;;
 rank)  # more variants per problem: do burst and sustained order them alike? then ncu's view
   topk=${TOPK:-6}
