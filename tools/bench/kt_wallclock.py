@@ -24,8 +24,9 @@ Kernel Tuner 1.5.0 lacks what a recipe needs, it is added around it, not changed
 tune runs a wrapper recipe for gemm (`return (require "gemm")[1]`), so that gemm.splitk, whose
 problems overlap gemm's decode problems, is not tuned too.
 
-Per kernel, runs each in its own process with a fresh compile cache (CUPY_CACHE_DIR; for tune a
-fresh database, which holds tune's compile cache), the timed runs first:
+Per kernel, runs each in its own process with fresh compile caches (NVRTC's on-disk cache,
+CUDA_CACHE_PATH, for both; CUPY_CACHE_DIR for Kernel Tuner; for tune a fresh database, which holds
+tune's compile cache), the timed runs first:
   1. Kernel Tuner, STRATEGY (default adaptive_tabu_greywolf: the best single Kernel Tuner strategy of
      docs/search.md's criteria), max_fevals BUDGET, seed SEED;
   2. tune run RECIPE --problem P --device cuda:0 --budget BUDGET --seed SEED --no-warm-start
@@ -462,8 +463,15 @@ def iso_to_epoch(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
+def cold_caches(outdir, **more):
+    """The environment of one measured run with empty compile caches: NVRTC keeps compiled programs
+    on disk across processes (a recompile takes a fraction of the time), so every run, Kernel Tuner's
+    and tune's alike, gets a fresh CUDA_CACHE_PATH (and the caller's other cache folders)."""
+    return dict(os.environ, CUDA_CACHE_PATH=tempfile.mkdtemp(prefix="nvrtc_cache_", dir=outdir), **more)
+
+
 def run_kt(name, problem, a, strategy, outdir, cap=None):
-    env = dict(os.environ, CUPY_CACHE_DIR=tempfile.mkdtemp(prefix="kt_cupy_", dir=outdir))
+    env = cold_caches(outdir, CUPY_CACHE_DIR=tempfile.mkdtemp(prefix="kt_cupy_", dir=outdir))
     out = os.path.join(outdir, f"kt_{strategy}.json")
     cmd = [sys.executable, os.path.abspath(__file__), "--kt-child", "--kernels", name, "--problem", problem,
            "--strategy", strategy, "--budget", str(a.budget), "--seed", str(a.seed), "--kt-out", out]
@@ -489,7 +497,7 @@ def run_tune(k, problem, a, strategy, outdir):
                    "--seed", str(a.seed), "--no-warm-start")
     cmd += ["--strategy", strategy] if strategy else ["--budget", str(a.budget)]
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(cmd, env=cold_caches(outdir), capture_output=True, text=True, cwd=ROOT)
     t1 = time.time()
     with open(os.path.join(outdir, f"tune_{tag}.log"), "w") as f:
         f.write(" ".join(cmd) + "\n" + p.stdout + p.stderr)
