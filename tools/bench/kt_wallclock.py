@@ -24,9 +24,9 @@ Kernel Tuner 1.5.0 lacks what a recipe needs, it is added around it, not changed
 tune runs a wrapper recipe for gemm (`return (require "gemm")[1]`), so that gemm.splitk, whose
 problems overlap gemm's decode problems, is not tuned too.
 
-Per kernel, runs each in its own process with fresh compile caches (NVRTC's on-disk cache,
-CUDA_CACHE_PATH, for both; CUPY_CACHE_DIR for Kernel Tuner; for tune a fresh database, which holds
-tune's compile cache), the timed runs first:
+Per kernel, runs each in its own process with cold compile caches (NVRTC's on-disk cache off for
+both, CUDA_CACHE_DISABLE=1 and a fresh CUDA_CACHE_PATH; a fresh CUPY_CACHE_DIR for Kernel Tuner; for
+tune a fresh database, which holds tune's compile cache), the timed runs first:
   1. Kernel Tuner, STRATEGY (default adaptive_tabu_greywolf: the best single Kernel Tuner strategy of
      docs/search.md's criteria), max_fevals BUDGET, seed SEED;
   2. tune run RECIPE --problem P --device cuda:0 --budget BUDGET --seed SEED --no-warm-start
@@ -466,8 +466,10 @@ def iso_to_epoch(s):
 def cold_caches(outdir, **more):
     """The environment of one measured run with empty compile caches: NVRTC keeps compiled programs
     on disk across processes (a recompile takes a fraction of the time), so every run, Kernel Tuner's
-    and tune's alike, gets a fresh CUDA_CACHE_PATH (and the caller's other cache folders)."""
-    return dict(os.environ, CUDA_CACHE_PATH=tempfile.mkdtemp(prefix="nvrtc_cache_", dir=outdir), **more)
+    and tune's alike, gets CUDA_CACHE_DISABLE=1 and a fresh CUDA_CACHE_PATH (the pair that turned
+    it off in data/runs/compile-throughput-h100-2026-11-28/), and the caller's other cache folders."""
+    return dict(os.environ, CUDA_CACHE_DISABLE="1",
+                CUDA_CACHE_PATH=tempfile.mkdtemp(prefix="nvrtc_cache_", dir=outdir), **more)
 
 
 def run_kt(name, problem, a, strategy, outdir, cap=None):
