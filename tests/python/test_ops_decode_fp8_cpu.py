@@ -100,6 +100,18 @@ class ReferenceTest(unittest.TestCase):
             self.assertTrue(torch.equal(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), per_head))
         self.close(per_head, plain(q, kc, vc, torch.tensor(0.1), torch.tensor(0.02), bt, lens))
 
+    def test_per_tensor_scale_repeated_once(self):
+        s = torch.tensor([0.25])
+        first = _ops_decode_fp8._kernel_scale(s, 4)
+        self.assertTrue(torch.equal(first, torch.full((1, 4), 0.25)))
+        self.assertIs(_ops_decode_fp8._kernel_scale(s, 4), first)            # the same step again: no copy
+        self.assertEqual(tuple(_ops_decode_fp8._kernel_scale(s, 2).shape), (1, 2))
+        s.fill_(0.5)                                                          # updated in place: repeated again
+        again = _ops_decode_fp8._kernel_scale(s, 4)
+        self.assertTrue(torch.equal(again, torch.full((1, 4), 0.5)))
+        self.assertIsNot(again, first)
+        self.assertTrue(torch.equal(_ops_decode_fp8._kernel_scale(torch.tensor(0.25), 4), torch.full((1, 4), 0.25)))
+
     def test_per_page_scales(self):
         q, kc, vc, _, _, bt = inputs(seed=7)
         g = torch.Generator().manual_seed(7)

@@ -78,7 +78,35 @@ def _kernel_scale(s, HKV):
     [pages, HKV] contiguous per page."""
     if _layout(s) == "page":
         return s.contiguous()
-    return (s.reshape(1).expand(HKV) if s.numel() == 1 and HKV != 1 else s.reshape(HKV)).reshape(1, HKV).contiguous()
+    if s.numel() == 1 and HKV != 1:
+        return _repeated_scale(s, HKV)
+    return s.reshape(1, HKV).contiguous()
+
+
+# Per-tensor scales repeated per head, by (storage address, device, version counter, HKV): an
+# engine passes the same one-element k_scale and v_scale every step, and repeating them costs a
+# copy kernel each. The entry keeps its source tensor alive, so the address is not reused while it
+# is cached; an in-place update bumps the version counter and misses.
+_REPEATED = {}
+_REPEATED_MAX = 64
+
+
+def _repeated_scale(s, HKV):
+    """s (one element) repeated HKV times as [1, HKV], from _REPEATED when this tensor was repeated
+    before at its current version. While a CUDA graph is captured the copy is made and not kept:
+    in the graph it re-reads the scale at every replay, as an engine that updates it in place
+    between replays needs."""
+    capturing = s.is_cuda and torch.cuda.is_current_stream_capturing()
+    key = (s.data_ptr(), str(s.device), s._version, HKV)
+    hit = None if capturing else _REPEATED.get(key)
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    out = s.reshape(1).expand(HKV).reshape(1, HKV).contiguous()
+    if not capturing:
+        if len(_REPEATED) >= _REPEATED_MAX:
+            _REPEATED.pop(next(iter(_REPEATED)))
+        _REPEATED[key] = (s, out)
+    return out
 
 
 def _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale):
