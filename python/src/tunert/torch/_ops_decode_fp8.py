@@ -104,7 +104,7 @@ def _repeated_scale(s, HKV):
     out = s.reshape(1).expand(HKV).reshape(1, HKV).contiguous()
     if not capturing:
         if len(_REPEATED) >= _REPEATED_MAX:
-            _REPEATED.pop(next(iter(_REPEATED)))
+            _REPEATED.pop(next(iter(_REPEATED)), None)
         _REPEATED[key] = (s, out)
     return out
 
