@@ -111,6 +111,11 @@ class ReferenceTest(unittest.TestCase):
         self.assertTrue(torch.equal(again, torch.full((1, 4), 0.5)))
         self.assertIsNot(again, first)
         self.assertTrue(torch.equal(_ops_decode_fp8._kernel_scale(torch.tensor(0.25), 4), torch.full((1, 4), 0.25)))
+        with torch.inference_mode():                                          # no version counter: never kept
+            t = torch.tensor([0.25])
+            self.assertTrue(torch.equal(_ops_decode_fp8._kernel_scale(t, 4), torch.full((1, 4), 0.25)))
+            t.fill_(0.5)
+            self.assertTrue(torch.equal(_ops_decode_fp8._kernel_scale(t, 4), torch.full((1, 4), 0.5)))
 
     def test_per_page_scales(self):
         q, kc, vc, _, _, bt = inputs(seed=7)

@@ -95,14 +95,15 @@ def _repeated_scale(s, HKV):
     """s (one element) repeated HKV times as [1, HKV], from _REPEATED when this tensor was repeated
     before at its current version. While a CUDA graph is captured the copy is made and not kept:
     in the graph it re-reads the scale at every replay, as an engine that updates it in place
-    between replays needs."""
-    capturing = s.is_cuda and torch.cuda.is_current_stream_capturing()
-    key = (s.data_ptr(), str(s.device), s._version, HKV)
-    hit = None if capturing else _REPEATED.get(key)
+    between replays needs. Nor is it kept for an inference tensor (torch.inference_mode), which has
+    no version counter to tell an update."""
+    uncached = s.is_inference() or (s.is_cuda and torch.cuda.is_current_stream_capturing())
+    key = None if uncached else (s.data_ptr(), str(s.device), s._version, HKV)
+    hit = None if uncached else _REPEATED.get(key)
     if hit is not None and hit[0] is s:
         return hit[1]
     out = s.reshape(1).expand(HKV).reshape(1, HKV).contiguous()
-    if not capturing:
+    if not uncached:
         if len(_REPEATED) >= _REPEATED_MAX:
             _REPEATED.pop(next(iter(_REPEATED)), None)
         _REPEATED[key] = (s, out)
