@@ -97,17 +97,19 @@ def _repeated_scale(s, HKV):
     in the graph it re-reads the scale at every replay, as an engine that updates it in place
     between replays needs. Nor is it kept for an inference tensor (torch.inference_mode), which has
     no version counter to tell an update."""
-    uncached = s.is_inference() or (s.is_cuda and torch.cuda.is_current_stream_capturing())
-    key = None if uncached else (s.data_ptr(), str(s.device), s._version, HKV)
-    hit = None if uncached else _REPEATED.get(key)
+    def repeat():
+        return s.reshape(1).expand(HKV).reshape(1, HKV).contiguous()
+
+    if s.is_inference() or (s.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return repeat()
+    key = (s.data_ptr(), str(s.device), s._version, HKV)
+    hit = _REPEATED.get(key)
     if hit is not None and hit[0] is s:
         return hit[1]
-    out = s.reshape(1).expand(HKV).reshape(1, HKV).contiguous()
-    if not uncached:
-        if len(_REPEATED) >= _REPEATED_MAX:
-            _REPEATED.pop(next(iter(_REPEATED)), None)
-        _REPEATED[key] = (s, out)
-    return out
+    if len(_REPEATED) >= _REPEATED_MAX:
+        _REPEATED.pop(next(iter(_REPEATED)), None)
+    out = _REPEATED[key] = (s, repeat())
+    return out[1]
 
 
 def _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale):
