@@ -32,19 +32,28 @@ return {
   name = "attention.decode",
   template = "templates/attention/decode.cuh",
 
-  -- shared/decode.lua's knobs (it says what each does), 16- and 8-byte K/V loads
-  params = common.params({ 16, 8 }),
+  -- shared/decode.lua's knobs (it says what each does), 16- and 8-byte K/V loads; MMA 1: q . k and P V
+  -- on bf16 tensor cores (templates/attention/decode_mma.cuh), which take the per-head FMAs and score
+  -- shuffles off the CUDA cores where several query heads share a KV head
+  params = common.params({ 16, 8 }, { { "MMA", { 0, 1 } } }),
 
   constraints = {
     -- 64..256 bytes of K/V in flight per thread per tile, at most 256 bytes (64 registers) in all:
     -- fewer starves the memory system, more costs occupancy (GQA_PACK 1: 156-187 registers at 256).
+    -- MMA 1 holds K/V as mma fragments with no fp32 copies: twice that, 512 bytes in all.
     function(c)
       local b = kv_bytes_per_thread(c)
       if c.KV_RING > 0 then return true end
+      if c.MMA == 1 then return b * c.STAGES <= 512 end
       return b >= 64 and b * c.STAGES <= 256
     end,
-    -- The ring (shared/decode.lua says why these bounds).
-    common.ring_constraint(KV_BYTES),
+    -- The ring (shared/decode.lua says why these bounds); MMA 1 with up to 256 bytes per tile (its
+    -- 16-key steps per warp make a tile 256 bytes per lane at head dim 128).
+    function(c)
+      if c.MMA == 0 or c.KV_RING == 0 then return common.ring_constraint(KV_BYTES)(c) end
+      local b = kv_bytes_per_thread(c)
+      return c.STAGES == 1 and b <= 256 and (c.KV_RING - 1) * b <= 768 and common.ring_bytes(c, KV_BYTES) <= 128 * 1024
+    end,
     -- 8-byte loads are measured at one budget (128 bytes, no prefetch) per WARPS: enough to show
     -- what 16-byte loads buy without doubling the space.
     function(c)
@@ -52,6 +61,10 @@ return {
     end,
     -- With one split both block orders launch the same blocks in the same order.
     function(c) return c.BLOCK_ORDER == 1 or c.SPLITS > 1 end,
+    -- The tensor-core path reads 16-byte chunks of a row per lane, all query heads of a KV head in
+    -- one block, in 16-key steps per warp (decode_mma.cuh); the register and ring budgets above hold
+    -- for it too (a lane holds the same bytes per tile).
+    "MMA == 0 or (VEC_BYTES == 16 and GQA_PACK == 1 and BLOCK_N % (16 * WARPS) == 0)",
   },
 
   -- Compile-time problem constants, as expressions the runtime re-evaluates for a new problem.
@@ -71,7 +84,7 @@ return {
   -- The generic variant: its requires hold for D 64 and 128 and any GQA ratio; 4 splits of each
   -- sequence keep small batches busy without a large merge for big ones.
   fallback = { SPLITS = 4, BLOCK_N = 32, WARPS = 4, VEC_BYTES = 16, GQA_PACK = 1, STAGES = 1, KV_RING = 0,
-               KV_HINT = 1, BLOCK_ORDER = 1 },
+               MMA = 0, KV_HINT = 1, BLOCK_ORDER = 1 },
 
   problems = {
     problem(32, 32, 8, 128, 16, 256),    -- lengths 1..4096, page 16 (the decoder block's step)

@@ -77,7 +77,8 @@
 //   DEQUANT    0 | 1 (KV_FP8, default 0) e4m3 -> fp32: 0 the hardware cvt.rn.f16x2.e4m3x2 (sm_89+),
 //                                      1 integer bit moves into fp16 (value * 2^-8, the 2^8 folded
 //                                      into the scales); either way exact, then fp16 -> fp32
-//   MMA        0 | 1 (KV_FP8, default 0)  1: the split kernel computes q . k and P V on fp16 tensor cores
+//   MMA        0 | 1 (default 0)          1: the split kernel computes q . k and P V on tensor cores (fp16 mma
+//                                      for the fp8 cache, bf16 mma for the bf16 one)
 //                                      (attention/decode_mma.cuh: its thread map, fragments and
 //                                      numerics); VEC_BYTES and the row groups aside, the knobs above
 //                                      keep their meaning. Needs GQA_PACK 1, VEC_BYTES 16 and
@@ -351,8 +352,10 @@ __device__ __forceinline__ void load_q_slice(const bf16 *p, float qs, float (&f)
   }
 }
 #define DECODE_SCALE_ARGS const float *__restrict__ k_scale, const float *__restrict__ v_scale,
+#define DECODE_SCALE_VALS k_scale, v_scale,
 #else
 #define DECODE_SCALE_ARGS
+#define DECODE_SCALE_VALS
 #endif
 
 // Block -> (b, KV head, first query head, split, rows of this sequence's length). d_off: this
@@ -410,10 +413,7 @@ __device__ __forceinline__ split_ctx tile_setup(const bf16 *__restrict__ q, cons
                                                 float (&qf)[kHeads][kVecElems]) {
   const int lane = threadIdx.x % 32;
   const int d_off = (lane % kLanesPerRow) * kVecElems;
-  split_ctx c = split_setup(k_cache, v_cache,
-#if KV_FP8
-                            k_scale, v_scale,
-#endif
+  split_ctx c = split_setup(k_cache, v_cache, DECODE_SCALE_VALS
                             block_table, seq_lens, HKV, max_pages, page_size, kv_stride_page, kv_stride_row,
                             kv_stride_h, scale_log2, d_off);
   c.group = c.warp * kRowsPerWarp + lane / kLanesPerRow;
@@ -826,16 +826,13 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
   __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
 #if MMA
-  mma::split(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size,
+  mma::split(q, k_cache, v_cache, DECODE_SCALE_VALS block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size,
              q_stride_b, q_stride_h, o_stride_b, o_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2,
              s_acc, s_m, s_l);
 #else
 
   float qf[kHeads][kVecElems];
-  const split_ctx c = tile_setup(q, k_cache, v_cache,
-#if KV_FP8
-                                 k_scale, v_scale,
-#endif
+  const split_ctx c = tile_setup(q, k_cache, v_cache, DECODE_SCALE_VALS
                                  block_table, seq_lens, HKV, max_pages, page_size, q_stride_b,
                                  q_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, qf);
   softmax_state st;
