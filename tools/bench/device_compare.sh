@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # device_compare.sh OUTDIR SET: tune compare on the GPU of a device call, one set of recipes.
 #   The candidates of each problem come from the recorded database of this GPU model
-#   (data/recorded/h100/ on an H100 where it has the recipe, else data/recorded/), copied to a
+#   (data/recorded/h100/ on an H100, data/recorded/h200/ on an H200, where it has the recording;
+#   else data/recorded/, whichever GPU that was recorded on: the log names the file), copied to a
 #   scratch database; tune compare compiles them from the current source, verifies and re-times
 #   them against the peers in interleaved rounds, both timing modes. Writes OUTDIR/SET.md (the
 #   tables), OUTDIR/SET.log and OUTDIR/gpu.txt; the scratch databases go to OUTDIR/SET-dbs.tgz.
 # SET: smoke (copy, one round), check (split-K, split-KV, softmax.split: one round), gemm,
-#   attention, memory, rank (top 6 on four problems, then
+#   attention, skinny (gemm.skinny), varlen, memory, rank (top 6 on four problems, then
 #   tools/bench/ncu_check.py against Nsight Compute).
 # env: ROUNDS (default 3), TOPK (default 2), STEP_LIMIT_S (per tune compare, default 300),
 #   EXTRA (more tune compare options, e.g. --no-peers)
@@ -24,6 +25,7 @@ limit=${STEP_LIMIT_S:-300}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv >> "$out/gpu.txt" 2>&1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case $gpu in *H100*) model_dir=data/recorded/h100 ;; *H200*) model_dir=data/recorded/h200 ;; *) model_dir= ;; esac
 scratch=/tmp/compare-$set_name
 rm -rf "$scratch"
 mkdir -p "$scratch"
@@ -32,8 +34,7 @@ mkdir -p "$scratch"
 compare() {
   local recipe=$1 rec=$2
   shift 2
-  local h100="data/recorded/h100/$(basename "$rec")"
-  case $gpu in *H100*) [ -f "$h100" ] && rec=$h100 ;; esac
+  [ -n "$model_dir" ] && [ -f "$model_dir/$(basename "$rec")" ] && rec=$model_dir/$(basename "$rec")
   local db="$scratch/$(basename "$recipe" .lua).db"
   [ -f "$db" ] || cp "$rec" "$db"
   local args=()
@@ -54,6 +55,10 @@ attention)
   compare recipes/attention/prefill_sm90.lua data/recorded/attention.prefill_sm90.db b4h32s4096d128 \
     b4h32s4096d128c b16h16s1024d64 b4h32s4096d128c_gqa8
   compare recipes/attention/decode.lua data/recorded/attention.decode.db ;;
+skinny)
+  compare recipes/gemm/skinny.lua data/recorded/gemm.skinny.db ;;
+varlen)
+  compare recipes/attention/varlen.lua data/recorded/attention.varlen.db ;;
 memory)
   compare recipes/copy.lua data/recorded/copy.db
   compare recipes/softmax.lua data/recorded/softmax.db r16384c1024 r4096c32768

@@ -12,8 +12,10 @@
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # TIMING: the comparisons' timing mode (default burst; both: burst and sustained).
 # A part too long for one device call records in several: PROBLEMS="name ..." runs only those
-# problems, WORK=DIR keeps the run's database there (kept between calls while the machine is warm;
-# default a fresh /tmp/record-PART), COMPARE=0 skips the comparison (run it in the last call).
+# problems, WORK=DIR keeps the run's database there (default a fresh /tmp/record-PART; a later call
+# finds it only on the same machine, and the device tool may hand out a fresh one even back to back:
+# then join the calls' OUTDIR databases with `tune db merge`), COMPARE=0 skips the comparison (run it
+# in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
 part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}

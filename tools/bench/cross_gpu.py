@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""cross_gpu.py FROM.db ON.db: what a config chosen on one GPU costs on another.
+
+For every (recipe, problem) both recordings measured, the config FROM.db holds fastest is looked up
+in ON.db (matched by its parameters) and its time there set against ON.db's own fastest:
+loss = ON time of FROM's best / ON's best (1.000: the same choice, or one as fast). Only ok results
+count; a problem whose FROM best was not measured ok in ON.db is listed as such. Both recordings
+should be exhaustive over the same space (data/recorded/ and data/recorded/h100|h200/), otherwise
+ON's best is only the best of what it measured.
+"""
+import json
+import sqlite3
+import sys
+
+QUERY = """select p.recipe_name, p.name, c.params_json, min(r.median_ns)
+           from results r join configs c on c.id = r.config_id join problems p on p.id = r.problem_id
+           where r.status = 'ok' group by p.recipe_name, p.name, c.params_json"""
+
+
+def load(path):
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    times = {}
+    for recipe, problem, params, ns in con.execute(QUERY):
+        key = json.dumps(json.loads(params), sort_keys=True)
+        times.setdefault((recipe, problem), {})[key] = ns
+    con.close()
+    return times
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    src, dst = load(argv[1]), load(argv[2])
+    print("| recipe | problem | configs (from / on) | best on ON [us] | FROM's best on ON [us] | loss | same config |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for key in sorted(set(src) & set(dst)):
+        s, d = src[key], dst[key]
+        s_best = min(s, key=s.get)
+        d_best = min(d, key=d.get)
+        if s_best not in d:
+            cell = "not ok on ON"
+            print(f"| {key[0]} | {key[1]} | {len(s)} / {len(d)} | {d[d_best] / 1e3:.2f} | {cell} | - | no |")
+            continue
+        loss = d[s_best] / d[d_best]
+        same = "yes" if s_best == d_best else "no"
+        print(f"| {key[0]} | {key[1]} | {len(s)} / {len(d)} | {d[d_best] / 1e3:.2f} | {d[s_best] / 1e3:.2f} | "
+              f"{loss:.3f} | {same} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
