@@ -84,9 +84,10 @@ local function applies(c, p)
   local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
   if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
   if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
-  -- Two blocks per SM of 9 warps in clusters of 8, over more than one wave of them, give wrong sums
-  -- now and then on H100 (the gemm.skinny experiments listed in data/README.md, data/runs/); with one
-  -- block per SM, or 5 warps, or clusters of 4, the same code is right. Cause not found.
+  -- Two blocks per SM of 9 warps in clusters of 8, over more than one wave of them, gave wrong sums
+  -- now and then (H100 and H200) before the consumers fenced their slot reads against the producer's
+  -- next TMA write (templates/gemm/skinny.cuh, consume; data/runs/skinny-proxy-fence-h200-2026-11-28).
+  -- Left out until a recording measures them with the fence.
   if c.SPLIT_K == 8 and c.WARPS_N * c.WARPS_K == 8 and smem_bytes(c, p) <= SMEM_PAIR and blocks > 2 * 132 then
     return false, "two 9-warp blocks per SM in clusters of 8, over one wave: wrong sums on H100"
   end

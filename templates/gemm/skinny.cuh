@@ -9,8 +9,8 @@
 // tensor copies (TMA, 128-byte swizzle) into a STAGES-deep ring of shared-memory slots; each slot holds
 // one BLOCK_K slice of a (BLOCK_M rows, rows >= M stay zero) and of b (BLOCK_N x BLOCK_K), so up to
 // STAGES slices (STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 bytes) are in flight per block with one
-// thread issuing. Slot completion: `full` mbarrier (transaction bytes), release: `empty` mbarrier (one
-// arrival per consumer warp).
+// thread issuing. Slot completion: `full` mbarrier (transaction bytes), release: a proxy fence, then
+// the `empty` mbarrier (one arrival per consumer warp).
 // Consumers: mma.sync m16n8k16 (ldmatrix from the swizzled slots; ldmatrix.trans for B_COL = 0). Warp
 // (wn, wk) owns columns [wn * BLOCK_N / WARPS_N, +BLOCK_N / WARPS_N) for all BLOCK_M rows and the k16
 // steps ks = wk, wk + WARPS_K, ... of every slice: BLOCK_M / 16 m16 tiles reuse each B fragment.
@@ -154,6 +154,10 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) tune::mma_bf16_16816(acc[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
     }
+    // this lane's ldmatrix reads (generic proxy) before the producer's next TMA write (async proxy)
+    // into the slot: without the fence a refill can land under reads still in flight (wrong sums in a
+    // few timed launches, seen with two 9-warp blocks per SM in clusters)
+    tune::fence_proxy_async_smem();
     __syncwarp();
     if (lane == 0) tune::mbar_arrive(empty);
   }
