@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# device_record.sh PART OUTDIR: re-record a part of the main job's replay data (recipes/attention.lua)
+# device_record.sh PART OUTDIR: re-record a part of the replay data (the main job's, recipes/attention.lua, and gemm.skinny)
 # on the GPU, exhaustive with seed 1 as data/README.md asks, each part within one device call:
 #   serving  decode, then varlen (below)
 #   decode   attention.decode (exhaustive) -> OUTDIR/attention.decode.db
@@ -9,6 +9,8 @@
 #   decode_fp8  attention.decode_fp8 (fp8 KV cache), the same -> OUTDIR/attention.decode_fp8.db
 #   prefill  attention.prefill (mma.sync path) -> OUTDIR/attention.prefill.db
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
+#   skinny   gemm.skinny (recipes/gemm/skinny.lua, the decode-size GEMM; not part of the main job) ->
+#            OUTDIR/gemm.skinny.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # TIMING: the comparisons' timing mode (default burst; both: burst and sustained).
 # A part too long for one device call records in several: PROBLEMS="name ..." runs only those
@@ -18,8 +20,8 @@
 # in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90 OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -59,7 +61,8 @@ case $part in
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
-  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill or sm90" >&2; exit 2 ;;
+  skinny) run gemm.skinny recipes/gemm/skinny.lua --strategy exhaustive; keep gemm.skinny ;;
+  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill, sm90 or skinny" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
