@@ -89,7 +89,7 @@ local function applies(c, p)
   -- next TMA write (templates/gemm/skinny.cuh, consume; data/runs/skinny-proxy-fence-h200-2026-11-28).
   -- Left out until a recording measures them with the fence.
   if c.SPLIT_K == 8 and c.WARPS_N * c.WARPS_K == 8 and smem_bytes(c, p) <= SMEM_PAIR and blocks > 2 * 132 then
-    return false, "two 9-warp blocks per SM in clusters of 8, over one wave: wrong sums on H100"
+    return false, "two 9-warp blocks per SM in clusters of 8, over one wave: not yet measured with the proxy fence"
   end
   -- warps: 4 consumers for M <= 16 (one m16 tile: little math per byte), 4 or 8 for M >= 64
   local warps = c.WARPS_N * c.WARPS_K
