@@ -68,13 +68,22 @@ static void print_json(json_t *j) {
   puts("");
 }
 
+/* A result's register count, or "-" where none was recorded (-1: a replayed or cached result
+   whose recording kept no resource usage). */
+static const char *regs_text(json_t *r, char *buf, size_t n) {
+  long long regs = (long long)json_integer_value(json_object_get(r, "registers"));
+  if (regs < 0) return "-";
+  snprintf(buf, n, "%lld", regs);
+  return buf;
+}
+
 static void print_best(json_t *rows, const char *recipe) {
   if (json_array_size(rows) == 0) { printf("no verified results%s%s\n", recipe ? " for " : "", recipe ? recipe : ""); return; }
   printf("%-18s %-26s %-12s %10s %5s %5s  %s\n", "recipe", "problem", "device", "median", "samp", "regs", "params");
   size_t i;
   json_t *r;
   json_array_foreach(rows, i, r) {
-    char t[32], p[1024];
+    char t[32], p[1024], regs[24];
     fmt_time(json_number_value(json_object_get(r, "median_ns")), t, sizeof t);
     params_text(json_object_get(r, "params"), p, sizeof p);
     const char *og = json_string_value(json_object_get(r, "config_origin"));
@@ -82,10 +91,9 @@ static void print_best(json_t *rows, const char *recipe) {
       snprintf(p + strlen(p), sizeof p - strlen(p), " + code of proposal %s", og + 9);
     if (json_integer_value(json_object_get(r, "quick_only"))) /* successive halving: nothing fully timed here */
       snprintf(p + strlen(p), sizeof p - strlen(p), "  [quick timing only (halving): no fully timed result]");
-    printf("%-18s %-26s %-12s %10s %5lld %5lld  %s\n", json_string_value(json_object_get(r, "recipe")),
+    printf("%-18s %-26s %-12s %10s %5lld %5s  %s\n", json_string_value(json_object_get(r, "recipe")),
            json_string_value(json_object_get(r, "problem")), json_string_value(json_object_get(r, "device")), t,
-           (long long)json_integer_value(json_object_get(r, "samples")),
-           (long long)json_integer_value(json_object_get(r, "registers")), p);
+           (long long)json_integer_value(json_object_get(r, "samples")), regs_text(r, regs, sizeof regs), p);
   }
 }
 
@@ -94,17 +102,17 @@ static void print_list(json_t *rows) {
   size_t i;
   json_t *r;
   json_array_foreach(rows, i, r) {
-    char t[32], p[1024];
+    char t[32], p[1024], regs[24];
     fmt_time(json_number_value(json_object_get(r, "median_ns")), t, sizeof t);
     params_text(json_object_get(r, "params"), p, sizeof p);
     const char *e = json_string_value(json_object_get(r, "error_text"));
     char e1[160];
     snprintf(e1, sizeof e1, "%.*s", (int)strcspn(e ? e : "", "\n"), e ? e : "");
     e = e1;
-    printf("%6lld %-20s %-18s %-13s %12s %5lld  %s%s%s\n", (long long)json_integer_value(json_object_get(r, "id")),
+    printf("%6lld %-20s %-18s %-13s %12s %5s  %s%s%s\n", (long long)json_integer_value(json_object_get(r, "id")),
            json_string_value(json_object_get(r, "recipe")), json_string_value(json_object_get(r, "problem")),
-           json_string_value(json_object_get(r, "status")), t,
-           (long long)json_integer_value(json_object_get(r, "registers")), p, e && *e ? "  | " : "", e ? e : "");
+           json_string_value(json_object_get(r, "status")), t, regs_text(r, regs, sizeof regs), p,
+           e && *e ? "  | " : "", e ? e : "");
   }
 }
 

@@ -15,6 +15,12 @@ for p in 64MiB 256MiB; do
 done
 "$TUNE" db best --db r.db >best.txt
 check "db best prints a table" contains best.txt "NVIDIA H200"
+# a result whose recording kept no register count (-1) shows "-", not a count
+cp r.db noregs.db
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("update results set registers = -1"); c.commit()' noregs.db
+"$TUNE" db best --db noregs.db >noregs.txt
+check "unknown registers print as -" awk 'NR > 1 && $8 != "-" { bad = 1 } NR > 1 { n++ } END { exit bad || !n }' noregs.txt
+check "recorded registers print as a count" awk 'NR > 1 && $8 !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' best.txt
 # a recipe with a value the recording never measured
 sed 's/{ 128, 256, 512, 1024 }/{ 64, 128, 256, 512, 1024 }/' "$SRC/recipes/copy.lua" > "$SRC/recipes/.copy_extra_test.lua"
 "$TUNE" run "$SRC/recipes/.copy_extra_test.lua" --device "replay:$REC" --db x.db --quiet >extra.txt 2>&1
