@@ -68,8 +68,7 @@ static void print_json(json_t *j) {
   puts("");
 }
 
-/* A result's register count, or "-" where none was recorded (-1: a replayed or cached result
-   whose recording kept no resource usage). */
+/* A result's register count, or "-" where the database holds none (-1). */
 static const char *regs_text(json_t *r, char *buf, size_t n) {
   long long regs = (long long)json_integer_value(json_object_get(r, "registers"));
   if (regs < 0) return "-";

@@ -39,8 +39,7 @@ def main(argv):
         s_best = min(s, key=s.get)
         d_best = min(d, key=d.get)
         if s_best not in d:
-            cell = "not ok on ON"
-            print(f"| {key[0]} | {key[1]} | {len(s)} / {len(d)} | {d[d_best] / 1e3:.2f} | {cell} | - | no |")
+            print(f"| {key[0]} | {key[1]} | {len(s)} / {len(d)} | {d[d_best] / 1e3:.2f} | not ok on ON | - | no |")
             continue
         loss = d[s_best] / d[d_best]
         same = "yes" if s_best == d_best else "no"
