@@ -84,13 +84,6 @@ local function applies(c, p)
   local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
   if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
   if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
-  -- Two blocks per SM of 9 warps in clusters of 8, over more than one wave of them, gave wrong sums
-  -- now and then (H100 and H200) before the consumers fenced their slot reads against the producer's
-  -- next TMA write (templates/gemm/skinny.cuh, consume; the experiment is under data/runs/).
-  -- Left out until a recording measures them with the fence.
-  if c.SPLIT_K == 8 and c.WARPS_N * c.WARPS_K == 8 and smem_bytes(c, p) <= SMEM_PAIR and blocks > 2 * 132 then
-    return false, "two 9-warp blocks per SM in clusters of 8, over one wave: not yet measured with the proxy fence"
-  end
   -- warps: 4 consumers for M <= 16 (one m16 tile: little math per byte), 4 or 8 for M >= 64
   local warps = c.WARPS_N * c.WARPS_K
   if bm <= 16 and (warps ~= 4 or c.WARPS_K ~= 1) then return false, "M <= 16: 4 consumer warps along N" end
