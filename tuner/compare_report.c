@@ -127,7 +127,56 @@ void tune_cmp_group_read(const json_t *rows, size_t *i, tune_cmp_group *g) {
   if (g->best_tune && g->best_peer) g->ratio = tune_ratio_of(g->best_peer->ns, g->best_tune->ns, g->rounds);
 }
 
-static int print_group(FILE *f, const tune_cmp_group *g) {
+/* The median over the rounds of candidate `label` of `side` ("tune" or "peer") in (problem, timing),
+ * 0 none. */
+static double side_median(const json_t *rows, const char *problem, const char *timing, const char *side,
+                          const char *label) {
+  double ns[MAX_ROUNDS] = {0};
+  size_t i;
+  const json_t *row;
+  json_array_foreach(rows, i, row) {
+    char l[160];
+    int round = (int)json_integer_value(json_object_get(row, "round"));
+    if (strcmp(json_string_value(json_object_get(row, "problem")) ?: "", problem) ||
+        strcmp(json_string_value(json_object_get(row, "timing")) ?: "", timing) ||
+        strcmp(json_string_value(json_object_get(row, "side")) ?: "", side) ||
+        strcmp(json_string_value(json_object_get(row, "status")) ?: "", "ok") || round < 1 || round > MAX_ROUNDS)
+      continue;
+    row_label(row, !strcmp(side, "peer"), l, sizeof l);
+    if (!strcmp(l, label)) ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
+  }
+  return tune_median(ns, MAX_ROUNDS);
+}
+
+static double config_median(const json_t *rows, const char *problem, const char *timing, const char *label) {
+  return side_median(rows, problem, timing, "tune", label);
+}
+
+/* A launch-bound candidate of one side (arr[n]) that could have been its best: its burst median is
+ * below the side's best sustained median. */
+static int side_launch_bound(const json_t *rows, const tune_cmp_group *g, const tune_cmp_side *arr, int n,
+                             const tune_cmp_side *best, const char *side) {
+  if (!best) return 0;
+  double best_sustained = tune_median(best->ns, g->rounds);
+  for (int i = 0; i < n; ++i) {
+    double sustained = tune_median(arr[i].ns, g->rounds);
+    double burst = side_median(rows, g->problem, "burst", side, arr[i].label);
+    if (burst > 0 && sustained > TUNE_CMP_LAUNCH_BOUND * burst && burst < best_sustained) return 1;
+  }
+  return 0;
+}
+
+int tune_cmp_launch_bound(const json_t *rows, const tune_cmp_group *g) {
+  if (strcmp(g->timing, "sustained")) return 0;
+  return side_launch_bound(rows, g, g->tune, g->n_tune, g->best_tune, "tune") ||
+         side_launch_bound(rows, g, g->peer, g->n_peer, g->best_peer, "peer");
+}
+
+const char *tune_cmp_verdict(const json_t *rows, const tune_cmp_group *g) {
+  return tune_cmp_launch_bound(rows, g) ? "launch-bound" : tune_ratio_verdict(&g->ratio);
+}
+
+static int print_group(FILE *f, const json_t *rows, const tune_cmp_group *g) {
   const tune_cmp_side *t = g->best_tune, *p = g->best_peer;
   tune_ratio r = g->ratio;
   double tm = t ? tune_median(t->ns, g->rounds) : 0, pm = p ? tune_median(p->ns, g->rounds) : 0;
@@ -135,7 +184,7 @@ static int print_group(FILE *f, const tune_cmp_group *g) {
   if (tm > 0) fprintf(f, "%.2f", tm / 1e3); else fprintf(f, "-");
   fprintf(f, " | %s | ", p ? p->label : "-");
   if (pm > 0) fprintf(f, "%.2f", pm / 1e3); else fprintf(f, "-");
-  if (r.n) fprintf(f, " | %.3f (%.3f-%.3f, %d rounds) | %s", r.median, r.lo, r.hi, r.n, tune_ratio_verdict(&r));
+  if (r.n) fprintf(f, " | %.3f (%.3f-%.3f, %d rounds) | %s", r.median, r.lo, r.hi, r.n, tune_cmp_verdict(rows, g));
   else fprintf(f, " | - | -");
   fprintf(f, " | %d / %d | %d / %d |\n", t ? t->sm_mhz : -1, p ? p->sm_mhz : -1, t ? t->power_w : 0, p ? p->power_w : 0);
   return r.n > 0;
@@ -161,25 +210,6 @@ static void print_header(FILE *f, const json_t *info) {
              "clocks: lowest SM MHz seen, power: highest W seen (tune / peer)\n\n");
   fprintf(f, "| problem | timing | tune [us] | peer | peer [us] | ratio | verdict | SM MHz | W |\n");
   fprintf(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-}
-
-/* The median over the rounds of config `label` of tune's side in (problem, timing), 0 none. */
-static double config_median(const json_t *rows, const char *problem, const char *timing, const char *label) {
-  double ns[MAX_ROUNDS] = {0};
-  size_t i;
-  const json_t *row;
-  json_array_foreach(rows, i, row) {
-    char l[160];
-    int round = (int)json_integer_value(json_object_get(row, "round"));
-    if (strcmp(json_string_value(json_object_get(row, "problem")) ?: "", problem) ||
-        strcmp(json_string_value(json_object_get(row, "timing")) ?: "", timing) ||
-        strcmp(json_string_value(json_object_get(row, "side")) ?: "", "tune") ||
-        strcmp(json_string_value(json_object_get(row, "status")) ?: "", "ok") || round < 1 || round > MAX_ROUNDS)
-      continue;
-    row_label(row, 0, l, sizeof l);
-    if (!strcmp(l, label)) ns[round - 1] = json_number_value(json_object_get(row, "median_ns"));
-  }
-  return tune_median(ns, MAX_ROUNDS);
 }
 
 /* Per problem timed in both modes: do burst and sustained order tune's variants alike? */
@@ -231,10 +261,17 @@ int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
   }
   print_header(f, info);
   size_t i = 0, n = json_array_size(rows);
+  int launch_bound = 0;
   while (i < n) {
     tune_cmp_group_read(rows, &i, g);
-    n_rows += print_group(f, g);
+    n_rows += print_group(f, rows, g);
+    launch_bound |= tune_cmp_launch_bound(rows, g);
   }
+  if (launch_bound)
+    fprintf(f, "\nlaunch-bound: a candidate's sustained time is over %.1fx its burst time (back-to-back calls left the "
+               "GPU idle between its kernels: the host's launch rate) and its burst time is below its side's best "
+               "sustained one; the sustained ratio is not one of kernels.\n",
+            TUNE_CMP_LAUNCH_BOUND);
   print_rank_agreement(f, rows);
   free(g);
   return n_rows;

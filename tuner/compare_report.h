@@ -57,8 +57,23 @@ const tune_cmp_side *tune_cmp_best(const tune_cmp_side *arr, int n, int rounds);
  * *i moves past them. */
 void tune_cmp_group_read(const json_t *rows, size_t *i, tune_cmp_group *g);
 
+/* Sustained time over burst time above which a candidate counts as launch-bound: GPU-bound
+ * candidates of the published comparisons slow down by at most 1.20x under sustained load (power-
+ * limited clocks); launch-bound ones, timed back to back with the GPU idle between kernels, by
+ * 1.3x to 33x. */
+#define TUNE_CMP_LAUNCH_BOUND 1.4
+/* 1 when g is a sustained group in which a candidate of tune's or the peer's side took over
+ * TUNE_CMP_LAUNCH_BOUND times its own burst median (the burst group of the same problem in rows)
+ * while that burst median is below its side's best sustained one: the sustained ratio then
+ * measures a host's launch rate (e.g. a peer launched from Python against tune's C), not kernels,
+ * or left out the side's fastest kernel. */
+int tune_cmp_launch_bound(const json_t *rows, const tune_cmp_group *g);
+/* g's verdict: "launch-bound" where tune_cmp_launch_bound, else tune_ratio_verdict of its ratio. */
+const char *tune_cmp_verdict(const json_t *rows, const tune_cmp_group *g);
+
 /* Print the comparison's table as Markdown: a header from info (db_comparison_info) and one
- * row per problem and timing from rows (db_comparison_rows), then, where both modes timed 3 or
+ * row per problem and timing from rows (db_comparison_rows; verdict "launch-bound" where
+ * tune_cmp_launch_bound, with a note under the table), then, where both modes timed 3 or
  * more of tune's variants of a problem, the rank correlation of their burst and sustained
  * medians (do the modes order the variants alike?). Returns the number of rows with a ratio. */
 int tune_compare_print(FILE *f, const json_t *info, const json_t *rows);

@@ -4,7 +4,7 @@
  * text table of tune compare --report computes them (compare_report.h): tune's variant and the
  * peer with the lowest median over the rounds, and their ratio round by round (peer / tune,
  * above 1 tune is faster) as a median with its min-max range; "faster" only when the whole range
- * is above 1 (tune_ratio_verdict). */
+ * is above 1, "launch-bound" where a sustained ratio measures launch rates (tune_cmp_verdict). */
 #include "report_int.h"
 
 #include <math.h>
@@ -18,7 +18,7 @@
 
 typedef tune_cmp_group group; /* read by tune_cmp_group_read, as the text table reads them */
 
-static void ratio_chart(FILE *f, const json_t *info, const group *g, int n) {
+static void ratio_chart(FILE *f, const json_t *info, const json_t *rows, const group *g, int n) {
   double lo = 1, hi = 1;
   int shown = 0;
   for (int i = 0; i < n; ++i)
@@ -43,7 +43,7 @@ static void ratio_chart(FILE *f, const json_t *info, const group *g, int n) {
     fprintf(f, "<g class=\"%s\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>"
                "<title>%.3f (%.3f-%.3f, %d rounds): %s</title></g><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
             cls, tune_svg_map(&x, r->lo), py, tune_svg_map(&x, r->hi), py, tune_svg_map(&x, r->median), py, r->median, r->lo,
-            r->hi, r->n, tune_ratio_verdict(r), x.px_lo - 4, py + 3);
+            r->hi, r->n, tune_cmp_verdict(rows, &g[i]), x.px_lo - 4, py + 3);
     tune_xml_text(f, g[i].problem);
     fputs(" (", f);
     tune_xml_text(f, g[i].timing);
@@ -52,7 +52,7 @@ static void ratio_chart(FILE *f, const json_t *info, const group *g, int n) {
   tune_svg_close(f);
 }
 
-static void ratio_table(FILE *f, const group *g, int n) {
+static void ratio_table(FILE *f, const json_t *rows, const group *g, int n) {
   fputs("<table class=\"ratios\"><tr><th>problem</th><th>timing</th><th>tune [us]</th><th>peer</th><th>peer [us]</th>"
         "<th>ratio (min-max, rounds)</th><th>verdict</th></tr>\n", f);
   for (int i = 0; i < n; ++i) {
@@ -69,8 +69,8 @@ static void ratio_table(FILE *f, const group *g, int n) {
     if (pm > 0) fprintf(f, "</td><td class=\"num\">%.2f", pm / 1e3); else fputs("</td><td class=\"num\">-", f);
     if (r->n)
       fprintf(f, "</td><td class=\"num\" data-ratio=\"%.3f\" data-lo=\"%.3f\" data-hi=\"%.3f\">%.3f (%.3f-%.3f, %d)</td>"
-                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n, tune_ratio_verdict(r),
-              tune_ratio_verdict(r));
+                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n,
+              tune_cmp_verdict(rows, &g[i]), tune_cmp_verdict(rows, &g[i]));
     else fputs("</td><td>-</td><td>-</td></tr>\n", f);
   }
   fputs("</table>\n", f);
@@ -93,9 +93,9 @@ static void comparison(FILE *f, const json_t *info, const json_t *rows) {
   if (!n) fputs("<p class=\"none\">none: this comparison has no measurements.</p>\n", f);
   else {
     fputs("<figure class=\"wide\">", f);
-    ratio_chart(f, info, g, n);
+    ratio_chart(f, info, rows, g, n);
     fputs("<figcaption>Dot: median ratio over the rounds; bar: its min-max range; blue burst, orange sustained.</figcaption></figure>\n", f);
-    ratio_table(f, g, n);
+    ratio_table(f, rows, g, n);
   }
   free(g);
 }

@@ -81,6 +81,61 @@ static void stored_table(void) {
   /* config a (median 100) is tune's best, not b (whose best round is 90); ratios 1.10, 1.109, 1.091 */
   CHECK(buf && strstr(buf, "| m1 | burst | 0.10 | cublas | 0.11 | 1.100 (1.091-1.109, 3 rounds) | faster |"));
   CHECK(buf && strstr(buf, "torch 2.9"));
+  CHECK(buf && !strstr(buf, "launch-bound"));
+  if (n_fail && buf) fputs(buf, stderr);
+  free(buf);
+  json_decref(info);
+  json_decref(rows);
+  db_close(db);
+  unlink(path);
+}
+
+/* A sustained group whose peer took over TUNE_CMP_LAUNCH_BOUND times its burst time is
+ * launch-bound; one whose peer slowed down as power-limited clocks do is not. */
+static void launch_bound(void) {
+  char path[] = "/tmp/compare_lb_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  unlink(path);
+  db_conn *db = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(db_open(path, 0, &db, &err) == 0);
+  db_device dev = {.kind = "gpu", .name = "Test GPU", .arch = "sm_90"};
+  int64_t dev_id, rec, small, large, cfg, peer, cmp;
+  CHECK(db_device_put(db, &dev, &dev_id, &err) == 0);
+  CHECK(db_recipe_put(db, "moe", "0123456789abcdef", "recipes/moe.lua", "", &rec, &err) == 0);
+  CHECK(db_problem_put(db, "moe", "t1", "aaaa", "{\"T\":1}", &small, &err) == 0);
+  CHECK(db_problem_put(db, "moe", "t4096", "bbbb", "{\"T\":4096}", &large, &err) == 0);
+  CHECK(db_config_put(db, "moe", "c1", "{\"T\":1}", "bayes", &cfg, &err) == 0);
+  CHECK(db_config_put(db, "moe", "p1", "{\"peer\":\"torch\"}", "peer:torch", &peer, &err) == 0);
+  CHECK(db_comparison_begin(db, rec, dev_id, "tune compare recipes/moe.lua", 3, 1, "both", &cmp, &err) == 0);
+  for (int r = 1; r <= 3; ++r) {
+    /* t1: kernels of 2 and 3 us; back to back the peer takes 70 us a call (its launches) */
+    put(db, cmp, small, cfg, 0, r, "burst", 2000, &err);
+    put(db, cmp, small, peer, 1, r, "burst", 3000, &err);
+    put(db, cmp, small, cfg, 0, r, "sustained", 2500, &err);
+    put(db, cmp, small, peer, 1, r, "sustained", 70000, &err);
+    /* t4096: both 1.2x slower under sustained load, the GPU busy */
+    put(db, cmp, large, cfg, 0, r, "burst", 100000, &err);
+    put(db, cmp, large, peer, 1, r, "burst", 150000, &err);
+    put(db, cmp, large, cfg, 0, r, "sustained", 120000, &err);
+    put(db, cmp, large, peer, 1, r, "sustained", 180000, &err);
+  }
+  CHECK(db_comparison_end(db, cmp, "done", "{\"torch\":\"2.9\",\"timer\":\"cupti\"}", &err) == 0);
+  json_t *info = NULL, *rows = NULL;
+  CHECK(db_comparison_info(db, cmp, &info, &err) == 0 && info);
+  CHECK(db_comparison_rows(db, cmp, &rows, &err) == 0 && json_array_size(rows) == 24);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(tune_compare_print(f, info, rows) == 4);
+  fclose(f);
+  CHECK(buf && strstr(buf, "| t1 | burst | 2.00 | torch | 3.00 | 1.500 (1.500-1.500, 3 rounds) | faster |"));
+  CHECK(buf && strstr(buf, "| t1 | sustained | 2.50 | torch | 70.00 | 28.000 (28.000-28.000, 3 rounds) | launch-bound |"));
+  CHECK(buf && strstr(buf, "| t4096 | sustained | 120.00 | torch | 180.00 | 1.500 (1.500-1.500, 3 rounds) | faster |"));
+  CHECK(buf && strstr(buf, "\nlaunch-bound: a candidate's sustained time is over 1.4x its burst time"));
   if (n_fail && buf) fputs(buf, stderr);
   free(buf);
   json_decref(info);
@@ -92,6 +147,7 @@ static void stored_table(void) {
 int main(void) {
   ratios();
   stored_table();
+  launch_bound();
   printf("compare_test: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail != 0;
 }
