@@ -57,10 +57,9 @@ const tune_cmp_side *tune_cmp_best(const tune_cmp_side *arr, int n, int rounds);
  * *i moves past them. */
 void tune_cmp_group_read(const json_t *rows, size_t *i, tune_cmp_group *g);
 
-/* Sustained time over burst time above which a candidate counts as launch-bound: GPU-bound
- * candidates of the published comparisons slow down by at most 1.20x under sustained load (power-
- * limited clocks); launch-bound ones, timed back to back with the GPU idle between kernels, by
- * 1.3x to 33x. */
+/* Sustained time over burst time above which a candidate counts as launch-bound: above the
+ * slowdown that power-limited clocks cause under sustained load, below that of calls whose launches
+ * leave the GPU idle between kernels (docs/measurement.md has the published comparisons' figures). */
 #define TUNE_CMP_LAUNCH_BOUND 1.4
 /* 1 when g is a sustained group in which a candidate of tune's or the peer's side took over
  * TUNE_CMP_LAUNCH_BOUND times its own burst median (the burst group of the same problem in rows)

@@ -41,19 +41,41 @@ static void put(db_conn *db, int64_t cmp, int64_t prob, int64_t cfg, int peer, i
   CHECK(db_measurement_put(db, &m, err) == 0);
 }
 
-static void stored_table(void) {
-  char path[] = "/tmp/compare_test_XXXXXX";
+/* A fresh database at path (a template ending in XXXXXX) with one device; its id in *dev_id. */
+static db_conn *temp_db(char *path, int64_t *dev_id, tune_err *err) {
   int fd = mkstemp(path);
   CHECK(fd >= 0);
   close(fd);
   unlink(path);
   db_conn *db = NULL;
+  CHECK(db_open(path, 0, &db, err) == 0);
+  db_device dev = {.kind = "gpu", .name = "Test GPU", .arch = "sm_90"};
+  CHECK(db_device_put(db, &dev, dev_id, err) == 0);
+  return db;
+}
+
+/* Comparison cmp (n_rows measurements) as tune_compare_print writes it, which must count
+ * n_ratios rows with a ratio; the caller frees the text. */
+static char *printed(db_conn *db, int64_t cmp, size_t n_rows, int n_ratios, tune_err *err) {
+  json_t *info = NULL, *rows = NULL;
+  CHECK(db_comparison_info(db, cmp, &info, err) == 0 && info);
+  CHECK(db_comparison_rows(db, cmp, &rows, err) == 0 && json_array_size(rows) == n_rows);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(tune_compare_print(f, info, rows) == n_ratios);
+  fclose(f);
+  json_decref(info);
+  json_decref(rows);
+  return buf;
+}
+
+static void stored_table(void) {
+  char path[] = "/tmp/compare_test_XXXXXX";
   tune_err err;
   tune_err_clear(&err);
-  CHECK(db_open(path, 0, &db, &err) == 0);
-  db_device dev = {.kind = "gpu", .name = "Test GPU", .arch = "sm_90"};
   int64_t dev_id, rec, prob, cfg_a, cfg_b, peer, cmp;
-  CHECK(db_device_put(db, &dev, &dev_id, &err) == 0);
+  db_conn *db = temp_db(path, &dev_id, &err);
   CHECK(db_recipe_put(db, "gemm", "0123456789abcdef", "recipes/gemm.lua", "", &rec, &err) == 0);
   CHECK(db_problem_put(db, "gemm", "m1", "aaaa", "{\"M\":1}", &prob, &err) == 0);
   CHECK(db_config_put(db, "gemm", "c1", "{\"T\":1}", "bayes", &cfg_a, &err) == 0);
@@ -67,25 +89,16 @@ static void stored_table(void) {
     put(db, cmp, prob, peer, 1, r + 1, "burst", p[r], &err);
   }
   CHECK(db_comparison_end(db, cmp, "done", "{\"torch\":\"2.9\",\"timer\":\"cupti\"}", &err) == 0);
-  json_t *info = NULL, *rows = NULL;
-  CHECK(db_comparison_info(db, cmp, &info, &err) == 0 && info);
-  CHECK(db_comparison_rows(db, cmp, &rows, &err) == 0 && json_array_size(rows) == 9);
   int64_t ids[4];
   int n = 0;
   CHECK(db_comparison_latest(db, ids, 4, &n, &err) == 0 && n == 1 && ids[0] == cmp);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  CHECK(tune_compare_print(f, info, rows) == 1);
-  fclose(f);
+  char *buf = printed(db, cmp, 9, 1, &err);
   /* config a (median 100) is tune's best, not b (whose best round is 90); ratios 1.10, 1.109, 1.091 */
   CHECK(buf && strstr(buf, "| m1 | burst | 0.10 | cublas | 0.11 | 1.100 (1.091-1.109, 3 rounds) | faster |"));
   CHECK(buf && strstr(buf, "torch 2.9"));
   CHECK(buf && !strstr(buf, "launch-bound"));
   if (n_fail && buf) fputs(buf, stderr);
   free(buf);
-  json_decref(info);
-  json_decref(rows);
   db_close(db);
   unlink(path);
 }
@@ -94,17 +107,10 @@ static void stored_table(void) {
  * launch-bound; one whose peer slowed down as power-limited clocks do is not. */
 static void launch_bound(void) {
   char path[] = "/tmp/compare_lb_XXXXXX";
-  int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  close(fd);
-  unlink(path);
-  db_conn *db = NULL;
   tune_err err;
   tune_err_clear(&err);
-  CHECK(db_open(path, 0, &db, &err) == 0);
-  db_device dev = {.kind = "gpu", .name = "Test GPU", .arch = "sm_90"};
   int64_t dev_id, rec, small, large, cfg, peer, cmp;
-  CHECK(db_device_put(db, &dev, &dev_id, &err) == 0);
+  db_conn *db = temp_db(path, &dev_id, &err);
   CHECK(db_recipe_put(db, "moe", "0123456789abcdef", "recipes/moe.lua", "", &rec, &err) == 0);
   CHECK(db_problem_put(db, "moe", "t1", "aaaa", "{\"T\":1}", &small, &err) == 0);
   CHECK(db_problem_put(db, "moe", "t4096", "bbbb", "{\"T\":4096}", &large, &err) == 0);
@@ -124,22 +130,13 @@ static void launch_bound(void) {
     put(db, cmp, large, peer, 1, r, "sustained", 180000, &err);
   }
   CHECK(db_comparison_end(db, cmp, "done", "{\"torch\":\"2.9\",\"timer\":\"cupti\"}", &err) == 0);
-  json_t *info = NULL, *rows = NULL;
-  CHECK(db_comparison_info(db, cmp, &info, &err) == 0 && info);
-  CHECK(db_comparison_rows(db, cmp, &rows, &err) == 0 && json_array_size(rows) == 24);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  CHECK(tune_compare_print(f, info, rows) == 4);
-  fclose(f);
+  char *buf = printed(db, cmp, 24, 4, &err);
   CHECK(buf && strstr(buf, "| t1 | burst | 2.00 | torch | 3.00 | 1.500 (1.500-1.500, 3 rounds) | faster |"));
   CHECK(buf && strstr(buf, "| t1 | sustained | 2.50 | torch | 70.00 | 28.000 (28.000-28.000, 3 rounds) | launch-bound |"));
   CHECK(buf && strstr(buf, "| t4096 | sustained | 120.00 | torch | 180.00 | 1.500 (1.500-1.500, 3 rounds) | faster |"));
   CHECK(buf && strstr(buf, "\nlaunch-bound: a candidate's sustained time is over 1.4x its burst time"));
   if (n_fail && buf) fputs(buf, stderr);
   free(buf);
-  json_decref(info);
-  json_decref(rows);
   db_close(db);
   unlink(path);
 }
