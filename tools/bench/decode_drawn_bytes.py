@@ -4,8 +4,8 @@ bytes its drawn lengths make it read, as a share of the copy bandwidth measured 
 
 The recipes' `bytes` metric (what `tune run` prints as GB/s) counts the expected length of the
 uniform draw, (1 + max) / 2 or (min_len + max) / 2; the worker draws the lengths from the run's seed
-(tuner/inputs.c), and the kernels read what was drawn. For a batch of 8 or 32 the drawn mean is
-5-32 % away from the expected one, so the metric's GB/s is off by as much. This reproduces the draw
+(tuner/inputs.c), and the kernels read what was drawn. A batch of a few sequences can draw a mean
+far from the expected one, and the metric's GB/s is then off by as much. This reproduces the draw
 (tools/peers: worker_inputs, bit for bit with the C code) from the seed stored with each result and
 counts K and V of the drawn lengths plus q and o, as the peers' SDPA reads them.
 
