@@ -59,7 +59,7 @@ static int problem_wanted(const tune_compare_opts *o, const tune_problem *p) {
 static int set_problem(cmp_ctx *c, tune_problem *p, tune_problem_setup *setup, tune_err *err) {
   char templates[PATH_MAX + 16];
   snprintf(templates, sizeof templates, "%s/templates", c->r->root);
-  if (tune_recipe_eval_problem(c->r, p, &c->facts, setup, err)) return err->code;
+  if (tune_recipe_eval_problem_drawn(c->r, p, &c->facts, c->o->seed, setup, err)) return err->code;
   tune_compile_job ref;
   int rc = tune_reference_binary(c->db, c->r, setup, templates, c->be->device.arch, &ref, err);
   if (!rc) rc = c->be->set_problem(c->be, c->r, p, setup, &ref.bin, ref.lowered[0], c->o->seed, err);

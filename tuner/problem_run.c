@@ -224,7 +224,7 @@ static int problem_open(tune_problem_run *x, const tune_rejections *rej, tune_er
   snprintf(x->templates, sizeof x->templates, "%s/templates", rr->r->root);
   tune_best_init(&x->best);
   if (db_problem_put(rr->db, rr->r->name, x->p->name, x->p->hash, x->p->dims_json, &x->problem_id, err)) return err->code;
-  if (tune_recipe_eval_problem(rr->r, x->p, &x->facts, &x->setup, err)) return err->code;
+  if (tune_recipe_eval_problem_drawn(rr->r, x->p, &x->facts, rr->seed, &x->setup, err)) return err->code;
   tune_progress_problem(rr->r->name, x->p, x->space->n_points, rej, be ? be->name : "compile-only", rr->o->quiet,
                         x->sweep ? tune_code_set_pending(rr->codes, x->pi) : 0);
   double t_setup = tune_now_s();

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "file_util.h"
+#include "inputs.h"
 #include "lua_limits.h"
 #include "project_root.h"
 #include "recipe_schema.h"
@@ -1604,8 +1605,70 @@ static int check_offsets(const tune_recipe *r, const tune_arg_def *def, int64_t 
   return TUNE_OK;
 }
 
+/* The table of a metric function's third argument: each integer input of at most
+ * TUNE_METRIC_INPUT_MAX elements as the worker draws it from seed. */
+static void push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_t seed) {
+  lua_newtable(L);
+  for (int i = 0; i < s->n_args; ++i) {
+    const tune_arg_def *def = &s->def[i];
+    int is_int = def->dtype == TUNE_I32 || def->dtype == TUNE_I64;
+    if (!def->is_tensor || def->output || def->scratch || !is_int || s->numel[i] < 1 ||
+        s->numel[i] > TUNE_METRIC_INPUT_MAX)
+      continue;
+    void *buf = malloc((size_t)s->numel[i] * sizeof(int64_t));
+    if (!buf) continue;
+    tune_inputs_fill(def, s->numel[i], seed, i, buf);
+    lua_createtable(L, (int)s->numel[i], 0);
+    for (int64_t k = 0; k < s->numel[i]; ++k) {
+      lua_pushinteger(L, (lua_Integer)tune_inputs_get(def->dtype, buf, k));
+      lua_rawseti(L, -2, k + 1);
+    }
+    lua_setfield(L, -2, def->name);
+    free(buf);
+  }
+}
+
+/* out's flops and bytes from the recipe's metrics; inputs: the stack index of the drawn inputs'
+ * table (a function's third argument), 0 none. */
+static int eval_metrics(lua_State *L, tune_recipe *r, int prob, int dev, int inputs, tune_problem_setup *out,
+                        tune_err *err) {
+  if (push_field(L, r, "metrics") != LUA_TTABLE) { lua_pop(L, 1); return TUNE_OK; }
+  int mt = lua_gettop(L);
+  const char *m[2] = {"flops", "bytes"};
+  double *dst[2] = {&out->flops, &out->bytes};
+  for (int i = 0; i < 2; ++i) {
+    int rc;
+    if (lua_getfield(L, mt, m[i]) == LUA_TFUNCTION) {
+      lua_pushvalue(L, prob);
+      lua_pushvalue(L, dev);
+      if (inputs) lua_pushvalue(L, inputs); else lua_pushnil(L);
+      rc = pcall1(L, 3);
+    } else {
+      rc = eval_top(L, 0, prob, dev, 1);
+    }
+    if (rc != LUA_OK) return lua_fail(L, err, m[i], r);
+    *dst[i] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return TUNE_OK;
+}
+
+static int eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d, const uint64_t *seed,
+                        tune_problem_setup *out, tune_err *err);
+
 int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
                              tune_problem_setup *out, tune_err *err) {
+  return eval_problem(r, p, d, NULL, out, err);
+}
+
+int tune_recipe_eval_problem_drawn(tune_recipe *r, const tune_problem *p, const tune_device_facts *d, uint64_t seed,
+                                   tune_problem_setup *out, tune_err *err) {
+  return eval_problem(r, p, d, &seed, out, err);
+}
+
+static int eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d, const uint64_t *seed,
+                        tune_problem_setup *out, tune_err *err) {
   lua_State *L = r->set->L;
   int top = lua_gettop(L);
   memset(out, 0, sizeof *out);
@@ -1690,17 +1753,12 @@ int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_d
   }
   out->tol_honest = r->tol_honest;
   lua_settop(L, dev);
-  if (push_field(L, r, "metrics") == LUA_TTABLE) {
-    int mt = lua_gettop(L);
-    const char *m[2] = {"flops", "bytes"};
-    double *dst[2] = {&out->flops, &out->bytes};
-    for (int i = 0; i < 2; ++i) {
-      lua_getfield(L, mt, m[i]);
-      if (eval_top(L, 0, prob, dev, 1) != LUA_OK) { rc = lua_fail(L, err, m[i], r); goto done; }
-      *dst[i] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
-      lua_pop(L, 1);
-    }
+  int inputs = 0;
+  if (seed) {
+    push_drawn_inputs(L, out, *seed);
+    inputs = lua_gettop(L);
   }
+  rc = eval_metrics(L, r, prob, dev, inputs, out, err);
 done:
   tune_lua_evaluating(L, NULL);
   lua_settop(L, top);

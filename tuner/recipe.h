@@ -214,6 +214,13 @@ int tune_recipe_eval_variant_runs(tune_recipe *r, const int *value_idx, const tu
                                   const tune_device_facts *d, tune_variant *out, tune_err *err);
 int tune_recipe_eval_problem(tune_recipe *r, const tune_problem *p, const tune_device_facts *d,
                              tune_problem_setup *out, tune_err *err);
+/* The same for inputs drawn from seed (the worker's, tuner/inputs.c): a metric given as a function
+ * is called f(p, d, inputs), inputs.NAME the 1-based list of the values of each integer input of
+ * at most TUNE_METRIC_INPUT_MAX elements as drawn (lengths, offsets, counts), so that bytes and
+ * flops count the work those inputs make; tune_recipe_eval_problem calls it f(p, d, nil). */
+#define TUNE_METRIC_INPUT_MAX 65536
+int tune_recipe_eval_problem_drawn(tune_recipe *r, const tune_problem *p, const tune_device_facts *d, uint64_t seed,
+                                   tune_problem_setup *out, tune_err *err);
 
 /* xxh64 hex of a buffer. */
 void tune_hash_hex(const void *data, size_t n, char out[17]);

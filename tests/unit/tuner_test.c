@@ -365,6 +365,45 @@ static void test_protocol(void) {
   close(fd[1]);
 }
 
+/* A metric function's third argument: the integer inputs as the worker draws them for the seed
+ * (tune_recipe_eval_problem_drawn), nil without one (tune_recipe_eval_problem). */
+static void test_metrics_drawn(void) {
+  char dir[] = "/tmp/tune_metrics_XXXXXX";
+  scratch_project(dir);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/recipes/m.lua", dir);
+  write_text(p, "return { name = \"m\", template = \"templates/t.cuh\", kernel = \"k\", params = { { \"X\", { 1 } } },\n"
+                "  problems = { { name = \"p\", N = 64 } }, launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+                "  args = { { \"lens\", tensor = \"i32\", shape = { \"N\" }, init = { \"randint\", 1, \"N * 100\" } },\n"
+                "           { \"y\", tensor = \"f32\", shape = { \"N\" }, output = true } },\n"
+                "  reference = { source = \"templates/t.cuh\", kernel = \"r\", grid = { 1, 1, 1 }, block = { 32, 1, 1 } },\n"
+                "  tolerance = { rel_l2 = 1e-2, max_abs = 1 },\n"
+                "  metrics = { bytes = function(p, d, inputs)\n"
+                "                if not inputs then return -1 end\n"
+                "                local s = 0; for _, v in ipairs(inputs.lens) do s = s + v end; return s end,\n"
+                "              flops = \"N\" } }\n");
+  tune_recipes *set = NULL;
+  tune_err err;
+  tune_err_clear(&err);
+  CHECK(tune_recipes_load(p, &set, &err) == TUNE_OK);
+  if (!set) { fprintf(stderr, "%s\n", err.msg); remove_tree(dir); return; }
+  tune_recipe *r = &set->r[0];
+  tune_problem_setup plain, drawn;
+  CHECK(tune_recipe_eval_problem(r, &r->problems[0], &test_device, &plain, &err) == TUNE_OK);
+  CHECK(plain.bytes == -1 && plain.flops == 64);
+  CHECK(tune_recipe_eval_problem_drawn(r, &r->problems[0], &test_device, 7, &drawn, &err) == TUNE_OK);
+  int32_t v[64];
+  tune_inputs_fill(&drawn.def[0], 64, 7, 0, v);
+  double sum = 0;
+  for (int i = 0; i < 64; ++i) sum += v[i];
+  CHECK(drawn.bytes == sum && drawn.flops == 64 && sum > 64 && sum < 64 * 6400);
+  tune_problem_setup other;
+  CHECK(tune_recipe_eval_problem_drawn(r, &r->problems[0], &test_device, 8, &other, &err) == TUNE_OK);
+  CHECK(other.bytes != drawn.bytes); /* another seed, other lengths */
+  tune_recipes_free(set);
+  remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
   const char *src = getenv("SRC");
   if (!src) src = argc > 1 ? argv[1] : ".";
@@ -372,6 +411,7 @@ int main(int argc, char **argv) {
   test_module_hashes();
   test_tolerance_honest();
   test_init_wide();
+  test_metrics_drawn();
   test_inputs();
   test_ptxas_parse();
   test_protocol();
