@@ -11,6 +11,8 @@
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 #   skinny   gemm.skinny (recipes/gemm/skinny.lua, the decode-size GEMM; not part of the main job) ->
 #            OUTDIR/gemm.skinny.db
+#   combine  moe.combine (recipes/moe/combine.lua), then its comparison as varlen's ->
+#            OUTDIR/moe.combine.db
 # LIMIT: seconds per tune run (default 500; SIGINT at the limit: the run is recorded interrupted).
 # TIMING: the comparisons' timing mode (default burst; both: burst and sustained).
 # A part too long for one device call records in several: PROBLEMS="name ..." runs only those
@@ -20,8 +22,8 @@
 # in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -40,9 +42,11 @@ run() { # run NAME ARGS...: one tune run into $work/NAME.db, its log appended to
   echo "$name: tune run $* -> rc $? at $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 }
 keep() { python3 tools/lean_db.py "$work/$1.db" "$out/$1.db" >/dev/null 2>&1 || echo "lean_db $1 failed"; }
-# exhaustive_compared NAME: recipes/attention/NAME.lua exhaustive, then tune compare against its peers
+# exhaustive_compared NAME [FAMILY]: recipes/FAMILY/NAME.lua (FAMILY default attention) exhaustive,
+# then tune compare against its peers
 exhaustive_compared() {
-  local recipe=recipes/attention/$1.lua db=attention.$1
+  local family=${2:-attention}
+  local recipe=recipes/$family/$1.lua db=$family.$1
   run "$db" "$recipe" --strategy exhaustive
   [ "${COMPARE:-1}" = 0 ] && { keep "$db"; return; }
   timeout -s INT 200 "$TUNE" compare "$recipe" --rounds 3 --top-k 2 --timing "${TIMING:-burst}" \
@@ -62,7 +66,8 @@ case $part in
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
   skinny) run gemm.skinny recipes/gemm/skinny.lua --strategy exhaustive; keep gemm.skinny ;;
-  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill, sm90 or skinny" >&2; exit 2 ;;
+  combine) exhaustive_compared combine moe ;;
+  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill, sm90, skinny or combine" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
