@@ -148,10 +148,6 @@ static double side_median(const json_t *rows, const char *problem, const char *t
   return tune_median(ns, MAX_ROUNDS);
 }
 
-static double config_median(const json_t *rows, const char *problem, const char *timing, const char *label) {
-  return side_median(rows, problem, timing, "tune", label);
-}
-
 /* A launch-bound candidate of one side (arr[n]) that could have been its best: its burst median is
  * below the side's best sustained median. */
 static int side_launch_bound(const json_t *rows, const tune_cmp_group *g, const tune_cmp_side *arr, int n,
@@ -176,7 +172,8 @@ const char *tune_cmp_verdict(const json_t *rows, const tune_cmp_group *g) {
   return tune_cmp_launch_bound(rows, g) ? "launch-bound" : tune_ratio_verdict(&g->ratio);
 }
 
-static int print_group(FILE *f, const json_t *rows, const tune_cmp_group *g) {
+/* g's row of the table, with its verdict (tune_cmp_verdict). */
+static int print_group(FILE *f, const tune_cmp_group *g, const char *verdict) {
   const tune_cmp_side *t = g->best_tune, *p = g->best_peer;
   tune_ratio r = g->ratio;
   double tm = t ? tune_median(t->ns, g->rounds) : 0, pm = p ? tune_median(p->ns, g->rounds) : 0;
@@ -184,7 +181,7 @@ static int print_group(FILE *f, const json_t *rows, const tune_cmp_group *g) {
   if (tm > 0) fprintf(f, "%.2f", tm / 1e3); else fprintf(f, "-");
   fprintf(f, " | %s | ", p ? p->label : "-");
   if (pm > 0) fprintf(f, "%.2f", pm / 1e3); else fprintf(f, "-");
-  if (r.n) fprintf(f, " | %.3f (%.3f-%.3f, %d rounds) | %s", r.median, r.lo, r.hi, r.n, tune_cmp_verdict(rows, g));
+  if (r.n) fprintf(f, " | %.3f (%.3f-%.3f, %d rounds) | %s", r.median, r.lo, r.hi, r.n, verdict);
   else fprintf(f, " | - | -");
   fprintf(f, " | %d / %d | %d / %d |\n", t ? t->sm_mhz : -1, p ? p->sm_mhz : -1, t ? t->power_w : 0, p ? p->power_w : 0);
   return r.n > 0;
@@ -236,7 +233,7 @@ static void print_rank_agreement(FILE *f, const json_t *rows) {
       int seen = 0;
       for (int k = 0; k < n && !seen; ++k) seen = !strcmp(labels[k], l);
       if (seen) continue;
-      double mb = config_median(rows, problem, "burst", l), ms = config_median(rows, problem, "sustained", l);
+      double mb = side_median(rows, problem, "burst", "tune", l), ms = side_median(rows, problem, "sustained", "tune", l);
       if (mb > 0 && ms > 0) {
         snprintf(labels[n], sizeof labels[n], "%s", l);
         b[n] = mb;
@@ -264,8 +261,9 @@ int tune_compare_print(FILE *f, const json_t *info, const json_t *rows) {
   int launch_bound = 0;
   while (i < n) {
     tune_cmp_group_read(rows, &i, g);
-    n_rows += print_group(f, rows, g);
-    launch_bound |= tune_cmp_launch_bound(rows, g);
+    const char *verdict = tune_cmp_verdict(rows, g);
+    n_rows += print_group(f, g, verdict);
+    launch_bound |= !strcmp(verdict, "launch-bound");
   }
   if (launch_bound)
     fprintf(f, "\nlaunch-bound: a candidate's sustained time is over %.1fx its burst time (back-to-back calls left the "

@@ -1628,17 +1628,23 @@ static void push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_
   }
 }
 
-/* out's flops and bytes from the recipe's metrics; inputs: the stack index of the drawn inputs'
- * table (a function's third argument), 0 none. */
-static int eval_metrics(lua_State *L, tune_recipe *r, int prob, int dev, int inputs, tune_problem_setup *out,
-                        tune_err *err) {
+/* out's flops and bytes from the recipe's metrics; seed (NULL: none) draws a function's third
+ * argument, once and only when a metric is a function. */
+static int eval_metrics(lua_State *L, tune_recipe *r, int prob, int dev, const uint64_t *seed,
+                        tune_problem_setup *out, tune_err *err) {
   if (push_field(L, r, "metrics") != LUA_TTABLE) { lua_pop(L, 1); return TUNE_OK; }
-  int mt = lua_gettop(L);
+  int mt = lua_gettop(L), inputs = 0;
   const char *m[2] = {"flops", "bytes"};
   double *dst[2] = {&out->flops, &out->bytes};
   for (int i = 0; i < 2; ++i) {
     int rc;
     if (lua_getfield(L, mt, m[i]) == LUA_TFUNCTION) {
+      if (seed && !inputs) {
+        push_drawn_inputs(L, out, *seed);
+        inputs = lua_gettop(L);
+        lua_insert(L, inputs - 1); /* below the function, which stays on top */
+        --inputs;
+      }
       lua_pushvalue(L, prob);
       lua_pushvalue(L, dev);
       if (inputs) lua_pushvalue(L, inputs); else lua_pushnil(L);
@@ -1650,7 +1656,7 @@ static int eval_metrics(lua_State *L, tune_recipe *r, int prob, int dev, int inp
     *dst[i] = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
     lua_pop(L, 1);
   }
-  lua_pop(L, 1);
+  lua_settop(L, mt - 1);
   return TUNE_OK;
 }
 
@@ -1753,12 +1759,7 @@ static int eval_problem(tune_recipe *r, const tune_problem *p, const tune_device
   }
   out->tol_honest = r->tol_honest;
   lua_settop(L, dev);
-  int inputs = 0;
-  if (seed) {
-    push_drawn_inputs(L, out, *seed);
-    inputs = lua_gettop(L);
-  }
-  rc = eval_metrics(L, r, prob, dev, inputs, out, err);
+  rc = eval_metrics(L, r, prob, dev, seed, out, err);
 done:
   tune_lua_evaluating(L, NULL);
   lua_settop(L, top);

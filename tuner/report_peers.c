@@ -67,10 +67,11 @@ static void ratio_table(FILE *f, const json_t *rows, const group *g, int n) {
     fputs("</td><td>", f);
     tune_xml_text(f, g[i].best_peer ? g[i].best_peer->label : "-");
     if (pm > 0) fprintf(f, "</td><td class=\"num\">%.2f", pm / 1e3); else fputs("</td><td class=\"num\">-", f);
+    const char *verdict = tune_cmp_verdict(rows, &g[i]);
     if (r->n)
       fprintf(f, "</td><td class=\"num\" data-ratio=\"%.3f\" data-lo=\"%.3f\" data-hi=\"%.3f\">%.3f (%.3f-%.3f, %d)</td>"
-                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n,
-              tune_cmp_verdict(rows, &g[i]), tune_cmp_verdict(rows, &g[i]));
+                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n, verdict,
+              verdict);
     else fputs("</td><td>-</td><td>-</td></tr>\n", f);
   }
   fputs("</table>\n", f);
