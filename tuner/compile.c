@@ -3,7 +3,6 @@
 
 #include <nvrtc.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -214,27 +213,37 @@ fail:
 }
 
 struct tune_compile_async {
-  tune_compile_job **jobs;
-  int n, n_threads;
+  tune_compile_job **jobs; /* [cap]: grows as jobs are added (under mu) */
+  int *done;               /* [cap], under mu */
+  int n, cap, next;        /* jobs added, room, the next to take: under mu */
+  int open;                /* more jobs may be added: idle threads wait for them (under mu) */
+  int n_threads;
   tune_compile_kind kind;
   int use_servers;
-  atomic_int next;
-  int *done; /* under mu */
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;       /* a job added or done, or the pool closed */
   pthread_t th[256];
 };
+
+/* The next job to compile, -1 when there is none and none will come (the pool closed). */
+static int take_job(tune_compile_async *a, tune_compile_job **job) {
+  pthread_mutex_lock(&a->mu);
+  while (a->next >= a->n && a->open) pthread_cond_wait(&a->cv, &a->mu);
+  int i = a->next < a->n ? a->next++ : -1;
+  *job = i >= 0 ? a->jobs[i] : NULL;
+  pthread_mutex_unlock(&a->mu);
+  return i;
+}
 
 /* Each thread holds one compile server for its life (none when the pool compiles in process). */
 static void *async_main(void *arg) {
   tune_compile_async *a = arg;
   tune_compile_server *srv = a->use_servers ? tune_compile_server_acquire() : NULL;
-  for (;;) {
-    int i = atomic_fetch_add(&a->next, 1);
-    if (i >= a->n) break;
-    if (srv) tune_compile_server_run(srv, a->jobs[i], a->kind);
-    else if (a->kind == TUNE_COMPILE_PTX) tune_compile_ptx_one(a->jobs[i]);
-    else tune_compile_one(a->jobs[i]);
+  tune_compile_job *job;
+  for (int i; (i = take_job(a, &job)) >= 0;) {
+    if (srv) tune_compile_server_run(srv, job, a->kind);
+    else if (a->kind == TUNE_COMPILE_PTX) tune_compile_ptx_one(job);
+    else tune_compile_one(job);
     pthread_mutex_lock(&a->mu);
     a->done[i] = 1;
     pthread_cond_broadcast(&a->cv);
@@ -244,38 +253,64 @@ static void *async_main(void *arg) {
   return NULL;
 }
 
-static int pool_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_kind kind, tune_compile_async **out,
-                      tune_err *err) {
-  *out = NULL;
-  if (n <= 0) return TUNE_OK;
+/* Room for n more jobs (under mu, or before any thread runs). */
+static int pool_reserve(tune_compile_async *a, int n, tune_err *err) {
+  if (a->n + n <= a->cap) return TUNE_OK;
+  int cap = a->cap ? a->cap : 64;
+  while (cap < a->n + n) cap *= 2;
+  tune_compile_job **jobs = realloc(a->jobs, (size_t)cap * sizeof *jobs);
+  if (jobs) a->jobs = jobs;
+  int *done = jobs ? realloc(a->done, (size_t)cap * sizeof *done) : NULL;
+  if (!done) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
+  memset(done + a->cap, 0, (size_t)(cap - a->cap) * sizeof *done);
+  a->done = done;
+  a->cap = cap;
+  return TUNE_OK;
+}
+
+/* An empty pool; *threads: how many threads to start once it has its first jobs. */
+static int pool_new(int n_threads, int max_threads, tune_compile_kind kind, int open, int *threads,
+                    tune_compile_async **out, tune_err *err) {
   /* decided on the pool's size, not on the jobs it got: a pool of one job still runs beside
-     the other pools of a run (speculation, the next batch) */
+     the other pools of a run (speculation, the next problem's peaks) */
   int use_servers = n_threads > 1 && tune_compile_servers_enabled();
+  if (n_threads > max_threads) n_threads = max_threads;
   if (n_threads < 1) n_threads = 1;
-  if (n_threads > n) n_threads = n;
   if (n_threads > 256) n_threads = 256;
   tune_compile_async *a = calloc(1, sizeof *a);
-  int *done = calloc((size_t)n, sizeof *done);
-  if (!a || !done) {
-    free(a);
-    free(done);
-    return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
-  }
-  a->jobs = jobs;
-  a->n = n;
+  if (!a) return tune_fail(err, TUNE_ENOMEM, "compile: out of memory");
   a->kind = kind;
   a->use_servers = use_servers;
-  a->done = done;
-  atomic_init(&a->next, 0);
+  a->open = open;
   pthread_mutex_init(&a->mu, NULL);
   pthread_cond_init(&a->cv, NULL);
+  *threads = n_threads;
+  *out = a;
+  return TUNE_OK;
+}
+
+static void pool_run_threads(tune_compile_async *a, int n_threads) {
   for (int i = 0; i < n_threads; ++i) {
     if (pthread_create(&a->th[i], NULL, async_main, a)) break;
     a->n_threads++;
   }
-  if (!a->n_threads) { /* no thread at all: compile here, before returning */
-    async_main(a);
+}
+
+static int pool_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_kind kind, tune_compile_async **out,
+                      tune_err *err) {
+  *out = NULL;
+  if (n <= 0) return TUNE_OK;
+  tune_compile_async *a;
+  int threads;
+  if (pool_new(n_threads, n, kind, 0, &threads, &a, err)) return err->code;
+  if (pool_reserve(a, n, err)) {
+    tune_compile_finish(a);
+    return err->code;
   }
+  memcpy(a->jobs, jobs, (size_t)n * sizeof *jobs);
+  a->n = n;
+  pool_run_threads(a, threads);
+  if (!a->n_threads) async_main(a); /* no thread at all: compile here, before returning */
   *out = a;
   return TUNE_OK;
 }
@@ -284,13 +319,44 @@ int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compi
   return pool_start(jobs, n, n_threads, TUNE_COMPILE_CUBIN, out, err);
 }
 
+int tune_compile_open(int n_threads, tune_compile_async **out, tune_err *err) {
+  *out = NULL;
+  tune_compile_async *a;
+  int threads;
+  if (pool_new(n_threads, 256, TUNE_COMPILE_CUBIN, 1, &threads, &a, err)) return err->code;
+  pool_run_threads(a, threads);
+  *out = a;
+  return TUNE_OK;
+}
+
+int tune_compile_add(tune_compile_async *a, tune_compile_job **jobs, int n, int *first, tune_err *err) {
+  pthread_mutex_lock(&a->mu);
+  *first = a->n;
+  int rc = a->open ? pool_reserve(a, n, err) : tune_fail(err, TUNE_EINVAL, "compile: jobs added to a closed pool");
+  if (!rc) {
+    memcpy(a->jobs + a->n, jobs, (size_t)n * sizeof *jobs);
+    a->n += n;
+    pthread_cond_broadcast(&a->cv);
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (!rc && !a->n_threads) { /* no thread at all: compile here, before returning */
+    tune_compile_job *job;
+    for (int i; a->next < a->n && (i = take_job(a, &job)) >= 0;) {
+      tune_compile_one(job);
+      a->done[i] = 1;
+    }
+  }
+  return rc;
+}
+
 int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err) {
   double t0 = now_ms();
   pthread_mutex_lock(&a->mu);
   while (!a->done[i]) pthread_cond_wait(&a->cv, &a->mu);
+  const tune_compile_job *job = a->jobs[i];
   pthread_mutex_unlock(&a->mu);
   if (waited) *waited += (now_ms() - t0) / 1e3;
-  if (a->jobs[i]->err.code) return tune_fail(err, a->jobs[i]->err.code, "%s", a->jobs[i]->err.msg);
+  if (job->err.code) return tune_fail(err, job->err.code, "%s", job->err.msg);
   return TUNE_OK;
 }
 
@@ -312,9 +378,14 @@ int tune_compile_done(tune_compile_async *a, int i) {
 
 void tune_compile_finish(tune_compile_async *a) {
   if (!a) return;
+  pthread_mutex_lock(&a->mu);
+  a->open = 0; /* the threads compile what is left, then end */
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
   for (int i = 0; i < a->n_threads; ++i) pthread_join(a->th[i], NULL);
   pthread_mutex_destroy(&a->mu);
   pthread_cond_destroy(&a->cv);
+  free(a->jobs);
   free(a->done);
   free(a);
 }

@@ -66,6 +66,13 @@ int tune_compile_batch(tune_compile_job *jobs, int n, int n_threads, tune_err *e
  * for it. */
 typedef struct tune_compile_async tune_compile_async;
 int tune_compile_start(tune_compile_job **jobs, int n, int n_threads, tune_compile_async **out, tune_err *err);
+/* A pool that stays open for jobs added later (a problem's batches and the compiles ahead of
+ * them, problem_run.c): tune_compile_open starts n_threads threads that wait for jobs;
+ * tune_compile_add queues jobs[0..n) behind those added before (taken in the order added) and
+ * sets *first to the pool's index of jobs[0], which tune_compile_wait and tune_compile_done
+ * take; tune_compile_finish compiles what is queued, then joins. */
+int tune_compile_open(int n_threads, tune_compile_async **out, tune_err *err);
+int tune_compile_add(tune_compile_async *a, tune_compile_job **jobs, int n, int *first, tune_err *err);
 int tune_compile_wait(tune_compile_async *a, int i, double *waited, tune_err *err);
 void tune_compile_finish(tune_compile_async *a);
 /* 1 when every job of the pool is done (it does not block); 1 for NULL. */

@@ -11,6 +11,7 @@
 #include "compile.h"
 #include "compile_ptx.h"
 #include "halving.h"
+#include "lookahead.h"
 #include "proposer.h"
 #include "prune.h"
 #include "reference_job.h"
@@ -45,6 +46,11 @@ int tune_best_offer(tune_best *b, const db_result *res, int quick_only, const tu
   return 1;
 }
 
+/* The strategies whose next batch search_strategy_peek gives exactly, before this one is measured. */
+static int next_batch_known(const char *strategy) {
+  return !strcmp(strategy, "exhaustive") || !strcmp(strategy, "random");
+}
+
 tune_pass tune_first_pass(double halving) { return halving > 0 ? TUNE_PASS_QUICK : TUNE_PASS_FULL; }
 
 int tune_pass_samples(tune_pass pass) { return pass == TUNE_PASS_QUICK ? TUNE_HALVING_QUICK_SAMPLES : 0; }
@@ -77,7 +83,9 @@ typedef struct candidate {
   int has_quick, full;       /* halving: quick result in quick[i]; chosen for the full timing */
 } candidate;
 
-typedef enum { JOB_COMPILE, JOB_CACHED, JOB_GUESSED } job_origin; /* where a job's binary comes from */
+/* where a job's binary comes from: compiled for the batch, the cache, a guess taken from a round
+   (speculate.h), a guess compiled ahead on the problem's pool (lookahead.h) */
+typedef enum { JOB_COMPILE, JOB_CACHED, JOB_GUESSED, JOB_AHEAD } job_origin;
 
 typedef struct batch {
   int n;                          /* candidates: configs, then code variants */
@@ -88,13 +96,12 @@ typedef struct batch {
   tune_compile_job *jobs;         /* [TUNE_BATCH] */
   int n_jobs;
   job_origin origin[TUNE_BATCH];
-  int aidx[TUNE_BATCH];           /* place in the compile pool; -1: from the cache or a guess */
+  int aidx[TUNE_BATCH];           /* place on the problem's compile pool; -1: from the cache or a round */
+  int ahead_ref[TUNE_BATCH];      /* JOB_AHEAD: the guess (tune_ahead_claim) */
   int stored[TUNE_BATCH];         /* binary written to the database */
-  tune_compile_job *todo[TUNE_BATCH]; /* the jobs the pool compiles: it reads this array until finished */
-  int n_todo;
-  tune_compile_async *acomp;      /* the batch's compiles, running while its first variants are measured */
+  int n_todo;                     /* compiles of the batch's own on the pool */
   int in_flight;                  /* candidates sent to the backend, not yet collected */
-  int spec_due;                   /* the batch's round of guesses is yet to start (spec_round) */
+  int guess_due;                  /* the batch's round of guesses is yet to start (guess_round) */
 } batch;
 
 typedef struct tune_problem_run {
@@ -110,7 +117,9 @@ typedef struct tune_problem_run {
   tune_sm_limits lim;
   int prune_on;
   double halving;                /* 0 with compile-only: nothing to time */
-  tune_spec *spec;               /* NULL: no guesses for this problem */
+  tune_spec *spec;               /* guesses for an adaptive strategy; NULL: none for this problem */
+  tune_ahead *ahead;             /* the next batch's compiles, for a strategy that knows it; NULL: none */
+  tune_compile_async *pool;      /* the problem's compiles, in the order queued: batches' and guesses' */
   tune_proposer_opts popts;      /* the LLM proposer's, borrowed by it */
   tune_source_chain sources;
   batch b;
@@ -234,8 +243,11 @@ static int problem_open(tune_problem_run *x, const tune_rejections *rej, tune_er
   if (open_sources(x, err)) return err->code;
   x->halving = be ? rr->halving : 0;
   int llm = !strcmp(rr->sc->strategy, "llm");
+  int compiles = !be || be->needs_binaries, guessing = compiles && !x->sweep && !llm;
   /* bayes proposes one point per batch after its design: guess its next ones while this one is measured */
-  x->spec = (!be || be->needs_binaries) && !x->sweep && !llm && !strcmp(rr->sc->strategy, "bayes") ? rr->spec : NULL;
+  x->spec = guessing && !strcmp(rr->sc->strategy, "bayes") ? rr->spec : NULL;
+  if (guessing && next_batch_known(rr->sc->strategy) && tune_ahead_new(&x->ahead, err)) return err->code;
+  if (compiles && tune_compile_open(rr->o->jobs, &x->pool, err)) return err->code;
   batch *b = &x->b;
   b->c = calloc(TUNE_BATCH, sizeof *b->c);
   b->jobs = calloc(TUNE_BATCH, sizeof *b->jobs);
@@ -247,9 +259,17 @@ static int problem_open(tune_problem_run *x, const tune_rejections *rej, tune_er
   return TUNE_OK;
 }
 
+/* The problem's compiles done and stored: guesses no batch took go to the compile cache. */
+static int problem_drain(tune_problem_run *x, tune_err *err) {
+  tune_compile_finish(x->pool);
+  x->pool = NULL;
+  return x->ahead ? tune_ahead_flush(x->ahead, x->rr->db, &x->rr->st->compiled, err) : TUNE_OK;
+}
+
 static void problem_close(tune_problem_run *x) {
   batch *b = &x->b;
-  tune_compile_finish(b->acomp); /* joins the pool's threads before their jobs are freed */
+  tune_compile_finish(x->pool); /* joins the pool's threads before their jobs are freed */
+  tune_ahead_free(x->ahead);
   for (int i = 0; b->jobs && i < TUNE_BATCH; ++i) db_binary_release(&b->jobs[i].bin);
   free(b->jobs);
   free(b->c);
@@ -322,6 +342,8 @@ static int prepare_job(tune_problem_run *x, candidate *c, tune_err *err) {
   if (hit && x->spec && tune_spec_claim_stored(x->spec, j->bin.key)) rr->st->guessed++; /* compiled (counted) by a round */
   else if (hit) rr->st->cached++;
   else if (x->spec && tune_spec_take(x->spec, j, &taken, &rr->st->t_compile, err)) return err->code;
+  else if (x->ahead && tune_ahead_claim(x->ahead, j->bin.key, &b->aidx[b->n_jobs], &b->ahead_ref[b->n_jobs]))
+    b->origin[b->n_jobs] = JOB_AHEAD;
   if (taken) {
     if (db_binary_put(rr->db, &j->bin, err)) return err->code;
     rr->st->compiled++;
@@ -352,27 +374,58 @@ static int stage_resolve(tune_problem_run *x, const tune_proposal *props, int n,
 
 /* ---- compile: the misses in the background -------------------------------- */
 
-/* The batch's round of guesses (speculate.h): it stores the last round's guesses and starts
- * compiling the next. A strategy's peek and the keys of up to TUNE_SPEC_ASK points take main-thread
- * time, so the round waits for a moment the GPU does not wait on: the batch's first variant sent
- * (before the main thread blocks collecting it), or a wait for one of the batch's compiles, or the
- * end of the batch when neither came. It runs before the batch's first result is recorded, so it
- * sees the strategy and the best config that it saw when it ran before the batch was measured:
- * the same guesses, and proposals that never depend on them (a peek changes nothing). Its time
- * counts as measuring while a variant is in flight (the GPU works meanwhile), else as waiting
- * for compiles. */
+/* An adaptive strategy's round of guesses (speculate.h): it stores the last round's guesses and
+ * starts compiling the next on threads of its own. */
 static int spec_round(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   batch *b = &x->b;
-  if (!b->spec_due) return TUNE_OK;
-  b->spec_due = 0;
-  double t_s = tune_now_s();
   int n_thr = rr->o->jobs - b->n_todo > 1 ? rr->o->jobs - b->n_todo : 1;
   int max = rr->o->jobs < TUNE_SPEC_MAX ? rr->o->jobs : TUNE_SPEC_MAX;
   uint64_t best = x->best.have_point ? x->best.point : TUNE_SPEC_NO_BEST;
-  if (tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), best,
-                      x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err))
+  return tune_spec_round(x->spec, rr->r, x->p, &x->facts, x->space, tune_source_chain_strategy(&x->sources), best,
+                         x->arch, x->templates, rr->db, b->jobs, b->n_jobs, max, n_thr, &rr->st->compiled, err);
+}
+
+/* The next batch's guesses (lookahead.h): the strategy's next points, as many as the next batch
+ * can take and --only selects, queued on the pool behind this batch's compiles. */
+static int ahead_round(tune_problem_run *x, tune_err *err) {
+  const tune_recipe_run *rr = x->rr;
+  batch *b = &x->b;
+  const search_strategy *strat = tune_source_chain_strategy(&x->sources);
+  int want = tune_batch_want(rr->o->budget, x->evaluated + b->n, 0), n = 0;
+  uint64_t pts[TUNE_AHEAD_MAX];
+  if (!strat || want <= 0) return TUNE_OK;
+  if (want > TUNE_AHEAD_MAX) want = TUNE_AHEAD_MAX;
+  if (search_strategy_peek(strat, pts, want, &n, err) ||
+      tune_ahead_begin(x->ahead, x->pool, rr->db, &rr->st->compiled, err))
     return err->code;
+  for (int i = 0; i < n; ++i) {
+    int vi[SEARCH_MAX_PARAMS];
+    char json[2048];
+    search_point_decode(x->space, pts[i], vi);
+    tune_recipe_config_json(rr->r, vi, json, sizeof json);
+    if (tune_run_opts_select_config(rr->o, json) &&
+        tune_ahead_guess(x->ahead, rr->r, x->p, &x->facts, vi, x->arch, x->templates, rr->db, b->jobs, b->n_jobs, err))
+      return err->code;
+  }
+  return tune_ahead_queue(x->ahead, x->pool, err);
+}
+
+/* The batch's round of guesses, either kind. A strategy's peek and the keys of the points take
+ * main-thread time, so the round waits for a moment the GPU does not wait on: the batch's first
+ * variant sent (before the main thread blocks collecting it), or a wait for one of the batch's
+ * compiles, or the end of the batch when neither came. It runs before the batch's first result is
+ * recorded, so it sees the strategy and the best config that it saw when it proposed the batch:
+ * the same guesses, and proposals that never depend on them (a peek changes nothing). Its time
+ * counts as measuring while a variant is in flight (the GPU works meanwhile), else as waiting
+ * for compiles. */
+static int guess_round(tune_problem_run *x, tune_err *err) {
+  const tune_recipe_run *rr = x->rr;
+  batch *b = &x->b;
+  if (!b->guess_due) return TUNE_OK;
+  b->guess_due = 0;
+  double t_s = tune_now_s();
+  if (x->ahead ? ahead_round(x, err) : spec_round(x, err)) return err->code;
   double dt = tune_now_s() - t_s;
   if (b->in_flight && rr->be->submit) rr->st->t_measure += dt; /* a backend without submit measured already */
   else rr->st->t_compile += dt;
@@ -380,33 +433,44 @@ static int spec_round(tune_problem_run *x, tune_err *err) {
 }
 
 /* Job k, compiled in the background: waits for it, then stores its binary (the database is the
- * main thread's). Nothing to do for a job from the cache or a guess, or one already stored. */
+ * main thread's). Nothing to do for a job from the cache or a round, or one already stored. */
 static int job_ready(tune_problem_run *x, int k, tune_err *err) {
   batch *b = &x->b;
   tune_run_stats *st = x->rr->st;
   if (b->aidx[k] < 0 || b->stored[k]) return TUNE_OK;
-  if (b->spec_due && !tune_compile_done(b->acomp, b->aidx[k]) && spec_round(x, err)) return err->code;
-  if (tune_compile_wait(b->acomp, b->aidx[k], &st->t_compile, err)) return err->code;
+  if (b->guess_due && !tune_compile_done(x->pool, b->aidx[k]) && guess_round(x, err)) return err->code;
+  if (tune_compile_wait(x->pool, b->aidx[k], &st->t_compile, err)) return err->code;
+  if (b->origin[k] == JOB_AHEAD) {
+    tune_ahead_move(x->ahead, b->ahead_ref[k], &b->jobs[k]);
+    st->guessed++;
+  }
   if (db_binary_put(x->rr->db, &b->jobs[k].bin, err)) return err->code;
   b->stored[k] = 1;
   st->compiled++;
   return TUNE_OK;
 }
 
-/* The misses compile in batch order: the measure stage takes each variant as soon as its own
- * compile is done, while the later ones compile (job_ready). The next guesses are due. */
+/* The misses are queued on the pool in batch order, behind the guesses compiled ahead for this
+ * batch: the measure stage takes each variant as soon as its own compile is done, while the later
+ * ones compile (job_ready). The next guesses are due. */
 static int stage_compile(tune_problem_run *x, tune_err *err) {
   const tune_recipe_run *rr = x->rr;
   batch *b = &x->b;
+  tune_compile_job *todo[TUNE_BATCH];
+  int at[TUNE_BATCH], first = 0;
   b->n_todo = 0;
   for (int i = 0; i < b->n_jobs; ++i) {
-    b->aidx[i] = b->origin[i] == JOB_COMPILE ? b->n_todo : -1;
     b->stored[i] = 0;
-    if (b->aidx[i] >= 0) b->todo[b->n_todo++] = &b->jobs[i];
+    if (b->origin[i] == JOB_AHEAD) continue; /* its place on the pool is the claimed guess's */
+    at[i] = b->origin[i] == JOB_COMPILE ? b->n_todo : -1;
+    if (at[i] >= 0) todo[b->n_todo++] = &b->jobs[i];
   }
-  if (b->n_todo && tune_compile_start(b->todo, b->n_todo, rr->o->jobs, &b->acomp, err)) return err->code;
-  /* before the first result, only a space guessed whole has guesses worth compiling */
-  b->spec_due = x->spec && (x->best.have_point || tune_spec_whole(x->space, rr->o->jobs));
+  if (b->n_todo && tune_compile_add(x->pool, todo, b->n_todo, &first, err)) return err->code;
+  for (int i = 0; i < b->n_jobs; ++i)
+    if (b->origin[i] != JOB_AHEAD) b->aidx[i] = at[i] >= 0 ? first + at[i] : -1;
+  /* before the first result, only a space guessed whole has an adaptive strategy's guesses worth
+     compiling; a known next batch is always worth it */
+  b->guess_due = x->ahead || (x->spec && (x->best.have_point || tune_spec_whole(x->space, rr->o->jobs)));
   return TUNE_OK;
 }
 
@@ -414,8 +478,6 @@ static int stage_compile(tune_problem_run *x, tune_err *err) {
 static int stage_store_compiles(tune_problem_run *x, tune_err *err) {
   for (int k = 0; k < x->b.n_jobs; ++k)
     if (job_ready(x, k, err)) return err->code;
-  tune_compile_finish(x->b.acomp);
-  x->b.acomp = NULL;
   return TUNE_OK;
 }
 
@@ -616,7 +678,7 @@ static int pass_done(tune_problem_run *x, int i, tune_pass pass, int measured, i
 
 /* One pass over the batch: candidates go to the backend in batch order, as many at once as it
  * has GPUs, and are recorded as they finish. An interrupt sends nothing more and waits for
- * those in flight. The batch's guesses start before its first result counts (spec_round). */
+ * those in flight. The batch's guesses start before its first result counts (guess_round). */
 static int measure_pass(tune_problem_run *x, tune_pass pass, tune_err *err) {
   batch *b = &x->b;
   int next = 0;
@@ -627,11 +689,11 @@ static int measure_pass(tune_problem_run *x, tune_pass pass, tune_err *err) {
       if (b->c[i].done) continue;
       if (start_candidate(x, i, pass, &sent, &quick_only, err)) return err->code;
       if (sent) ++b->in_flight;
-      else if (spec_round(x, err) || pass_done(x, i, pass, 0, quick_only, err)) return err->code;
+      else if (guess_round(x, err) || pass_done(x, i, pass, 0, quick_only, err)) return err->code;
     }
     if (!b->in_flight) return TUNE_OK;
     int i;
-    if (spec_round(x, err) || backend_collect(x, &i, err)) return err->code;
+    if (guess_round(x, err) || backend_collect(x, &i, err)) return err->code;
     --b->in_flight;
     judge_measured(x, i);
     if (pass_done(x, i, pass, 1, 0, err)) return err->code;
@@ -660,7 +722,7 @@ static int run_batch(tune_problem_run *x, int want, int *more, tune_err *err) {
   *more = n > 0;
   if (!n) return TUNE_OK;
   if (stage_resolve(x, props, n, err) || stage_compile(x, err) || stage_measure(x, err)) return err->code;
-  if (spec_round(x, err)) return err->code; /* a batch that sent nothing and recorded nothing */
+  if (guess_round(x, err)) return err->code; /* a batch that sent nothing and recorded nothing */
   return stage_store_compiles(x, err);
 }
 
@@ -681,6 +743,7 @@ int tune_run_problem(const tune_recipe_run *rr, tune_problem *p, int pi, const s
     if (!sweep && rr->deadline > 0 && tune_now_s() > rr->deadline) { printf("time budget reached\n"); break; }
     rc = run_batch(x, want, &more, err);
   }
+  if (!rc) rc = problem_drain(x, err);
   if (!rc) tune_progress_problem_end(&x->pg, p->name, sweep, x->best.ns, x->best.label);
   /* a run that only resumed leaves the last selection standing: nothing new to choose among */
   if (!rc && !sweep && !tune_interrupted && rr->be && rr->be->needs_binaries && x->evaluated > 0) {
