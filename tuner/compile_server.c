@@ -1,7 +1,10 @@
 /* compile_server.c: the server side: `tune compile-server` compiles the jobs it is sent. */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compile_ptx.h"
 #include "compile_server.h"
@@ -43,6 +46,11 @@ static int serve_one(int out_fd, json_t *msg, void *blob, size_t blob_n, const c
 int tune_compile_server_main(int in_fd, int out_fd) {
   tune_err err;
   tune_err_clear(&err);
+  /* compiles take the CPU the measuring worker leaves: with a server per core busy, a worker
+     at the same priority waits for a time slice at each of its waits for the GPU */
+  errno = 0;
+  if (nice(TUNE_COMPILE_SERVER_NICE) == -1 && errno)
+    fprintf(stderr, "compile server: nice: %s (compiling at the caller's priority)\n", strerror(errno));
   json_t *ready = json_pack("{s:s,s:s}", "op", "ready", "nvrtc", tune_nvrtc_version());
   int rc = tune_msg_write(out_fd, ready, NULL, 0, &err);
   json_decref(ready);

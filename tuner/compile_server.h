@@ -37,6 +37,10 @@ void tune_compile_server_release(tune_compile_server *s);
  * pool error (job->err) naming the job and how the server ended; the next job starts a new one. */
 void tune_compile_server_run(tune_compile_server *s, tune_compile_job *job, tune_compile_kind kind);
 
+/* What a server adds to its niceness: compiles yield the CPU to the worker measuring on the
+ * GPU and to the run's main thread (both at the caller's). */
+#define TUNE_COMPILE_SERVER_NICE 10
+
 /* The verb's loop: a "ready" frame, then requests from in_fd answered on out_fd until EOF.
  * Returns 0 at EOF, 1 when the requests stop making sense. Test hook: with
  * TUNE_TEST_COMPILE_SERVER_KILL_ON=DEFINE in its environment, a server kills itself (SIGKILL)
