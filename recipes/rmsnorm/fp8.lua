@@ -16,7 +16,10 @@
 -- and a bundle's selection keys on it. x, r, h [T, H] bf16, w [H] bf16, y [T, H] e4m3. y and its
 -- scale feed an FP8 GEMM directly (gemm.fp8 scale 'row' takes the per-token scale as scale_a).
 -- Memory-bound: 7 bytes per element (x, r read; h bf16 and y e4m3 written). Tunables, thread map,
--- register model and tails are those of recipes/rmsnorm.lua (same stages: templates/rmsnorm/row.cuh).
+-- register model and tails are those of recipes/rmsnorm.lua (same stages: templates/rmsnorm/row.cuh),
+-- and, static mode only, W_AHEAD: the slice's weights loaded with x and r rather than after the
+-- row's reduction (the dynamic mode always loads them there), which costs registers and shortens
+-- the chain of dependent loads that bounds a row's time when there are few rows.
 -- Every field libtunert evaluates is an expression: bundled variants serve untuned T and H.
 --
 -- Inputs. Per-token scales matter where a row's range is wide: a few channels much larger than
@@ -53,13 +56,13 @@ local ITERS = cdiv(cdiv("H", "(VEC_BYTES // 2)"), "(ROW_MODE == 0 and 32 or BLOC
 
 -- recipes/rmsnorm.lua's register model: a cached slice of raw bf16 vectors, possibly unpacked to
 -- fp32 (twice), plus ~24 registers of addresses and state, under the launch-bounds cap. The dynamic
--- mode also holds the slice's weights for max |h w| (NVRTC hoists their loads): 2.5 times the
--- slice, which keeps every kept variant free of spills (a warp's slice of 7168 at 112 registers
--- spills; 5120 at 80 does not).
+-- mode also holds the slice's weights for max |h w| (NVRTC hoists their loads), and so does the
+-- static mode with W_AHEAD: 2.5 times the slice, which keeps every kept variant free of spills (a
+-- warp's slice of 7168 at 112 registers spills; 5120 at 80 does not).
 local function cache_fits(c, it, dynamic)
   if c.CACHE_ROW == 0 then return true end
   local cap = math.min(255, 65536 // (c.BLOCK * c.MIN_BLOCKS))
-  return (dynamic and 5 or 4) * it * c.VEC_BYTES // 8 + 24 <= cap
+  return ((dynamic or c.W_AHEAD == 1) and 5 or 4) * it * c.VEC_BYTES // 8 + 24 <= cap
 end
 
 -- hidden sizes of models (Llama 3 8B / 70B 4096 / 8192, Llama 2 13B 5120, DeepSeek-V3 7168, 2048,
@@ -95,6 +98,7 @@ local function recipe(quant)
       { "CACHE_ROW",  { 1, 0 } },                 -- 1: the row slice (h) stays in registers
       { "CACHE_HINT", { 0, 1 } },                 -- ld.global.nc / st.global.cs on the row tensors
       { "MIN_BLOCKS", { 1, 2 } },                 -- __launch_bounds__ minimum blocks per SM
+      { "W_AHEAD",    dynamic and { 0 } or { 0, 1 } }, -- static: weights loaded before the reduction
     },
 
     constraints = {
@@ -103,6 +107,7 @@ local function recipe(quant)
       -- 1024 threads have 64 registers each: the re-reading loop's 64 B of x and r in flight plus
       -- the weights of max |h w| spill unless they come in 16-byte vectors
       dynamic and "BLOCK < 1024 or CACHE_ROW == 1 or VEC_BYTES == 16" or "true",
+      "W_AHEAD == 0 or CACHE_ROW == 1",
     },
 
     requires = { "CACHE_ROW == 0 or " .. ITERS .. " * VEC_BYTES <= 512" },
@@ -122,7 +127,7 @@ local function recipe(quant)
     problems = problems(dynamic and DYNAMIC or STATIC, quant),
 
     domain = { "T >= 1", "H >= 1", "H <= 1048576", "quant == '" .. quant .. "'" },
-    fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, CACHE_HINT = 1, MIN_BLOCKS = 1 },
+    fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, CACHE_ROW = 0, CACHE_HINT = 1, MIN_BLOCKS = 1, W_AHEAD = 0 },
 
     launch = {
       grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", 1, 1 },

@@ -23,7 +23,10 @@
 //
 // Tunables and the thread map: those of rmsnorm.cuh (ROW_MODE, BLOCK, VEC_BYTES, CACHE_ROW,
 // CACHE_HINT, MIN_BLOCKS, ITERS; its stages are common to both, rmsnorm/row.cuh). VEC_BYTES is the
-// width of the bf16 accesses; y is stored VEC_BYTES / 2 bytes at a time. Problem constant: QUANT.
+// width of the bf16 accesses; y is stored VEC_BYTES / 2 bytes at a time. W_AHEAD 1 (static mode, the
+// slice in registers): the slice's weights are loaded with x and r, before the row's reduction, so
+// that their latency is not added after it (the dynamic mode loads them there for max |h w|). The
+// static scale is read before the row in every variant, for the same reason. Problem constant: QUANT.
 // A row that does not start at a vector boundary (H % (VEC_BYTES / 2) != 0) takes the scalar path.
 #include <cuda_fp8.h>
 
@@ -33,6 +36,12 @@
 #if !defined(QUANT) || !defined(ROW_MODE) || !defined(BLOCK) || !defined(VEC_BYTES) || !defined(CACHE_ROW) || \
     !defined(CACHE_HINT) || !defined(MIN_BLOCKS)
 #error "rmsnorm_fp8.cuh needs -D QUANT ROW_MODE BLOCK VEC_BYTES CACHE_ROW CACHE_HINT MIN_BLOCKS"
+#endif
+#ifndef W_AHEAD
+#define W_AHEAD 0
+#endif
+#if W_AHEAD && !CACHE_ROW
+#error "rmsnorm_fp8.cuh: W_AHEAD 1 needs CACHE_ROW 1 (the slice's weights stay in registers)"
 #endif
 #if CACHE_ROW && !defined(ITERS)
 #error "rmsnorm_fp8.cuh needs -D ITERS (vectors per thread held in registers) with CACHE_ROW 1"
@@ -93,16 +102,24 @@ __device__ __forceinline__ float absmax_stage(const vec (&hv)[N], const bf16 *__
   return m;
 }
 
-// y = e4m3((h w) * inv_rms * q) for N vectors from vector j0.
+// The weights of N vectors from vector j0 (W_AHEAD), through the read-only path.
 template <int N>
-__device__ __forceinline__ void quant_stage(const vec (&hv)[N], const bf16 *__restrict__ wt,
+__device__ __forceinline__ void weight_stage(const bf16 *__restrict__ wt, const tile_ctx &c, int j0, vec (&wv)[N]) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) wv[j] = load_vec<1>(wt, vec_elem(c, j0 + j), c.n);
+}
+
+// y = e4m3((h w) * inv_rms * q) for N vectors from vector j0; the weights loaded now, or given in
+// wl (LOADED: weight_stage's).
+template <bool LOADED = false, int N>
+__device__ __forceinline__ void quant_stage(const vec (&hv)[N], const bf16 *__restrict__ wt, const vec *wl,
                                             unsigned char *__restrict__ y, const tile_ctx &c, int j0, float inv_rms,
                                             float q) {
 #pragma unroll
   for (int j = 0; j < N; ++j) {
     const int e = vec_elem(c, j0 + j);
     if (e >= c.n) continue;
-    const vec wv = tune::load_words<1, VEC_BYTES>(wt + e);
+    const vec wv = LOADED ? wl[j] : tune::load_words<1, VEC_BYTES>(wt + e);
     unsigned pairs[vec::kN];
 #pragma unroll
     for (int w = 0; w < vec::kN; ++w)
@@ -124,30 +141,32 @@ template <bool MAX> __device__ __forceinline__ float reduce_row(float v, float *
 }
 
 // From the row's sum of squares and max |h w| (thread-local): inv_rms and the quantization factor
-// q = 1 / scale; the row's first thread writes the dynamic scale.
+// q = 1 / scale (static mode: q_static, read before the row); the row's first thread writes the
+// dynamic scale.
 __device__ __forceinline__ float2 row_factors(float ss, float m, const tile_ctx &c, long long row, float eps,
-                                              float *scale, float *smem) {
+                                              float *scale, float q_static, float *smem) {
   const float inv_rms = rsqrtf(reduce_row<false>(ss, smem) * (1.f / c.n) + eps);
   if constexpr (QUANT == 1) {
     const float s = fmaxf(reduce_row<true>(m, smem) * inv_rms / kE4m3Max, kMinScale);
     if (c.t == 0) tune::store_g<CACHE_HINT>(scale + row, s);
     return make_float2(inv_rms, 1.f / s);
   } else {
-    return make_float2(inv_rms, 1.f / __ldg(scale));
+    return make_float2(inv_rms, q_static);
   }
 }
 
 __device__ __forceinline__ void run_row(const bf16 *__restrict__ x, const bf16 *__restrict__ r,
                                         const bf16 *__restrict__ wt, unsigned char *__restrict__ y,
-                                        bf16 *__restrict__ h, float *scale, const tile_ctx &c, long long row,
-                                        float eps, float *smem) {
+                                        bf16 *__restrict__ h, float *scale, float q_static, const tile_ctx &c,
+                                        long long row, float eps, float *smem) {
   if constexpr (CACHE_ROW) {
-    vec hv[kCache], rv[kCache];
+    vec hv[kCache], rv[kCache], wv[W_AHEAD ? kCache : 1];
     load_stage(x, r, c, 0, hv, rv);
+    if constexpr (W_AHEAD) weight_stage(wt, c, 0, wv);
     const float ss = compute_stage(hv, rv, h, c, 0, 0.f);
     const float m = QUANT == 1 ? absmax_stage(hv, wt, c, 0, 0.f) : 0.f;
-    const float2 f = row_factors(ss, m, c, row, eps, scale, smem);
-    quant_stage(hv, wt, y, c, 0, f.x, f.y);
+    const float2 f = row_factors(ss, m, c, row, eps, scale, q_static, smem);
+    quant_stage<W_AHEAD>(hv, wt, wv, y, c, 0, f.x, f.y);
   } else {
     const int iters = slice_iters(c);
     float ss = 0.f, m = 0.f;
@@ -157,13 +176,13 @@ __device__ __forceinline__ void run_row(const bf16 *__restrict__ x, const bf16 *
       ss = compute_stage(hv, rv, h, c, j0, ss);
       if constexpr (QUANT == 1) m = absmax_stage(hv, wt, c, j0, m);
     }
-    const float2 f = row_factors(ss, m, c, row, eps, scale, smem);
+    const float2 f = row_factors(ss, m, c, row, eps, scale, q_static, smem);
     for (int j0 = 0; j0 < iters; j0 += kBatch) {
       vec hv[kBatch];
 #pragma unroll
       for (int j = 0; j < kBatch; ++j)  // h was written by this thread: a coherent load, never .nc
         hv[j] = load_vec<0>(h + c.off, vec_elem(c, j0 + j), c.n);
-      quant_stage(hv, wt, y, c, j0, f.x, f.y);
+      quant_stage(hv, wt, nullptr, y, c, j0, f.x, f.y);
     }
   }
 }
@@ -171,8 +190,8 @@ __device__ __forceinline__ void run_row(const bf16 *__restrict__ x, const bf16 *
 // Scalar path (rows not starting at vector boundaries): the same math, one element per access.
 __device__ __forceinline__ void scalar_row(const bf16 *__restrict__ x, const bf16 *__restrict__ r,
                                            const bf16 *__restrict__ wt, unsigned char *__restrict__ y,
-                                           bf16 *__restrict__ h, float *scale, const tile_ctx &c, long long row,
-                                           float eps, float *smem) {
+                                           bf16 *__restrict__ h, float *scale, float q_static, const tile_ctx &c,
+                                           long long row, float eps, float *smem) {
   float ss = 0.f, m = 0.f;
   for (int i = c.t; i < c.n; i += kThreads) {
     const bf16 hb = __float2bfloat16_rn(__bfloat162float(tune::load_g<CACHE_HINT>(x + c.off + i)) +
@@ -182,7 +201,7 @@ __device__ __forceinline__ void scalar_row(const bf16 *__restrict__ x, const bf1
     ss = fmaf(v, v, ss);
     if constexpr (QUANT == 1) m = fmaxf(m, fabsf(v * __bfloat162float(__ldg(wt + i))));
   }
-  const float2 f = row_factors(ss, m, c, row, eps, scale, smem);
+  const float2 f = row_factors(ss, m, c, row, eps, scale, q_static, smem);
   for (int i = c.t; i < c.n; i += kThreads) {
     const float v = __bfloat162float(h[c.off + i]) * __bfloat162float(__ldg(wt + i));  // h: coherent, never .nc
     tune::store_g<CACHE_HINT>(y + c.off + i, (unsigned char)__nv_cvt_float_to_fp8(v * f.x * f.y, __NV_SATFINITE,
@@ -202,6 +221,7 @@ rmsnorm_fp8_kernel(const bf16 *__restrict__ x, const bf16 *__restrict__ r, const
   const rn::tile_ctx c = rn::tile_setup(T, H);
   if (!c.active) return;  // warp mode only: whole warps, no block-wide synchronization follows
   const long long row = rn::row_index();
-  if (c.aligned) rn::run_row(x, r, w, y, h, scale, c, row, eps, red_smem);
-  else rn::scalar_row(x, r, w, y, h, scale, c, row, eps, red_smem);
+  const float q_static = QUANT == 2 ? 1.f / __ldg(scale) : 0.f;
+  if (c.aligned) rn::run_row(x, r, w, y, h, scale, q_static, c, row, eps, red_smem);
+  else rn::scalar_row(x, r, w, y, h, scale, q_static, c, row, eps, red_smem);
 }
