@@ -5,13 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tune=${TUNE:-build/tune}
+. tools/bench/compare_dbs.sh
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(data/compare/*/)
 for d in "${dirs[@]}"; do
   d=${d%/}
   echo "## $(basename "$d")"
   echo
-  for db in "$d"/*.db; do
+  while read -r db; do
     "$tune" compare --report last --db "$db"
-  done
+  done < <(compare_dbs "$d")
 done

@@ -40,13 +40,16 @@ build/tune report --db data/compare/h100-2026-11-26-all/copy.db -o "$out/bad-xml
 sed -i 's|</figure>|</figure></p>|' "$out/bad-xml.html"
 if render "$out/bad-xml.html" 2>/dev/null; then echo "report_browser: a page that is not well-formed went unnoticed" >&2; exit 1; fi
 
+. tools/bench/compare_dbs.sh
 n=0
-for db in data/compare/*/*.db; do
-  name=$(basename "$(dirname "$db")")-$(basename "$db" .db)
-  metrics=()
-  [ "$(basename "$db")" = gemm.db ] && metrics=(--metrics recipes/gemm.lua)
-  build/tune report --db "$db" -o "$out/$name.html" "${metrics[@]}" 2>/dev/null
-  render "$out/$name.html"
-  n=$((n + 1))
+for d in data/compare/*/; do
+  while read -r db; do
+    name=$(basename "$d")-$(basename "$db" .db)
+    metrics=()
+    [ "$(basename "$db")" = gemm.db ] && metrics=(--metrics recipes/gemm.lua)
+    build/tune report --db "$db" -o "$out/$name.html" "${metrics[@]}" 2>/dev/null
+    render "$out/$name.html"
+    n=$((n + 1))
+  done < <(compare_dbs "${d%/}")
 done
 echo "report_browser: $n pages rendered without errors ($out)"
