@@ -18,19 +18,24 @@
 #define TUNE_CUDA_INCLUDE "/usr/local/cuda/include"
 #endif
 
-const char *tune_nvrtc_version(void) {
-  static char v[16];
-  if (!v[0]) {
-    int maj = 0, min = 0;
-    nvrtcVersion(&maj, &min);
-    snprintf(v, sizeof v, "%d.%d", maj, min);
-  }
-  return v;
+/* Both strings are found once per process (pthread_once): pool threads and the main thread may ask
+ * at the same moment, and a reader must never see a string half written. */
+static pthread_once_t nvrtc_version_once = PTHREAD_ONCE_INIT, include_dir_once = PTHREAD_ONCE_INIT;
+static char nvrtc_version[16];
+static char include_dir[4096]; /* empty: no candidate has cuda_bf16.h */
+
+static void find_nvrtc_version(void) {
+  int maj = 0, min = 0;
+  nvrtcVersion(&maj, &min);
+  snprintf(nvrtc_version, sizeof nvrtc_version, "%d.%d", maj, min);
 }
 
-const char *tune_cuda_include_dir(void) {
-  static char dir[4096];
-  if (dir[0]) return dir;
+const char *tune_nvrtc_version(void) {
+  pthread_once(&nvrtc_version_once, find_nvrtc_version);
+  return nvrtc_version;
+}
+
+static void find_include_dir(void) {
   const char *env = getenv("CUDA_HOME");
   const char *cands[3] = {NULL, "/usr/local/cuda/include", TUNE_CUDA_INCLUDE};
   char buf[4096];
@@ -39,9 +44,13 @@ const char *tune_cuda_include_dir(void) {
     if (!cands[i]) continue;
     char probe[4200];
     snprintf(probe, sizeof probe, "%s/cuda_bf16.h", cands[i]);
-    if (!access(probe, R_OK)) { snprintf(dir, sizeof dir, "%s", cands[i]); return dir; }
+    if (!access(probe, R_OK)) { snprintf(include_dir, sizeof include_dir, "%s", cands[i]); return; }
   }
-  return NULL;
+}
+
+const char *tune_cuda_include_dir(void) {
+  pthread_once(&include_dir_once, find_include_dir);
+  return include_dir[0] ? include_dir : NULL;
 }
 
 /* Options in a fixed order: they are part of the key. */
