@@ -244,20 +244,23 @@ static int take_job(tune_compile_async *a, tune_compile_job **job) {
   return i;
 }
 
+/* Job i compiled (by srv, NULL: in this process), then marked done. */
+static void run_job(tune_compile_async *a, tune_compile_server *srv, int i, tune_compile_job *job) {
+  if (srv) tune_compile_server_run(srv, job, a->kind);
+  else if (a->kind == TUNE_COMPILE_PTX) tune_compile_ptx_one(job);
+  else tune_compile_one(job);
+  pthread_mutex_lock(&a->mu);
+  a->done[i] = 1;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
 /* Each thread holds one compile server for its life (none when the pool compiles in process). */
 static void *async_main(void *arg) {
   tune_compile_async *a = arg;
   tune_compile_server *srv = a->use_servers ? tune_compile_server_acquire() : NULL;
   tune_compile_job *job;
-  for (int i; (i = take_job(a, &job)) >= 0;) {
-    if (srv) tune_compile_server_run(srv, job, a->kind);
-    else if (a->kind == TUNE_COMPILE_PTX) tune_compile_ptx_one(job);
-    else tune_compile_one(job);
-    pthread_mutex_lock(&a->mu);
-    a->done[i] = 1;
-    pthread_cond_broadcast(&a->cv);
-    pthread_mutex_unlock(&a->mu);
-  }
+  for (int i; (i = take_job(a, &job)) >= 0;) run_job(a, srv, i, job);
   tune_compile_server_release(srv);
   return NULL;
 }
@@ -281,7 +284,7 @@ static int pool_reserve(tune_compile_async *a, int n, tune_err *err) {
 static int pool_new(int n_threads, int max_threads, tune_compile_kind kind, int open, int *threads,
                     tune_compile_async **out, tune_err *err) {
   /* decided on the pool's size, not on the jobs it got: a pool of one job still runs beside
-     the other pools of a run (speculation, the next problem's peaks) */
+     the other pools of a run (speculation, the device limits' matrix kernel) */
   int use_servers = n_threads > 1 && tune_compile_servers_enabled();
   if (n_threads > max_threads) n_threads = max_threads;
   if (n_threads < 1) n_threads = 1;
@@ -348,12 +351,9 @@ int tune_compile_add(tune_compile_async *a, tune_compile_job **jobs, int n, int 
     pthread_cond_broadcast(&a->cv);
   }
   pthread_mutex_unlock(&a->mu);
-  if (!rc && !a->n_threads) { /* no thread at all: compile here, before returning */
+  if (!rc && !a->n_threads) { /* no thread at all: compile here, before returning (nothing else takes jobs) */
     tune_compile_job *job;
-    for (int i; a->next < a->n && (i = take_job(a, &job)) >= 0;) {
-      tune_compile_one(job);
-      a->done[i] = 1;
-    }
+    for (int i; a->next < a->n && (i = take_job(a, &job)) >= 0;) run_job(a, NULL, i, job);
   }
   return rc;
 }

@@ -46,8 +46,8 @@ static int serve_one(int out_fd, json_t *msg, void *blob, size_t blob_n, const c
 int tune_compile_server_main(int in_fd, int out_fd) {
   tune_err err;
   tune_err_clear(&err);
-  /* compiles take the CPU the measuring worker leaves: with a server per core busy, a worker
-     at the same priority waits for a time slice at each of its waits for the GPU */
+  /* compiles take the CPU the measuring worker leaves: with a server busy on every core at the
+     worker's priority, each variant's measurement took longer (docs/search.md) */
   errno = 0;
   if (nice(TUNE_COMPILE_SERVER_NICE) == -1 && errno)
     fprintf(stderr, "compile server: nice: %s (compiling at the caller's priority)\n", strerror(errno));

@@ -51,27 +51,18 @@ int tune_ahead_begin(tune_ahead *a, tune_compile_async *pool, db_conn *db, int *
   return empty_generation(&a->g[a->building], pool, db, compiled, err);
 }
 
-/* Is `key` the key of one of the n jobs? */
-static int key_in(const char *key, const tune_compile_job *jobs, int n) {
-  for (int i = 0; i < n; ++i)
-    if (!strcmp(key, jobs[i].bin.key)) return 1;
-  return 0;
-}
-
 int tune_ahead_guess(tune_ahead *a, tune_recipe *r, const tune_problem *p, const tune_device_facts *facts,
                      const int *vi, const char *arch, const char *templates, db_conn *db,
                      const tune_compile_job *batch, int n_batch, tune_err *err) {
   generation *g = &a->g[a->building];
   if (g->n >= TUNE_AHEAD_MAX) return TUNE_OK;
   tune_variant *v = &g->v[g->n];
-  int rc = tune_recipe_eval_variant(r, vi, p, facts, v, err);
-  if (rc || v->skip) return rc;
   tune_compile_job *j = &g->jobs[g->n];
-  tune_variant_job(j, r->template_path, templates, arch, v);
-  if ((rc = tune_compile_key(j, err))) return rc;
+  int rc = tune_variant_job_for(r, vi, p, facts, templates, arch, v, j, err);
+  if (rc || v->skip) return rc;
   const generation *other = &a->g[1 - a->building];
-  if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, g->jobs, g->n) ||
-      key_in(j->bin.key, other->jobs, other->n))
+  if (tune_job_key_in(j->bin.key, batch, n_batch) || tune_job_key_in(j->bin.key, g->jobs, g->n) ||
+      tune_job_key_in(j->bin.key, other->jobs, other->n))
     return TUNE_OK;
   int cached = 0;
   if ((rc = db_binary_has(db, j->bin.key, &cached, err)) || cached) return rc;

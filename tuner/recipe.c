@@ -1606,8 +1606,9 @@ static int check_offsets(const tune_recipe *r, const tune_arg_def *def, int64_t 
 }
 
 /* The table of a metric function's third argument: each integer input of at most
- * TUNE_METRIC_INPUT_MAX elements as the worker draws it from seed. */
-static void push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_t seed) {
+ * TUNE_METRIC_INPUT_MAX elements as the worker draws it from seed. -1 when out of memory (the
+ * table is pushed all the same). */
+static int push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_t seed) {
   lua_newtable(L);
   for (int i = 0; i < s->n_args; ++i) {
     const tune_arg_def *def = &s->def[i];
@@ -1616,7 +1617,7 @@ static void push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_
         s->numel[i] > TUNE_METRIC_INPUT_MAX)
       continue;
     void *buf = malloc((size_t)s->numel[i] * sizeof(int64_t));
-    if (!buf) continue;
+    if (!buf) return -1;
     tune_inputs_fill(def, s->numel[i], seed, i, buf);
     lua_createtable(L, (int)s->numel[i], 0);
     for (int64_t k = 0; k < s->numel[i]; ++k) {
@@ -1626,6 +1627,7 @@ static void push_drawn_inputs(lua_State *L, const tune_problem_setup *s, uint64_
     lua_setfield(L, -2, def->name);
     free(buf);
   }
+  return 0;
 }
 
 /* out's flops and bytes from the recipe's metrics; seed (NULL: none) draws a function's third
@@ -1640,7 +1642,8 @@ static int eval_metrics(lua_State *L, tune_recipe *r, int prob, int dev, const u
     int rc;
     if (lua_getfield(L, mt, m[i]) == LUA_TFUNCTION) {
       if (seed && !inputs) {
-        push_drawn_inputs(L, out, *seed);
+        if (push_drawn_inputs(L, out, *seed))
+          return tune_fail(err, TUNE_ENOMEM, "%s: no memory for the drawn inputs of its metrics", r->name);
         inputs = lua_gettop(L);
         lua_insert(L, inputs - 1); /* below the function, which stays on top */
         --inputs;

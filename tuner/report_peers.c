@@ -18,7 +18,7 @@
 
 typedef tune_cmp_group group; /* read by tune_cmp_group_read, as the text table reads them */
 
-static void ratio_chart(FILE *f, const json_t *info, const json_t *rows, const group *g, int n) {
+static void ratio_chart(FILE *f, const json_t *info, const group *g, const char *const *verdict, int n) {
   double lo = 1, hi = 1;
   int shown = 0;
   for (int i = 0; i < n; ++i)
@@ -43,7 +43,7 @@ static void ratio_chart(FILE *f, const json_t *info, const json_t *rows, const g
     fprintf(f, "<g class=\"%s\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"/>"
                "<title>%.3f (%.3f-%.3f, %d rounds): %s</title></g><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
             cls, tune_svg_map(&x, r->lo), py, tune_svg_map(&x, r->hi), py, tune_svg_map(&x, r->median), py, r->median, r->lo,
-            r->hi, r->n, tune_cmp_verdict(rows, &g[i]), x.px_lo - 4, py + 3);
+            r->hi, r->n, verdict[i], x.px_lo - 4, py + 3);
     tune_xml_text(f, g[i].problem);
     fputs(" (", f);
     tune_xml_text(f, g[i].timing);
@@ -52,7 +52,7 @@ static void ratio_chart(FILE *f, const json_t *info, const json_t *rows, const g
   tune_svg_close(f);
 }
 
-static void ratio_table(FILE *f, const json_t *rows, const group *g, int n) {
+static void ratio_table(FILE *f, const group *g, const char *const *verdict, int n) {
   fputs("<table class=\"ratios\"><tr><th>problem</th><th>timing</th><th>tune [us]</th><th>peer</th><th>peer [us]</th>"
         "<th>ratio (min-max, rounds)</th><th>verdict</th></tr>\n", f);
   for (int i = 0; i < n; ++i) {
@@ -67,11 +67,10 @@ static void ratio_table(FILE *f, const json_t *rows, const group *g, int n) {
     fputs("</td><td>", f);
     tune_xml_text(f, g[i].best_peer ? g[i].best_peer->label : "-");
     if (pm > 0) fprintf(f, "</td><td class=\"num\">%.2f", pm / 1e3); else fputs("</td><td class=\"num\">-", f);
-    const char *verdict = tune_cmp_verdict(rows, &g[i]);
     if (r->n)
       fprintf(f, "</td><td class=\"num\" data-ratio=\"%.3f\" data-lo=\"%.3f\" data-hi=\"%.3f\">%.3f (%.3f-%.3f, %d)</td>"
-                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n, verdict,
-              verdict);
+                 "<td class=\"%s\">%s</td></tr>\n", r->median, r->lo, r->hi, r->median, r->lo, r->hi, r->n, verdict[i],
+              verdict[i]);
     else fputs("</td><td>-</td><td>-</td></tr>\n", f);
   }
   fputs("</table>\n", f);
@@ -94,9 +93,11 @@ static void comparison(FILE *f, const json_t *info, const json_t *rows) {
   if (!n) fputs("<p class=\"none\">none: this comparison has no measurements.</p>\n", f);
   else {
     fputs("<figure class=\"wide\">", f);
-    ratio_chart(f, info, rows, g, n);
+    const char *verdict[MAX_GROUPS]; /* tune_cmp_verdict scans the rows: once per group */
+    for (int k = 0; k < n; ++k) verdict[k] = tune_cmp_verdict(rows, &g[k]);
+    ratio_chart(f, info, g, verdict, n);
     fputs("<figcaption>Dot: median ratio over the rounds; bar: its min-max range; blue burst, orange sustained.</figcaption></figure>\n", f);
-    ratio_table(f, rows, g, n);
+    ratio_table(f, g, verdict, n);
   }
   free(g);
 }

@@ -54,13 +54,6 @@ void tune_spec_free(tune_spec *s) {
   free(s);
 }
 
-/* Is `key` the key of one of the n jobs? */
-static int key_in(const char *key, const tune_compile_job *jobs, int n) {
-  for (int i = 0; i < n; ++i)
-    if (!strcmp(key, jobs[i].bin.key)) return 1;
-  return 0;
-}
-
 /* Is point q among the n points of pts? */
 static int point_in(uint64_t q, const uint64_t *pts, int n) {
   for (int i = 0; i < n; ++i)
@@ -89,12 +82,10 @@ static int add_guess(tune_spec *s, tune_recipe *r, const tune_problem *p, const 
   int vi[SEARCH_MAX_PARAMS];
   search_point_decode(space, q, vi);
   tune_variant *v = &s->v[s->n];
-  int rc = tune_recipe_eval_variant(r, vi, p, facts, v, err);
-  if (rc || v->skip) return rc;
   tune_compile_job *j = &s->jobs[s->n];
-  tune_variant_job(j, r->template_path, s->templates, arch, v);
-  if ((rc = tune_compile_key(j, err))) return rc;
-  if (key_in(j->bin.key, batch, n_batch) || key_in(j->bin.key, s->jobs, s->n)) return TUNE_OK;
+  int rc = tune_variant_job_for(r, vi, p, facts, s->templates, arch, v, j, err);
+  if (rc || v->skip) return rc;
+  if (tune_job_key_in(j->bin.key, batch, n_batch) || tune_job_key_in(j->bin.key, s->jobs, s->n)) return TUNE_OK;
   int cached = 0;
   if ((rc = db_binary_has(db, j->bin.key, &cached, err)) || cached) return rc;
   s->taken[s->n] = 0;

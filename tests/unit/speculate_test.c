@@ -26,9 +26,7 @@
 /* The job of config vi, key computed (what problem_run.c builds for a proposal). */
 static int job_for(tune_recipe *r, const int *vi, const tune_problem *p, const tune_device_facts *d,
                    const char *templates, tune_variant *v, tune_compile_job *j, tune_err *err) {
-  if (tune_recipe_eval_variant(r, vi, p, d, v, err)) return err->code;
-  tune_variant_job(j, r->template_path, templates, d->arch, v);
-  return tune_compile_key(j, err);
+  return tune_variant_job_for(r, vi, p, d, templates, d->arch, v, j, err);
 }
 
 int main(void) {
