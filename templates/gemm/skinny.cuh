@@ -26,6 +26,14 @@
 // Launch: grid (N / BLOCK_N, SPLIT_K), cluster (1, SPLIT_K, 1) when SPLIT_K > 1, block kThreads,
 // dynamic shared memory kSmemBytes (recipes/gemm/skinny.lua computes the same). Needs
 // K % BLOCK_K == 0, K / BLOCK_K >= SPLIT_K, N % BLOCK_N == 0, M <= BLOCK_M.
+//
+// FP8 1 (recipes/gemm/fp8_skinny.lua): a and b e4m3 (b [N][K], B_COL 1), c bf16, the arguments of
+// recipes/gemm/fp8.lua: a, b, c, scale_a, scale_b, M, N, K, tmA, tmB (boxes of 128 e4m3 = 128 bytes
+// in k). The data path is the bf16 one byte for byte (a 128-byte box row, a 32-byte mma step:
+// m16n8k32 e4m3 reads the fragments m16n8k16 bf16 does, common/mma_fp8.cuh); BLOCK_K counts e4m3.
+// The tensor core's partial sums are promoted to the fp32 accumulators every 128 of K (one box),
+// as gemm.fp8 does; SCALE_MODE 2 (1 x 128 and 128 x 128 block scales) applies the box's scales
+// there, 0 (per tensor) and 1 (per row and column) at the store.
 #include <cuda_bf16.h>
 
 #include "common/cluster.cuh"
@@ -34,6 +42,15 @@
 #include "common/mma.cuh"
 #include "common/tma.cuh"
 
+#ifndef FP8
+#define FP8 0
+#endif
+#if FP8
+#include "common/mma_fp8.cuh"
+#if !B_COL || !defined(SCALE_MODE)
+#error "skinny.cuh with FP8 1 needs B_COL 1 and -D SCALE_MODE (0 tensor, 1 row, 2 block)"
+#endif
+#endif
 #if !defined(B_COL) || !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(STAGES) || \
     !defined(WARPS_N) || !defined(WARPS_K) || !defined(SPLIT_K)
 #error "skinny.cuh needs -D B_COL BLOCK_M BLOCK_N BLOCK_K STAGES WARPS_N WARPS_K SPLIT_K"
@@ -46,14 +63,17 @@ namespace skinny {
 constexpr int kBM = BLOCK_M, kBN = BLOCK_N, kBK = BLOCK_K, kStages = STAGES;
 constexpr int kWN = WARPS_N, kWK = WARPS_K, kConsumers = kWN * kWK;
 constexpr int kThreads = 32 * (kConsumers + 1);
+constexpr int kElemBytes = FP8 ? 1 : 2;
+constexpr int kBoxK = 128 / kElemBytes;  // k per 128-byte box row: 64 bf16, 128 e4m3
+constexpr int kBoxes = kBK / kBoxK;      // boxes per slice
 constexpr int kMT = kBM / 16;          // m16 tiles (every warp covers all rows)
 constexpr int kWarpN = kBN / kWN;      // columns per warp
 constexpr int kNT = kWarpN / 8;        // n8 tiles per warp
-constexpr int kKS = kBK / 16;          // k16 steps per slice
-constexpr int kKSW = kKS / kWK;        // k16 steps per warp per slice
-constexpr int kABox = kBM * 128;       // one 64-wide k box of a: kBM rows of 128 bytes
-constexpr int kABytes = kBM * kBK * 2;
-constexpr int kBBytes = kBN * kBK * 2;
+constexpr int kKS = kBoxes * 4;        // mma k steps per slice (32 bytes of k each: k16 bf16, k32 e4m3)
+constexpr int kKSW = kKS / kWK;        // k steps per warp per slice
+constexpr int kABox = kBM * 128;       // one box of a: kBM rows of 128 bytes
+constexpr int kABytes = kBM * kBK * kElemBytes;
+constexpr int kBBytes = kBN * kBK * kElemBytes;
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kRingBytes = kStages * kStageBytes;
 constexpr int kRedPitch = kBN + 4;     // fp32 per row of the reduction tile (16-byte rows, fewer conflicts)
@@ -65,23 +85,24 @@ constexpr int kSmemBytes = 1024 + kBodyBytes + 2 * kStages * 8;  // + alignment 
 constexpr int kMinBlocks = kSmemBytes <= 113 * 1024 ? 2 : 1;
 
 static_assert(kBM % 16 == 0 && kBM >= 16 && kBM <= 128, "BLOCK_M must be 16..128, a multiple of 16");
-static_assert(kBK == 64 || kBK == 128 || kBK == 256, "BLOCK_K must be 64, 128 or 256");
+static_assert(kBK * kElemBytes == 128 || kBK * kElemBytes == 256 || kBK * kElemBytes == 512,
+              "BLOCK_K must be 128, 256 or 512 bytes of k (64..256 bf16, 128..512 e4m3)");
 static_assert(kBN % (16 * kWN) == 0, "BLOCK_N / WARPS_N must be a multiple of 16");
 static_assert(B_COL || kBN % 64 == 0, "row-major b: BLOCK_N must be a multiple of 64 (one box per 64 columns)");
 static_assert(B_COL || kBK <= 256, "row-major b: BLOCK_K rows per box, at most 256");
 static_assert(kBN <= 256, "BLOCK_N at most 256 (tensor-map box)");
-static_assert(kKS % kWK == 0, "BLOCK_K / 16 must be a multiple of WARPS_K");
+static_assert(4 % kWK == 0, "WARPS_K must divide a box's 4 k steps");
 static_assert(kConsumers >= 1 && kConsumers <= 16, "1..16 consumer warps");
 static_assert(kStages >= 2 && kStages <= 16, "STAGES must be 2..16");
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "SPLIT_K is a cluster size, 1..8");
-static_assert(kMT * kNT * 4 <= 128, "at most 128 fp32 accumulators per thread");
+static_assert(kMT * kNT * 4 * (FP8 ? 2 : 1) <= 128, "at most 128 fp32 accumulators per thread (FP8: and the partial sums)");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
 // Producer: lane 0 of the last warp fills slot it % STAGES with slice k_first + it.
 __device__ __forceinline__ void produce(unsigned ring, unsigned bars, const tune::tensormap &tmA,
                                         const tune::tensormap &tmB, int M, int n0, int k_first, int nk) {
   const int arows = M < kBM ? M : kBM;
-  const unsigned tx = (unsigned)(arows * 128 * (kBK / 64) + kBBytes);
+  const unsigned tx = (unsigned)(arows * 128 * kBoxes + kBBytes);
   for (int it = 0; it < nk; ++it) {
     const int s = it % kStages, u = it / kStages;
     const unsigned full = bars + 8u * s, empty = bars + 8u * (kStages + s);
@@ -90,11 +111,11 @@ __device__ __forceinline__ void produce(unsigned ring, unsigned bars, const tune
     const int k0 = (k_first + it) * kBK;
     tune::mbar_arrive_expect_tx(full, tx);
 #pragma unroll
-    for (int j = 0; j < kBK / 64; ++j) tune::tma_load_2d(slot + j * kABox, tmA, k0 + 64 * j, 0, full);
+    for (int j = 0; j < kBoxes; ++j) tune::tma_load_2d(slot + j * kABox, tmA, k0 + kBoxK * j, 0, full);
     const unsigned sB = slot + kABytes;
 #if B_COL
 #pragma unroll
-    for (int j = 0; j < kBK / 64; ++j) tune::tma_load_2d(sB + j * kBN * 128, tmB, k0 + 64 * j, n0, full);
+    for (int j = 0; j < kBoxes; ++j) tune::tma_load_2d(sB + j * kBN * 128, tmB, k0 + kBoxK * j, n0, full);
 #else
 #pragma unroll
     for (int j = 0; j < kBN / 64; ++j) tune::tma_load_2d(sB + j * kBK * 128, tmB, n0 + 64 * j, k0, full);
@@ -102,9 +123,59 @@ __device__ __forceinline__ void produce(unsigned ring, unsigned bars, const tune
   }
 }
 
-// Consumer warp (wn, wk): acc += its k16 steps of every slice.
+// The scales of FP8 (gemm.fp8's layouts; unused for bf16): tensor [1] and [1], row [M] and [N],
+// block [M][K / 128] and [N / 128][K / 128].
+struct Scales {
+  const float *a, *b;
+};
+
+#if FP8
+// acc += part * (the scales of 128-wide K block kb, block mode), part = 0: the tensor core's partial
+// sums of one box promoted to fp32. A warp's columns lie in one 128-column scale block (kWarpN <= 128,
+// aligned); rows past M are zero in a and read no scale.
+__device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)[kMT][kNT][4], Scales sc, int M,
+                                        int K, int kb, int n_warp, int g) {
+#if SCALE_MODE == 2
+  const int kbs = K / 128;
+  const float sb = sc.b[(n_warp >> 7) * kbs + kb];
+#else
+  (void)sc, (void)M, (void)K, (void)kb, (void)n_warp, (void)g;
+#endif
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#if SCALE_MODE == 2
+      const int row = mt * 16 + g + 8 * h;
+      const float s = row < M ? sc.a[row * kbs + kb] * sb : 0.f;
+#else
+      const float s = 1.f;
+#endif
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          acc[mt][nt][e] += part[mt][nt][e] * s;
+          part[mt][nt][e] = 0.f;
+        }
+    }
+}
+#endif
+
+// Consumer warp (wn, wk): acc += its k steps of every slice (FP8: through the promoted partial sums).
 __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring, unsigned bars, int nk, int wn,
-                                        int wk, int lane) {
+                                        int wk, int lane, Scales sc, int M, int K, int n0, int k_first) {
+#if FP8
+  float part[kMT][kNT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.f;
+#else
+  (void)sc, (void)M, (void)K, (void)n0, (void)k_first;
+#endif
   const int r8 = lane & 7, i = lane >> 3;
   // a (ldmatrix, non-trans): row r8 + 8 (i & 1) of each m16 tile, k chunk 2 ksl + (i >> 1)
   const unsigned a_off = (unsigned)((r8 + 8 * (i & 1)) * 128);
@@ -149,10 +220,20 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
         bfr[2 * p + 1][0] = r[2];
         bfr[2 * p + 1][1] = r[3];
       }
+#if FP8
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) tune::mma_e4m3_16832(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+      // the warp's last step of this box: promote (every 128 of K)
+      if ((kk + 1) % (4 / kWK) == 0)
+        promote(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0 + wn * kWarpN, lane >> 2);
+#else
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) tune::mma_bf16_16816(acc[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+#endif
     }
     // this lane's ldmatrix reads (generic proxy) before the producer's next TMA write (async proxy)
     // into the slot: without the fence a refill can land under reads still in flight (wrong sums in a
@@ -163,10 +244,23 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
   }
 }
 
-__device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c,
-                                    int M, int N, int K, const tune::tensormap &tmA, const tune::tensormap &tmB) {
-  (void)a;
-  (void)b;
+// c[row][n .. n + 3] = bf16(v), FP8 per tensor or per row and column: with the scales.
+__device__ __forceinline__ void store4(bf16 *__restrict__ c, Scales sc, int row, int N, int n, float4 v) {
+#if FP8 && SCALE_MODE == 0
+  const float s = sc.a[0] * sc.b[0];
+  v = make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+#elif FP8 && SCALE_MODE == 1
+  const float sa = sc.a[row];
+  const float4 sb = *reinterpret_cast<const float4 *>(sc.b + n);
+  v = make_float4(v.x * sa * sb.x, v.y * sa * sb.y, v.z * sa * sb.z, v.w * sa * sb.w);
+#else
+  (void)sc;
+#endif
+  *reinterpret_cast<uint2 *>(c + (size_t)row * N + n) = make_uint2(tune::pack_bf16x2(v.x, v.y), tune::pack_bf16x2(v.z, v.w));
+}
+
+__device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int N, int K, const tune::tensormap &tmA,
+                                    const tune::tensormap &tmB) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned raw = tune::smem_u32(smem_raw);
   const unsigned ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle: slots on 1024-byte boundaries
@@ -181,11 +275,11 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
 
   // rows M..kBM-1 of every a box stay zero (the copies write M rows)
   if (M < kBM) {
-    constexpr int kBoxes = kStages * (kBK / 64);
+    constexpr int kRingBoxes = kStages * kBoxes;
     const int zrows = kBM - M;
-    for (int idx = tid; idx < kBoxes * zrows * 8; idx += kThreads) {
+    for (int idx = tid; idx < kRingBoxes * zrows * 8; idx += kThreads) {
       const int box = idx / (zrows * 8), rem = idx % (zrows * 8);
-      const int s = box / (kBK / 64), j = box % (kBK / 64);
+      const int s = box / kBoxes, j = box % kBoxes;
       *reinterpret_cast<uint4 *>(body + s * kStageBytes + j * kABox + (M + rem / 8) * 128 + (rem % 8) * 16) =
           make_uint4(0u, 0u, 0u, 0u);
     }
@@ -213,7 +307,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   if (warp == kConsumers) {
     if (lane == 0) produce(ring, bars, tmA, tmB, M, n0, k_first, nk);
   } else {
-    consume(acc, ring, bars, nk, wn, wk, lane);
+    consume(acc, ring, bars, nk, wn, wk, lane, sc, M, K, n0, k_first);
   }
 
   // every slice has landed and been read: the ring becomes the fp32 reduction tile red[kBM][kRedPitch]
@@ -263,7 +357,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
       v.z += w.z;
       v.w += w.w;
     }
-    *reinterpret_cast<uint2 *>(c + (size_t)row * N + n0 + col) = make_uint2(tune::pack_bf16x2(v.x, v.y), tune::pack_bf16x2(v.z, v.w));
+    store4(c, sc, row, N, n0 + col, v);
   }
   tune::cluster_sync();  // no block leaves while another still reads its tile
 #else
@@ -271,16 +365,27 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   for (int gi = tid; gi < groups; gi += kThreads) {
     const int row = gi / kGroupsPerRow, col = (gi % kGroupsPerRow) * 4;
     const float4 v = *reinterpret_cast<const float4 *>(red + row * kRedPitch + col);
-    *reinterpret_cast<uint2 *>(c + (size_t)row * N + n0 + col) = make_uint2(tune::pack_bf16x2(v.x, v.y), tune::pack_bf16x2(v.z, v.w));
+    store4(c, sc, row, N, n0 + col, v);
   }
 #endif
 }
 
 }  // namespace skinny
 
+// a and b are read through the tensor maps only.
+#if FP8
+extern "C" __global__ void __launch_bounds__(skinny::kThreads, skinny::kMinBlocks)
+gemm_skinny(const unsigned char *__restrict__ a, const unsigned char *__restrict__ b, bf16 *__restrict__ c,
+            const float *__restrict__ scale_a, const float *__restrict__ scale_b, int M, int N, int K,
+            const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB) {
+  (void)a, (void)b;
+  skinny::run(c, skinny::Scales{scale_a, scale_b}, M, N, K, tmA, tmB);
+}
+#else
 extern "C" __global__ void __launch_bounds__(skinny::kThreads, skinny::kMinBlocks)
 gemm_skinny(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ c, float *__restrict__ ws,
             int M, int N, int K, const __grid_constant__ tune::tensormap tmA, const __grid_constant__ tune::tensormap tmB) {
-  (void)ws;
-  skinny::run(a, b, c, M, N, K, tmA, tmB);
+  (void)a, (void)b, (void)ws;
+  skinny::run(c, skinny::Scales{nullptr, nullptr}, M, N, K, tmA, tmB);
 }
+#endif

@@ -37,6 +37,13 @@ class PeersTest(unittest.TestCase):
         self.assertEqual(fp8.scale_numels(37, 4112, 4160, "block"), (37 * kb, nb * kb))
         self.assertEqual(p.set_bytes, 37 * 4160 + 4112 * 4160 + 2 * 37 * 4112 + 4 * (37 * kb + nb * kb))
 
+    def test_skinny_recipe_is_timed_as_gemm_fp8(self):
+        for scale, name in (("tensor", "scaled_mm"), ("block", "scaled_mm-blockwise")):
+            (p,) = fp8.peers("gemm.fp8_skinny", dims(1, 4096, 14336, scale), ps)
+            (q,) = fp8.peers("gemm.fp8", dims(1, 4096, 14336, scale), ps)
+            self.assertEqual((p.name, p.family, p.opts, p.set_bytes), (name, "fp8", q.opts, q.set_bytes))
+            self.assertFalse(p.opts["fast"])
+
     def test_fast_recipe_asks_for_fast_accumulation(self):
         (p,) = fp8.peers("gemm.fp8_fast", dims(4096, 4096, 7168, "row"), ps)
         self.assertTrue(p.opts["fast"])

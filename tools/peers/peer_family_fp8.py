@@ -1,4 +1,5 @@
-"""peer_family_fp8.py: the peers of recipes/gemm/fp8.lua (gemm.fp8, gemm.fp8_fast), loaded by
+"""peer_family_fp8.py: the peers of recipes/gemm/fp8.lua (gemm.fp8, gemm.fp8_fast) and
+recipes/gemm/fp8_skinny.lua (gemm.fp8_skinny: gemm.fp8's arguments at decode sizes), loaded by
 peer_server.py (docs/peers.md; CONTRACT: peers(recipe, dims, api) and BUILDERS).
 
 The peer is torch's scaled matmul on the same e4m3 operands and f32 scales, bf16 out:
@@ -11,14 +12,14 @@ The peer is torch's scaled matmul on the same e4m3 operands and f32 scales, bf16
           [1, L4], L4 = K/128 rounded up to 4, M a multiple of 4 (a is padded with rows, the output
           sliced back) and K, N multiples of 128 (other problems are skipped, with that reason).
 b is [N, K] row-major, so b.t() is the column-major [K, N] operand _scaled_mm requires. gemm.fp8 is
-timed with use_fast_accum=False (cuBLAS promotes partial sums, as gemm.fp8 does), gemm.fp8_fast with
+timed with use_fast_accum=False (cuBLAS promotes partial sums, as gemm.fp8 and gemm.fp8_skinny do), gemm.fp8_fast with
 use_fast_accum=True (one tensor-core accumulator, as gemm.fp8_fast). torch is imported by the caller
 (peer_server) only: nothing here imports it at module import time.
 """
 import math
 
 FAMILY = "fp8"
-RECIPES = {"gemm.fp8": False, "gemm.fp8_fast": True}  # recipe -> use_fast_accum
+RECIPES = {"gemm.fp8": False, "gemm.fp8_fast": True, "gemm.fp8_skinny": False}  # recipe -> use_fast_accum
 DIMS = ("M", "N", "K", "scale")
 SCALES = ("tensor", "row", "block")
 

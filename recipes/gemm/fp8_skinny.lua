@@ -1,0 +1,147 @@
+-- gemm/fp8_skinny.lua: the decode-shape FP8 e4m3 GEMM (M <= 16), templates/gemm/skinny.cuh with FP8 1.
+-- Same problems (the decode ones at M 1 and 16), names, arguments, reference and tolerance as recipes/gemm/fp8.lua's
+-- gemm.fp8, so results and comparisons line up per problem; a recipe file of its own so that fp8.lua's
+-- recordings keep their source hash, and a family of its own in bundles (tunert.torch.scaled_mm asks
+-- both and runs the faster).
+--
+-- Why a second kernel: at M <= 64 the GEMM is a stream of b (N K bytes), and gemm.fp8's wgmma tiles
+-- (64 rows of a, one warpgroup per 64 x BLOCK_N tile) keep too few bytes in flight per SM to stream it
+-- at copy speed. skinny.cuh's deep TMA ring per block with mma.sync m16n8k32 consumers (one m16 tile
+-- for M <= 16) and split-K over a cluster is gemm.skinny's design; here it reads half the bytes per k.
+-- Precision as gemm.fp8 (fp8.lua's tolerance comment): the tensor core's sums are promoted to fp32
+-- every 128 of K, block scales applied there, tensor and row scales at the store.
+-- M <= 16 only: with 64 rows the partial sums double the accumulators of 4 m16 tiles and ptxas spills
+-- on every tile shape of the space (compile-only, sm_90a); gemm.fp8 serves M > 16.
+
+local SMEM_LIMIT = 227 * 1024
+
+local function block_m(p) return 16 * ((p.M + 15) // 16) end
+
+local BM = "(16 * ((M + 15) // 16))"
+local SMEM = "1024 + max(STAGES * (" .. BM .. " + BLOCK_N) * BLOCK_K, " .. BM .. " * (BLOCK_N + 4) * 4) + 16 * STAGES"
+local REQUIRES = {
+  "M <= 16",
+  "N % BLOCK_N == 0",
+  "K % BLOCK_K == 0 and K // BLOCK_K >= 2 * SPLIT_K",
+  SMEM .. " <= 232448",
+  -- fp32 accumulators and the partial sums of one box per consumer thread
+  BM .. " * (BLOCK_N // WARPS_N) // 32 * 2 <= 128",
+}
+
+-- skinny.cuh kSmemBytes: alignment slack, ring (or the fp32 reduction tile), two mbarriers per slot
+local function ring_bytes(c, p) return c.STAGES * (block_m(p) + c.BLOCK_N) * c.BLOCK_K end
+local function smem_bytes(c, p)
+  local red = block_m(p) * (c.BLOCK_N + 4) * 4
+  return 1024 + math.max(ring_bytes(c, p), red) + 16 * c.STAGES
+end
+
+local STAGES = { 4, 5, 6, 7, 8, 10, 12, 14, 16 }
+local SMEM_PAIR = 113 * 1024  -- two blocks per SM (228 KiB per SM, 1 KiB reserved per block)
+
+local function deepest(c, p, limit)
+  local best
+  for _, s in ipairs(STAGES) do
+    if smem_bytes({ BLOCK_N = c.BLOCK_N, BLOCK_K = c.BLOCK_K, STAGES = s }, p) <= limit then best = s end
+  end
+  return best
+end
+
+local params = {
+  { "BLOCK_N", { 64, 128, 256 } },   -- columns per block
+  { "BLOCK_K", { 128, 256, 512 } },  -- k (e4m3, bytes) per ring slot: one to four 128-byte boxes
+  { "STAGES",  STAGES },             -- ring slots
+  -- one m16 tile of rows: 4 consumer warps along N, as gemm/skinny.lua prunes its space for M <= 16
+  { "WARPS_N", { 4 } },
+  { "WARPS_K", { 1 } },
+  { "SPLIT_K", { 1, 2, 4, 8 } },     -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
+}
+
+local constraints = {
+  -- clusters of 8 for wide blocks only
+  function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
+}
+
+-- gemm/skinny.lua's pruning (ring depth, grid size)
+local function applies(c, p)
+  if c.STAGES ~= deepest(c, p, SMEM_LIMIT) and c.STAGES ~= deepest(c, p, SMEM_PAIR) then
+    return false, "not the deepest ring for one or two blocks per SM"
+  end
+  if ring_bytes(c, p) < 48 * 1024 then return false, "ring under 48 KiB: too few bytes in flight" end
+  local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
+  if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
+  if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
+  return true
+end
+
+-- gemm.fp8's decode problems (recipes/gemm/fp8.lua: Llama-3-8B and DeepSeek-V3 projections)
+local DECODE_NK = { { 14336, 4096 }, { 4096, 14336 }, { 18432, 7168 }, { 7168, 18432 } }
+local function problems()
+  local t = {}
+  for _, m in ipairs({ 1, 16 }) do
+    for _, nk in ipairs(DECODE_NK) do
+      for _, s in ipairs({ "tensor", "row", "block" }) do
+        t[#t + 1] = { name = string.format("m%dn%dk%d_%s", m, nk[1], nk[2], s), M = m, N = nk[1], K = nk[2], scale = s }
+      end
+    end
+  end
+  return t
+end
+
+local KB = "((K + 127) // 128)"
+local NB = "((N + 127) // 128)"
+local SCALE_A_NUMEL = "(scale == 'block' and M * " .. KB .. " or scale == 'row' and M or 1)"
+local SCALE_B_NUMEL = "(scale == 'block' and " .. NB .. " * " .. KB .. " or scale == 'row' and N or 1)"
+local SCALE_LO = "(scale == 'block' and 1 / 64 or 0.5)"
+local SCALE_HI = "(scale == 'block' and 4 or 2)"
+
+-- recipes/gemm/fp8.lua's arguments; a's box is one 128-byte row of k by the rows of one m16 tile
+-- stack (rows past M stay zero in shared memory), b's one 128-byte row of k by BLOCK_N rows
+local args = {
+  { "a", tensor = "e4m3", shape = { "M", "K" }, init = { "normal", 0, 1 } },
+  { "b", tensor = "e4m3", shape = { "N", "K" }, init = { "normal", 0, 1 } },
+  { "c", tensor = "bf16", shape = { "M", "N" }, output = true },
+  { "scale_a", tensor = "f32", shape = { SCALE_A_NUMEL }, init = { "uniform", SCALE_LO, SCALE_HI } },
+  { "scale_b", tensor = "f32", shape = { SCALE_B_NUMEL },
+    init = { "uniform", SCALE_LO .. " / sqrt(K)", SCALE_HI .. " / sqrt(K)" } },
+  { "M", scalar = "i32", value = "M" },
+  { "N", scalar = "i32", value = "N" },
+  { "K", scalar = "i32", value = "K" },
+  { "tmA", tensormap = { tensor = "a", swizzle = 128, box = { 128, "min(" .. BM .. ", M)" } } },
+  { "tmB", tensormap = { tensor = "b", swizzle = 128, box = { 128, "BLOCK_N" } } },
+}
+
+return {
+  name = "gemm.fp8_skinny",
+  template = "templates/gemm/skinny.cuh",
+  kernel = "gemm_skinny",
+  params = params,
+  constraints = constraints,
+  -- exact tiles only: the smallest tile's multiples, two slices at least
+  domain = { "M >= 1 and M <= 16", "N >= 64 and N % 64 == 0", "K >= 256 and K % 128 == 0",
+             "scale == 'tensor' or scale == 'row' or scale == 'block'" },
+  requires = REQUIRES,
+  applies = applies,  -- pruning only
+  fallback = { BLOCK_N = 64, BLOCK_K = 128, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1 },
+  defines = { FP8 = 1, B_COL = 1, BLOCK_M = BM, SCALE_MODE = "scale == 'block' and 2 or scale == 'row' and 1 or 0" },
+  problems = problems(),
+  launch = {
+    grid = { "N // BLOCK_N", "SPLIT_K", 1 },
+    block = { "32 * (WARPS_N * WARPS_K + 1)", 1, 1 },
+    shared = SMEM,
+    cluster = { 1, "SPLIT_K", 1 },
+  },
+  args = args,
+  reference = {
+    source = "templates/gemm/reference_fp8.cuh",
+    kernel = "gemm_fp8_reference",
+    grid = { "(N + 15) // 16", "(M + 15) // 16", 1 },
+    block = { 16, 16, 1 },
+    shared = 0,
+    defines = function(p) return { SCALE_MODE = p.scale == "block" and 2 or p.scale == "row" and 1 or 0 } end,
+  },
+  tolerance = { rel_l2 = 5e-3, max_abs = 0.5 },
+  metrics = {
+    flops = "2 * M * N * K",
+    bytes = "M * K + N * K + 2 * M * N + 4 * (" .. SCALE_A_NUMEL .. " + " .. SCALE_B_NUMEL .. ")",
+  },
+}
