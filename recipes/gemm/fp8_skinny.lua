@@ -53,7 +53,10 @@ local params = {
   -- one m16 tile of rows: 4 consumer warps along N, as gemm/skinny.lua prunes its space for M <= 16
   { "WARPS_N", { 4 } },
   { "WARPS_K", { 1 } },
-  { "SPLIT_K", { 1, 2, 4, 8 } },     -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
+  -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range; 3 and 6 as well as powers of two,
+  -- since the block count N / BLOCK_N * SPLIT_K against 132 SMs (one or two blocks each) decides
+  -- how evenly B's stream spreads: 144 tiles of N 18432 leave 12 SMs with two blocks and the rest one
+  { "SPLIT_K", { 1, 2, 3, 4, 6, 8 } },
 }
 
 local constraints = {

@@ -130,9 +130,10 @@ struct Scales {
 };
 
 #if FP8
-// acc += part * (the scales of 128-wide K block kb, block mode), part = 0: the tensor core's partial
-// sums of one box promoted to fp32. A warp's columns lie in one 128-column scale block (kWarpN <= 128,
-// aligned); rows past M are zero in a and read no scale.
+// acc += part * (the scales of 128-wide K block kb, block mode): the tensor core's partial sums of
+// one box promoted to fp32 (the box's first mma overwrites part). A warp's columns lie in one
+// 128-column scale block (kWarpN <= 128, aligned); rows past M are zero in a and read no scale, and
+// with M <= 8 the rows 8..15 of each m16 tile (h 1) are skipped.
 __device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)[kMT][kNT][4], Scales sc, int M,
                                         int K, int kb, int n_warp, int g) {
 #if SCALE_MODE == 2
@@ -145,6 +146,7 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      if (kMT == 1 && h == 1 && M <= 8) continue;
 #if SCALE_MODE == 2
       const int row = mt * 16 + g + 8 * h;
       const float s = row < M ? sc.a[row * kbs + kb] * sb : 0.f;
@@ -154,10 +156,7 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          acc[mt][nt][e] += part[mt][nt][e] * s;
-          part[mt][nt][e] = 0.f;
-        }
+        for (int e = 2 * h; e < 2 * h + 2; ++e) acc[mt][nt][e] += part[mt][nt][e] * s;
     }
 }
 #endif
@@ -166,13 +165,7 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)
 __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring, unsigned bars, int nk, int wn,
                                         int wk, int lane, Scales sc, int M, int K, int n0, int k_first) {
 #if FP8
-  float part[kMT][kNT][4];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.f;
+  float part[kMT][kNT][4];  // written by each box's first mma
 #else
   (void)sc, (void)M, (void)K, (void)n0, (void)k_first;
 #endif
@@ -221,12 +214,18 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
         bfr[2 * p + 1][1] = r[3];
       }
 #if FP8
+      constexpr int kBoxSteps = 4 / kWK;  // this warp's k steps per box
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) tune::mma_e4m3_16832(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+        for (int nt = 0; nt < kNT; ++nt) {
+          if (kk % kBoxSteps == 0)
+            tune::mma_e4m3_16832_first(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+          else
+            tune::mma_e4m3_16832(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+        }
       // the warp's last step of this box: promote (every 128 of K)
-      if ((kk + 1) % (4 / kWK) == 0)
+      if ((kk + 1) % kBoxSteps == 0)
         promote(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0 + wn * kWarpN, lane >> 2);
 #else
 #pragma unroll
