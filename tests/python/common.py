@@ -33,7 +33,7 @@ BUNDLES = {
     "gemm": (("gemm.db",), "gemm"),
     "varlen": (("attention.varlen.db",), "attention.varlen"),
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
-    "fp8": (("gemm.fp8.db",), "gemm.fp8,gemm.fp8_fast"),
+    "fp8": (("gemm.fp8.db", "gemm.fp8_skinny.db"), "gemm.fp8,gemm.fp8_fast,gemm.fp8_skinny"),
     "decode_fp8": (("attention.decode_fp8.db",), "attention.decode_fp8"),
 }
 DECODE_PROBLEM = "b32hq32hkv8d128p16x256"

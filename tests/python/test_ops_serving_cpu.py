@@ -330,6 +330,13 @@ class PlanTest(unittest.TestCase):
                 self.assertEqual((p.selection.info.family, p.selection.dims["scale"]), ("gemm.fp8", mode))
         p = tt.explain("scaled_mm", a, b, self.meta(M, dtype=f32), self.meta(N, dtype=f32), use_fast_accum=True)
         self.assertIn(getattr(p, "selection", None) and p.selection.info.family, ("gemm.fp8", "gemm.fp8_fast", None))
+        # decode sizes: gemm.fp8_skinny's exact entry (M <= 16, its domain), gemm.fp8 past it
+        for m, fam in ((1, "gemm.fp8_skinny"), (16, "gemm.fp8_skinny"), (64, "gemm.fp8")):
+            with self.subTest(M=m):
+                p = tt.explain("scaled_mm", self.meta(m, 14336, dtype=e4), self.meta(4096, 14336, dtype=e4),
+                               self.meta(m, dtype=f32), self.meta(4096, dtype=f32))
+                self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+                self.assertEqual(p.selection.info.family, fam)
         # untuned sizes run portable entries; another output dtype runs PyTorch
         p = tt.explain("scaled_mm", self.meta(100, 4096, dtype=e4), self.meta(4096, 4096, dtype=e4),
                        self.meta(100, 32, dtype=f32), self.meta(32, 32, dtype=f32))

@@ -1,6 +1,8 @@
 """tunert::scaled_mm: FP8 e4m3 GEMM with a bf16 output, c = (a * scale_a) @ (b * scale_b).T, families
-gemm.fp8 (fp32 promotion every 128 of K) and gemm.fp8_fast (use_fast_accum: one accumulator over K)
-of recipes/gemm/fp8.lua. The scaling mode (the families' dim `scale`) follows the scales' shapes:
+gemm.fp8 (fp32 promotion every 128 of K), gemm.fp8_skinny (the same at decode sizes, M <= 16) and
+gemm.fp8_fast (use_fast_accum: one accumulator over K)
+of recipes/gemm/fp8.lua and recipes/gemm/fp8_skinny.lua; where several serve a call, the bundle's
+fastest measured entry runs. The scaling mode (the families' dim `scale`) follows the scales' shapes:
 
     tensor  scale_a, scale_b one element each (0-d or [1])
     row     scale_a [M] (per token), scale_b [N] (per output channel)
@@ -147,7 +149,8 @@ def _fp8_problem(dev, a, b, scale_a, scale_b, out_dtype=None, mode=None, use_fas
         dims = {"M": M, "N": N, "K": K, "scale": m}
         tensors = {"a": ((M, K), _dt(a)), "b": ((N, K), _dt(b)), "c": ((M, N), _torch_dtype_name(torch, odt)),
                    "scale_a": ((na,), _dt(scale_a)), "scale_b": ((nb,), _dt(scale_b))}
-        families = ("gemm.fp8_fast", "gemm.fp8") if use_fast_accum else ("gemm.fp8",)
+        # gemm.fp8_skinny (M <= 16, its domain) promotes as gemm.fp8 does: it serves either accumulation
+        families = ("gemm.fp8_fast", "gemm.fp8_skinny", "gemm.fp8") if use_fast_accum else ("gemm.fp8_skinny", "gemm.fp8")
         return [(f, dims, tensors, dims, {}, ()) for f in families]
 
     def tensors_fn():
