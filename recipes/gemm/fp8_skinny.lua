@@ -13,12 +13,11 @@
 -- M <= 16 only: with 64 rows the partial sums double the accumulators of 4 m16 tiles and ptxas spills
 -- on every tile shape of the space (compile-only, sm_90a); gemm.fp8 serves M > 16.
 
-local SMEM_LIMIT = 227 * 1024
-
-local function block_m(p) return 16 * ((p.M + 15) // 16) end
-
-local BM = "(16 * ((M + 15) // 16))"
-local SMEM = "1024 + max(STAGES * (" .. BM .. " + BLOCK_N) * BLOCK_K, " .. BM .. " * (BLOCK_N + 4) * 4) + 16 * STAGES"
+-- ring, shared memory and grid rules shared with gemm.skinny; e4m3 elements of 1 byte
+local ring = require "gemm.shared.skinny"
+local ELEM = 1
+local BM = ring.BM
+local SMEM = ring.smem_expr(ELEM)
 local REQUIRES = {
   "M <= 16",
   "N % BLOCK_N == 0",
@@ -28,28 +27,11 @@ local REQUIRES = {
   BM .. " * (BLOCK_N // WARPS_N) // 32 * 2 <= 128",
 }
 
--- skinny.cuh kSmemBytes: alignment slack, ring (or the fp32 reduction tile), two mbarriers per slot
-local function ring_bytes(c, p) return c.STAGES * (block_m(p) + c.BLOCK_N) * c.BLOCK_K end
-local function smem_bytes(c, p)
-  local red = block_m(p) * (c.BLOCK_N + 4) * 4
-  return 1024 + math.max(ring_bytes(c, p), red) + 16 * c.STAGES
-end
-
-local STAGES = { 4, 5, 6, 7, 8, 10, 12, 14, 16 }
-local SMEM_PAIR = 113 * 1024  -- two blocks per SM (228 KiB per SM, 1 KiB reserved per block)
-
-local function deepest(c, p, limit)
-  local best
-  for _, s in ipairs(STAGES) do
-    if smem_bytes({ BLOCK_N = c.BLOCK_N, BLOCK_K = c.BLOCK_K, STAGES = s }, p) <= limit then best = s end
-  end
-  return best
-end
 
 local params = {
   { "BLOCK_N", { 64, 128, 256 } },   -- columns per block
   { "BLOCK_K", { 128, 256, 512 } },  -- k (e4m3, bytes) per ring slot: one to four 128-byte boxes
-  { "STAGES",  STAGES },             -- ring slots
+  { "STAGES",  ring.STAGES },        -- ring slots
   -- one m16 tile of rows: 4 consumer warps along N, as gemm/skinny.lua prunes its space for M <= 16
   { "WARPS_N", { 4 } },
   { "WARPS_K", { 1 } },
@@ -64,17 +46,8 @@ local constraints = {
   function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
 }
 
--- gemm/skinny.lua's pruning (ring depth, grid size)
-local function applies(c, p)
-  if c.STAGES ~= deepest(c, p, SMEM_LIMIT) and c.STAGES ~= deepest(c, p, SMEM_PAIR) then
-    return false, "not the deepest ring for one or two blocks per SM"
-  end
-  if ring_bytes(c, p) < 48 * 1024 then return false, "ring under 48 KiB: too few bytes in flight" end
-  local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
-  if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
-  if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
-  return true
-end
+-- gemm.skinny's pruning of ring depth and grid size
+local function applies(c, p) return ring.ring_and_grid(c, p, ELEM) end
 
 -- gemm.fp8's decode problems (recipes/gemm/fp8.lua: Llama-3-8B and DeepSeek-V3 projections)
 local DECODE_NK = { { 14336, 4096 }, { 4096, 14336 }, { 18432, 7168 }, { 7168, 18432 } }

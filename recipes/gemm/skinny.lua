@@ -13,14 +13,13 @@
 -- (tools/bench/device_gemm_decode.sh; the recorded gemm run spent ~55 ms per decode variant);
 -- `gemm_space recipes/gemm/skinny.lua` prints the variants per problem.
 
-local SMEM_LIMIT = 227 * 1024
+-- ring, shared memory and grid rules shared with gemm.fp8_skinny; bf16 elements of 2 bytes
+local ring = require "gemm.shared.skinny"
+local ELEM = 2
+local block_m, BM = ring.block_m, ring.BM
 
-local function block_m(p) return 16 * ((p.M + 15) // 16) end
-
--- The same rules as expressions (libtunert evaluates them for untuned problems). The template takes
--- no tails: N and K must be multiples of the tile (requires).
-local BM = "(16 * ((M + 15) // 16))"
-local SMEM = "1024 + max(STAGES * (" .. BM .. " + BLOCK_N) * BLOCK_K * 2, " .. BM .. " * (BLOCK_N + 4) * 4) + 16 * STAGES"
+-- The template takes no tails: N and K must be multiples of the tile (requires).
+local SMEM = ring.smem_expr(ELEM)
 local REQUIRES = {
   "M <= 128",
   "N % BLOCK_N == 0",
@@ -29,30 +28,11 @@ local REQUIRES = {
   BM .. " * (BLOCK_N // WARPS_N) // 32 <= 128",
 }
 
--- Dynamic shared memory (skinny.cuh kSmemBytes): alignment slack, ring (or the fp32 reduction tile,
--- whichever is larger), two mbarriers per slot.
-local function ring_bytes(c, p) return c.STAGES * (block_m(p) + c.BLOCK_N) * c.BLOCK_K * 2 end
-local function smem_bytes(c, p)
-  local red = block_m(p) * (c.BLOCK_N + 4) * 4
-  return 1024 + math.max(ring_bytes(c, p), red) + 16 * c.STAGES
-end
-
-local STAGES = { 4, 5, 6, 7, 8, 10, 12, 14, 16 }
-local SMEM_PAIR = 113 * 1024  -- two blocks per SM (228 KiB per SM, 1 KiB reserved per block)
-
--- The largest STAGES of the list whose block fits in `limit` bytes of shared memory (nil if none).
-local function deepest(c, p, limit)
-  local best
-  for _, s in ipairs(STAGES) do
-    if smem_bytes({ BLOCK_N = c.BLOCK_N, BLOCK_K = c.BLOCK_K, STAGES = s }, p) <= limit then best = s end
-  end
-  return best
-end
 
 local params = {
   { "BLOCK_N", { 64, 128, 256 } },   -- columns per block
   { "BLOCK_K", { 64, 128, 256 } },   -- k per ring slot
-  { "STAGES",  STAGES },             -- ring slots
+  { "STAGES",  ring.STAGES },        -- ring slots
   { "WARPS_N", { 2, 4, 8 } },        -- consumer warps along N ...
   { "WARPS_K", { 1, 2 } },           -- ... and along the k16 steps of a slot (4: more shared-memory
                                      -- atomics in the epilogue, no gain expected: left out)
@@ -72,18 +52,11 @@ local function applies(c, p)
   local bm = block_m(p)
   local acc = bm * (c.BLOCK_N // c.WARPS_N) // 32  -- fp32 accumulators per consumer thread
   -- 128 accumulators spill (ptxas, sm_90a) under the register cap of two blocks per SM or of 9 warps
-  if acc > 64 and (smem_bytes(c, p) <= SMEM_PAIR or c.WARPS_N * c.WARPS_K > 4) then
+  if acc > 64 and (ring.smem_bytes(c, p, ELEM) <= ring.SMEM_PAIR or c.WARPS_N * c.WARPS_K > 4) then
     return false, "128 accumulators under a register cap of two blocks per SM or 9 warps: spills"
   end
-  -- ring depth: the deepest ring of the list that fits one block per SM (227 KiB) or two (113 KiB)
-  if c.STAGES ~= deepest(c, p, SMEM_LIMIT) and c.STAGES ~= deepest(c, p, SMEM_PAIR) then
-    return false, "not the deepest ring for one or two blocks per SM"
-  end
-  if ring_bytes(c, p) < 48 * 1024 then return false, "ring under 48 KiB: too few bytes in flight" end
-  -- grid: at least ~one block per SM, at most ~4 blocks per SM
-  local blocks = (p.N // c.BLOCK_N) * c.SPLIT_K
-  if blocks < 112 then return false, "fewer than 112 blocks for 132 SMs" end
-  if blocks > 4 * 132 then return false, "more than 4 blocks per SM" end
+  local ok, why = ring.ring_and_grid(c, p, ELEM)
+  if not ok then return false, why end
   -- warps: 4 consumers for M <= 16 (one m16 tile: little math per byte), 4 or 8 for M >= 64
   local warps = c.WARPS_N * c.WARPS_K
   if bm <= 16 and (warps ~= 4 or c.WARPS_K ~= 1) then return false, "M <= 16: 4 consumer warps along N" end
