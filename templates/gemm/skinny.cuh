@@ -249,9 +249,9 @@ __device__ __forceinline__ void store4(bf16 *__restrict__ c, Scales sc, int row,
   const float s = sc.a[0] * sc.b[0];
   v = make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 #elif FP8 && SCALE_MODE == 1
+  // scalar loads: an f32 tensor need only be 4-byte aligned (a view of a larger one, say)
   const float sa = sc.a[row];
-  const float4 sb = *reinterpret_cast<const float4 *>(sc.b + n);
-  v = make_float4(v.x * sa * sb.x, v.y * sa * sb.y, v.z * sa * sb.z, v.w * sa * sb.w);
+  v = make_float4(v.x * sa * sc.b[n], v.y * sa * sc.b[n + 1], v.z * sa * sc.b[n + 2], v.w * sa * sc.b[n + 3]);
 #else
   (void)sc;
 #endif
