@@ -6,7 +6,7 @@
 // each register four e4m3, the lowest k in the low byte; so common/mma.cuh's ldmatrix addressing of a
 // 16-bit tile (a k16 step = 32 bytes of a row) loads a k32 step of e4m3 unchanged.
 // On sm_90a it is not a tensor-core instruction: ptxas lowers each one to 12 e4m3 -> fp16 unpacks
-// (F2FP) and two fp16 HMMA (data/runs/skinny-ncu-h200-2026-11-28), about 3x the issue slots of a
+// (F2FP) and two fp16 HMMA (SASS and ncu in data/runs/, skinny-ncu), about 3x the issue slots of a
 // bf16 m16n8k16; Hopper's fp8 tensor cores are reached through wgmma only.
 #pragma once
 
