@@ -40,11 +40,17 @@ local params = {
   -- leave 12 SMs with two blocks); in the H200 recording 3 or 6 is the best on a few problems only,
   -- by little, and it did not close the per-tensor gap at N 18432
   { "SPLIT_K", { 1, 2, 3, 4, 6, 8 } },
+  -- the tensor-core op (skinny.cuh's MMA): 0 the e4m3 mma.sync, which sm_90a lowers to fp16 unpacks
+  -- and fp16 mmas; 1 the same spelled out, summing straight into fp32 for tensor and row scales;
+  -- 2 wgmma with the operands swapped (the weights as A, read by the fp8 tensor cores unpacked)
+  { "MMA", { 0, 1, 2 } },
 }
 
 local constraints = {
   -- clusters of 8 for wide blocks only
   function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
+  -- wgmma: the consumers are one warpgroup
+  function(c) return c.MMA < 2 or (c.WARPS_N == 4 and c.WARPS_K == 1) end,
 }
 
 -- gemm.skinny's pruning of ring depth and grid size
@@ -98,7 +104,7 @@ return {
              "scale == 'tensor' or scale == 'row' or scale == 'block'" },
   requires = REQUIRES,
   applies = applies,  -- pruning only
-  fallback = { BLOCK_N = 64, BLOCK_K = 128, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1 },
+  fallback = { BLOCK_N = 64, BLOCK_K = 128, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1, MMA = 0 },
   defines = { FP8 = 1, B_COL = 1, BLOCK_M = BM, SCALE_MODE = "scale == 'block' and 2 or scale == 'row' and 1 or 0" },
   problems = problems(),
   launch = {

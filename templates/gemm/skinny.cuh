@@ -34,6 +34,16 @@
 // The tensor core's partial sums are promoted to the fp32 accumulators every 128 of K (one box),
 // as gemm.fp8 does; SCALE_MODE 2 (1 x 128 and 128 x 128 block scales) applies the box's scales
 // there, 0 (per tensor) and 1 (per row and column) at the store.
+// MMA (FP8, default 0), the tensor-core op:
+//   0  mma.sync m16n8k32 e4m3, through the per-box partial sums;
+//   1  fp16 mma.sync on fragments unpacked in registers (common/mma_fp8.cuh), summed straight into the
+//      fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums: what the promoted path
+//      computes, less its adds), through the partial sums for 2;
+//   2  wgmma m64n16k32 e4m3 with the operands swapped, c^T = b a^T: b's slot (BLOCK_N rows of 128
+//      bytes, K-major) is A, a's box (16 rows) is B, so the fp8 tensor cores read the weights from
+//      shared memory with nothing unpacked; the consumers are one warpgroup (WARPS_N 4, WARPS_K 1),
+//      each box's four k steps one batch into the partial sums (wgmma's fp8 sums are promoted every
+//      128 of K as gemm.fp8's are).
 #include <cuda_bf16.h>
 
 #include "common/cluster.cuh"
@@ -45,11 +55,21 @@
 #ifndef FP8
 #define FP8 0
 #endif
+#ifndef MMA
+#define MMA 0
+#endif
 #if FP8
 #include "common/mma_fp8.cuh"
 #if !B_COL || !defined(SCALE_MODE)
 #error "skinny.cuh with FP8 1 needs B_COL 1 and -D SCALE_MODE (0 tensor, 1 row, 2 block)"
 #endif
+#endif
+#if MMA && !FP8
+#error "skinny.cuh: MMA 1 and 2 need FP8 1"
+#endif
+#if MMA == 2
+#include "common/wgmma.cuh"
+#include "common/wgmma_ops_fp8_narrow.cuh"
 #endif
 #if !defined(B_COL) || !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(STAGES) || \
     !defined(WARPS_N) || !defined(WARPS_K) || !defined(SPLIT_K)
@@ -83,6 +103,13 @@ constexpr int kSmemBytes = 1024 + kBodyBytes + 2 * kStages * 8;  // + alignment 
 // A ring that leaves room for a second block per SM (228 KiB, 1 KiB reserved per block) asks the
 // compiler for registers that let two blocks fit too.
 constexpr int kMinBlocks = kSmemBytes <= 113 * 1024 ? 2 : 1;
+// FP8: whether the tensor core's sums go through per-box partial sums (block scales, or an e4m3 op)
+#if FP8
+constexpr bool kPartials = SCALE_MODE == 2 || MMA != 1;
+#else
+constexpr bool kPartials = false;
+#endif
+constexpr int kWgTiles = kBN / 64;  // MMA 2: m64 tiles (64 columns of c each) of the warpgroup
 
 static_assert(kBM % 16 == 0 && kBM >= 16 && kBM <= 128, "BLOCK_M must be 16..128, a multiple of 16");
 static_assert(kBK * kElemBytes == 128 || kBK * kElemBytes == 256 || kBK * kElemBytes == 512,
@@ -95,7 +122,7 @@ static_assert(4 % kWK == 0, "WARPS_K must divide a box's 4 k steps");
 static_assert(kConsumers >= 1 && kConsumers <= 16, "1..16 consumer warps");
 static_assert(kStages >= 2 && kStages <= 16, "STAGES must be 2..16");
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "SPLIT_K is a cluster size, 1..8");
-static_assert(kMT * kNT * 4 * (FP8 ? 2 : 1) <= 128, "at most 128 fp32 accumulators per thread (FP8: and the partial sums)");
+static_assert(kMT * kNT * 4 * (kPartials ? 2 : 1) <= 128, "at most 128 fp32 accumulators per thread (and the partial sums)");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
 // Producer: lane 0 of the last warp fills slot it % STAGES with slice k_first + it.
@@ -161,11 +188,34 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kNT][4], float (&part)
 }
 #endif
 
+#if FP8 && MMA == 1
+// d (+)= one k step of e4m3 fragments (af: kMT A, bfr: kNT B) through fp16 mma.sync: each A unpacked
+// once for every n tile, each B once for every m tile; fresh: d starts from zero (a box's first step).
+__device__ __forceinline__ void mma_step_unpacked(float (&d)[kMT][kNT][4], const unsigned (&af)[kMT][4],
+                                                  const unsigned (&bfr)[kNT][2], bool fresh) {
+  unsigned ha[kMT][2][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) tune::unpack_a_e4m3(af[mt], ha[mt]);
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    unsigned hb[4];
+    tune::unpack_b_e4m3(bfr[nt][0], bfr[nt][1], hb);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      if (fresh)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) d[mt][nt][e] = 0.f;
+      tune::mma_e4m3_16832_unpacked(d[mt][nt], ha[mt], hb);
+    }
+  }
+}
+#endif
+
 // Consumer warp (wn, wk): acc += its k steps of every slice (FP8: through the promoted partial sums).
 __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring, unsigned bars, int nk, int wn,
                                         int wk, int lane, Scales sc, int M, int K, int n0, int k_first) {
 #if FP8
-  float part[kMT][kNT][4];  // written by each box's first mma
+  float part[kMT][kNT][4];  // kPartials: written by each box's first mma (else unused)
 #else
   (void)sc, (void)M, (void)K, (void)n0, (void)k_first;
 #endif
@@ -215,17 +265,23 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
       }
 #if FP8
       constexpr int kBoxSteps = 4 / kWK;  // this warp's k steps per box
+      const bool box_first = kk % kBoxSteps == 0;
+#if MMA == 1
+      if (kPartials) mma_step_unpacked(part, af, bfr, box_first);
+      else mma_step_unpacked(acc, af, bfr, false);
+#else
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          if (kk % kBoxSteps == 0)
+          if (box_first)
             tune::mma_e4m3_16832_first(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
           else
             tune::mma_e4m3_16832(part[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
         }
+#endif
       // the warp's last step of this box: promote (every 128 of K)
-      if ((kk + 1) % kBoxSteps == 0)
+      if (kPartials && (kk + 1) % kBoxSteps == 0)
         promote(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0 + wn * kWarpN, lane >> 2);
 #else
 #pragma unroll
@@ -242,6 +298,98 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
     if (lane == 0) tune::mbar_arrive(empty);
   }
 }
+
+#if FP8 && MMA == 2
+static_assert(kWN == 4 && kWK == 1, "MMA 2: the consumers are one warpgroup (WARPS_N 4, WARPS_K 1)");
+static_assert(kBM == 16, "MMA 2: one m16 tile of rows (wgmma N 16)");
+
+// MMA 2's accumulators (wgmma m64n16, common/wgmma.cuh's layout with c^T's rows): element e of tile
+// mt in warp w, lane (g, t) is c[m][n], m = 8 (e >> 2) + 2 t + (e & 1), n = 64 mt + 16 w + g + 8 ((e >> 1) & 1).
+__device__ __forceinline__ int wg_row(int e, int t) { return 8 * (e >> 2) + 2 * t + (e & 1); }
+__device__ __forceinline__ int wg_col(int mt, int e, int w, int g) { return 64 * mt + 16 * w + g + 8 * ((e >> 1) & 1); }
+
+// acc += part (times the scales of 128-wide K block kb, block mode): one box's wgmma sums promoted.
+// A tile's 64 columns lie in one 128-column scale block; rows past M read no scale.
+__device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][8], const float (&part)[kWgTiles][8],
+                                              Scales sc, int M, int K, int kb, int n0, int t) {
+#if SCALE_MODE == 2
+  const int kbs = K / 128;
+  float sa[4];  // rows wg_row(e, t) for e & 1 = i, e >> 2 = j: sa[2 j + i]
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = wg_row(((r >> 1) << 2) | (r & 1), t);
+    sa[r] = row < M ? sc.a[row * kbs + kb] : 0.f;
+  }
+#else
+  (void)sc, (void)M, (void)K, (void)kb, (void)n0, (void)t;
+#endif
+#pragma unroll
+  for (int mt = 0; mt < kWgTiles; ++mt) {
+#if SCALE_MODE == 2
+    const float sb = sc.b[((n0 + 64 * mt) >> 7) * kbs + kb];
+#endif
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+#if SCALE_MODE == 2
+      acc[mt][e] += part[mt][e] * (sa[2 * (e >> 2) + (e & 1)] * sb);
+#else
+      acc[mt][e] += part[mt][e];
+#endif
+    }
+  }
+}
+
+// The consumer warpgroup: acc += every slice, each box's four k32 steps one wgmma batch per m64 tile
+// (A: 64 rows of b's box, B: a's 16-row box, both K-major, 128-byte swizzle), waited for and promoted.
+__device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][8], unsigned ring, unsigned bars, int nk,
+                                              int lane, Scales sc, int M, int K, int n0, int k_first) {
+  float part[kWgTiles][8];
+  for (int it = 0; it < nk; ++it) {
+    const int s = it % kStages, u = it / kStages;
+    const unsigned full = bars + 8u * s, empty = bars + 8u * (kStages + s);
+    tune::mbar_wait(full, (unsigned)(u & 1));
+    const unsigned sA = ring + (unsigned)(s * kStageBytes), sB = sA + kABytes;
+#pragma unroll
+    for (int box = 0; box < kBoxes; ++box) {
+#pragma unroll
+      for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(part[mt]);
+      tune::wgmma_arrive();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const unsigned long long db =
+            tune::wgmma_desc(sA + (unsigned)(box * kABox + ks * 32), 16, 1024, tune::kWgmmaSwizzle128B);
+#pragma unroll
+        for (int mt = 0; mt < kWgTiles; ++mt) {
+          const unsigned long long da = tune::wgmma_desc(sB + (unsigned)(box * kBN * 128 + mt * 64 * 128 + ks * 32),
+                                                         16, 1024, tune::kWgmmaSwizzle128B);
+          tune::wgmma_ss_e4m3_narrow<16>(part[mt], da, db, ks > 0 ? 1 : 0);
+        }
+      }
+      tune::wgmma_commit();
+      tune::wgmma_wait<0>();
+#pragma unroll
+      for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(part[mt]);
+      promote_wgmma(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0, lane & 3);
+    }
+    // the warpgroup's reads of the slot are complete (wgmma_wait) before the producer refills it
+    tune::fence_proxy_async_smem();
+    __syncwarp();
+    if (lane == 0) tune::mbar_arrive(empty);
+  }
+}
+
+// The warpgroup's sums into the reduction tile red[m][n] (rows m < rows).
+__device__ __forceinline__ void stash_wgmma(float *red, const float (&acc)[kWgTiles][8], int rows, int w, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < kWgTiles; ++mt)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int m = wg_row(e, t);
+      if (m < rows) red[m * kRedPitch + wg_col(mt, e, w, g)] = acc[mt][e];
+    }
+}
+#endif
 
 // c[row][n .. n + 3] = bf16(v), FP8 per tensor or per row and column: with the scales.
 __device__ __forceinline__ void store4(bf16 *__restrict__ c, Scales sc, int row, int N, int n, float4 v) {
@@ -295,6 +443,13 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
 
   const int g = lane >> 2, q = lane & 3;
   const int wn = warp % kWN, wk = warp / kWN;
+#if FP8 && MMA == 2
+  float acc[kWgTiles][8];
+#pragma unroll
+  for (int mt = 0; mt < kWgTiles; ++mt)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[mt][e] = 0.f;
+#else
   float acc[kMT][kNT][4];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -302,11 +457,17 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
     for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+#endif
 
   if (warp == kConsumers) {
     if (lane == 0) produce(ring, bars, tmA, tmB, M, n0, k_first, nk);
   } else {
+#if FP8 && MMA == 2
+    (void)wk;
+    consume_wgmma(acc, ring, bars, nk, lane, sc, M, K, n0, k_first);
+#else
     consume(acc, ring, bars, nk, wn, wk, lane, sc, M, K, n0, k_first);
+#endif
   }
 
   // every slice has landed and been read: the ring becomes the fp32 reduction tile red[kBM][kRedPitch]
@@ -317,6 +478,9 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
     for (int idx = tid; idx < rows * kRedPitch; idx += kThreads) red[idx] = 0.f;
     __syncthreads();
   }
+#if FP8 && MMA == 2
+  if (warp < kConsumers) stash_wgmma(red, acc, rows, warp, lane);
+#else
   if (warp < kConsumers) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -337,6 +501,7 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
         }
       }
   }
+#endif
   // outputs in groups of 4 columns; with SPLIT_K > 1 block `split` sums groups split, split + S, ...
   // over the cluster's tiles (distributed shared memory) and stores them
   constexpr int kGroupsPerRow = kBN / 4;

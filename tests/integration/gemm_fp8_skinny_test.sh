@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# recipes/gemm/fp8_skinny.lua (templates/gemm/skinny.cuh with FP8 1: e4m3 mma.sync, fp32 promotion
-# every 128 of K, the three scalings of gemm.fp8) without a GPU: gemm.fp8's decode problems at M 1
+# recipes/gemm/fp8_skinny.lua (templates/gemm/skinny.cuh with FP8 1: three tensor-core ops, fp32
+# promotion every 128 of K, the three scalings of gemm.fp8) without a GPU: gemm.fp8's decode problems at M 1
 # and 16, every variant of one problem per scaling compiles for sm_90a without local memory, and the
 # bf16 kernel of the same template still does (gemm_skinny_test covers its space).
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +34,18 @@ check "no local memory or spills" \
 for m in 0 1 2; do
   check "SCALE_MODE $m compiled" test "$(sql s.db "SELECT count(*) FROM binaries WHERE options LIKE '%-DFP8=1%-DSCALE_MODE=$m%'")" -ge 1
 done
+# each tensor-core op of skinny.cuh (MMA 0 e4m3 mma.sync, 1 fp16 mma.sync on unpacked fragments,
+# 2 wgmma with swapped operands) with each scaling
+for op in 0 1 2; do
+  for m in 0 1 2; do
+    check "MMA $op with SCALE_MODE $m compiled" \
+      test "$(sql s.db "SELECT count(*) FROM binaries WHERE ok = 1 AND options LIKE '%-DMMA=$op %-DSCALE_MODE=$m%'")" -ge 1
+  done
+done
+# MMA 1 sums straight into fp32 for tensor and row scales: fewer registers than MMA 0's partial sums
+r0=$(sql s.db "SELECT max(registers) FROM binaries WHERE options LIKE '%-DMMA=0 %-DSCALE_MODE=0%'")
+r1=$(sql s.db "SELECT max(registers) FROM binaries WHERE options LIKE '%-DMMA=1 %-DSCALE_MODE=0%'")
+check "MMA 1 without partial sums uses fewer registers ($r1 < $r0)" test "$r1" -lt "$r0"
 v=$(sql s.db "SELECT count(*) FROM binaries WHERE options LIKE '%-DBLOCK_N=%'")
 check "every variant ($v) the e4m3 build" test "$(sql s.db "SELECT count(*) FROM binaries WHERE options LIKE '%-DBLOCK_N=%-DFP8=1%'")" -eq "$v"
 
