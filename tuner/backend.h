@@ -32,6 +32,25 @@ typedef struct tune_measure_req {
                                                  takes it (kept while it is free); 0: any free one */
 } tune_measure_req;
 
+/* Kernel time the worker reported in its measure replies (protocol.h: "kernel_ns"): the sum of
+ * the durations of the variants' own kernels as its CUPTI timer recorded them, in every launch
+ * of a measure. A reply without the figure (no CUPTI, crash, timeout, an older worker) adds to
+ * n_replies only; replay adds nothing. */
+typedef struct tune_kernel_time {
+  double ns;       /* [ns] summed over the replies that reported it */
+  int n_reported;  /* measure replies that carried the figure */
+  int n_replies;   /* measure replies, crashes and timeouts included */
+} tune_kernel_time;
+
+/* Adds *from into *into and zeroes *from. */
+static inline void tune_kernel_time_take(tune_kernel_time *from, tune_kernel_time *into) {
+  into->ns += from->ns;
+  into->n_reported += from->n_reported;
+  into->n_replies += from->n_replies;
+  from->ns = 0;
+  from->n_reported = from->n_replies = 0;
+}
+
 typedef struct tune_backend tune_backend;
 struct tune_backend {
   char name[300];          /* "cuda:0", "replay:FILE" */
@@ -64,6 +83,8 @@ struct tune_backend {
   int slots;
   int (*submit)(tune_backend *b, const tune_measure_req *q, db_result *out, int tag, tune_err *err);
   int (*collect)(tune_backend *b, int *tag, tune_err *err);
+  tune_kernel_time kernels;  /* since the caller last took it (tune_kernel_time_take): cuda and
+                                pool add each measure reply's; the problem run takes it */
   void *impl;
 };
 

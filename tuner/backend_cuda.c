@@ -239,12 +239,22 @@ static int read_reply(json_t *rep, int sustained, db_result *out) {
   return json_is_true(json_object_get(rep, "fatal")) || s < 0;
 }
 
+/* A measure reply's kernel time (protocol.h), where it has one, into b->kernels; rep NULL: no reply. */
+static void note_kernels(tune_backend *b, json_t *rep) {
+  double ns;
+  b->kernels.n_replies++;
+  if (!rep || !tune_reply_kernels_from_json(rep, &ns)) return;
+  b->kernels.ns += ns;
+  b->kernels.n_reported++;
+}
+
 int tune_cuda_recv_measure(tune_backend *b, int timeout_ms, db_result *out, tune_err *err) {
   cuda_impl *c = b->impl;
   json_t *rep = NULL;
   tune_err e = c->pending_err;
   snprintf(out->gpu, sizeof out->gpu, "%s", b->device.uuid);
   if (e.code || tune_msg_read(c->from_w, &rep, NULL, NULL, timeout_ms, &e)) {
+    note_kernels(b, NULL);
     int timed_out = strstr(e.msg, "timeout") != NULL;
     out->status = timed_out ? DB_TIMEOUT : DB_CRASH;
     snprintf(out->error_text, sizeof out->error_text, "%s", "the worker died without a reply");
@@ -254,6 +264,7 @@ int tune_cuda_recv_measure(tune_backend *b, int timeout_ms, db_result *out, tune
     return restart(c, err);
   }
   int fatal = read_reply(rep, c->pending_sustained, out);
+  note_kernels(b, rep);
   json_decref(rep);
   return fatal ? restart(c, err) : TUNE_OK;
 }

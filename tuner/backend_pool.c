@@ -89,6 +89,7 @@ static int pool_measure(tune_backend *b, const tune_measure_req *q, db_result *o
   if (!m) return err->code;
   m->be->timeout_ms = b->timeout_ms;
   int rc = m->be->measure(m->be, q, out, err);
+  tune_kernel_time_take(&m->be->kernels, &b->kernels); /* the pool's figure is its GPUs' sum */
   if (rc == TUNE_EWORKER && in_use(b->impl) > 1) { /* its worker could not be restarted */
     set_aside(b, m, err->msg);
     tune_err_clear(err);
@@ -124,6 +125,7 @@ static int finish(tune_backend *b, member *m, int timeout_ms, int *tag, tune_err
   tune_err e;
   tune_err_clear(&e);
   int rc = tune_cuda_recv_measure(m->be, timeout_ms, m->out, &e);
+  tune_kernel_time_take(&m->be->kernels, &b->kernels);
   m->busy = 0;
   *tag = m->tag;
   int crashed = m->out->status == DB_CRASH || m->out->status == DB_TIMEOUT;

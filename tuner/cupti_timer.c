@@ -25,6 +25,8 @@ static int dropped;     /* records CUPTI reported lost */
 static int count_copies; /* tune_cupti_count_copies: device-to-device copies count as kernels */
 static uint64_t acc_first, acc_last; /* earliest start, latest end since the last collect [ns], 0 none */
 static char acc_names[TUNE_CUPTI_NAMES_MAX]; /* distinct kernel names since the last collect, ';'-separated */
+static double tot_ns;   /* sum of the same durations since tune_cupti_open: collects leave it (tune_cupti_total) */
+static long long tot_n; /* their count */
 
 /* Appends name to acc_names unless it is there already or the list is full (caller holds lock). */
 static void note_name(const char *name) {
@@ -34,6 +36,18 @@ static void note_name(const char *name) {
   if (used + len + 2 > sizeof acc_names) return;
   if (used) acc_names[used++] = ';';
   memcpy(acc_names + used, name, len + 1);
+}
+
+/* One counted record [ns timestamps] into the collect's figures and the running total (caller
+ * holds lock). A record without a valid end (end <= start) adds nothing to the total. */
+static void note_record(uint64_t start, uint64_t end, const char *name) {
+  acc_ns += (double)(end - start);
+  ++acc_n;
+  if (!acc_first || start < acc_first) acc_first = start;
+  if (end > acc_last) acc_last = end;
+  if (name) note_name(name);
+  if (end > start) tot_ns += (double)(end - start);
+  ++tot_n;
 }
 
 #define BUF_SIZE (8u << 20)
@@ -51,21 +65,13 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY && count_copies) {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
       if (m->copyKind != CUPTI_ACTIVITY_MEMCPY_KIND_DTOD) continue;
-      acc_ns += (double)(m->end - m->start);
-      ++acc_n;
-      if (!acc_first || m->start < acc_first) acc_first = m->start;
-      if (m->end > acc_last) acc_last = m->end;
-      note_name("memcpy DtoD");
+      note_record(m->start, m->end, "memcpy DtoD");
       continue;
     }
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
       if (k->name && !strncmp(k->name, "tune_", 5)) continue; /* tune's own: L2 flush, checksums */
-      acc_ns += (double)(k->end - k->start);
-      ++acc_n;
-      if (!acc_first || k->start < acc_first) acc_first = k->start;
-      if (k->end > acc_last) acc_last = k->end;
-      if (k->name) note_name(k->name);
+      note_record(k->start, k->end, k->name);
     }
   }
   pthread_mutex_unlock(&lock);
@@ -134,6 +140,18 @@ int tune_cupti_collect_span(tune_cupti_span *out, char *names, size_t names_n, t
   acc_n = 0;
   acc_first = acc_last = 0;
   acc_names[0] = 0;
+  pthread_mutex_unlock(&lock);
+  return TUNE_OK;
+}
+
+int tune_cupti_total(double *sum_ns, long long *n_kernels, tune_err *err) {
+  *sum_ns = 0;
+  *n_kernels = 0;
+  if (!opened) return tune_fail(err, TUNE_ECUPTI, "CUPTI is not open");
+  CUPTI_TRY(err, api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  pthread_mutex_lock(&lock);
+  *sum_ns = tot_ns;
+  *n_kernels = tot_n;
   pthread_mutex_unlock(&lock);
   return TUNE_OK;
 }

@@ -33,6 +33,12 @@ int tune_cupti_collect(double *sum_ns, int *n_kernels, tune_err *err);
 /* The same, with the span, and the distinct kernel names (';'-separated, as
  * many as fit in names[names_n]; names may be NULL with names_n 0). */
 int tune_cupti_collect_span(tune_cupti_span *out, char *names, size_t names_n, tune_err *err);
+/* Flush (forced) and return the records the collects see, added up since tune_cupti_open: their
+ * count and summed durations [ns] (tune_* kernels excluded, as above; a record without a valid end
+ * adds to the count only). Collects do not reset it: the worker reads it before and after a
+ * variant's measure and sends the difference ("kernel_ns", protocol.h). Kernels that overlap (a
+ * side stream) each count whole. */
+int tune_cupti_total(double *sum_ns, long long *n_kernels, tune_err *err);
 int tune_cupti_available(void);
 /* From now on, device-to-device copies (cudaMemcpyAsync) count like kernels, named
  * "memcpy DtoD": a peer whose op is a copy (torch's copy_) is timed by what it runs. The

@@ -752,6 +752,8 @@ int tune_run_problem(const tune_recipe_run *rr, tune_problem *p, int pi, const s
                            .device_id = rr->device_id, .sustained = rr->o->sustained, .t_measure = &rr->st->t_select};
     rc = tune_reselect(&q, err);
   }
+  /* the kernel time of this problem's measures and selection rounds, for the recipe's summary */
+  if (rr->be) tune_kernel_time_take(&rr->be->kernels, &rr->st->kernels);
   problem_close(x);
   free(x);
   return rc;

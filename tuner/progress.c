@@ -118,6 +118,21 @@ void tune_progress_problem_end(const tune_progress *pg, const char *problem, int
   } else printf("no verified result for %s\n", problem);
 }
 
+/* The GPU's kernel time beside the busy line, where the worker reported it: the summed
+ * durations of the variants' own kernels that its CUPTI timer recorded during the measures
+ * (verification, warm-up, timed and check launches; not tune's helper kernels, memsets, copies
+ * or the reference), a part of "measure" and "selection rounds", which are the worker's wall time.
+ * Nothing is printed where no reply carried it (no CUPTI, an older worker): no made-up zero. */
+static void print_kernels(const tune_kernel_time *k, double wall) {
+  if (!k->n_reported) return;
+  printf("  kernels on the GPU: %.3f s (%.1f %% of wall): the variants' own kernels (verification, warm-up, timed"
+         " and check launches) as the worker's CUPTI timer recorded them", k->ns / 1e9, 100.0 * k->ns / 1e9 / wall);
+  if (k->n_reported < k->n_replies)
+    printf("; %d of %d measures reported it (crashes, timeouts and workers without CUPTI report none)", k->n_reported,
+           k->n_replies);
+  printf("\n");
+}
+
 /* Where the wall time went: the share spent in the backend's measure (the
  * GPU's work: verify and time), the search's and the selection rounds', against
  * waiting for compiles (the pool runs while variants compiled before are
@@ -131,6 +146,7 @@ static void print_busy(const tune_run_stats *st, double wall, const tune_backend
          " problem setup %.1f s, other %.1f s; strategy %s, backend %s)\n",
          100.0 * busy / wall, wall, st->t_measure, st->t_select, st->t_compile, st->t_setup,
          wall - busy - st->t_compile - st->t_setup, strategy, be->name);
+  print_kernels(&st->kernels, wall);
 }
 
 void tune_progress_recipe(const char *recipe, const tune_run_stats *st, double halving, double wall,

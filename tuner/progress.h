@@ -26,6 +26,8 @@ typedef struct tune_run_stats {
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
   double t_select;            /* [s] in the backend's measure for the selection rounds (reselect.h) */
   double t_setup;             /* [s] setting problems up: the reference compiled, inputs and reference outputs made */
+  tune_kernel_time kernels;   /* the worker's CUPTI kernel time in the measures of t_measure and t_select
+                                 (backend.h); none reported: the summary says nothing of it */
 } tune_run_stats;
 
 /* [s] a monotonic clock: the times of the progress lines and the summary */

@@ -2,6 +2,7 @@
 #include "protocol.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +71,20 @@ void tune_measure_policy_from_json(json_t *msg, int *min_samples, int *max_sampl
   if (*max_samples < *min_samples) *max_samples = *min_samples;
   *max_ms = json_number_value(json_object_get(msg, "max_ms"));
   if (!(*max_ms > 0)) *max_ms = TUNE_MEASURE_MAX_MS;
+}
+
+void tune_reply_kernels_to_json(json_t *reply, double kernel_ns, long long n_kernels) {
+  json_object_set_new(reply, "kernel_ns", json_real(kernel_ns));
+  json_object_set_new(reply, "kernel_count", json_integer((json_int_t)n_kernels));
+}
+
+int tune_reply_kernels_from_json(json_t *reply, double *kernel_ns) {
+  json_t *k = json_object_get(reply, "kernel_ns");
+  double v = json_number_value(k);
+  *kernel_ns = 0;
+  if (!json_is_number(k) || !isfinite(v) || v < 0) return 0;
+  *kernel_ns = v;
+  return 1;
 }
 
 static long long now_ms(void) {

@@ -44,6 +44,17 @@ void tune_measure_policy_to_json(json_t *msg, int samples);
 /* The worker's reading of those fields; missing or out-of-range ones take the defaults. */
 void tune_measure_policy_from_json(json_t *msg, int *min_samples, int *max_samples, double *max_ms);
 
+/* The kernel time of a measure reply: "kernel_ns", the summed durations [ns] of the variant's
+ * own kernels that the worker's CUPTI timer recorded from the start of the measure to its end
+ * (every launch: both verifications, warm-up, timed, the check after timing; with their scratch
+ * zeroing; not tune_* helper kernels, memsets, copies or the problem's reference, which runs at
+ * problem setup), and "kernel_count", how many. A reply without it (no CUPTI, a crash, a worker
+ * older than the field, the fake worker unless told) says nothing about kernel time. */
+void tune_reply_kernels_to_json(json_t *reply, double kernel_ns, long long n_kernels);
+/* 1 with *kernel_ns [ns] when the reply carries a valid figure (a finite number >= 0), else 0
+ * with *kernel_ns = 0. */
+int tune_reply_kernels_from_json(json_t *reply, double *kernel_ns);
+
 /* Sustained timing (docs/measurement.md): after verification, back-to-back launches over
  * rotating buffer sets (inputs and outputs) larger than 2x L2, warmed up for WARMUP_MS so the
  * clocks settle at what the power limit allows; a sample is (end of the last kernel - start of

@@ -626,6 +626,36 @@ fail:
   return NULL;
 }
 
+/* The kernel time of a measure: what the CUPTI timer's running total (cupti_timer.h) grew by
+ * between ns0 and now, into the reply as "kernel_ns" (protocol.h). The context is synchronized
+ * first, so that every kernel the measure launched has ended and been recorded. A figure that
+ * cannot be had is left out of the reply; the variant's result stands. */
+static void reply_kernels(json_t *reply, double ns0, long long n0) {
+  tune_err e;
+  tune_err_clear(&e);
+  double ns1;
+  long long n1;
+  if (tune_cu.cuCtxSynchronize() != CUDA_SUCCESS || tune_cupti_total(&ns1, &n1, &e)) return;
+  tune_reply_kernels_to_json(reply, ns1 - ns0, n1 - n0);
+}
+
+/* do_measure, with the kernel time CUPTI recorded during it. It counts the variant's kernels in
+ * all its launches: both verifications, warm-up, timed samples (burst or sustained) and the check
+ * after timing, with the scratch zeroing they launch. It leaves out what the timer never counts
+ * (tune_* kernels: input checksums, comparisons, guard checks; memsets: poison, L2 flush) and the
+ * reference, run once per problem by do_problem. No figure without CUPTI or after a crash (the
+ * context is lost). */
+static json_t *do_measure_counted(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
+  tune_err e;
+  tune_err_clear(&e);
+  double ns0 = 0;
+  long long n0 = 0;
+  int counted = tune_cupti_available() && !tune_cupti_total(&ns0, &n0, &e);
+  json_t *reply = do_measure(w, msg, cubin, err);
+  if (reply && counted && !json_is_true(json_object_get(reply, "fatal"))) reply_kernels(reply, ns0, n0);
+  return reply;
+}
+
 /* Copy bandwidth with tune's own kernel: 1 GiB, best of 20, read + write bytes. */
 static json_t *do_copy_peak(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
   CUmodule mod = NULL;
@@ -713,7 +743,7 @@ int tune_worker_main(int ordinal, int in_fd, int out_fd) {
     else if (!strcmp(op, "copy_peak")) reply = do_copy_peak(&w, msg, blob, &err);
     else if (!strcmp(op, "mma_peak")) reply = do_mma_peak(&w, msg, blob, &err);
     else if (!strcmp(op, "measure")) {
-      reply = do_measure(&w, msg, blob, &err);
+      reply = do_measure_counted(&w, msg, blob, &err);
       fatal = reply && json_is_true(json_object_get(reply, "fatal"));
     } else tune_fail(&err, TUNE_EINVAL, "worker: unknown op '%s'", op);
     if (!reply) reply = json_pack("{s:s,s:s}", "status", "error", "error", err.msg[0] ? err.msg : "unknown failure");

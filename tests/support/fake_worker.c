@@ -13,6 +13,9 @@
  *   FAKE_SUSTAINED_REVERSED=1  sustained timings reverse the burst order (10999 ns less the burst
  *                          median), so the modes disagree on every pair of variants whatever the
  *                          cubins' bytes (default 0: the same answer in both modes)
+ *   FAKE_KERNEL_PERMILLE=K  its measure replies report kernel time (protocol.h "kernel_ns") of K/1000
+ *                          of FAKE_MEASURE_MS, as a worker with CUPTI does; unset or negative: the
+ *                          field is left out, as an older worker or one without CUPTI leaves it
  * The median it answers depends only on the cubin (and the mode), so every GPU gives a variant
  * the same. */
 #include <fcntl.h>
@@ -65,9 +68,14 @@ static json_t *measure(int gpu, const json_t *msg, const unsigned char *blob, si
     if (fd >= 0 && write(fd, line, (size_t)k) != k) perror("fake worker: log");
     if (fd >= 0) close(fd);
   }
-  return json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s}", "status", "ok", "median_ns", median, "min_ns", median,
-                   "max_ns", median, "stddev_ns", 0.0, "samples", 10, "rel_l2", 0.0, "max_abs", 0.0, "measure_ms",
-                   (double)env_int("FAKE_MEASURE_MS", 100), "timer", getenv("FAKE_TIMER") ?: "fake");
+  json_t *reply = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f,s:s}", "status", "ok", "median_ns", median,
+                            "min_ns", median, "max_ns", median, "stddev_ns", 0.0, "samples", 10, "rel_l2", 0.0,
+                            "max_abs", 0.0, "measure_ms", (double)env_int("FAKE_MEASURE_MS", 100), "timer",
+                            getenv("FAKE_TIMER") ?: "fake");
+  int permille = env_int("FAKE_KERNEL_PERMILLE", -1);
+  if (reply && permille >= 0) /* [ns]: permille/1000 of the measure's milliseconds */
+    tune_reply_kernels_to_json(reply, 1e3 * permille * env_int("FAKE_MEASURE_MS", 100), 13);
+  return reply;
 }
 
 int main(int argc, char **argv) {
