@@ -8,8 +8,8 @@
 -- template keeps B's stream at copy speed with a deep TMA ring per block (one thread issues, STAGES
 -- slices in flight) and feeds mma.sync from it; the space is the grid shape (BLOCK_N, SPLIT_K: a
 -- cluster that sums its split-K partials through distributed shared memory), the slice width
--- (BLOCK_K), the ring depth (STAGES) and the warp layout (WARPS_N x WARPS_K). 628 variants over the
--- 24 problems (16..49 each), sized for one exhaustive run in a device call of a few minutes
+-- (BLOCK_K), the ring depth (STAGES), the warp layout (WARPS_N x WARPS_K) and the tensor-core op
+-- (MMA), sized for one exhaustive run in a device call of a few minutes
 -- (tools/bench/device_gemm_decode.sh; the recorded gemm run spent ~55 ms per decode variant);
 -- `gemm_space recipes/gemm/skinny.lua` prints the variants per problem.
 
@@ -26,6 +26,8 @@ local REQUIRES = {
   "K % BLOCK_K == 0 and K // BLOCK_K >= 2 * SPLIT_K",
   SMEM .. " <= 232448",
   BM .. " * (BLOCK_N // WARPS_N) // 32 <= 128",
+  -- wgmma (MMA 2): N = BLOCK_M, one of those templates/common/wgmma_ops_swap.cuh has
+  "MMA == 0 or " .. BM .. " == 16 or " .. BM .. " == 64 or " .. BM .. " == 96 or " .. BM .. " == 128",
 }
 
 
@@ -37,6 +39,9 @@ local params = {
   { "WARPS_K", { 1, 2 } },           -- ... and along the k16 steps of a slot (4: more shared-memory
                                      -- atomics in the epilogue, no gain expected: left out)
   { "SPLIT_K", { 1, 2, 4, 8 } },      -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
+  -- the tensor-core op: 0 mma.sync m16n8k16 from ldmatrix fragments; 2 wgmma with the operands
+  -- swapped (c^T = b a^T: the weights' slot as A, a's rows as N), one consumer warpgroup
+  { "MMA", { 0, 2 } },
 }
 
 local constraints = {
@@ -45,6 +50,7 @@ local constraints = {
   function(c) return (c.BLOCK_K // 16) % c.WARPS_K == 0 end,
   -- clusters of 8 for wide blocks only (few tiles: N = 4096 has 16..32 of them)
   function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
+  function(c) return c.MMA == 0 or (c.WARPS_N == 4 and c.WARPS_K == 1) end,
 }
 
 -- Which configs serve which problem, with the reason when not.
@@ -105,7 +111,7 @@ return {
   domain = { "M >= 1 and M <= 128", "N >= 64 and N % 64 == 0", "K >= 128 and K % 64 == 0" },
   requires = REQUIRES,
   applies = applies,  -- pruning only
-  fallback = { BLOCK_N = 64, BLOCK_K = 64, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1 },
+  fallback = { BLOCK_N = 64, BLOCK_K = 64, STAGES = 4, WARPS_N = 4, WARPS_K = 1, SPLIT_K = 1, MMA = 0 },
   defines = { B_COL = "b_layout == 'col' and 1 or 0", BLOCK_M = BM },
   problems = problems_decode(),
   launch = {

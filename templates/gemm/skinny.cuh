@@ -39,11 +39,11 @@
 //   1  fp16 mma.sync on fragments unpacked in registers (common/mma_fp8.cuh), summed straight into the
 //      fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums: what the promoted path
 //      computes, less its adds), through the partial sums for 2;
-//   2  wgmma m64n16k32 e4m3 with the operands swapped, c^T = b a^T: b's slot (BLOCK_N rows of 128
-//      bytes, K-major) is A, a's box (16 rows) is B, so the fp8 tensor cores read the weights from
-//      shared memory with nothing unpacked; the consumers are one warpgroup (WARPS_N 4, WARPS_K 1),
-//      each box's four k steps one batch into the partial sums (wgmma's fp8 sums are promoted every
-//      128 of K as gemm.fp8's are).
+//   2  wgmma with the operands swapped, c^T = b a^T: b's slot is A (B_COL 1: K-major, BLOCK_N rows of
+//      128 bytes per box; B_COL 0, bf16 only: MN-major, blocks of 64 columns by BLOCK_K rows), a's box
+//      (BLOCK_M rows: wgmma N) is B, so the tensor cores read both from shared memory (FP8: with
+//      nothing unpacked); the consumers are one warpgroup (WARPS_N 4, WARPS_K 1). FP8: each box's four k32 steps one batch into the partial sums, promoted (wgmma's
+//      fp8 sums, as gemm.fp8's); bf16: a slice's k16 steps one batch into the accumulators.
 #include <cuda_bf16.h>
 
 #include "common/cluster.cuh"
@@ -64,12 +64,12 @@
 #error "skinny.cuh with FP8 1 needs B_COL 1 and -D SCALE_MODE (0 tensor, 1 row, 2 block)"
 #endif
 #endif
-#if MMA && !FP8
-#error "skinny.cuh: MMA 1 and 2 need FP8 1"
+#if MMA == 1 && !FP8
+#error "skinny.cuh: MMA 1 needs FP8 1"
 #endif
 #if MMA == 2
 #include "common/wgmma.cuh"
-#include "common/wgmma_ops_fp8_narrow.cuh"
+#include "common/wgmma_ops_swap.cuh"
 #endif
 #if !defined(B_COL) || !defined(BLOCK_M) || !defined(BLOCK_N) || !defined(BLOCK_K) || !defined(STAGES) || \
     !defined(WARPS_N) || !defined(WARPS_K) || !defined(SPLIT_K)
@@ -109,7 +109,8 @@ constexpr bool kPartials = SCALE_MODE == 2 || MMA != 1;
 #else
 constexpr bool kPartials = false;
 #endif
-constexpr int kWgTiles = kBN / 64;  // MMA 2: m64 tiles (64 columns of c each) of the warpgroup
+constexpr int kWgTiles = kBN / 64;  // MMA 2: m64 tiles (64 columns of c each) of the warpgroup ...
+constexpr int kWgAcc = kBM / 2;     // ... and the fp32 accumulators of each (wgmma N = BLOCK_M)
 
 static_assert(kBM % 16 == 0 && kBM >= 16 && kBM <= 128, "BLOCK_M must be 16..128, a multiple of 16");
 static_assert(kBK * kElemBytes == 128 || kBK * kElemBytes == 256 || kBK * kElemBytes == 512,
@@ -299,20 +300,41 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
   }
 }
 
-#if FP8 && MMA == 2
+#if MMA == 2
 static_assert(kWN == 4 && kWK == 1, "MMA 2: the consumers are one warpgroup (WARPS_N 4, WARPS_K 1)");
-static_assert(kBM == 16, "MMA 2: one m16 tile of rows (wgmma N 16)");
 
-// MMA 2's accumulators (wgmma m64n16, common/wgmma.cuh's layout with c^T's rows): element e of tile
-// mt in warp w, lane (g, t) is c[m][n], m = 8 (e >> 2) + 2 t + (e & 1), n = 64 mt + 16 w + g + 8 ((e >> 1) & 1).
+// d (=|+)= one 32-byte k step: A 64 columns of b (tile mt), B the kBM rows of a (K-major), k step
+// ks of box `box` of the slot at sA (a) and sB (b); 128-byte swizzle. A is K-major for B_COL 1 (a row
+// of 64 bf16 or 128 e4m3 per column, the step 32 bytes in), MN-major for B_COL 0 (common/wgmma.cuh:
+// the k16 step 16 rows of 128 bytes further).
+__device__ __forceinline__ void wgmma_step(float (&d)[kWgAcc], unsigned sA, unsigned sB, int box, int ks, int mt,
+                                           int accumulate) {
+  const unsigned long long db =
+      tune::wgmma_desc(sA + (unsigned)(box * kABox + ks * 32), 16, 1024, tune::kWgmmaSwizzle128B);
+#if B_COL
+  const unsigned long long da =
+      tune::wgmma_desc(sB + (unsigned)(box * kBN * 128 + mt * 64 * 128 + ks * 32), 16, 1024, tune::kWgmmaSwizzle128B);
+#else
+  const unsigned long long da = tune::wgmma_desc(sB + (unsigned)(mt * kBK * 128 + (box * 4 + ks) * 16 * 128),
+                                                 kBK * 128, 1024, tune::kWgmmaSwizzle128B);
+#endif
+#if FP8
+  tune::wgmma_ss_e4m3_narrow<kBM>(d, da, db, accumulate);
+#else
+  tune::wgmma_ss_bf16_ta<kBM, B_COL ? 0 : 1, 0>(d, da, db, accumulate);
+#endif
+}
+
+// MMA 2's accumulators (wgmma m64nBLOCK_M, common/wgmma.cuh's layout with c^T's rows): element e of
+// tile mt in warp w, lane (g, t) is c[m][n], m = 8 (e >> 2) + 2 t + (e & 1), n = 64 mt + 16 w + g + 8 ((e >> 1) & 1).
 __device__ __forceinline__ int wg_row(int e, int t) { return 8 * (e >> 2) + 2 * t + (e & 1); }
 __device__ __forceinline__ int wg_col(int mt, int e, int w, int g) { return 64 * mt + 16 * w + g + 8 * ((e >> 1) & 1); }
 
 // acc += part (times the scales of 128-wide K block kb, block mode): one box's wgmma sums promoted.
 // A tile's 64 columns lie in one 128-column scale block; rows past M read no scale.
-__device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][8], const float (&part)[kWgTiles][8],
+__device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][kWgAcc], const float (&part)[kWgTiles][kWgAcc],
                                               Scales sc, int M, int K, int kb, int n0, int t) {
-#if SCALE_MODE == 2
+#if FP8 && SCALE_MODE == 2
   const int kbs = K / 128;
   float sa[4];  // rows wg_row(e, t) for e & 1 = i, e >> 2 = j: sa[2 j + i]
 #pragma unroll
@@ -325,12 +347,12 @@ __device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][8], const f
 #endif
 #pragma unroll
   for (int mt = 0; mt < kWgTiles; ++mt) {
-#if SCALE_MODE == 2
+#if FP8 && SCALE_MODE == 2
     const float sb = sc.b[((n0 + 64 * mt) >> 7) * kbs + kb];
 #endif
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-#if SCALE_MODE == 2
+    for (int e = 0; e < kWgAcc; ++e) {
+#if FP8 && SCALE_MODE == 2
       acc[mt][e] += part[mt][e] * (sa[2 * (e >> 2) + (e & 1)] * sb);
 #else
       acc[mt][e] += part[mt][e];
@@ -339,11 +361,12 @@ __device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][8], const f
   }
 }
 
-// The consumer warpgroup: acc += every slice, each box's four k32 steps one wgmma batch per m64 tile
-// (A: 64 rows of b's box, B: a's 16-row box, both K-major, 128-byte swizzle), waited for and promoted.
-__device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][8], unsigned ring, unsigned bars, int nk,
+// The consumer warpgroup: acc += every slice, four 32-byte k steps per box for each m64 tile; FP8:
+// each box one batch into the partial sums, waited for and promoted; bf16: the slice one batch.
+__device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][kWgAcc], unsigned ring, unsigned bars, int nk,
                                               int lane, Scales sc, int M, int K, int n0, int k_first) {
-  float part[kWgTiles][8];
+  float part[kWgTiles][kWgAcc];  // kPartials (else unused)
+  auto &dst = kPartials ? part : acc;
   for (int it = 0; it < nk; ++it) {
     const int s = it % kStages, u = it / kStages;
     const unsigned full = bars + 8u * s, empty = bars + 8u * (kStages + s);
@@ -352,24 +375,19 @@ __device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][8], unsigne
 #pragma unroll
     for (int box = 0; box < kBoxes; ++box) {
 #pragma unroll
-      for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(part[mt]);
+      for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(dst[mt]);
       tune::wgmma_arrive();
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const unsigned long long db =
-            tune::wgmma_desc(sA + (unsigned)(box * kABox + ks * 32), 16, 1024, tune::kWgmmaSwizzle128B);
+      for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-        for (int mt = 0; mt < kWgTiles; ++mt) {
-          const unsigned long long da = tune::wgmma_desc(sB + (unsigned)(box * kBN * 128 + mt * 64 * 128 + ks * 32),
-                                                         16, 1024, tune::kWgmmaSwizzle128B);
-          tune::wgmma_ss_e4m3_narrow<16>(part[mt], da, db, ks > 0 ? 1 : 0);
-        }
+        for (int mt = 0; mt < kWgTiles; ++mt) wgmma_step(dst[mt], sA, sB, box, ks, mt, kPartials && ks == 0 ? 0 : 1);
+      if (kPartials || box == kBoxes - 1) {
+        tune::wgmma_commit();
+        tune::wgmma_wait<0>();
+#pragma unroll
+        for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(dst[mt]);
       }
-      tune::wgmma_commit();
-      tune::wgmma_wait<0>();
-#pragma unroll
-      for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(part[mt]);
-      promote_wgmma(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0, lane & 3);
+      if (kPartials) promote_wgmma(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0, lane & 3);
     }
     // the warpgroup's reads of the slot are complete (wgmma_wait) before the producer refills it
     tune::fence_proxy_async_smem();
@@ -379,12 +397,12 @@ __device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][8], unsigne
 }
 
 // The warpgroup's sums into the reduction tile red[m][n] (rows m < rows).
-__device__ __forceinline__ void stash_wgmma(float *red, const float (&acc)[kWgTiles][8], int rows, int w, int lane) {
+__device__ __forceinline__ void stash_wgmma(float *red, const float (&acc)[kWgTiles][kWgAcc], int rows, int w, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mt = 0; mt < kWgTiles; ++mt)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
+    for (int e = 0; e < kWgAcc; ++e) {
       const int m = wg_row(e, t);
       if (m < rows) red[m * kRedPitch + wg_col(mt, e, w, g)] = acc[mt][e];
     }
@@ -443,12 +461,12 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
 
   const int g = lane >> 2, q = lane & 3;
   const int wn = warp % kWN, wk = warp / kWN;
-#if FP8 && MMA == 2
-  float acc[kWgTiles][8];
+#if MMA == 2
+  float acc[kWgTiles][kWgAcc];
 #pragma unroll
   for (int mt = 0; mt < kWgTiles; ++mt)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[mt][e] = 0.f;
+    for (int e = 0; e < kWgAcc; ++e) acc[mt][e] = 0.f;
 #else
   float acc[kMT][kNT][4];
 #pragma unroll
@@ -462,7 +480,7 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
   if (warp == kConsumers) {
     if (lane == 0) produce(ring, bars, tmA, tmB, M, n0, k_first, nk);
   } else {
-#if FP8 && MMA == 2
+#if MMA == 2
     (void)wk;
     consume_wgmma(acc, ring, bars, nk, lane, sc, M, K, n0, k_first);
 #else
@@ -478,7 +496,7 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
     for (int idx = tid; idx < rows * kRedPitch; idx += kThreads) red[idx] = 0.f;
     __syncthreads();
   }
-#if FP8 && MMA == 2
+#if MMA == 2
   if (warp < kConsumers) stash_wgmma(red, acc, rows, warp, lane);
 #else
   if (warp < kConsumers) {
