@@ -8,26 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "check.h"
 #include "progress.h"
-
-static char captured[8192];
-
-/* Run f(arg) with stdout going to a temporary file; its text lands in captured. */
-static void capture(void (*f)(void *), void *arg) {
-  fflush(stdout);
-  FILE *tmp = tmpfile();
-  int saved = dup(1);
-  dup2(fileno(tmp), 1);
-  f(arg);
-  fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  rewind(tmp);
-  size_t n = fread(captured, 1, sizeof captured - 1, tmp);
-  captured[n] = 0;
-  fclose(tmp);
-}
 
 static void metrics(void) {
   tune_problem_setup s;

@@ -92,9 +92,10 @@ def outs(r):
     return ",\n        ".join(rows)
 
 
-def wrapper(t, form, n):
+def wrapper(t, form, n, trans_a=False):
+    """trans_a: an SS wrapper that takes TRANS_A as a template parameter too (named ..._ta), else 0."""
     r = n // 2
-    name = "wgmma_m64n%dk16_%s_%s" % (n, form, t)
+    name = "wgmma_m64n%dk16_%s_%s%s" % (n, form, t, "_ta" if trans_a else "")
     if form == "ss":
         a_param, a_ops, a_regs = "unsigned long long desc_a", '"l"(desc_a)', "%%%d" % r
         first = r + 1
@@ -103,10 +104,15 @@ def wrapper(t, form, n):
         a_ops = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])'
         a_regs = "{%%%d, %%%d, %%%d, %%%d}" % (r, r + 1, r + 2, r + 3)
         first = r + 4
-    # first: desc_b, first + 1: scale_d, first + 2: TRANS_B; the SS form also passes imm-trans-a = 0
-    trans = "0, %%%d" % (first + 2) if form == "ss" else "%%%d" % (first + 2)
+    # first: desc_b, first + 1: scale_d, first + 2: TRANS_B (first + 2, + 3: TRANS_A, TRANS_B with
+    # trans_a); the SS form without trans_a passes imm-trans-a = 0
+    if trans_a:
+        params, trans, imms = "int TRANS_A, int TRANS_B", "%%%d, %%%d" % (first + 2, first + 3), '"n"(TRANS_A), "n"(TRANS_B)'
+    else:
+        params, imms = "int TRANS_B", '"n"(TRANS_B)'
+        trans = "0, %%%d" % (first + 2) if form == "ss" else "%%%d" % (first + 2)
     return "\n".join([
-        "template <int TRANS_B>",
+        "template <%s>" % params,
         "__device__ __forceinline__ void %s(float (&d)[%d], %s," % (name, r, a_param),
         "    unsigned long long desc_b, int scale_d) {",
         "  asm volatile(",
@@ -115,7 +121,7 @@ def wrapper(t, form, n):
         "      %s" % acc_list(r),
         '      "}, %s, %%%d, p, 1, 1, %s;\\n}\\n"' % (a_regs, first, trans),
         "      : %s" % outs(r),
-        '      : %s, "l"(desc_b), "r"(scale_d), "n"(TRANS_B));' % a_ops,
+        '      : %s, "l"(desc_b), "r"(scale_d), %s);' % (a_ops, imms),
         "}",
         "",
     ])
@@ -194,24 +200,6 @@ def generate():
     return "\n".join(out)
 
 
-def wrapper_ta(t, n):
-    r = n // 2
-    return "\n".join([
-        "template <int TRANS_A, int TRANS_B>",
-        "__device__ __forceinline__ void wgmma_m64n%dk16_ss_%s_ta(float (&d)[%d], unsigned long long desc_a," % (n, t, r),
-        "    unsigned long long desc_b, int scale_d) {",
-        "  asm volatile(",
-        '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 2),
-        '      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {"' % (n, PTX_TYPE[t], PTX_TYPE[t]),
-        "      %s" % acc_list(r),
-        '      "}, %%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}\\n"' % (r, r + 1, r + 3, r + 4),
-        "      : %s" % outs(r),
-        '      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B));',
-        "}",
-        "",
-    ])
-
-
 def dispatcher_ta(t, ns):
     name = "wgmma_ss_%s_ta" % t
     lines = [
@@ -234,7 +222,7 @@ def dispatcher_ta(t, ns):
 def generate_swap():
     out = [HEAD_SWAP % (", ".join(map(str, NS_SWAP)), ", ".join(map(str, NS_FP8_NARROW)))]
     for n in NS_SWAP:
-        out.append(wrapper_ta("bf16", n))
+        out.append(wrapper("bf16", "ss", n, trans_a=True))
     out.append(dispatcher_ta("bf16", NS_SWAP))
     for n in NS_FP8_NARROW:
         out.append(wrapper_fp8(n))
