@@ -34,16 +34,18 @@
 // The tensor core's partial sums are promoted to the fp32 accumulators every 128 of K (one box),
 // as gemm.fp8 does; SCALE_MODE 2 (1 x 128 and 128 x 128 block scales) applies the box's scales
 // there, 0 (per tensor) and 1 (per row and column) at the store.
-// MMA (FP8, default 0), the tensor-core op:
-//   0  mma.sync m16n8k32 e4m3, through the per-box partial sums;
-//   1  fp16 mma.sync on fragments unpacked in registers (common/mma_fp8.cuh), summed straight into the
-//      fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums: what the promoted path
-//      computes, less its adds), through the partial sums for 2;
+// MMA (default 0), the tensor-core op:
+//   0  mma.sync from ldmatrix fragments: m16n8k16 bf16, or m16n8k32 e4m3 through the per-box partial
+//      sums;
+//   1  (FP8) fp16 mma.sync on fragments unpacked in registers (common/mma_fp8.cuh), summed straight
+//      into the fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums: what the
+//      promoted path computes, less its adds), through the partial sums for 2;
 //   2  wgmma with the operands swapped, c^T = b a^T: b's slot is A (B_COL 1: K-major, BLOCK_N rows of
 //      128 bytes per box; B_COL 0, bf16 only: MN-major, blocks of 64 columns by BLOCK_K rows), a's box
 //      (BLOCK_M rows: wgmma N) is B, so the tensor cores read both from shared memory (FP8: with
-//      nothing unpacked); the consumers are one warpgroup (WARPS_N 4, WARPS_K 1). FP8: each box's four k32 steps one batch into the partial sums, promoted (wgmma's
-//      fp8 sums, as gemm.fp8's); bf16: a slice's k16 steps one batch into the accumulators.
+//      nothing unpacked); the consumers are one warpgroup (WARPS_N 4, WARPS_K 1). FP8: each box's
+//      four k32 steps one batch into the partial sums, promoted (wgmma's fp8 sums, as gemm.fp8's);
+//      bf16: a slice's k16 steps one batch into the accumulators.
 #include <cuda_bf16.h>
 
 #include "common/cluster.cuh"
