@@ -31,6 +31,7 @@ BUNDLES = {
     "norm": (("rmsnorm.db", "softmax.db"), "rmsnorm,softmax.split"),
     "attention": (("attention.db", "attention.prefill_sm90.db"), "attention.prefill,attention.prefill_sm90"),
     "gemm": (("gemm.db",), "gemm"),
+    "skinny": (("h200/gemm.skinny.db",), "gemm.skinny"),
     "varlen": (("attention.varlen.db",), "attention.varlen"),
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
     "fp8": (("gemm.fp8.db", "gemm.fp8_skinny.db"), "gemm.fp8,gemm.fp8_fast,gemm.fp8_skinny"),

@@ -211,7 +211,8 @@ class PlanTest(unittest.TestCase):
         self.assertIn("outside the domain of softmax.split", p.reason)
         self.assertIn("no family softmax in the bundle", p.reason)
         p = tt.explain("linear", self.meta(16, 4096), self.meta(4096, 4096))
-        self.assertEqual(p.reason, "no family gemm in the bundle")
+        self.assertEqual(p.reason, "no family gemm.skinny in the bundle; no family gemm.splitk in the bundle; "
+                                   "no family gemm in the bundle")
 
     def test_no_bundle(self):
         tt.use_bundle(None)

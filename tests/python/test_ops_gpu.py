@@ -176,6 +176,18 @@ class OpsGpuTest(unittest.TestCase):
         self.assertEqual(s["tuned"] + s["vendor"], 2, s)
         self.assertLess(rel_l2(y, x.float() @ w.float().T), 1e-2)
 
+    def test_linear_decode(self):
+        # gemm.skinny's tuned entries (the H200 recording: mma.sync and wgmma variants, both checked
+        # against the fp32 product); M = 128 may be its vendor entry (cuBLAS), counted as such
+        self.use("skinny")
+        for i, m in enumerate((1, 16, 64, 128)):
+            with self.subTest(M=m):
+                x, w = bf(m, 4096, scale=0.1), bf(14336, 4096, scale=0.1)
+                y = tt.linear(x, w)
+                s = tt.stats()["linear"]
+                self.assertEqual(s["tuned"] + s["vendor"], i + 1, s)
+                self.assertLess(rel_l2(y, x.float() @ w.float().T), 1e-2)
+
     def test_compiled_and_repeated_calls_take_the_tuned_kernel(self):
         # the CUDA kernel is registered at the dispatcher's CUDA key: a compiled graph calls it too,
         # and calls after the first (cached plan and tensor layouts) still compute each call's inputs

@@ -315,6 +315,26 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(p.selection.info.family, "moe.grouped_masked")
         self.assertEqual(p.selection.dims["cap"], 16)
 
+    def test_linear_decode(self):
+        # gemm.skinny serves a linear at decode sizes (M <= 128, its domain), or its vendor entry
+        # where the recording's comparison had cuBLAS faster (M = 128 here); past its domain the
+        # bundle has no family for the call and says why for each
+        self.use("skinny")
+        for m in (1, 16, 64, 128):
+            with self.subTest(M=m):
+                p = tt.explain("linear", self.meta(m, 4096), self.meta(14336, 4096))
+                self.assertEqual(p.selection.info.family, "gemm.skinny", getattr(p, "reason", ""))
+                self.assertEqual(p.selection.dims, {"M": m, "N": 14336, "K": 4096, "b_layout": "col"})
+                if p.kind == "vendor":
+                    self.assertTrue(p.selection.is_vendor)
+                    continue
+                self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+                self.assertEqual(p.selection_kind, "tuned")
+        p = tt.explain("linear", self.meta(256, 4096), self.meta(14336, 4096))
+        self.assertEqual(p.kind, "fallback")
+        self.assertIn("gemm.skinny", p.reason)
+        self.assertIn("no family gemm in the bundle", p.reason)
+
     def test_scaled_mm(self):
         self.use("fp8")
         e4 = torch.float8_e4m3fn

@@ -81,7 +81,7 @@ def _run(op, dev, problem):
     return result
 
 
-# ---- linear: y = x @ w.T (w [N, K] as nn.Linear keeps it), family gemm with b_layout col ----
+# ---- linear: y = x @ w.T (w [N, K] as nn.Linear keeps it), the gemm families with b_layout col ----
 
 def _linear_ref(x, w):
     return F.linear(x, w)
@@ -95,7 +95,8 @@ def _linear_check(x, w):
 
 @torch.library.custom_op("tunert::linear", mutates_args=())
 def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` family.
+    """x [..., K] @ w[N, K].T -> [..., N] (nn.Linear without bias) through the `gemm` families
+    (gemm.skinny, gemm.splitk, gemm: the bundle's fastest exact entry among those it has).
     This body serves tensors on other devices than CUDA: the PyTorch reference."""
     _linear_check(x, w)
     _state.count("linear", "cpu")
@@ -129,10 +130,16 @@ def linear_cuda(x, w):
 _cuda_kernel("tunert::linear", linear_cuda)
 
 
+# The families that compute a linear, with the same arguments and dims: gemm.skinny (decode sizes,
+# M <= 128: its domain) and gemm.splitk beside gemm; where several have an entry for a call, the
+# bundle's fastest exact one runs (_state._preference).
+LINEAR_FAMILIES = ("gemm.skinny", "gemm.splitk", "gemm")
+
+
 def _linear_candidates(M, N, K, x, w):
     dims = {"M": M, "N": N, "K": K, "b_layout": "col"}
     tensors = {"a": ((M, K), _dt(x)), "b": ((N, K), _dt(w)), "c": ((M, N), _dt(x))}
-    return [("gemm", dims, tensors, dims, {}, ())]
+    return [(f, dims, tensors, dims, {}, ()) for f in LINEAR_FAMILIES]
 
 
 def _linear_problem(dev, x, w):
