@@ -81,7 +81,9 @@ void step_req(const shape *sh, int ph, int s, plan_req *r) {
 #define DIM(n, x) (r->dims[r->n_dims++] = (plan_dim){n, x, NULL})
   if (is_gemm(s)) {
     gemm_def g = gemm_of(s);
-    r->families[0] = "gemm", r->families[1] = "gemm.splitk", r->n_families = 2;
+    /* gemm.skinny serves decode sizes only (M <= 128, its domain): outside it, or absent from the
+       bundle, it is passed over with the reason */
+    r->families[0] = "gemm.skinny", r->families[1] = "gemm", r->families[2] = "gemm.splitk", r->n_families = 3;
     DIM("M", rows), DIM("N", g.n), DIM("K", g.k);
     r->dims[r->n_dims++] = (plan_dim){"b_layout", 0, "col"};
   } else if (s == S_NORM1 || s == S_NORM2 || s == S_NORMF) {

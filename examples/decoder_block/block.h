@@ -19,6 +19,7 @@
  *   7     g = SiLU(u * scale + bias)              elementwise
  *   8     d = g Wdown                             gemm | gemm.splitk
  *   9     out = h1 + d, RMSNorm(out)              rmsnorm.add             (the next layer's norm)
+ *   (the GEMM steps ask gemm.skinny too, which serves the decode rows: M <= 128)
  *
  * Attention reads q, k, v in place from the fused qkv rows (row strides), except where the
  * selected varlen variant reads them with TMA over dense rows: then a glue kernel splits them.

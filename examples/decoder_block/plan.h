@@ -21,7 +21,7 @@
 typedef struct plan_dim { const char *name; int64_t v; const char *enum_value; } plan_dim;
 
 typedef struct plan_req {
-  const char *families[3];     /* candidate families, e.g. gemm and gemm.splitk */
+  const char *families[3];     /* candidate families, e.g. gemm.skinny, gemm and gemm.splitk */
   int n_families;
   plan_dim dims[8];            /* by name; a family dim not listed here makes it unusable */
   int n_dims;

@@ -60,6 +60,18 @@ check "prefill attention through attention.varlen" contains plan.txt "^   attent
 check "decode attention through attention.decode" contains plan.txt "^   attention.decode \["
 check "says how prefill attention reads q, k, v" contains plan.txt "prefill attention reads q, k, v"
 
+# gemm.skinny in the bundle as well: asked first for every GEMM step, taken only inside its domain
+# (M <= 128: the decode rows, never the packed prompts)
+bundle skinny.bundle gemm,gemm.splitk,gemm.skinny,rmsnorm,rmsnorm.add,elementwise "$REC/gemm.db" \
+  "$REC/h200/gemm.skinny.db" "$REC/rmsnorm.db" "$REC/elementwise.db" >s.txt 2>&1
+check "bundle with gemm.skinny (rc $?)" test -f skinny.bundle
+"$DECODER" skinny.bundle attn.bundle --plan >plan_skinny.txt 2>&1
+check "the plan with gemm.skinny binds every step (rc $?)" contains plan_skinny.txt "plan ok"
+check "no prefill GEMM through gemm.skinny" \
+  awk -v t="M=$T " 'index($0, t) { getline sel; if (sel ~ /gemm\.skinny/) bad = 1 } END { exit bad }' plan_skinny.txt
+check "every decode GEMM through one of the three families" \
+  awk '/ M=5 / { getline sel; if (sel !~ /^   gemm(\.skinny|\.splitk)? \[/) bad = 1; n++ } END { exit bad || n != 4 }' plan_skinny.txt
+
 # 3. the same sizes as the PyTorch baseline by default; other sizes from flags
 want=$(python3 "$SRC/tools/bench/decoder_block_torch.py" --print-defaults)
 lens=$(grep -o "^prefill: [0-9]* prompts of [0-9 ]* tokens" plan.txt | sed 's/.* of //; s/ tokens//; s/ /,/g')
