@@ -32,10 +32,9 @@ typedef struct tune_measure_req {
                                                  takes it (kept while it is free); 0: any free one */
 } tune_measure_req;
 
-/* Kernel time the worker reported in its measure replies (protocol.h: "kernel_ns"): the sum of
- * the durations of the variants' own kernels as its CUPTI timer recorded them, in every launch
- * of a measure. A reply without the figure (no CUPTI, crash, timeout, an older worker) adds to
- * n_replies only; replay adds nothing. */
+/* Kernel time the worker reported in its measure replies (protocol.h: "kernel_ns"), summed. A
+ * reply without the figure (no CUPTI, crash, timeout, an older worker) adds to n_replies only;
+ * replay adds nothing. */
 typedef struct tune_kernel_time {
   double ns;       /* [ns] summed over the replies that reported it */
   int n_reported;  /* measure replies that carried the figure */

@@ -118,11 +118,9 @@ void tune_progress_problem_end(const tune_progress *pg, const char *problem, int
   } else printf("no verified result for %s\n", problem);
 }
 
-/* The GPU's kernel time beside the busy line, where the worker reported it: the summed
- * durations of the variants' own kernels that its CUPTI timer recorded during the measures
- * (verification, warm-up, timed and check launches; not tune's helper kernels, memsets, copies
- * or the reference), a part of "measure" and "selection rounds", which are the worker's wall time.
- * Nothing is printed where no reply carried it (no CUPTI, an older worker): no made-up zero. */
+/* The GPU's kernel time beside the busy line, where the worker reported it (protocol.h
+ * "kernel_ns" says what it counts): a part of "measure" and "selection rounds", which are the
+ * worker's wall time. Nothing is printed where no reply carried it: no made-up zero. */
 static void print_kernels(const tune_kernel_time *k, double wall) {
   if (!k->n_reported) return;
   printf("  kernels on the GPU: %.3f s (%.1f %% of wall): the variants' own kernels (verification, warm-up, timed"

@@ -639,12 +639,9 @@ static void reply_kernels(json_t *reply, double ns0, long long n0) {
   tune_reply_kernels_to_json(reply, ns1 - ns0, n1 - n0);
 }
 
-/* do_measure, with the kernel time CUPTI recorded during it. It counts the variant's kernels in
- * all its launches: both verifications, warm-up, timed samples (burst or sustained) and the check
- * after timing, with the scratch zeroing they launch. It leaves out what the timer never counts
- * (tune_* kernels: input checksums, comparisons, guard checks; memsets: poison, L2 flush) and the
- * reference, run once per problem by do_problem. No figure without CUPTI or after a crash (the
- * context is lost). */
+/* do_measure, with the kernel time CUPTI recorded during it (protocol.h "kernel_ns" says what
+ * it counts). The total is read before the measure too, so that the reference do_problem ran
+ * is not in it. No figure without CUPTI or after a crash (the context is lost). */
 static json_t *do_measure_counted(wstate *w, json_t *msg, const void *cubin, tune_err *err) {
   tune_err e;
   tune_err_clear(&e);

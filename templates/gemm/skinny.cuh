@@ -38,8 +38,8 @@
 //   0  mma.sync from ldmatrix fragments: m16n8k16 bf16, or m16n8k32 e4m3 through the per-box partial
 //      sums;
 //   1  (FP8) fp16 mma.sync on fragments unpacked in registers (common/mma_fp8.cuh), summed straight
-//      into the fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums: what the
-//      promoted path computes, less its adds), through the partial sums for 2;
+//      into the fp32 accumulators for SCALE_MODE 0 and 1 (exact products, fp32 sums; the promoted
+//      path's adds of each box's sums are saved), through the partial sums for 2;
 //   2  wgmma with the operands swapped, c^T = b a^T: b's slot is A (B_COL 1: K-major, BLOCK_N rows of
 //      128 bytes per box; B_COL 0, bf16 only: MN-major, blocks of 64 columns by BLOCK_K rows), a's box
 //      (BLOCK_M rows: wgmma N) is B, so the tensor cores read both from shared memory (FP8: with

@@ -3,8 +3,9 @@
 
 For every (recipe, problem) both recordings measured, the config FROM.db holds fastest is looked up
 in ON.db (matched by its parameters) and its time there set against ON.db's own fastest:
-loss = ON time of FROM's best / ON's best (1.000: the same choice, or one as fast). Only tune's ok results
-in burst timing count (not the peers' a comparison stores beside them); a problem whose FROM best was not measured ok in ON.db is listed as such.
+loss = ON time of FROM's best / ON's best (1.000: the same choice, or one as fast). Only tune's ok
+results in burst timing count (not the peers' a comparison stores beside them); a problem whose
+FROM best was not measured ok in ON.db is listed as such.
 Both recordings should be exhaustive over the same space (data/recorded/ and
 data/recorded/h100|h200/), otherwise ON's best is only the best of what it measured.
 --default NAME=VALUE: FROM.db's configs that lack parameter NAME (recorded before the recipe had

@@ -127,23 +127,24 @@ def wrapper(t, form, n, trans_a=False):
     ])
 
 
-def dispatcher(t, form):
-    a_param, a_arg = ("unsigned long long desc_a", "desc_a") if form == "ss" else ("const unsigned (&a)[4]", "a")
-    name = "wgmma_%s_%s" % (form, t)
-    lines = [
-        "// Dispatch on N.",
-        "template <int N, int TRANS_B>",
-        "__device__ __forceinline__ void %s(float (&d)[N / 2], %s, unsigned long long desc_b, int scale_d) {"
-        % (name, a_param),
+def dispatch(name, tparams, signature, ns, call):
+    """A dispatcher on N named `name`: template <tparams>, the signature lines after the name's
+    opening parenthesis, and `call` % N for each N of ns (the wrapper called with its arguments)."""
+    lines = ["// Dispatch on N.", "template <%s>" % tparams,
+             "__device__ __forceinline__ void %s(%s" % (name, signature[0])] + signature[1:] + [
         '  static_assert(%s, "%s: N must be one of %s");'
-        % (" || ".join("N == %d" % n for n in NS), name, ", ".join(map(str, NS))),
-    ]
-    for i, n in enumerate(NS):
-        kw = "if" if i == 0 else "else if"
-        lines.append("  %s constexpr (N == %d) wgmma_m64n%dk16_%s_%s<TRANS_B>(d, %s, desc_b, scale_d);"
-                     % (kw, n, n, form, t, a_arg))
+        % (" || ".join("N == %d" % n for n in ns), name, ", ".join(map(str, ns)))]
+    for i, n in enumerate(ns):
+        lines.append("  %s constexpr (N == %d) %s;" % ("if" if i == 0 else "else if", n, call % {"n": n}))
     lines += ["}", ""]
     return "\n".join(lines)
+
+
+def dispatcher(t, form):
+    a_param, a_arg = ("unsigned long long desc_a", "desc_a") if form == "ss" else ("const unsigned (&a)[4]", "a")
+    return dispatch("wgmma_%s_%s" % (form, t), "int N, int TRANS_B",
+                    ["float (&d)[N / 2], %s, unsigned long long desc_b, int scale_d) {" % a_param], NS,
+                    "wgmma_m64n%%(n)dk16_%s_%s<TRANS_B>(d, %s, desc_b, scale_d)" % (form, t, a_arg))
 
 
 def wrapper_fp8(n):
@@ -164,19 +165,10 @@ def wrapper_fp8(n):
 
 
 def dispatcher_fp8(ns, name):
-    lines = [
-        "// Dispatch on N.",
-        "template <int N>",
-        "__device__ __forceinline__ void %s(float (&d)[N / 2], unsigned long long desc_a," % name,
-        "%sunsigned long long desc_b, int scale_d) {" % (" " * (len(name) + 33)),
-        '  static_assert(%s, "%s: N must be one of %s");'
-        % (" || ".join("N == %d" % n for n in ns), name, ", ".join(map(str, ns))),
-    ]
-    for i, n in enumerate(ns):
-        kw = "if" if i == 0 else "else if"
-        lines.append("  %s constexpr (N == %d) wgmma_m64n%dk32_ss_e4m3(d, desc_a, desc_b, scale_d);" % (kw, n, n))
-    lines += ["}", ""]
-    return "\n".join(lines)
+    pad = " " * (len(name) + 33)
+    return dispatch(name, "int N", ["float (&d)[N / 2], unsigned long long desc_a,",
+                                    pad + "unsigned long long desc_b, int scale_d) {"], ns,
+                    "wgmma_m64n%(n)dk32_ss_e4m3(d, desc_a, desc_b, scale_d)")
 
 
 def generate_fp8():
@@ -202,21 +194,10 @@ def generate():
 
 def dispatcher_ta(t, ns):
     name = "wgmma_ss_%s_ta" % t
-    lines = [
-        "// Dispatch on N.",
-        "template <int N, int TRANS_A, int TRANS_B>",
-        "__device__ __forceinline__ void %s(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,"
-        % name,
-        "%sint scale_d) {" % (" " * (len(name) + 33)),
-        '  static_assert(%s, "%s: N must be one of %s");'
-        % (" || ".join("N == %d" % n for n in ns), name, ", ".join(map(str, ns))),
-    ]
-    for i, n in enumerate(ns):
-        kw = "if" if i == 0 else "else if"
-        lines.append("  %s constexpr (N == %d) wgmma_m64n%dk16_ss_%s_ta<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);"
-                     % (kw, n, n, t))
-    lines += ["}", ""]
-    return "\n".join(lines)
+    return dispatch(name, "int N, int TRANS_A, int TRANS_B",
+                    ["float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,",
+                     " " * (len(name) + 33) + "int scale_d) {"], ns,
+                    "wgmma_m64n%%(n)dk16_ss_%s_ta<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d)" % t)
 
 
 def generate_swap():
