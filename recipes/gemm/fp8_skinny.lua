@@ -32,8 +32,9 @@ local params = {
   { "BLOCK_N", { 64, 128, 256 } },   -- columns per block
   { "BLOCK_K", { 128, 256, 512 } },  -- k (e4m3, bytes) per ring slot: one to four 128-byte boxes
   { "STAGES",  ring.STAGES },        -- ring slots
-  -- one m16 tile of rows: 4 consumer warps along N, as gemm/skinny.lua prunes its space for M <= 16
-  { "WARPS_N", { 4 } },
+  -- one m16 tile of rows: 4 consumer warps along N, as gemm/skinny.lua prunes its space for M <= 16;
+  -- wgmma also with 8 (two warpgroups, each half the block's columns: twice the wgmma batches in flight)
+  { "WARPS_N", { 4, 8 } },
   { "WARPS_K", { 1 } },
   -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range; 3 and 6 as well as powers of two,
   -- so that N / BLOCK_N * SPLIT_K blocks can spread over 132 SMs more evenly (144 tiles of N 18432
@@ -49,8 +50,9 @@ local params = {
 local constraints = {
   -- clusters of 8 for wide blocks only
   function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
-  -- wgmma: the consumers are one warpgroup
-  function(c) return c.MMA < 2 or (c.WARPS_N == 4 and c.WARPS_K == 1) end,
+  -- mma.sync: 4 warps; wgmma: one or two warpgroups side by side along N
+  function(c) return c.WARPS_N == 4 or c.MMA == 2 end,
+  function(c) return (c.BLOCK_N // c.WARPS_N) % 16 == 0 end,
 }
 
 -- gemm.skinny's pruning of ring depth and grid size

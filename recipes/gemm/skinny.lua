@@ -40,7 +40,7 @@ local params = {
                                      -- atomics in the epilogue, no gain expected: left out)
   { "SPLIT_K", { 1, 2, 4, 8 } },      -- blocks of a cluster (1, SPLIT_K, 1), each a K / SPLIT_K range
   -- the tensor-core op: 0 mma.sync m16n8k16 from ldmatrix fragments; 2 wgmma with the operands
-  -- swapped (c^T = b a^T: the weights' slot as A, a's rows as N), one consumer warpgroup
+  -- swapped (c^T = b a^T: the weights' slot as A, a's rows as N), WARPS_N / 4 consumer warpgroups
   { "MMA", { 0, 2 } },
 }
 
@@ -50,15 +50,18 @@ local constraints = {
   function(c) return (c.BLOCK_K // 16) % c.WARPS_K == 0 end,
   -- clusters of 8 for wide blocks only (few tiles: N = 4096 has 16..32 of them)
   function(c) return c.SPLIT_K < 8 or c.BLOCK_N >= 128 end,
-  function(c) return c.MMA == 0 or (c.WARPS_N == 4 and c.WARPS_K == 1) end,
+  -- wgmma: one or two consumer warpgroups side by side along N
+  function(c) return c.MMA == 0 or ((c.WARPS_N == 4 or c.WARPS_N == 8) and c.WARPS_K == 1) end,
 }
 
 -- Which configs serve which problem, with the reason when not.
 local function applies(c, p)
   local bm = block_m(p)
   local acc = bm * (c.BLOCK_N // c.WARPS_N) // 32  -- fp32 accumulators per consumer thread
-  -- 128 accumulators spill (ptxas, sm_90a) under the register cap of two blocks per SM or of 9 warps
-  if acc > 64 and (ring.smem_bytes(c, p, ELEM) <= ring.SMEM_PAIR or c.WARPS_N * c.WARPS_K > 4) then
+  -- 128 accumulators spill (ptxas, sm_90a) under the register cap of two blocks per SM, and beside
+  -- mma.sync's fragments under that of 9 warps (wgmma keeps its operands in shared memory)
+  local pair = ring.smem_bytes(c, p, ELEM) <= ring.SMEM_PAIR
+  if acc > 64 and (pair or (c.MMA == 0 and c.WARPS_N * c.WARPS_K > 4)) then
     return false, "128 accumulators under a register cap of two blocks per SM or 9 warps: spills"
   end
   local ok, why = ring.ring_and_grid(c, p, ELEM)

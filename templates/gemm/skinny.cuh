@@ -43,9 +43,11 @@
 //   2  wgmma with the operands swapped, c^T = b a^T: b's slot is A (B_COL 1: K-major, BLOCK_N rows of
 //      128 bytes per box; B_COL 0, bf16 only: MN-major, blocks of 64 columns by BLOCK_K rows), a's box
 //      (BLOCK_M rows: wgmma N) is B, so the tensor cores read both from shared memory (FP8: with
-//      nothing unpacked); the consumers are one warpgroup (WARPS_N 4, WARPS_K 1). FP8: each box's
-//      four k32 steps one batch into the partial sums, promoted (wgmma's fp8 sums, as gemm.fp8's);
-//      bf16: a slice's k16 steps one batch into the accumulators.
+//      nothing unpacked); the consumers are WARPS_N / 4 warpgroups (WARPS_N 4 or 8, WARPS_K 1), each
+//      owning BLOCK_N / (WARPS_N / 4) columns: two warpgroups hold a 256-column block's accumulators at
+//      BLOCK_M 128 (half the re-reads of a per column of c that 128-column blocks make). FP8: each
+//      box's four k32 steps one batch into the partial sums, promoted (wgmma's fp8 sums, as
+//      gemm.fp8's); bf16: a slice's k16 steps one batch into the accumulators.
 #include <cuda_bf16.h>
 
 #include "common/cluster.cuh"
@@ -111,8 +113,9 @@ constexpr bool kPartials = SCALE_MODE == 2 || MMA != 1;
 #else
 constexpr bool kPartials = false;
 #endif
-constexpr int kWgTiles = kBN / 64;  // MMA 2: m64 tiles (64 columns of c each) of the warpgroup ...
-constexpr int kWgAcc = kBM / 2;     // ... and the fp32 accumulators of each (wgmma N = BLOCK_M)
+constexpr int kWarpgroups = kConsumers / 4 > 0 ? kConsumers / 4 : 1;  // MMA 2: consumer warpgroups,
+constexpr int kWgTiles = kBN / 64 / kWarpgroups;  // the m64 tiles (64 columns of c each) of one ...
+constexpr int kWgAcc = kBM / 2;                   // ... and the fp32 accumulators of each (wgmma N = BLOCK_M)
 
 static_assert(kBM % 16 == 0 && kBM >= 16 && kBM <= 128, "BLOCK_M must be 16..128, a multiple of 16");
 static_assert(kBK * kElemBytes == 128 || kBK * kElemBytes == 256 || kBK * kElemBytes == 512,
@@ -127,6 +130,23 @@ static_assert(kStages >= 2 && kStages <= 16, "STAGES must be 2..16");
 static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "SPLIT_K is a cluster size, 1..8");
 static_assert(kMT * kNT * 4 * (kPartials ? 2 : 1) <= 128, "at most 128 fp32 accumulators per thread (and the partial sums)");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+
+// A consumer warp's turn at slice it: wait until its slot is full, and the slot's address.
+__device__ __forceinline__ unsigned slot_acquire(unsigned ring, unsigned bars, int it) {
+  const int s = it % kStages, u = it / kStages;
+  tune::mbar_wait(bars + 8u * s, (unsigned)(u & 1));
+  return ring + (unsigned)(s * kStageBytes);
+}
+
+// A consumer warp is done with slice it's slot: this lane's reads of it (generic proxy) are ordered
+// before the producer's next TMA write (async proxy) into it, then lane 0 counts the warp out. Without
+// the fence a refill can land under reads still in flight (wrong sums in a few timed launches, seen
+// with two 9-warp blocks per SM in clusters).
+__device__ __forceinline__ void slot_release(unsigned bars, int it, int lane) {
+  tune::fence_proxy_async_smem();
+  __syncwarp();
+  if (lane == 0) tune::mbar_arrive(bars + 8u * (kStages + it % kStages));
+}
 
 // Producer: lane 0 of the last warp fills slot it % STAGES with slice k_first + it.
 __device__ __forceinline__ void produce(unsigned ring, unsigned bars, const tune::tensormap &tmA,
@@ -236,10 +256,7 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
   const int b_n = wn * kWarpN + 8 * (i >> 1);
 #endif
   for (int it = 0; it < nk; ++it) {
-    const int s = it % kStages, u = it / kStages;
-    const unsigned full = bars + 8u * s, empty = bars + 8u * (kStages + s);
-    tune::mbar_wait(full, (unsigned)(u & 1));
-    const unsigned sA = ring + (unsigned)(s * kStageBytes), sB = sA + kABytes;
+    const unsigned sA = slot_acquire(ring, bars, it), sB = sA + kABytes;
 #pragma unroll
     for (int kk = 0; kk < kKSW; ++kk) {
       const int ks = kk * kWK + wk;
@@ -293,19 +310,15 @@ __device__ __forceinline__ void consume(float (&acc)[kMT][kNT][4], unsigned ring
         for (int nt = 0; nt < kNT; ++nt) tune::mma_bf16_16816(acc[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
 #endif
     }
-    // this lane's ldmatrix reads (generic proxy) before the producer's next TMA write (async proxy)
-    // into the slot: without the fence a refill can land under reads still in flight (wrong sums in a
-    // few timed launches, seen with two 9-warp blocks per SM in clusters)
-    tune::fence_proxy_async_smem();
-    __syncwarp();
-    if (lane == 0) tune::mbar_arrive(empty);
+    slot_release(bars, it, lane);
   }
 }
 
 #if MMA == 2
-static_assert(kWN == 4 && kWK == 1, "MMA 2: the consumers are one warpgroup (WARPS_N 4, WARPS_K 1)");
+static_assert((kWN == 4 || kWN == 8) && kWK == 1, "MMA 2: the consumers are one or two warpgroups (WARPS_N 4 or 8, WARPS_K 1)");
+static_assert(kWgTiles >= 1 && kWgTiles * 64 * kWarpgroups == kBN, "MMA 2: BLOCK_N / 64 m64 tiles shared by the warpgroups");
 
-// d (=|+)= one 32-byte k step: A 64 columns of b (tile mt), B the kBM rows of a (K-major), k step
+// d (=|+)= one 32-byte k step: A 64 columns of b (tile mt of the block), B the kBM rows of a (K-major), k step
 // ks of box `box` of the slot at sA (a) and sB (b); 128-byte swizzle. A is K-major for B_COL 1 (a row
 // of 64 bf16 or 128 e4m3 per column, the step 32 bytes in), MN-major for B_COL 0 (common/wgmma.cuh:
 // the k16 step 16 rows of 128 bytes further).
@@ -328,12 +341,14 @@ __device__ __forceinline__ void wgmma_step(float (&d)[kWgAcc], unsigned sA, unsi
 }
 
 // MMA 2's accumulators (wgmma m64nBLOCK_M, common/wgmma.cuh's layout with c^T's rows): element e of
-// tile mt in warp w, lane (g, t) is c[m][n], m = 8 (e >> 2) + 2 t + (e & 1), n = 64 mt + 16 w + g + 8 ((e >> 1) & 1).
+// tile mt (of the block) in warp w of its warpgroup, lane (g, t) is c[m][n], m = 8 (e >> 2) + 2 t +
+// (e & 1), n = 64 mt + 16 w + g + 8 ((e >> 1) & 1).
 __device__ __forceinline__ int wg_row(int e, int t) { return 8 * (e >> 2) + 2 * t + (e & 1); }
 __device__ __forceinline__ int wg_col(int mt, int e, int w, int g) { return 64 * mt + 16 * w + g + 8 * ((e >> 1) & 1); }
 
-// acc += part (times the scales of 128-wide K block kb, block mode): one box's wgmma sums promoted.
-// A tile's 64 columns lie in one 128-column scale block; rows past M read no scale.
+// acc += part (times the scales of 128-wide K block kb, block mode): one box's wgmma sums promoted;
+// n0: the warpgroup's first column. A tile's 64 columns lie in one 128-column scale block; rows past M
+// read no scale.
 __device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][kWgAcc], const float (&part)[kWgTiles][kWgAcc],
                                               Scales sc, int M, int K, int kb, int n0, int t) {
 #if FP8 && SCALE_MODE == 2
@@ -363,17 +378,15 @@ __device__ __forceinline__ void promote_wgmma(float (&acc)[kWgTiles][kWgAcc], co
   }
 }
 
-// The consumer warpgroup: acc += every slice, four 32-byte k steps per box for each m64 tile; FP8:
-// each box one batch into the partial sums, waited for and promoted; bf16: the slice one batch.
+// Consumer warpgroup wg: acc += every slice, four 32-byte k steps per box for each of its m64 tiles;
+// FP8: each box one batch into the partial sums, waited for and promoted; bf16: the slice one batch.
 __device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][kWgAcc], unsigned ring, unsigned bars, int nk,
-                                              int lane, Scales sc, int M, int K, int n0, int k_first) {
+                                              int wg, int lane, Scales sc, int M, int K, int n0, int k_first) {
   float part[kWgTiles][kWgAcc];  // kPartials (else unused)
   auto &dst = kPartials ? part : acc;
+  const int tile0 = wg * kWgTiles;
   for (int it = 0; it < nk; ++it) {
-    const int s = it % kStages, u = it / kStages;
-    const unsigned full = bars + 8u * s, empty = bars + 8u * (kStages + s);
-    tune::mbar_wait(full, (unsigned)(u & 1));
-    const unsigned sA = ring + (unsigned)(s * kStageBytes), sB = sA + kABytes;
+    const unsigned sA = slot_acquire(ring, bars, it), sB = sA + kABytes;
 #pragma unroll
     for (int box = 0; box < kBoxes; ++box) {
 #pragma unroll
@@ -382,31 +395,31 @@ __device__ __forceinline__ void consume_wgmma(float (&acc)[kWgTiles][kWgAcc], un
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-        for (int mt = 0; mt < kWgTiles; ++mt) wgmma_step(dst[mt], sA, sB, box, ks, mt, kPartials && ks == 0 ? 0 : 1);
+        for (int mt = 0; mt < kWgTiles; ++mt)
+          wgmma_step(dst[mt], sA, sB, box, ks, tile0 + mt, kPartials && ks == 0 ? 0 : 1);
       if (kPartials || box == kBoxes - 1) {
         tune::wgmma_commit();
         tune::wgmma_wait<0>();
 #pragma unroll
         for (int mt = 0; mt < kWgTiles; ++mt) tune::wgmma_fence_acc(dst[mt]);
       }
-      if (kPartials) promote_wgmma(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0, lane & 3);
+      if (kPartials) promote_wgmma(acc, part, sc, M, K, (k_first + it) * kBoxes + box, n0 + 64 * tile0, lane & 3);
     }
-    // the warpgroup's reads of the slot are complete (wgmma_wait) before the producer refills it
-    tune::fence_proxy_async_smem();
-    __syncwarp();
-    if (lane == 0) tune::mbar_arrive(empty);
+    // the warpgroup's reads of the slot are complete (wgmma_wait) before the release
+    slot_release(bars, it, lane);
   }
 }
 
-// The warpgroup's sums into the reduction tile red[m][n] (rows m < rows).
-__device__ __forceinline__ void stash_wgmma(float *red, const float (&acc)[kWgTiles][kWgAcc], int rows, int w, int lane) {
-  const int g = lane >> 2, t = lane & 3;
+// Consumer warp `warp`'s share of its warpgroup's sums into the reduction tile red[m][n] (rows m < rows).
+__device__ __forceinline__ void stash_wgmma(float *red, const float (&acc)[kWgTiles][kWgAcc], int rows, int warp,
+                                            int lane) {
+  const int g = lane >> 2, t = lane & 3, tile0 = (warp >> 2) * kWgTiles;
 #pragma unroll
   for (int mt = 0; mt < kWgTiles; ++mt)
 #pragma unroll
     for (int e = 0; e < kWgAcc; ++e) {
       const int m = wg_row(e, t);
-      if (m < rows) red[m * kRedPitch + wg_col(mt, e, w, g)] = acc[mt][e];
+      if (m < rows) red[m * kRedPitch + wg_col(tile0 + mt, e, warp & 3, g)] = acc[mt][e];
     }
 }
 #endif
@@ -484,7 +497,7 @@ __device__ __forceinline__ void run(bf16 *__restrict__ c, Scales sc, int M, int 
   } else {
 #if MMA == 2
     (void)wk;
-    consume_wgmma(acc, ring, bars, nk, lane, sc, M, K, n0, k_first);
+    consume_wgmma(acc, ring, bars, nk, warp >> 2, lane, sc, M, K, n0, k_first);
 #else
     consume(acc, ring, bars, nk, wn, wk, lane, sc, M, K, n0, k_first);
 #endif
