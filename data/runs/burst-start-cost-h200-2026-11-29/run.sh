@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# tools/bench/burst_start_cost.cu on the device (built here: nvcc -O3 -arch=sm_90a -o build/dev/burst_start_cost
+# tools/bench/burst_start_cost.cu -lcuda, carried in build/dev)
+cd "$(dirname "$0")/../../.."
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; date -u
+for a in "117 50 200" "117 50 100" "16 50 200"; do build/dev/burst_start_cost $a; done 2>&1 | tee $OUT/burst_start_cost.txt

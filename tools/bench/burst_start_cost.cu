@@ -1,0 +1,101 @@
+// burst_start_cost.cu: what a memory-bound kernel pays when it starts right after the burst
+// protocol's L2 flush (docs/measurement.md), split into its causes. One streaming kernel reads a
+// buffer of B bytes once (16-byte loads, as a decode GEMM's weights); it is timed by CUDA events
+// around single launches, each after one of:
+//   none       the same kernel just before (back to back, nothing between)
+//   memset     a cuMemsetD8Async of twice the L2 (tune's burst flush: L2 left full of dirty lines)
+//   readflush0 the streaming kernel over twice the L2 with no dynamic shared memory (L2 left full
+//              of clean lines)
+//   readflushS the same, asking for as much dynamic shared memory as the timed launch
+// with the timed kernel asking for 0 or SMEM_KIB of dynamic shared memory (unused: only the SMs'
+// shared-memory carveout differs; one block of 1024 threads per SM either way, so the occupancy is
+// the same). Prints the median and minimum of REPS launches per case, microseconds.
+//
+// Build: nvcc -O3 -arch=sm_90a -o burst_start_cost tools/bench/burst_start_cost.cu -lcuda
+// Run:   ./burst_start_cost [MiB=117] [reps=50] [smem_kib=200]
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                                  \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      return 1;                                                                   \
+    }                                                                             \
+  } while (0)
+
+// n: 16-byte elements, a multiple of 4 * gridDim.x * blockDim.x (four loads in flight per thread)
+__global__ void stream_read(const uint4 *__restrict__ p, size_t n, unsigned *out) {
+  extern __shared__ unsigned char smem[];
+  unsigned acc = 0;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
+                   : "l"(p + i + j * stride));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  if (acc == 0x12345678u) {  // never true for random data; keeps the loads
+    smem[threadIdx.x] = 1;
+    out[0] = acc + smem[0];
+  }
+}
+
+int main(int argc, char **argv) {
+  const size_t mib = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 117;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 50;
+  const int smem_kib = argc > 3 ? std::atoi(argv[3]) : 200;
+  int dev = 0, l2 = 0, sms = 0;
+  CHECK(cudaSetDevice(dev));
+  CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const size_t bytes = mib << 20, flush_bytes = 2 * (size_t)l2;
+  void *buf = nullptr, *flush = nullptr;
+  unsigned *out = nullptr;
+  CHECK(cudaMalloc(&buf, bytes));
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMalloc(&out, 16));
+  CHECK(cudaMemset(buf, 0x5a, bytes));
+  CHECK(cudaFuncSetAttribute(stream_read, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kib * 1024));
+  cudaEvent_t t0, t1;
+  CHECK(cudaEventCreate(&t0));
+  CHECK(cudaEventCreate(&t1));
+  const int threads = 1024, blocks = sms;
+  const size_t chunk = 4 * (size_t)threads * blocks;
+  const size_t n = bytes / 16 / chunk * chunk, nflush = flush_bytes / 16 / chunk * chunk;
+  std::printf("device L2 %d B, %d SMs; stream %zu MiB, %d blocks x %d threads, median of %d launches (us)\n", l2,
+              sms, mib, blocks, threads, reps);
+  const char *befores[] = {"none", "memset", "readflush0", "readflushS"};
+  for (int shm : {0, smem_kib * 1024}) {
+    for (int b = 0; b < 4; ++b) {
+      std::vector<float> t;
+      for (int r = 0; r < reps + 3; ++r) {
+        if (b == 0) stream_read<<<blocks, threads, shm>>>((const uint4 *)buf, n, out);
+        if (b == 1 && cuMemsetD8Async((CUdeviceptr)flush, (unsigned char)r, flush_bytes, 0) != CUDA_SUCCESS) return 1;
+        if (b >= 2) stream_read<<<blocks, threads, b == 3 ? shm : 0>>>((const uint4 *)flush, nflush, out);
+        CHECK(cudaEventRecord(t0));
+        stream_read<<<blocks, threads, shm>>>((const uint4 *)buf, n, out);
+        CHECK(cudaEventRecord(t1));
+        CHECK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, t0, t1));
+        if (r >= 3) t.push_back(ms * 1000.f);
+      }
+      CHECK(cudaGetLastError());
+      std::sort(t.begin(), t.end());
+      std::printf("dyn smem %3d KiB  before %-10s  median %8.2f  min %8.2f  GB/s %7.0f\n", shm / 1024, befores[b],
+                  t[t.size() / 2], t[0], n * 16.0 / (t[t.size() / 2] * 1e3));
+    }
+  }
+  return 0;
+}
