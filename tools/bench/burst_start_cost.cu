@@ -16,7 +16,9 @@
 // [N][K] at K 4096): a warp reads one row front to back, 512 bytes a load, four in flight; 2 boxes
 // (a TMA ring's 128-byte box rows): a block owns 4 rows per warp and reads them 128 bytes of each
 // row at a time (a warp's load: 4 rows x 128 bytes), the next 128 bytes of the same rows a slice
-// later. 132 MiB makes whole rounds of rows (1) and of row groups (2) on 132 SMs.
+// later; 3 rows as 1, by many short blocks (8 warps, one 8 KiB row each, a block per 64 KiB: the
+// CUDA-core GEMV's grid at N 14336, K 4096) instead of one block of 32 warps per SM. 132 MiB makes
+// whole rounds of rows (1) and of row groups (2) on 132 SMs.
 //
 // Build: nvcc -O3 -arch=sm_90a -o burst_start_cost tools/bench/burst_start_cost.cu -lcuda
 // Run:   ./burst_start_cost [MiB=117] [reps=50] [smem_kib=200] [pattern=0]
@@ -110,6 +112,29 @@ __global__ void stream_boxes(const uint4 *__restrict__ p, size_t n, unsigned *ou
   }
 }
 
+// Pattern 3: block b reads rows 8 b .. 8 b + 7, one per warp, front to back (launched with 256 threads).
+__global__ void stream_short_blocks(const uint4 *__restrict__ p, size_t n, unsigned *out) {
+  extern __shared__ unsigned char smem[];
+  const int lane = threadIdx.x & 31;
+  const size_t row = blockIdx.x * (size_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+  unsigned acc = 0;
+  if (row < n / kRow)
+    for (size_t k = lane; k < kRow; k += 4 * 32) {
+      uint4 v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w)
+                     : "l"(p + row * kRow + k + 32 * j));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+  if (acc == 0x12345678u) {
+    smem[threadIdx.x] = 1;
+    out[0] = acc + smem[0];
+  }
+}
+
 typedef void (*stream_fn)(const uint4 *, size_t, unsigned *);
 
 int main(int argc, char **argv) {
@@ -117,11 +142,12 @@ int main(int argc, char **argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 50;
   const int smem_kib = argc > 3 ? std::atoi(argv[3]) : 200;
   const int pattern = argc > 4 ? std::atoi(argv[4]) : 0;
-  if (pattern < 0 || pattern > 2) {
-    std::fprintf(stderr, "pattern must be 0 (grid-stride), 1 (rows) or 2 (boxes)\n");
+  if (pattern < 0 || pattern > 3) {
+    std::fprintf(stderr, "pattern must be 0 (grid-stride), 1 (rows), 2 (boxes) or 3 (rows, short blocks)\n");
     return 2;
   }
-  const stream_fn timed = pattern == 0 ? stream_read : pattern == 1 ? stream_rows : stream_boxes;
+  const stream_fn timed = pattern == 0 ? stream_read : pattern == 1 ? stream_rows : pattern == 2 ? stream_boxes
+                                                                                                 : stream_short_blocks;
   int dev = 0, l2 = 0, sms = 0;
   CHECK(cudaSetDevice(dev));
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
@@ -133,7 +159,7 @@ int main(int argc, char **argv) {
   CHECK(cudaMalloc(&flush, flush_bytes));
   CHECK(cudaMalloc(&out, 16));
   CHECK(cudaMemset(buf, 0x5a, bytes));
-  for (stream_fn f : {stream_read, stream_rows, stream_boxes})
+  for (stream_fn f : {stream_read, stream_rows, stream_boxes, stream_short_blocks})
     CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kib * 1024));
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
@@ -143,18 +169,21 @@ int main(int argc, char **argv) {
   // a whole number of the grid-stride chunk (and for pattern 2 of its row groups, one a multiple of the other)
   const size_t group = 4 * (threads / 32) * kRow, unit = chunk > group ? chunk : group;
   const size_t n = bytes / 16 / unit * unit, nflush = flush_bytes / 16 / chunk * chunk;
+  // the timed launch's grid: pattern 3 a block of 8 warps per 8 rows, the others one block per SM
+  const int tthreads = pattern == 3 ? 256 : threads;
+  const int tblocks = pattern == 3 ? (int)(n / kRow / 8) : blocks;
   std::printf("device L2 %d B, %d SMs; stream %zu MiB in pattern %d, %d blocks x %d threads, median of %d launches (us)\n",
-              l2, sms, n * 16 >> 20, pattern, blocks, threads, reps);
+              l2, sms, n * 16 >> 20, pattern, tblocks, tthreads, reps);
   const char *befores[] = {"none", "memset", "readflush0", "readflushS"};
   for (int shm : {0, smem_kib * 1024}) {
     for (int b = 0; b < 4; ++b) {
       std::vector<float> t;
       for (int r = 0; r < reps + 3; ++r) {
-        if (b == 0) timed<<<blocks, threads, shm>>>((const uint4 *)buf, n, out);
+        if (b == 0) timed<<<tblocks, tthreads, shm>>>((const uint4 *)buf, n, out);
         if (b == 1 && cuMemsetD8Async((CUdeviceptr)flush, (unsigned char)r, flush_bytes, 0) != CUDA_SUCCESS) return 1;
         if (b >= 2) stream_read<<<blocks, threads, b == 3 ? shm : 0>>>((const uint4 *)flush, nflush, out);
         CHECK(cudaEventRecord(t0));
-        timed<<<blocks, threads, shm>>>((const uint4 *)buf, n, out);
+        timed<<<tblocks, tthreads, shm>>>((const uint4 *)buf, n, out);
         CHECK(cudaEventRecord(t1));
         CHECK(cudaEventSynchronize(t1));
         float ms = 0;
