@@ -32,6 +32,9 @@ typedef struct db_bundle_best {
   int samples;
   int64_t result_id;
   const char *timing;           /* "burst" or "sustained" (docs/measurement.md) */
+  const char *timer;            /* "cupti", "events"; "" unrecorded (results older than the column) */
+  char protocol[24];            /* the measurement protocol's number ("1"); "" unrecorded (a file
+                                   older than the column) */
 } db_bundle_best;
 
 typedef struct db_bundle_bests {

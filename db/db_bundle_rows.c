@@ -40,6 +40,10 @@ static void read_best(json_t *row, int db_index, db_bundle_best *b) {
   b->samples = (int)int_at(row, "samples");
   b->result_id = int_at(row, "result_id");
   b->timing = *str_at(row, "timing") ? str_at(row, "timing") : "burst";
+  b->timer = str_at(row, "timer");
+  json_t *protocol = json_object_get(row, "protocol"); /* an integer column; text kept as given */
+  if (json_is_integer(protocol)) snprintf(b->protocol, sizeof b->protocol, "%lld", (long long)json_integer_value(protocol));
+  else snprintf(b->protocol, sizeof b->protocol, "%s", str_at(row, "protocol"));
 }
 
 int db_bundle_bests_add(db_bundle_bests *set, db_conn *db, int db_index, tune_err *err) {

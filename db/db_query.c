@@ -249,8 +249,9 @@ fail:
 
 /* Ranks the ok results of each (recipe source, problem, GPU): the latest selection's choice
  * first (SELECTED is its result id, NULL in a file without selections), then by median; the
- * v_best view (db_schema.c) ranks the same way. */
-#define BEST_SQL(TIMING, SELECTED, WHY)                                                        \
+ * v_best view (db_schema.c) ranks the same way. TIMER and PROTOCOL are the winner's yardstick
+ * (NULL where the file predates their columns): two times are comparable only under the same one. */
+#define BEST_SQL(TIMING, TIMER, PROTOCOL, SELECTED, WHY)                                       \
   "WITH ranked AS ("                                                                           \
   "  SELECT r.id, row_number() OVER (PARTITION BY r.recipe_id, r.problem_id, r.device_id"     \
   /* a quick-only timing of successive halving (tuner/halving.h: its error_text starts with    \
@@ -276,7 +277,8 @@ fail:
   "  r.registers, r.shared_bytes, r.id AS result_id, r.created_at,"                            \
   "  r.recipe_id, r.problem_id, r.device_id, c.origin AS config_origin,"                       \
   "  coalesce(r.error_text, '') LIKE 'halving: quick timing only%' AS quick_only,"             \
-  "  " TIMING " AS timing, " WHY " AS selection"                                               \
+  "  " TIMING " AS timing, " TIMER " AS timer, " PROTOCOL " AS protocol,"                      \
+  "  " WHY " AS selection"                                                                     \
   " FROM ranked k JOIN results r ON r.id = k.id"                                               \
   " JOIN recipes rc ON rc.id = r.recipe_id"                                                    \
   " JOIN problems p ON p.id = r.problem_id"                                                    \
@@ -285,8 +287,20 @@ fail:
   " WHERE k.rk = 1"                                                                            \
   " ORDER BY rc.name, p.name, d.name, r.recipe_id, r.problem_id, r.device_id"
 
+/* The best query for a file of this schema. Migrations come in order (timing and timer 0004,
+ * selections 0007, protocol 0009), so these four cover every file; a column the file lacks reads
+ * as NULL ('burst' for timing: the only mode before it), and a timer '' (results older than the
+ * column in a migrated file) as NULL too: unrecorded either way. */
+#define BEST_TIMER "NULLIF(r.timer, '')"
+static const char *best_sql(int has_timing, int has_selections, int has_protocol) {
+  if (has_selections && has_protocol) return BEST_SQL("r.timing", BEST_TIMER, "r.protocol", SELECTED_ID, SELECTED_WHY);
+  if (has_selections) return BEST_SQL("r.timing", BEST_TIMER, "NULL", SELECTED_ID, SELECTED_WHY);
+  if (has_timing) return BEST_SQL("r.timing", BEST_TIMER, "NULL", "NULL", "NULL");
+  return BEST_SQL("'burst'", "NULL", "NULL", "NULL", "NULL");
+}
+
 int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err *err) {
-  int rc = TUNE_OK, step = 0, has_timing = 0, has_selections = 0;
+  int rc = TUNE_OK, step = 0, has_timing = 0, has_selections = 0, has_protocol = 0;
   sqlite3_stmt *st = NULL, *counts = NULL;
   json_t *arr = NULL;
   if (!db || !rows) return tune_fail(err, TUNE_EINVAL, "db_query_best: NULL argument");
@@ -298,11 +312,9 @@ int db_query_best_where(db_conn *db, const db_filter *f, json_t **rows, tune_err
   if (!(arr = json_array())) return tune_fail(err, TUNE_ENOMEM, "db: out of memory");
   DB_LOCK(db);
   if ((rc = db_results_have_column(db, "timing", &has_timing, err))) goto fail;
+  if ((rc = db_results_have_column(db, "protocol", &has_protocol, err))) goto fail;
   if ((rc = has_table(db, "selections", &has_selections, err))) goto fail;
-  const char *sql = has_selections ? BEST_SQL("r.timing", SELECTED_ID, SELECTED_WHY)
-                  : has_timing     ? BEST_SQL("r.timing", "NULL", "NULL")
-                                   : BEST_SQL("'burst'", "NULL", "NULL");
-  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, sql, -1, &st, NULL));
+  SQL_TRY(db, err, sqlite3_prepare_v2(db->h, best_sql(has_timing, has_selections, has_protocol), -1, &st, NULL));
   SQL_TRY(db, err, sqlite3_prepare_v2(db->h,
       "SELECT status, count(*) FROM results"
       " WHERE recipe_id = ?1 AND problem_id = ?2 AND device_id = ?3"

@@ -1,7 +1,8 @@
 /* bundle_collect.c: what goes into a bundle: per kernel family (recipe), tuned problem and GPU
  * model, the best verified result the databases hold for it, the recipe it was measured with (found
  * again and loaded), the recipe's evaluation of that config, and the variants (config + defines)
- * the entries share. */
+ * the entries share. Entries of several families for one problem that were timed under different
+ * yardsticks get a warning (bundle_yardstick.h). */
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "bundle_int.h"
+#include "bundle_yardstick.h"
 #include "code_proposal.h"
 #include "problem_space.h"
 
@@ -243,6 +245,7 @@ int bundle_collect(bstate *s, tune_err *err) {
     if (!found)
       return tune_fail(err, TUNE_ENOTFOUND, "%s: no verified result for recipe %s on %s", s->db_list, o->recipes[k], s->model_list);
   }
+  bundle_warn_yardsticks(s);
   return TUNE_OK;
 }
 
