@@ -17,6 +17,9 @@ check "at most 80 variants per problem" awk '/ variants /{ if ($2 > 80) bad = 1 
 for p in m64n8192k8192_col m1n14336k4096_row; do
   check "MMA 2 offered for $p" test "$("$BUILD/tools/gemm_space" "$R" $p | grep -c '"MMA":2')" -ge 1
 done
+# two consumer warpgroups (MMA 2, WARPS_N 8) at M >= 64, and their 256-column blocks at M = 128
+check "two warpgroups offered at M = 128" test "$("$BUILD/tools/gemm_space" "$R" m128n8192k8192_col | grep -c '"BLOCK_N":256,.*"WARPS_N":8,"WARPS_K":1,.*"MMA":2')" -ge 1
+check "no two warpgroups at M = 16" test "$("$BUILD/tools/gemm_space" "$R" m16n8192k8192_col | grep -c '"WARPS_N":8,"WARPS_K":1,.*"MMA":2')" -eq 0
 # the config listing of one problem: the launch the recipe computes (grid N / BLOCK_N x SPLIT_K,
 # 32 (WARPS_N WARPS_K + 1) threads, the 1-row box of a for M = 1)
 "$BUILD/tools/gemm_space" "$R" m1n8192k8192_row > m1.txt 2>&1
