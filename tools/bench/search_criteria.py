@@ -15,8 +15,15 @@ The per-space best of all Kernel Tuner strategies run is given beside (b) as a r
 tune's default strategy is judged started cold (--cold, each problem on its own, as Kernel Tuner runs)
 and, beside it, warm (--warm, from the recipe's earlier problems' bests).
 
+--feasibility adds what bounds a strategy started cold on each space: n, k2 (the configs whose recorded
+ok time is within 2 % of the optimum, counted from the recording the file names, one answer per config
+as tune-bench-search takes it) and random search's exact B98 and W90: the fewest b with
+1 - C(n - k2, b) / C(n, b) >= 0.5 (0.9 for W90), draws without replacement. R = random's B98 / bar (a)
+is the factor by which a strategy must beat random search to meet (a). --feasibility-only gives these
+alone, without Kernel Tuner's data or tune's B98 (tune-bench-search files of any strategy and seeds).
+
 usage: search_criteria.py --design T.json [T.json ...] [--held-out T.json ...] --kt K.json [K.json ...]
-         --out FILE(.md|.json) [--cold bayes:cold] [--warm bayes]
+         --out FILE(.md|.json) [--cold bayes:cold] [--warm bayes] [--feasibility | --feasibility-only]
 Prints the summary (counts of spaces passing a, b, c per set, cold and warm) and writes the per-space
 file (markdown when FILE ends in .md, else JSON).
 """
@@ -24,7 +31,9 @@ import argparse
 import gzip
 import json
 import math
+import sqlite3
 import sys
+from fractions import Fraction
 
 NEAR = 0.98
 SHARE = 0.9
@@ -121,6 +130,140 @@ def load_kt(paths):
     return kt, strategies
 
 
+def kt_matches(k, p):
+    """Whether Kernel Tuner's trajectories k were made on the recording of space p (the same ok configs
+    and optimum; n may differ, as the export leaves out configs the recipe skipped): a space re-recorded
+    since, with a new parameter value, keeps its name but not its figures."""
+    return k["n_ok"] == p["n_ok"] and abs(k["optimum_ns"] - p["optimum_ns"]) <= 1e-9 * p["optimum_ns"]
+
+
+def random_evals(n, k, share):
+    """Random search's figure on n configs, k of them good: the fewest b at which b draws without
+    replacement hold a good one with probability >= share, 1 - C(n - k, b) / C(n, b) >= share, in
+    integers (share a Fraction). None when k is 0."""
+    if k <= 0:
+        return None
+    for b in range(1, n + 1):
+        if share.denominator * math.comb(n - k, b) <= (share.denominator - share.numerator) * math.comb(n, b):
+            return b
+    return n
+
+
+def near_count(p, conns):
+    """(k2, n_ok as recorded) of a tune-bench-search space: the configs whose answer in the recording
+    p names is ok and within 2 % of p's optimum (opt / t >= NEAR, as b98_w90 counts). One answer per
+    config, as db_bench_rows (db/db_bench.c) takes it: the latest final result on a GPU. The bench
+    keeps only the configs of the recipe's space; when the recording holds more ok configs than the
+    space (rows of an earlier recipe), k2 may count some outside it: the caller compares n_ok."""
+    path = p["database"]
+    if path not in conns:
+        conns[path] = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    q = """SELECT c.hash, r.status, r.median_ns FROM configs c
+           JOIN problems pr ON pr.recipe_name = c.recipe_name AND pr.hash = ?2
+           JOIN results r ON r.config_id = c.id AND r.problem_id = pr.id
+           JOIN recipes rc ON rc.id = r.recipe_id
+           JOIN devices d ON d.id = r.device_id
+           WHERE c.recipe_name = ?1 AND rc.name = ?1 AND d.kind = 'gpu'
+             AND c.origin NOT LIKE 'llm-code:%' AND c.origin NOT LIKE 'peer:%'
+           ORDER BY c.hash, r.status IN ('skipped', 'not_recorded'), r.id DESC"""
+    seen, k2, n_ok, opt = set(), 0, 0, p["optimum_ns"]
+    for h, status, ns in conns[path].execute(q, (p["recipe"], p["problem_hash"])):
+        if h in seen:
+            continue
+        seen.add(h)
+        if status == "ok" and ns is not None and ns >= 0:
+            n_ok += 1
+            k2 += ns > 0 and opt / ns >= NEAR
+    return k2, n_ok
+
+
+def feasibility(p, conns):
+    """The quantities that bound a cold strategy on space p (see the module comment)."""
+    n = p["n_points"]
+    k2, n_ok = near_count(p, conns)
+    rb, rw = random_evals(n, k2, Fraction(1, 2)), random_evals(n, k2, Fraction(9, 10))
+    return dict(n=n, k2=k2, k2_exact=n_ok == p["n_ok"], random_b98=rb, random_w90=rw,
+                r=rb / bar_a(n) if rb else None)
+
+
+def print_feasibility(rows):
+    """The feasibility summary per set: how far random search is from the bar of (a), on every space and
+    on those where tune cold fails (a)."""
+    def dist(R):
+        R = sorted(R)
+        return f"{R[0]:5.2f} {quantile(R, 0.5):5.2f} {R[-1]:5.2f}" if R else f"{'-':>5s} {'-':>5s} {'-':>5s}"
+
+    def low(sub):  # k2 / n < 1 / bar (a): random's expected hits in bar (a) draws below one
+        return f"{sum(r['feas']['k2'] * r['bar_a'] < r['feas']['n'] for r in sub)}/{len(sub)}"
+    sets = [(st, [r for r in rows if r["set"] == st]) for st in ("design", "held-out")]
+    sets = [(st, rs) for st, rs in sets if rs]
+    print("\nfeasibility: k2 configs within 2 % of the optimum of n; random search's exact B98 (draws without "
+          "replacement);\nR = random B98 / bar (a): the factor by which a strategy must beat random search to meet (a); "
+          "k2/n<1/bar: spaces where random\nsearch expects less than one near-optimal config in bar (a) draws")
+    print(f"{'set':9s} {'spaces':>6s} {'k2=1':>5s} {'rnd>bar':>7s} {'R min':>5s} {'med':>5s} {'max':>5s} "
+          f"{'k2/n<1/bar':>10s}")
+    for st, rs in sets:
+        print(f"{st:9s} {len(rs):6d} {sum(r['feas']['k2'] == 1 for r in rs):5d} "
+              f"{sum(r['feas']['random_b98'] > r['bar_a'] for r in rs):7d} {dist(r['feas']['r'] for r in rs)} "
+              f"{low(rs):>10s}")
+    sets = [(st, [r for r in rs if r["cold"]]) for st, rs in sets]
+    if any(rs for _, rs in sets):
+        print("where tune cold fails (a) (cold<=rnd: its B98 is random's or better; KT any a: some Kernel Tuner "
+              "strategy run meets (a)\nthere, the per-space best; warm a: tune warm does), and where it meets (a)")
+        print(f"{'set':9s} {'fail a':>6s} {'k2=1':>5s} {'rnd>bar':>7s} {'R min':>5s} {'med':>5s} {'max':>5s} "
+              f"{'k2/n<1/bar':>10s} {'cold<=rnd':>9s} {'KT any a':>8s} {'warm a':>6s} | {'meet a':>6s} {'rnd>bar':>7s} {'R max':>5s} "
+              f"{'k2/n<1/bar':>10s}")
+    for st, rs in sets:
+        if not rs:
+            continue
+        fail = [r for r in rs if not r["cold"]["a"]]
+        ok = [r for r in rs if r["cold"]["a"]]
+        kt_any = sum(1 for r in fail if r["kt_ref"] and r["kt_ref"]["b98"] <= r["bar_a"])
+        warm = sum(1 for r in fail if r["warm"] and r["warm"]["a"])
+        beat = sum(1 for r in fail if r["cold"]["b98"] is not None and r["cold"]["b98"] <= r["feas"]["random_b98"])
+        print(f"{st:9s} {len(fail):6d} {sum(r['feas']['k2'] == 1 for r in fail):5d} "
+              f"{sum(r['feas']['random_b98'] > r['bar_a'] for r in fail):7d} {dist(r['feas']['r'] for r in fail)} "
+              f"{low(fail):>10s} {beat:9d} {kt_any:8d} {warm:6d} | {len(ok):6d} "
+              f"{sum(r['feas']['random_b98'] > r['bar_a'] for r in ok):7d} "
+              f"{max((r['feas']['r'] for r in ok), default=0):5.2f} {low(ok):>10s}")
+    bins = ((0, 1, "R<=1"), (1, 2, "1<R<=2"), (2, 3, "2<R<=3"), (3, math.inf, "R>3"))
+    for st, rs in sets:
+        if not rs:
+            continue
+        cells = []
+        for lo, hi, name in bins:
+            b = [r for r in rs if lo < r["feas"]["r"] <= hi]
+            kt_any = sum(1 for r in b if r["kt_ref"] and r["kt_ref"]["b98"] <= r["bar_a"])
+            cells.append(f"{name} {sum(r['cold']['a'] for r in b)}/{kt_any}/{len(b)}")
+        print(f"{st}: spaces where tune cold / some Kernel Tuner strategy meets (a), of those, by R: " + ", ".join(cells))
+    inexact = [f"{r['recipe']} / {r['problem']}" for r in rows if not r["feas"]["k2_exact"]]
+    if inexact:
+        print(f"k2 counted over the recording's rows, which hold more ok configs than the space, on "
+              f"{len(inexact)} space(s) (an upper bound there): " + ", ".join(inexact[:6])
+              + (" ..." if len(inexact) > 6 else ""))
+
+
+def feasibility_md(rows, best):
+    """The per-space feasibility table (markdown lines); best None: without tune's and Kernel Tuner's columns."""
+    head = ["set", "space", "n", "k2", "random B98", "random W90", "bar a", "R"]
+    if best:
+        head += ["cold B98", "warm B98", f"KT {best} B98", "KT best B98"]
+    L = ["n configs; k2 within 2 % of the optimum; random search's exact B98 and W90 (draws without "
+         "replacement); R = random B98 / bar (a)" + (". tune's and Kernel Tuner's B98 ('-': not within the cap)."
+                                                     if best else "."), "",
+         "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        f = r["feas"]
+        c = [r["set"], f"{r['recipe']} / {r['problem']}", f["n"], f"{f['k2']}{'' if f['k2_exact'] else ' (<=)'}",
+             f["random_b98"], f["random_w90"], r["bar_a"], f"{f['r']:.2f}"]
+        if best:
+            c += [fmt((r[m] or {}).get("b98"), r["cap"]) for m in ("cold", "warm")]
+            c += [fmt(r["kt_best"]["b98"] if r["kt_best"] else None, r["cap"]),
+                  fmt(r["kt_ref"]["b98"] if r["kt_ref"] else None, r["cap"])]
+        L.append("| " + " | ".join(str(x) for x in c) + " |")
+    return L
+
+
 def fmt(k, cap):
     return "-" if k is None else str(k)
 
@@ -129,16 +272,44 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--design", nargs="+", required=True)
     ap.add_argument("--held-out", nargs="*", default=[])
-    ap.add_argument("--kt", nargs="+", required=True)
+    ap.add_argument("--kt", nargs="*", default=[], help="Kernel Tuner trajectories (required unless --feasibility-only)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--cold", default="bayes:cold")
     ap.add_argument("--warm", default="bayes")
     ap.add_argument("--kt-best", help="the bar of (b), as chosen on the whole design set earlier (when --design "
                     "holds only part of it)")
+    ap.add_argument("--feasibility", action="store_true", help="add n, k2, random search's exact B98 and W90 "
+                    "per space and their summary")
+    ap.add_argument("--feasibility-only", action="store_true", help="those alone: no Kernel Tuner data, no "
+                    "criteria (the tune files may come from any strategy and number of seeds)")
     a = ap.parse_args()
+    if not a.kt and not a.feasibility_only:
+        ap.error("--kt is required (unless --feasibility-only)")
     partial = []
     probs = load_tune(a.design, "design", partial) + load_tune(a.held_out, "held-out", partial)
+    if a.feasibility_only:
+        conns = {}
+        rows = [dict(set=p["set"], recipe=p["recipe"], problem=p["problem"], n_points=p["n_points"],
+                     cap=tune_cap(p["n_points"]), bar_a=bar_a(p["n_points"]), bar_c=bar_c(p["n_points"]),
+                     cold=None, warm=None, kt_best=None, kt_ref=None, feas=feasibility(p, conns)) for p in probs]
+        print_feasibility(rows)
+        if partial:
+            print(f"left out, not recorded in full: {len(partial)} space(s)")
+        if a.out.endswith(".md"):
+            L = feasibility_md(rows, None)
+            L[0] = "Generated by tools/bench/search_criteria.py --feasibility-only. " + L[0]
+            open(a.out, "w").write("\n".join(["# Feasibility per space\n"] + L) + "\n")
+        else:
+            json.dump(dict(spaces=rows, partial=partial), open(a.out, "w"), indent=1)
+        print(f"per-space file: {a.out}")
+        return 0
     kt, strategies = load_kt(a.kt)
+    # trajectories made on an earlier recording of a space (other ok configs or optimum) are not its
+    stale = sorted({f"{p['recipe']} / {p['problem']}" for p in probs
+                    if (p["recipe"], p["problem"], p["device"]) in kt
+                    and not kt_matches(kt[(p["recipe"], p["problem"], p["device"])], p)})
+    kt = {key: k for key, k in kt.items()
+          if not any(key == (p["recipe"], p["problem"], p["device"]) and not kt_matches(k, p) for p in probs)}
     # the best single Kernel Tuner strategy: chosen on the design spaces only
     scores = {}
     for s in strategies:
@@ -216,9 +387,17 @@ def main():
     if partial:
         print(f"left out, not recorded in full: {len(partial)} space(s): " + "; ".join(partial[:6])
               + (" ..." if len(partial) > 6 else ""))
+    if stale:
+        print(f"Kernel Tuner data of another recording (ok configs or optimum differ), not used: {len(stale)} space(s): "
+              + ", ".join(stale[:8]) + (" ..." if len(stale) > 8 else ""))
     if missing:
         print(f"no Kernel Tuner data for {len(missing)} space(s) (their (b) is unknown, counted as not passing): "
               + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+    if a.feasibility:
+        conns = {}
+        for p, r in zip(probs, rows):
+            r["feas"] = feasibility(p, conns)
+        print_feasibility(rows)
     doc = dict(best_kt_strategy=best, kt_scores={s: scores[s][0] for s in strategies}, spaces=rows,
                partial=partial)
     if a.out.endswith(".md"):
@@ -239,6 +418,8 @@ def main():
                      f"{r['bar_c']} | {fmt(c.get('b98'), r['cap'])} | {fmt(c.get('w90'), r['cap'])} | {flags(r['cold'])} | "
                      f"{fmt(w.get('b98'), r['cap'])} | {fmt(w.get('w90'), r['cap'])} | {flags(r['warm'])} | "
                      f"{fmt(kb, r['cap'])} | {ref} |")
+        if a.feasibility:
+            L += ["\n## Feasibility\n"] + feasibility_md(rows, best)
         open(a.out, "w").write("\n".join(L) + "\n")
     else:
         json.dump(doc, open(a.out, "w"), indent=1)

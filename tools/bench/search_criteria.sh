@@ -18,12 +18,16 @@
 # seeds); held-out spaces are exported (tune db export --format kernel_tuner) and Kernel Tuner runs on
 # them here (KT_PYTHON: a python with kernel_tuner 1.5.0, default build/ktvenv/bin/python), unless
 # KT_HELD_OUT names trajectories already made for them (data/kernel_tuner/trajectories_held_out.json.gz:
-# the same command, kept; a held-out space missing from it is run here).
+# the same command, kept; a held-out space missing from it, or whose trajectories there were made on
+# an earlier recording of it (other ok configs or optimum), is run here).
 # Environment: TUNE, BENCH_SEARCH (binaries), REPEATS (seeds, default 100), JOBS (default: cores),
 # STRATEGIES (tune's rows, default "bayes:cold,bayes": the default strategy cold, then warm),
 # KT_STRATEGIES (held-out runs, default: the strategies in KT_DESIGN), OUT (intermediate files,
 # default build/search-criteria), TUNE_REUSE=1 (keep OUT/tune/*.json of an earlier run), KT_BEST (the
-# bar of (b) when DESIGN is only part of the design set: the strategy the whole set chose).
+# bar of (b) when DESIGN is only part of the design set: the strategy the whole set chose),
+# FEASIBILITY (1: add per space n, k2 within 2 % of the optimum and random search's exact B98 and W90,
+# and their summary; only: those alone, from one seed of tune's random strategy per recording and no
+# Kernel Tuner data, in seconds; its files go to OUT/feasibility).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TUNE=${TUNE:-$ROOT/build/tune}
@@ -36,10 +40,15 @@ KT_PYTHON=${KT_PYTHON:-$ROOT/build/ktvenv/bin/python}
 OUT=${OUT:-$ROOT/build/search-criteria}
 DESIGN=${DESIGN:-attention attention.decode attention.prefill_sm90 copy elementwise gemm gemm.f16 rmsnorm softmax softmax.stream transpose}
 KT_HELD_OUT=${KT_HELD_OUT:-}
+FEASIBILITY=${FEASIBILITY:-}
+if [ "$FEASIBILITY" = only ]; then
+  # n, k2 and random's figures need the enumerated spaces, not tune's trajectories: one cheap replay
+  REPEATS=1 STRATEGIES=random:cold OUT=$OUT/feasibility TUNE_REUSE=0
+fi
 RECIPES=$ROOT/recipes
 . "$ROOT/tools/bench/search_lib.sh" # recipe_of
 
-[ $# -ge 1 ] || { sed -n '2,26p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 OUT_FILE=$1
 shift
 held=()
@@ -81,6 +90,21 @@ for stem in $DESIGN; do
   design+=("$OUT/tune/$stem.json")
 done
 
+if [ "$FEASIBILITY" = only ]; then
+  args=(--design "${design[@]}" --out "$OUT_FILE" --feasibility-only)
+  held_json=()
+  for h in "${held[@]}"; do
+    db=${h%%=*}
+    stem=$(basename "$db" .db)
+    if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
+    [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
+    bench "$db" "$r" "held-$stem"
+    held_json+=("$OUT/tune/held-$stem.json")
+  done
+  [ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
+  exec python3 "$ROOT/tools/bench/search_criteria.py" "${args[@]}"
+fi
+
 [ -f "$KT_DESIGN" ] || { echo "search_criteria: $KT_DESIGN missing (Kernel Tuner's design trajectories)" >&2; exit 1; }
 held_json=()
 kt=("$KT_DESIGN")
@@ -103,13 +127,16 @@ if [ ${#held[@]} -gt 0 ]; then
         echo "search_criteria: no Kernel Tuner run on $recipe / $problem (export failed)" >&2
       fi
     done < <(python3 -c 'import json, sys
-known = set()
+known = {}
 if sys.argv[2]:
     import gzip
-    known = {(p["recipe"], p["problem"]) for p in json.load(gzip.open(sys.argv[2], "rt"))["problems"]}
+    known = {(p["recipe"], p["problem"]): p for p in json.load(gzip.open(sys.argv[2], "rt"))["problems"]}
+def made(p):  # trajectories already made on this space (not on an earlier recording with other configs)
+    k = known.get((p["recipe"], p["problem"]))
+    return k is not None and k["n_ok"] == p["n_ok"] and abs(k["optimum_ns"] - p["optimum_ns"]) <= 1e-9 * p["optimum_ns"]
 for p in json.load(open(sys.argv[1])):
     # a space with unrecorded configs is not scored (search_criteria.py); one with trajectories already made is not run again
-    skip = p["statuses"].get("not_recorded", 0) or (p["recipe"], p["problem"]) in known
+    skip = p["statuses"].get("not_recorded", 0) or made(p)
     print(("-" if skip else p["recipe"]) + "\t" + p["problem"])' "$OUT/tune/held-$stem.json" "$KT_HELD_OUT")
   done
   [ -z "$KT_HELD_OUT" ] || kt+=("$KT_HELD_OUT")
@@ -123,6 +150,7 @@ for p in json.load(open(sys.argv[1])):
 fi
 
 args=(--design "${design[@]}" --kt "${kt[@]}" --out "$OUT_FILE")
+[ -z "$FEASIBILITY" ] || args+=(--feasibility)
 [ -z "${KT_BEST:-}" ] || args+=(--kt-best "$KT_BEST")
 [ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
 IFS=, read -r cold warm _ <<< "$STRATEGIES"
