@@ -90,16 +90,23 @@ for stem in $DESIGN; do
   design+=("$OUT/tune/$stem.json")
 done
 
+# bench_held H: the held-out recording H (DB[=RECIPE.lua]) replayed by bench, its file added to
+# held_json; sets db and stem for the caller
+bench_held() {
+  local h=$1 r
+  db=${h%%=*}
+  stem=$(basename "$db" .db)
+  if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
+  [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
+  bench "$db" "$r" "held-$stem"
+  held_json+=("$OUT/tune/held-$stem.json")
+}
+
 if [ "$FEASIBILITY" = only ]; then
   args=(--design "${design[@]}" --out "$OUT_FILE" --feasibility-only)
   held_json=()
   for h in "${held[@]}"; do
-    db=${h%%=*}
-    stem=$(basename "$db" .db)
-    if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
-    [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
-    bench "$db" "$r" "held-$stem"
-    held_json+=("$OUT/tune/held-$stem.json")
+    bench_held "$h"
   done
   [ ${#held_json[@]} -eq 0 ] || args+=(--held-out "${held_json[@]}")
   exec python3 "$ROOT/tools/bench/search_criteria.py" "${args[@]}"
@@ -111,12 +118,7 @@ kt=("$KT_DESIGN")
 if [ ${#held[@]} -gt 0 ]; then
   caches=()
   for h in "${held[@]}"; do
-    db=${h%%=*}
-    stem=$(basename "$db" .db)
-    if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
-    [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
-    bench "$db" "$r" "held-$stem"
-    held_json+=("$OUT/tune/held-$stem.json")
+    bench_held "$h"
     while IFS=$'\t' read -r recipe problem; do
       [ "$recipe" = - ] && continue
       # a space the export cannot write gets no Kernel Tuner data: its (b) is unknown (said in the summary)
