@@ -16,8 +16,7 @@ tune's default strategy is judged started cold (--cold, each problem on its own,
 and, beside it, warm (--warm, from the recipe's earlier problems' bests).
 
 --feasibility adds what bounds a strategy started cold on each space: n, k2 (the configs whose recorded
-ok time is within 2 % of the optimum, counted from the recording the file names, one answer per config
-as tune-bench-search takes it) and random search's exact B98 and W90: the fewest b with
+ok time is within 2 % of the optimum: tune-bench-search's n_near) and random search's exact B98 and W90: the fewest b with
 1 - C(n - k2, b) / C(n, b) >= 0.5 (0.9 for W90), draws without replacement. R = random's B98 / bar (a)
 is the factor by which a strategy must beat random search to meet (a). --feasibility-only gives these
 alone, without Kernel Tuner's data or tune's B98 (tune-bench-search files of any strategy and seeds).
@@ -31,7 +30,6 @@ import argparse
 import gzip
 import json
 import math
-import sqlite3
 import sys
 from fractions import Fraction
 
@@ -149,41 +147,14 @@ def random_evals(n, k, share):
     return n
 
 
-def near_count(p, conns):
-    """(k2, n_ok as recorded) of a tune-bench-search space: the configs whose answer in the recording
-    p names is ok and within 2 % of p's optimum (opt / t >= NEAR, as b98_w90 counts). One answer per
-    config, as db_bench_rows (db/db_bench.c) takes it: the latest final result on a GPU. The bench
-    keeps only the configs of the recipe's space; when the recording holds more ok configs than the
-    space (rows of an earlier recipe), k2 may count some outside it: the caller compares n_ok."""
-    path = p["database"]
-    if path not in conns:
-        conns[path] = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    q = """SELECT c.hash, r.status, r.median_ns FROM configs c
-           JOIN problems pr ON pr.recipe_name = c.recipe_name AND pr.hash = ?2
-           JOIN results r ON r.config_id = c.id AND r.problem_id = pr.id
-           JOIN recipes rc ON rc.id = r.recipe_id
-           JOIN devices d ON d.id = r.device_id
-           WHERE c.recipe_name = ?1 AND rc.name = ?1 AND d.kind = 'gpu'
-             AND c.origin NOT LIKE 'llm-code:%' AND c.origin NOT LIKE 'peer:%'
-           ORDER BY c.hash, r.status IN ('skipped', 'not_recorded'), r.id DESC"""
-    seen, k2, n_ok, opt = set(), 0, 0, p["optimum_ns"]
-    for h, status, ns in conns[path].execute(q, (p["recipe"], p["problem_hash"])):
-        if h in seen:
-            continue
-        seen.add(h)
-        if status == "ok" and ns is not None and ns >= 0:
-            n_ok += 1
-            k2 += ns > 0 and opt / ns >= NEAR
-    return k2, n_ok
-
-
-def feasibility(p, conns):
+def feasibility(p):
     """The quantities that bound a cold strategy on space p (see the module comment)."""
-    n = p["n_points"]
-    k2, n_ok = near_count(p, conns)
+    if "n_near" not in p:
+        sys.exit(f"search_criteria: {p['recipe']} / {p['problem']}: no n_near in its tune-bench-search file "
+                 "(made by an older build: run it again, without TUNE_REUSE)")
+    n, k2 = p["n_points"], p["n_near"]
     rb, rw = random_evals(n, k2, Fraction(1, 2)), random_evals(n, k2, Fraction(9, 10))
-    return dict(n=n, k2=k2, k2_exact=n_ok == p["n_ok"], random_b98=rb, random_w90=rw,
-                r=rb / bar_a(n) if rb else None)
+    return dict(n=n, k2=k2, random_b98=rb, random_w90=rw, r=rb / bar_a(n) if rb else None)
 
 
 def print_feasibility(rows):
@@ -236,11 +207,6 @@ def print_feasibility(rows):
             kt_any = sum(1 for r in b if r["kt_ref"] and r["kt_ref"]["b98"] <= r["bar_a"])
             cells.append(f"{name} {sum(r['cold']['a'] for r in b)}/{kt_any}/{len(b)}")
         print(f"{st}: spaces where tune cold / some Kernel Tuner strategy meets (a), of those, by R: " + ", ".join(cells))
-    inexact = [f"{r['recipe']} / {r['problem']}" for r in rows if not r["feas"]["k2_exact"]]
-    if inexact:
-        print(f"k2 counted over the recording's rows, which hold more ok configs than the space, on "
-              f"{len(inexact)} space(s) (an upper bound there): " + ", ".join(inexact[:6])
-              + (" ..." if len(inexact) > 6 else ""))
 
 
 def feasibility_md(rows, best):
@@ -254,7 +220,7 @@ def feasibility_md(rows, best):
          "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         f = r["feas"]
-        c = [r["set"], f"{r['recipe']} / {r['problem']}", f["n"], f"{f['k2']}{'' if f['k2_exact'] else ' (<=)'}",
+        c = [r["set"], f"{r['recipe']} / {r['problem']}", f["n"], f["k2"],
              f["random_b98"], f["random_w90"], r["bar_a"], f"{f['r']:.2f}"]
         if best:
             c += [fmt((r[m] or {}).get("b98"), r["cap"]) for m in ("cold", "warm")]
@@ -288,10 +254,9 @@ def main():
     partial = []
     probs = load_tune(a.design, "design", partial) + load_tune(a.held_out, "held-out", partial)
     if a.feasibility_only:
-        conns = {}
         rows = [dict(set=p["set"], recipe=p["recipe"], problem=p["problem"], n_points=p["n_points"],
                      cap=tune_cap(p["n_points"]), bar_a=bar_a(p["n_points"]), bar_c=bar_c(p["n_points"]),
-                     cold=None, warm=None, kt_best=None, kt_ref=None, feas=feasibility(p, conns)) for p in probs]
+                     cold=None, warm=None, kt_best=None, kt_ref=None, feas=feasibility(p)) for p in probs]
         print_feasibility(rows)
         if partial:
             print(f"left out, not recorded in full: {len(partial)} space(s)")
@@ -305,11 +270,13 @@ def main():
         return 0
     kt, strategies = load_kt(a.kt)
     # trajectories made on an earlier recording of a space (other ok configs or optimum) are not its
-    stale = sorted({f"{p['recipe']} / {p['problem']}" for p in probs
-                    if (p["recipe"], p["problem"], p["device"]) in kt
-                    and not kt_matches(kt[(p["recipe"], p["problem"], p["device"])], p)})
-    kt = {key: k for key, k in kt.items()
-          if not any(key == (p["recipe"], p["problem"], p["device"]) and not kt_matches(k, p) for p in probs)}
+    stale = []
+    for p in probs:
+        key = (p["recipe"], p["problem"], p["device"])
+        if key in kt and not kt_matches(kt[key], p):
+            del kt[key]
+            stale.append(f"{p['recipe']} / {p['problem']}")
+    stale.sort()
     # the best single Kernel Tuner strategy: chosen on the design spaces only
     scores = {}
     for s in strategies:
@@ -394,9 +361,8 @@ def main():
         print(f"no Kernel Tuner data for {len(missing)} space(s) (their (b) is unknown, counted as not passing): "
               + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
     if a.feasibility:
-        conns = {}
         for p, r in zip(probs, rows):
-            r["feas"] = feasibility(p, conns)
+            r["feas"] = feasibility(p)
         print_feasibility(rows)
     doc = dict(best_kt_strategy=best, kt_scores={s: scores[s][0] for s in strategies}, spaces=rows,
                partial=partial)

@@ -129,17 +129,19 @@ if [ ${#held[@]} -gt 0 ]; then
         echo "search_criteria: no Kernel Tuner run on $recipe / $problem (export failed)" >&2
       fi
     done < <(python3 -c 'import json, sys
+sys.path.insert(0, sys.argv[3])
+from search_criteria import kt_matches
 known = {}
 if sys.argv[2]:
     import gzip
     known = {(p["recipe"], p["problem"]): p for p in json.load(gzip.open(sys.argv[2], "rt"))["problems"]}
 def made(p):  # trajectories already made on this space (not on an earlier recording with other configs)
     k = known.get((p["recipe"], p["problem"]))
-    return k is not None and k["n_ok"] == p["n_ok"] and abs(k["optimum_ns"] - p["optimum_ns"]) <= 1e-9 * p["optimum_ns"]
+    return k is not None and kt_matches(k, p)
 for p in json.load(open(sys.argv[1])):
     # a space with unrecorded configs is not scored (search_criteria.py); one with trajectories already made is not run again
     skip = p["statuses"].get("not_recorded", 0) or made(p)
-    print(("-" if skip else p["recipe"]) + "\t" + p["problem"])' "$OUT/tune/held-$stem.json" "$KT_HELD_OUT")
+    print(("-" if skip else p["recipe"]) + "\t" + p["problem"])' "$OUT/tune/held-$stem.json" "$KT_HELD_OUT" "$ROOT/tools/bench")
   done
   [ -z "$KT_HELD_OUT" ] || kt+=("$KT_HELD_OUT")
   kts=${KT_STRATEGIES:-$(python3 -c 'import gzip, json, sys; print(",".join(json.load(gzip.open(sys.argv[1], "rt"))["strategies"]))' "$KT_DESIGN")}

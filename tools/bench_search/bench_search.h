@@ -70,6 +70,7 @@ typedef struct bench_space {
   double *quick_s, *meas_s;    /* [n] [s] halving: compile + quick measure (a failure: its whole
                                   recorded measure); a contender's full measure on top */
   size_t n_ok, n_missing;      /* successes; points with no recorded row */
+  size_t n_near;               /* successes within 2 % of the optimum (opt / cost >= NEAR_OPT) */
   int n_status[DB_STATUS_COUNT];
   double opt, worst;           /* [ns] best and worst success */
   double total_s;              /* [s] the whole space */

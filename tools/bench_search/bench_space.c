@@ -143,6 +143,7 @@ static void match_points(bench_space *b, tune_recipe *r, const rec_rows *rows, d
     if (x->median_ns > b->worst) b->worst = x->median_ns;
   }
   qsort(ok, b->n_ok, sizeof *ok, cmp_double);
+  for (size_t i = 0; i < b->n; i++) b->n_near += b->cost[i] >= 0 && b->opt >= NEAR_OPT * b->cost[i];
 }
 
 int bench_space_load(bench_space *b, db_conn *db, tune_recipe *r, const tune_problem *p,

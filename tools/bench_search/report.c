@@ -181,6 +181,7 @@ json_t *bench_problem_json(const bench_run *br, const tune_recipe *r, const tune
   json_object_set_new(o, "problem_hash", json_string(p->hash));
   json_object_set_new(o, "n_points", json_integer((json_int_t)b->n));
   json_object_set_new(o, "n_ok", json_integer((json_int_t)b->n_ok));
+  json_object_set_new(o, "n_near", json_integer((json_int_t)b->n_near));
   for (int s = 0; s < DB_STATUS_COUNT; s++)
     if (b->n_status[s]) json_object_set_new(status, db_status_name((db_status)s), json_integer(b->n_status[s]));
   json_object_set_new(o, "statuses", status);
