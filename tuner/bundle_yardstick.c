@@ -1,6 +1,5 @@
 /* bundle_yardstick.c: a warning where families that serve one problem on one GPU model were timed
  * under different yardsticks (bundle_yardstick.h). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,43 +44,29 @@ static int timed_alike(const bstate *s, const int *members, int n) {
   return 1;
 }
 
-/* Append to buf (cap bytes, *len used); text past cap is cut. */
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-  if (*len >= cap) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(buf + *len, cap - *len, fmt, ap);
-  va_end(ap);
-  if (k > 0) *len += (size_t)k < cap - *len ? (size_t)k : cap - *len - 1;
-}
-
 /* "burst, cupti, protocol 1", "burst, timer unrecorded, protocol unrecorded". */
-static void put_yardstick(char *buf, size_t cap, size_t *len, const db_bundle_best *b) {
-  put(buf, cap, len, "%s, %s, protocol %s", b->timing, b->timer[0] ? b->timer : "timer unrecorded",
-      b->protocol[0] ? b->protocol : "unrecorded");
+static void print_yardstick(const db_bundle_best *b) {
+  fprintf(stderr, "%s, %s, protocol %s", b->timing, b->timer[0] ? b->timer : "timer unrecorded",
+          b->protocol[0] ? b->protocol : "unrecorded");
 }
 
-/* The warning for one problem, on one line. */
+/* The warning for one problem, on one line of stderr. */
 static void print_group(const bstate *s, const int *members, int n) {
-  char line[8192];
-  size_t len = 0;
   const bentry *lead = &s->ent[members[0]];
-  put(line, sizeof line, &len, "tune bundle: warning: ");
+  fprintf(stderr, "tune bundle: warning: ");
   for (int k = 0; k < n; ++k)
-    put(line, sizeof line, &len, "%s%s", k == 0 ? "" : k == n - 1 ? " and " : ", ", s->fam[s->ent[members[k]].family].name);
-  put(line, sizeof line, &len, " %s serve %s on %s but were timed differently (", n == 2 ? "both" : "all",
-      lead->best->problem, s->models[lead->model].name);
+    fprintf(stderr, "%s%s", k == 0 ? "" : k == n - 1 ? " and " : ", ", s->fam[s->ent[members[k]].family].name);
+  fprintf(stderr, " %s serve %s on %s but were timed differently (", n == 2 ? "both" : "all", lead->best->problem,
+          s->models[lead->model].name);
   for (int k = 0; k < n; ++k) {
     const bentry *be = &s->ent[members[k]];
-    put(line, sizeof line, &len, "%s%s", k ? "; " : "", s->fam[be->family].name);
-    if (strcmp(be->best->problem, lead->best->problem)) put(line, sizeof line, &len, " (as %s)", be->best->problem);
-    put(line, sizeof line, &len, ": ");
-    put_yardstick(line, sizeof line, &len, be->best);
+    fprintf(stderr, "%s%s", k ? "; " : "", s->fam[be->family].name);
+    if (strcmp(be->best->problem, lead->best->problem)) fprintf(stderr, " (as %s)", be->best->problem);
+    fprintf(stderr, ": ");
+    print_yardstick(be->best);
   }
-  put(line, sizeof line, &len, "); choosing among families compares their recorded times: re-measure them under one "
-                               "protocol (tune compare on each recipe) to trust that choice");
-  fprintf(stderr, "%s\n", line);
+  fprintf(stderr, "); choosing among families compares their recorded times: re-measure them under one "
+                  "protocol (tune compare on each recipe) to trust that choice\n");
 }
 
 void bundle_warn_yardsticks(const bstate *s) {
