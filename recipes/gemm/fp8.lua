@@ -69,6 +69,8 @@ local function params(fast)
     { "CONSUMERS",  { 1, 2 } },                -- consumer warpgroups (BLOCK_M / CONSUMERS rows each)
     { "STAGES",     { 3, 4, 5, 6 } },          -- ring of 128-wide K blocks
     { "FAST_ACCUM", { fast and 1 or 0 } },     -- 1: one wgmma accumulator over K (gemm.fp8_fast)
+    -- 2: the next K block's wgmma run while one block is promoted (a second part accumulator)
+    { "PART_BUFFERS", fast and { 1 } or { 1, 2 } },
     { "PERSISTENT", { 0, 1 } },                -- one wave of blocks walking the tiles
     { "RASTER",     { 1, 8 } },                -- tile order: row-major or groups of 8 tile rows
   }
@@ -76,9 +78,9 @@ end
 
 local constraints = {
   function(c) return in_list(SHAPES_LARGE, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) or in_list(SHAPES_DECODE, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) end,
-  -- accumulators: two sets (the wgmma block and the fp32 promotion) unless FAST_ACCUM, at most 192
-  -- fp32 registers per thread of a consumer warpgroup (setmaxnreg gives it 232 or 240)
-  "(2 - FAST_ACCUM) * (BLOCK_M // CONSUMERS // 64) * BLOCK_N // 2 <= 192",
+  -- accumulators: the fp32 promotion and PART_BUFFERS wgmma block sets, one set with FAST_ACCUM, at
+  -- most 192 fp32 registers per thread of a consumer warpgroup (setmaxnreg gives it 232 or 240)
+  "(FAST_ACCUM == 1 and 1 or 1 + PART_BUFFERS) * (BLOCK_M // CONSUMERS // 64) * BLOCK_N // 2 <= 192",
   function(c) return smem_bytes(c) <= SMEM_LIMIT end,
   -- the ring: the deepest two that fit (at most 6), 4 .. 6 for the decode tiles
   function(c)
@@ -187,7 +189,7 @@ local function recipe(name, fast, scales, tolerance)
     defines = { SCALE_MODE = SCALE_MODE },
     -- one warpgroup of 64 x 128 tiles, 4 K blocks deep: any problem of the domain
     fallback = { BLOCK_M = 64, BLOCK_N = 128, CONSUMERS = 1, STAGES = 4, FAST_ACCUM = fast and 1 or 0,
-                 PERSISTENT = 0, RASTER = 1 },
+                 PART_BUFFERS = 1, PERSISTENT = 0, RASTER = 1 },
     problems = problems(scales, fast),
     launch = {
       grid = { "PERSISTENT == 1 and min(" .. TILES .. ", sm_count) or " .. TILES, 1, 1 },

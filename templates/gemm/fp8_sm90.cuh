@@ -22,15 +22,19 @@
 // bits kept), so by default (FAST_ACCUM 0) each K block is accumulated in a fresh wgmma accumulator
 // `part` (4 k32 steps), then promoted into the fp32 register accumulator `acc`:
 //   acc += part (tensor, row: their scales do not depend on k) or acc += sa * sb * part (block).
-// The consumer waits for each block's wgmma before promoting it (wgmma_wait<0>); with CONSUMERS 2
-// the other warpgroup's wgmma fill that gap. Two accumulator sets per thread: MT * BLOCK_N fp32
-// registers (at most 192, recipes/gemm/fp8.lua). FAST_ACCUM 1 (tensor and row only): one accumulator
+// PART_BUFFERS 1: the consumer waits for each block's wgmma before promoting it (wgmma_wait<0>);
+// with CONSUMERS 2 the other warpgroup's wgmma fill that gap. Two accumulator sets per thread: MT *
+// BLOCK_N fp32 registers (at most 192, recipes/gemm/fp8.lua). PART_BUFFERS 2: two `part` sets used in
+// turn, so that block kb + 1's batch is issued before block kb's is waited for and promoted: the
+// tensor cores keep working through the promotion, at the cost of a third set (3 * MT * BLOCK_N / 2
+// registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads the scales of block
+// kb + 1 while block kb is promoted, so their latency is not waited for either. FAST_ACCUM 1 (tensor and row only): one accumulator
 // over all of K, one batch kept in flight, as cuBLAS's "fast accumulation" (torch._scaled_mm
 // use_fast_accum=True): MT * BLOCK_N / 2 registers, fewer waits, less precision at large K (the
 // recipe's tolerance is what says whether it is good enough).
 //
 // Tunables: BLOCK_M 64 | 128, BLOCK_N 32 | 64 | 128 | 160 | 192 | 256, CONSUMERS 1 | 2, STAGES 2..6,
-// FAST_ACCUM 0 | 1 [0], PERSISTENT 0 | 1 [0] (a grid of at most one wave; block i takes tiles i,
+// FAST_ACCUM 0 | 1 [0], PART_BUFFERS 1 | 2 [1], PERSISTENT 0 | 1 [0] (a grid of at most one wave; block i takes tiles i,
 // i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh).
 // Tails: any M >= 1; N % 16 == 0, K % 16 == 0 (16-byte rows for TMA), K >= 128. The maps' boxes are
 // {128, min(BLOCK_M, M)} (a) and {128, min(BLOCK_N, N)} (b): TMA zero-fills what lies past M, N or K
@@ -57,6 +61,9 @@
 #ifndef FAST_ACCUM
 #define FAST_ACCUM 0
 #endif
+#ifndef PART_BUFFERS
+#define PART_BUFFERS 1
+#endif
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
@@ -79,6 +86,8 @@ constexpr int kWgRows = kBM / kCons;  // rows per consumer warpgroup
 constexpr int kMT = kWgRows / 64;     // wgmma m64 tiles per consumer warpgroup
 constexpr int kAcc = kBN / 2;         // fp32 accumulators per thread per m64 tile
 constexpr bool kFast = FAST_ACCUM != 0;
+constexpr int kParts = PART_BUFFERS;  // wgmma part accumulator sets (FAST_ACCUM 0)
+constexpr bool kOneScaleBlock = 128 % kBN == 0;  // a tile's columns lie in one 128-column scale block
 constexpr int kABytes = kBM * 128;
 constexpr int kBBytes = kBN * 128;
 constexpr int kStageBytes = kABytes + kBBytes;
@@ -97,7 +106,9 @@ static_assert(kWgRows % 64 == 0 && (kMT == 1 || kMT == 2), "each consumer warpgr
 static_assert(kStages >= 2 && kStages <= 6, "STAGES must be 2..6");
 static_assert(FAST_ACCUM == 0 || FAST_ACCUM == 1, "FAST_ACCUM must be 0 or 1");
 static_assert(!(kFast && kMode == kScaleBlock), "block scales are applied per K block: FAST_ACCUM needs SCALE_MODE 0 or 1");
-static_assert((kFast ? 1 : 2) * kMT * kAcc <= 192, "accumulators over 192 fp32 registers per thread");
+static_assert(kParts == 1 || kParts == 2, "PART_BUFFERS must be 1 or 2");
+static_assert(!(kFast && kParts == 2), "FAST_ACCUM has no part accumulators: PART_BUFFERS 1");
+static_assert((kFast ? 1 : 1 + kParts) * kMT * kAcc <= 192, "accumulators over 192 fp32 registers per thread");
 static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 
@@ -211,30 +222,35 @@ __device__ __forceinline__ BlockScales load_block_scales(const float *__restrict
     }
   const int nb = n0 / 128, n_blocks = (N + 127) / 128;
   s.b0 = __ldg(scale_b + (size_t)nb * k_blocks + kb);
-  s.b1 = nb + 1 < n_blocks ? __ldg(scale_b + (size_t)(nb + 1) * k_blocks + kb) : 0.f;
+  s.b1 = !kOneScaleBlock && nb + 1 < n_blocks ? __ldg(scale_b + (size_t)(nb + 1) * k_blocks + kb) : 0.f;
   return s;
 }
 
 // promote: acc += part (tensor, row) or acc += sa * sb * part (block). Column chunk j (8 columns,
-// never across a 128-column block) lies in block n0 / 128 while 8 j < 128 - n0 % 128.
+// never across a 128-column block) lies in block n0 / 128 while 8 j < 128 - n0 % 128; a tile of a
+// width that divides 128 never crosses a block (n0 is a multiple of its width), so all of it takes
+// b0. The products sa * sb are formed once per row and block, not per chunk.
+
 __device__ __forceinline__ void promote(float (&acc)[kMT][kAcc], const float (&part)[kMT][kAcc], const BlockScales &s,
                                         int n0) {
   const int split = 128 - n0 % 128;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      if constexpr (kMode == kScaleBlock) {
-        const float sb = 8 * j < split ? s.b0 : s.b1;
+    for (int h = 0; h < 2; ++h) {
+      const float f0 = s.a[mt][h] * s.b0, f1 = s.a[mt][h] * s.b1;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float f = s.a[mt][h] * sb;
-          acc[mt][4 * j + 2 * h] = fmaf(f, part[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h]);
-          acc[mt][4 * j + 2 * h + 1] = fmaf(f, part[mt][4 * j + 2 * h + 1], acc[mt][4 * j + 2 * h + 1]);
+      for (int j = 0; j < kBN / 8; ++j) {
+        float *d = &acc[mt][4 * j + 2 * h];
+        const float *p = &part[mt][4 * j + 2 * h];
+        if constexpr (kMode == kScaleBlock) {
+          const float f = kOneScaleBlock || 8 * j < split ? f0 : f1;
+          d[0] = fmaf(f, p[0], d[0]);
+          d[1] = fmaf(f, p[1], d[1]);
+        } else {
+          d[0] += p[0];
+          d[1] += p[1];
         }
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][4 * j + i] += part[mt][4 * j + i];
       }
     }
 }
@@ -274,6 +290,35 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const fl
     }
 }
 
+// block_scales: load_block_scales in block mode, nothing to load in the others.
+__device__ __forceinline__ BlockScales block_scales(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
+                                                    int m0, int n0, int kb, int M, int N, int k_blocks, int ctid) {
+  if constexpr (kMode == kScaleBlock) return load_block_scales(scale_a, scale_b, m0, n0, kb, M, N, k_blocks, ctid);
+  return BlockScales{};
+}
+
+// issue_block: once slot `it` holds its K block, issue the block's wgmma batch into part (a fresh
+// accumulation) for warpgroup wg and commit it; not waited for.
+__device__ __forceinline__ void issue_block(float (&part)[kMT][kAcc], unsigned ring, unsigned full, int it, int wg) {
+  const int s = it % kStages;
+  tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+  fence_acc(part);
+  tune::wgmma_arrive();
+  compute_stage(part, ring + s * kStageBytes, wg, false);
+  tune::wgmma_commit();
+}
+
+// retire_block: wait until at most kPending batches of this warpgroup run (so that part's is done),
+// release part's slot (k iteration it) and promote part with its block's scales s.
+template <int kPending>
+__device__ __forceinline__ void retire_block(float (&acc)[kMT][kAcc], float (&part)[kMT][kAcc], const BlockScales &s,
+                                             unsigned empty, int it, int n0, int lane) {
+  tune::wgmma_wait<kPending>();
+  fence_acc(part);
+  if (lane == 0) tune::mbar_arrive(empty + (it % kStages) * 8);
+  promote(acc, part, s, n0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // consumer: warpgroup wg's rows of each of the block's tiles. Slot s of k iteration `it` (over all
 // tiles of the block) completes phase it / kStages of full[s]; each consumer warp arrives on
@@ -305,24 +350,43 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
       tune::wgmma_wait<0>();
       fence_acc(acc);
       if (lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
-    } else {
+    } else if constexpr (kParts == 1) {
       float part[kMT][kAcc];
       zero_acc(acc);
+      BlockScales bs = block_scales(scale_a, scale_b, m0, n0, 0, M, N, g.k_blocks, tid);
       for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
-        const int s = it % kStages;
-        tune::mbar_wait(full + s * 8, (it / kStages) & 1);
-        fence_acc(part);
-        tune::wgmma_arrive();
-        compute_stage(part, ring + s * kStageBytes, wg, false);
-        tune::wgmma_commit();
-        BlockScales bs{};
-        if constexpr (kMode == kScaleBlock)  // loads in flight while the wgmma run
-          bs = load_block_scales(scale_a, scale_b, m0, n0, kb, M, N, g.k_blocks, tid);
-        tune::wgmma_wait<0>();
-        fence_acc(part);
-        if (lane == 0) tune::mbar_arrive(empty + s * 8);
-        promote(acc, part, bs, n0);
+        issue_block(part, ring, full, it, wg);
+        const BlockScales now = bs;
+        if (kb + 1 < g.k_blocks) bs = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
+        retire_block<0>(acc, part, now, empty, it, n0, lane);
       }
+    } else {
+      // block kb + 1's batch is issued before block kb's is retired: part0 holds the even blocks,
+      // part1 the odd ones. Straight-line pairs and a separate tail (no runtime choice of which
+      // wait follows an issue), so that ptxas can tell which accumulators a wait frees; otherwise it
+      // serializes every wgmma.
+      float part0[kMT][kAcc], part1[kMT][kAcc];
+      zero_acc(acc);
+      BlockScales s0 = block_scales(scale_a, scale_b, m0, n0, 0, M, N, g.k_blocks, tid), s1;
+      issue_block(part0, ring, full, it, wg);
+      int kb = 0;
+      for (; kb + 2 < g.k_blocks; kb += 2) {
+        issue_block(part1, ring, full, it + kb + 1, wg);
+        s1 = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
+        retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
+        issue_block(part0, ring, full, it + kb + 2, wg);
+        s0 = block_scales(scale_a, scale_b, m0, n0, kb + 2, M, N, g.k_blocks, tid);
+        retire_block<1>(acc, part1, s1, empty, it + kb + 1, n0, lane);
+      }
+      if (kb + 1 < g.k_blocks) {  // two blocks left
+        issue_block(part1, ring, full, it + kb + 1, wg);
+        s1 = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
+        retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
+        retire_block<0>(acc, part1, s1, empty, it + kb + 1, n0, lane);
+      } else {
+        retire_block<0>(acc, part0, s0, empty, it + kb, n0, lane);
+      }
+      it += g.k_blocks;
     }
     epilogue(acc, scale_a, scale_b, c, m0, n0, M, N, tid);
   }
