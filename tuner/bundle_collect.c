@@ -55,17 +55,10 @@ static int load_set(bstate *s, const char *path, tune_recipes **out, tune_err *e
 
 /* ---- config values ------------------------------------------------------------------------- */
 
+/* A stored config's value indexes; a param it lacks takes its absent value (recorded before it). */
 static int params_to_vi(const tune_recipe *r, json_t *params, int *vi) {
   for (int i = 0; i < r->n_params; ++i) {
-    json_t *j = json_object_get(params, r->params[i].name);
-    vi[i] = -1;
-    for (int k = 0; j && k < r->params[i].n_values; ++k) {
-      const tune_value *v = &r->params[i].values[k];
-      int match = (v->kind == 'i' && json_is_integer(j) && json_integer_value(j) == v->i) ||
-                  (v->kind == 'b' && json_is_boolean(j) && json_is_true(j) == (v->i != 0)) ||
-                  (v->kind == 's' && json_is_string(j) && !strcmp(json_string_value(j), v->s));
-      if (match) { vi[i] = k; break; }
-    }
+    vi[i] = tune_param_index_in(&r->params[i], params);
     if (vi[i] < 0) return -1;
   }
   return 0;

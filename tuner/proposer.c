@@ -400,8 +400,9 @@ static int values_to_point(tune_llm *l, json_t *values, int *vi, uint64_t *point
   for (int i = 0; i < r->n_params; ++i) {
     const tune_param *pa = &r->params[i];
     v = json_object_get(values, pa->name);
-    if (!v) { snprintf(why, why_n, "missing parameter %s", pa->name); return -1; }
-    int found = tune_param_value_index(pa, v);
+    /* a param with an absent value may be left out (configs recorded before it lack it) */
+    if (!v && pa->absent < 0) { snprintf(why, why_n, "missing parameter %s", pa->name); return -1; }
+    int found = tune_param_index_in(pa, values);
     if (found < 0) {
       char *t = json_dumps(v, JSON_ENCODE_ANY);
       snprintf(why, why_n, "%s=%.60s is not one of the recipe's values", pa->name, t ? t : "?");

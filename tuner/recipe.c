@@ -379,6 +379,39 @@ static void free_names(const char **names, int k) {
   free(names);
 }
 
+/* The index of the Lua value at idx among p's values, -1 when it is none of them (compared as
+ * Lua compares them: nothing is allocated). */
+static int lua_value_index(lua_State *L, int idx, const tune_param *p) {
+  idx = lua_absindex(L, idx);
+  for (int j = 0; j < p->n_values; ++j) {
+    push_value(L, &p->values[j]);
+    int same = lua_rawequal(L, idx, -1);
+    lua_pop(L, 1);
+    if (same) return j;
+  }
+  return -1;
+}
+
+/* p->absent from entry `entry` (1-based) of the list-form params table at tidx: the index of
+ * its `absent` field among the values parsed already, -1 when it has none. */
+static int parse_absent(lua_State *L, tune_recipe *r, int tidx, int entry, tune_param *p, tune_err *err) {
+  int top = lua_gettop(L), rc = TUNE_OK;
+  lua_rawgeti(L, tidx, entry);
+  int t = lua_getfield(L, -1, "absent");
+  if (t == LUA_TNUMBER || t == LUA_TBOOLEAN || t == LUA_TSTRING) {
+    p->absent = lua_value_index(L, -1, p);
+    const char *q = t == LUA_TSTRING ? "'" : "";
+    if (p->absent < 0)
+      rc = tune_fail(err, TUNE_ERECIPE, "%s: param %s: absent = %s%s%s is not one of its values", r->file, p->name,
+                     q, luaL_tolstring(L, -1, NULL), q);
+  } else if (t != LUA_TNIL) {
+    rc = tune_fail(err, TUNE_ERECIPE, "%s: param %s: absent must be an integer, boolean or string (not a %s)",
+                   r->file, p->name, lua_typename(L, t));
+  }
+  lua_settop(L, top);
+  return rc;
+}
+
 static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   /* Accept an ordered list { {"NAME", {values}} } or a map NAME -> {values} (sorted by name). */
   int n = 0;
@@ -417,6 +450,7 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
   for (int i = 0; i < n; ++i) r->params[i].name = names[i];
   for (int i = 0; i < n; ++i) {
     tune_param *pp = &r->params[i];
+    pp->absent = -1;
     for (int j = 0; j < i; ++j)
       if (!strcmp(r->params[j].name, pp->name)) { free(names); return tune_fail(err, TUNE_ERECIPE, "%s: param %s given twice", r->file, pp->name); }
     if (is_list) { lua_rawgeti(L, tidx, i + 1); lua_rawgeti(L, -1, 2); lua_remove(L, -2); }
@@ -434,6 +468,8 @@ static int parse_params(lua_State *L, tune_recipe *r, int tidx, tune_err *err) {
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    /* the map form has no place for it: a param there has no absent value */
+    if (is_list && parse_absent(L, r, tidx, i + 1, pp, err)) { free(names); return err->code; }
   }
   free(names);
   return TUNE_OK;
@@ -1121,19 +1157,30 @@ static void value_text(const tune_value *v, char *buf, size_t n, int json) {
   else snprintf(buf, n, "%lld", v->i);
 }
 
-void tune_recipe_config_json(const tune_recipe *r, const int *vi, char *buf, size_t n) {
+/* The config's JSON, every parameter in recipe order; with skip_absent, a parameter at its absent
+ * value left out, as configs recorded before the parameter existed were written. */
+static void config_json(const tune_recipe *r, const int *vi, int skip_absent, char *buf, size_t n) {
   size_t len = (size_t)snprintf(buf, n, "{");
+  int first = 1;
   for (int i = 0; i < r->n_params && len < n; ++i) {
+    if (skip_absent && vi[i] == r->params[i].absent) continue;
     char v[256];
     value_text(&r->params[i].values[vi[i]], v, sizeof v, 1);
-    len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":%s", i ? "," : "", r->params[i].name, v);
+    len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":%s", first ? "" : ",", r->params[i].name, v);
+    first = 0;
   }
   if (len < n) snprintf(buf + len, n - len, "}");
 }
 
+void tune_recipe_config_json(const tune_recipe *r, const int *vi, char *buf, size_t n) {
+  config_json(r, vi, 0, buf, n);
+}
+
+/* The hash leaves absent-valued parameters out, so that a config at those values keeps the hash
+ * (the identity results are found by) it had before the parameters existed. */
 void tune_recipe_config_hash(const tune_recipe *r, const int *vi, char out[17]) {
   char buf[8192];
-  tune_recipe_config_json(r, vi, buf, sizeof buf);
+  config_json(r, vi, 1, buf, sizeof buf);
   tune_hash_hex(buf, strlen(buf), out);
 }
 
@@ -1146,6 +1193,11 @@ int tune_param_value_index(const tune_param *param, const json_t *v) {
       return j;
   }
   return -1;
+}
+
+int tune_param_index_in(const tune_param *param, const json_t *params_obj) {
+  const json_t *v = json_object_get(params_obj, param->name);
+  return v ? tune_param_value_index(param, v) : param->absent;
 }
 
 /* ---- evaluation -------------------------------------------------------------- */

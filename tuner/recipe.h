@@ -49,6 +49,10 @@ typedef struct tune_param {
   const char *name;
   int n_values;
   tune_value *values;
+  /* the index of the value that configs recorded before the param existed have ({ "NAME",
+     {values}, absent = v }: the template's default for the define), -1 when none: a config
+     at it is hashed without the param, as before it was added */
+  int absent;
 } tune_param;
 
 typedef struct tune_problem {
@@ -199,12 +203,19 @@ int tune_recipe_check(void *ctx, int constraint, const int *value_idx, int n_bou
  * string, or "function defined at FILE:LINE" for a function; "" if unknown. */
 void tune_recipe_constraint_text(tune_recipe *r, int i, char *buf, size_t n);
 
-/* Canonical text, JSON and hash of a config (value indexes per param). */
+/* Canonical text, JSON and hash of a config (value indexes per param). The JSON names every param;
+ * the hash leaves out a param at its absent value, so that the config keeps the hash (its identity
+ * in a database) it had before the param existed. */
 void tune_recipe_config_json(const tune_recipe *r, const int *value_idx, char *buf, size_t n);
 void tune_recipe_config_hash(const tune_recipe *r, const int *value_idx, char out[17]);
 /* The index of JSON value v among param's values (an integer, a boolean or a
  * string of the same kind and value), or -1 when it is none of them. */
 int tune_param_value_index(const tune_param *param, const json_t *v);
+/* The index of params_obj[param->name] among param's values; param->absent when the object has
+ * no such key (a config recorded before the param existed); -1 when the
+ * value is none of them, or the key is missing and the param has no absent value. Every
+ * conversion of a stored or proposed config's JSON back to value indexes goes through this. */
+int tune_param_index_in(const tune_param *param, const json_t *params_obj);
 
 int tune_recipe_eval_variant(tune_recipe *r, const int *value_idx, const tune_problem *p,
                              const tune_device_facts *d, tune_variant *out, tune_err *err);

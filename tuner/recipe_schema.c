@@ -39,7 +39,10 @@ struct node {
 
 static const node values_list = {.kind = N_LIST, .item = {"value", SCALAR, NULL}};
 static const field param_pos[] = {{"name", T_STR, NULL}, {"values", T_TAB, &values_list}, {NULL, 0, NULL}};
-static const node param_entry = {.kind = N_RECORD, .fields = (const field[]){{NULL, 0, NULL}}, .pos = param_pos};
+/* absent: the value configs recorded before the param existed have (its place among the values:
+   recipe.c parse_params) */
+static const field param_fields[] = {{"absent", SCALAR, NULL}, {NULL, 0, NULL}};
+static const node param_entry = {.kind = N_RECORD, .fields = param_fields, .pos = param_pos};
 static const node params = {.kind = N_LIST_OR_MAP, .item = {"param", T_TAB, &param_entry},
                             .map_item = {"values", T_TAB, &values_list}};
 

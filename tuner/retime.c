@@ -13,14 +13,14 @@
 
 #define RETIME_MAX 8
 
-/* The config's parameter indexes from its stored JSON; -1 when a value is not (any longer) one
- * of the recipe's. */
+/* The config's parameter indexes from its stored JSON (a param it lacks: its absent value); -1
+ * when a value is not (any longer) one of the recipe's. */
 static int config_indexes(const tune_recipe *r, const char *params_json, int *vi) {
   json_error_t je;
   json_t *obj = json_loads(params_json, 0, &je);
   int rc = obj ? 0 : -1;
   for (int i = 0; !rc && i < r->n_params; ++i) {
-    vi[i] = tune_param_value_index(&r->params[i], json_object_get(obj, r->params[i].name));
+    vi[i] = tune_param_index_in(&r->params[i], obj);
     if (vi[i] < 0) rc = -1;
   }
   json_decref(obj);

@@ -125,14 +125,26 @@ int tune_warm_next_problem(uint64_t **before, size_t *n_before, const search_spa
   return tune_warm_union_add(before, n_before, space);
 }
 
+/* 1 when every key of the object names a parameter of r. */
+static int keys_are_params(const tune_recipe *r, const json_t *obj) {
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)obj, k, v) {
+    int known = 0;
+    for (int i = 0; i < r->n_params && !known; i++) known = !strcmp(k, r->params[i].name);
+    if (!known) return 0;
+  }
+  return 1;
+}
+
 /* The point (of the recipe's full parameter product, maybe outside `space`) of a config given by
- * its parameters (a JSON object naming every parameter of r with one of its values); -1 when it
- * is not a config of r. */
+ * its parameters (a JSON object naming parameters of r with one of their values; a param it leaves
+ * out takes its absent value); -1 when it is not a config of r. */
 static int params_point(const tune_recipe *r, const search_space *space, const json_t *params, uint64_t *pt) {
-  if (!json_is_object(params) || (int)json_object_size(params) != r->n_params) return -1;
+  if (!json_is_object(params) || !keys_are_params(r, params)) return -1;
   int vi[SEARCH_MAX_PARAMS];
   for (int i = 0; i < r->n_params; i++) {
-    vi[i] = tune_param_value_index(&r->params[i], json_object_get(params, r->params[i].name));
+    vi[i] = tune_param_index_in(&r->params[i], params);
     if (vi[i] < 0) return -1;
   }
   *pt = search_point_encode(space, vi);

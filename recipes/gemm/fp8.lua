@@ -70,7 +70,7 @@ local function params(fast)
     { "STAGES",     { 3, 4, 5, 6 } },          -- ring of 128-wide K blocks
     { "FAST_ACCUM", { fast and 1 or 0 } },     -- 1: one wgmma accumulator over K (gemm.fp8_fast)
     -- 2: the next K block's wgmma run while one block is promoted (a second part accumulator)
-    { "PART_BUFFERS", fast and { 1 } or { 1, 2 } },
+    { "PART_BUFFERS", fast and { 1 } or { 1, 2 }, absent = 1 }, -- configs recorded before it are PART_BUFFERS 1
     { "PERSISTENT", { 0, 1 } },                -- one wave of blocks walking the tiles
     { "RASTER",     { 1, 8 } },                -- tile order: row-major or groups of 8 tile rows
   }
