@@ -6,14 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "protocol.h"
 #include "recipe.h"
 #include "tunert_cluster.h"
 
 #include "check.h"
+#include "recipe_fixture.h"
 
 static char dir[256];
 
@@ -228,27 +227,14 @@ static void test_fixture(const char *src) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/tune_cluster_test.XXXXXX");
-  if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
-  char p[512];
-  snprintf(p, sizeof p, "%s/recipes", dir);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/templates", dir);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/templates/k.cuh", dir);
-  FILE *f = fopen(p, "w");
-  if (!f) { perror(p); return 1; }
-  fputs("extern \"C\" __global__ void k(int *out) {}\n", f);
-  fclose(f);
+  if (fixture_project(dir, sizeof dir, "cluster_test")) return 1;
   test_forms();
   test_errors();
   test_protocol();
   const char *src = getenv("SRC");
   CHECK(src != NULL); /* ctest sets it: the fixture part must run */
   if (src) test_fixture(src);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+  fixture_remove(dir);
   printf("%d passed, %d failed\n", n_pass, n_fail);
   return n_fail != 0;
 }

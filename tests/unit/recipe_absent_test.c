@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "db.h"
 #include "problem_space.h"
@@ -17,6 +15,7 @@
 #include "warm_start.h"
 
 #include "check.h"
+#include "recipe_fixture.h"
 
 static char dir[256];
 
@@ -229,27 +228,14 @@ static void test_recorded_fp8(const char *src) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/tune_recipe_absent_test.XXXXXX");
-  if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
-  char p[512];
-  snprintf(p, sizeof p, "%s/recipes", dir);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/templates", dir);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/templates/k.cuh", dir);
-  FILE *f = fopen(p, "w");
-  if (!f) { perror(p); return 1; }
-  fputs("extern \"C\" __global__ void k(int *out) {}\nextern \"C\" __global__ void r(int *out) {}\n", f);
-  fclose(f);
+  if (fixture_project(dir, sizeof dir, "recipe_absent_test")) return 1;
   test_identity();
   test_index_in();
   test_errors();
   const char *src = getenv("SRC");
   CHECK(src != NULL); /* ctest sets it: the recorded database part must run */
   if (src) test_recorded_fp8(src);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+  fixture_remove(dir);
   printf("%d passed, %d failed\n", n_pass, n_fail);
   return n_fail != 0;
 }
