@@ -142,6 +142,21 @@ static int set_new(json_t *obj, const char *key, json_t *v) {
   return v ? json_object_set_new(obj, key, v) : -1;
 }
 
+/* A parameter name that obj and the strings of keys do not share, NULL when they name the same. */
+static const char *differing_key(json_t *obj, json_t *keys) {
+  const char *k;
+  json_t *v, *key;
+  size_t i;
+  json_object_foreach(obj, k, v) {
+    int found = 0;
+    json_array_foreach(keys, i, key) found |= !strcmp(k, json_string_value(key));
+    if (!found) return k;
+  }
+  json_array_foreach(keys, i, key)
+    if (!json_object_get(obj, json_string_value(key))) return json_string_value(key);
+  return NULL;
+}
+
 static int write_kernel_tuner(export_set *set, const db_device *dev, const char *recipe,
                               const char *problem_name, const char *dims_json, FILE *out,
                               tune_err *err) {
@@ -156,6 +171,18 @@ static int write_kernel_tuner(export_set *set, const db_device *dev, const char 
   json_object_foreach(set->rows[0].params, k, v) {
     if (json_array_append_new(keys, json_string(k))) goto nomem;
   }
+  for (size_t i = 0; i < set->n; i++) {
+    const char *odd = differing_key(set->rows[i].params, keys);
+    if (odd) {
+      /* a recording made before the recipe gained a parameter, merged with one made after: the
+         database does not say which value the older configs had (the recipe's `absent`) */
+      rc = tune_fail(err, TUNE_EINVAL,
+                     "db_export: the configs of %s do not all name parameter %s (recorded before and after the "
+                     "recipe gained it?); export each recording on its own",
+                     recipe, odd);
+      goto fail;
+    }
+  }
   vals = malloc(set->n * sizeof *vals);
   if (!vals) goto nomem;
   size_t ik;
@@ -165,11 +192,6 @@ static int write_kernel_tuner(export_set *set, const db_device *dev, const char 
     size_t nv = 0;
     for (size_t i = 0; i < set->n; i++) {
       json_t *x = json_object_get(set->rows[i].params, name);
-      if (!x) {
-        rc = tune_fail(err, TUNE_EINVAL, "db_export: a config of %s has no parameter %s", recipe,
-                       name);
-        goto fail;
-      }
       int seen = 0;
       for (size_t j = 0; j < nv && !seen; j++) seen = json_equal(vals[j], x);
       if (!seen) vals[nv++] = x;

@@ -28,6 +28,14 @@ VL="$SRC/data/recorded/attention.varlen.db"
 check "db export of a recording with peers exits 0 ($(head -c 200 vlx.txt))" test $? -eq 0
 n=$(python3 -c "import json; d=json.load(open('vl.json')); print(len(d['cache']))" 2>/dev/null)
 check "... and holds the recipe's configs only ($n)" test "$n" = "$(sql "$VL" "select count(distinct c.id) from results r join problems p on p.id=r.problem_id join configs c on c.id=r.config_id where p.name='b128t512hq32kv8d128c' and c.origin not like 'peer:%' and not (r.status='skipped' and r.error_text not like 'pruned: %' and r.error_text <> 'compile-only')")"
+# Recordings made before and after gemm.fp8 gained PART_BUFFERS, merged: the older configs lack the
+# key and the database cannot say their value; export refuses rather than drop the parameter
+"$TUNE" db merge mixed.db "$SRC/data/recorded/gemm.fp8.db" "$SRC/data/recorded/h200/gemm.fp8.db" --no-binaries >merge.txt 2>&1
+"$TUNE" db export --db mixed.db --format kernel_tuner --recipe gemm.fp8 --problem m1000n1040k1072_block -o mixed.json >mixx.txt 2>&1
+check "db export of configs with and without a parameter fails" test $? -ne 0
+check "... naming the parameter" contains mixx.txt "do not all name parameter PART_BUFFERS"
+"$TUNE" db export --db "$SRC/data/recorded/h200/gemm.fp8.db" --format kernel_tuner --recipe gemm.fp8 --problem m1000n1040k1072_block -o h200.json >h200x.txt 2>&1
+check "... while each recording exports on its own" test $? -eq 0
 # Configs the recipe rejects for a problem (applies) are not part of its space: not in the
 # benchmark's space, not in the export, and no budget is spent on them by tune run.
 PS="$SRC/data/recorded/attention.prefill_sm90.db"
