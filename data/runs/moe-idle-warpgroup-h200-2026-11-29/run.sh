@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # moe.grouped: a consumer warpgroup whose rows all lie past its expert's issues no wgmma. The Mixtral
 # T=8192 contiguous problems and the capacity-4096 masked ones searched whole and compared (both modes)
-cd "$(dirname "$0")/../../..
+cd "$(dirname "$0")/../../.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 B=build/dev/tune W=/tmp/w6; rm -rf $W; mkdir -p $W
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $OUT/gpu.txt
