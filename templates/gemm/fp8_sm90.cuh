@@ -28,14 +28,15 @@
 // turn, so that block kb + 1's batch is issued before block kb's is waited for and promoted: the
 // tensor cores keep working through the promotion, at the cost of a third set (3 * MT * BLOCK_N / 2
 // registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads the scales of block
-// kb + 1 while block kb is promoted, so their latency is not waited for either. FAST_ACCUM 1 (tensor and row only): one accumulator
+// kb + 1 while block kb is promoted, so their latency is not waited for either.
+// FAST_ACCUM 1 (tensor and row only): one accumulator
 // over all of K, one batch kept in flight, as cuBLAS's "fast accumulation" (torch._scaled_mm
 // use_fast_accum=True): MT * BLOCK_N / 2 registers, fewer waits, less precision at large K (the
 // recipe's tolerance is what says whether it is good enough).
 //
 // Tunables: BLOCK_M 64 | 128, BLOCK_N 32 | 64 | 128 | 160 | 192 | 256, CONSUMERS 1 | 2, STAGES 2..6,
-// FAST_ACCUM 0 | 1 [0], PART_BUFFERS 1 | 2 [1], PERSISTENT 0 | 1 [0] (a grid of at most one wave; block i takes tiles i,
-// i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh).
+// FAST_ACCUM 0 | 1 [0], PART_BUFFERS 1 | 2 [1], PERSISTENT 0 | 1 [0] (a grid of at most one wave;
+// block i takes tiles i, i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh).
 // Tails: any M >= 1; N % 16 == 0, K % 16 == 0 (16-byte rows for TMA), K >= 128. The maps' boxes are
 // {128, min(BLOCK_M, M)} (a) and {128, min(BLOCK_N, N)} (b): TMA zero-fills what lies past M, N or K
 // in a box and the transaction counts the box whole; with M < BLOCK_M (N < BLOCK_N) the rows of the
@@ -230,7 +231,6 @@ __device__ __forceinline__ BlockScales load_block_scales(const float *__restrict
 // never across a 128-column block) lies in block n0 / 128 while 8 j < 128 - n0 % 128; a tile of a
 // width that divides 128 never crosses a block (n0 is a multiple of its width), so all of it takes
 // b0. The products sa * sb are formed once per row and block, not per chunk.
-
 __device__ __forceinline__ void promote(float (&acc)[kMT][kAcc], const float (&part)[kMT][kAcc], const BlockScales &s,
                                         int n0) {
   const int split = 128 - n0 % 128;
