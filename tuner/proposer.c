@@ -322,7 +322,10 @@ static char *build_request(tune_llm *l, int budget) {
   for (int i = 0; i < r->n_params; ++i) {
     json_t *vals = json_array();
     for (int k = 0; k < r->params[i].n_values; ++k) json_array_append_new(vals, value_json(&r->params[i].values[k]));
-    json_array_append_new(params, json_pack("{s:s,s:o}", "name", r->params[i].name, "values", vals));
+    json_t *pj = json_pack("{s:s,s:o}", "name", r->params[i].name, "values", vals);
+    /* configs of earlier results may leave such a param out (recorded before it): its value then */
+    if (pj && r->params[i].absent >= 0) json_object_set_new(pj, "absent", value_json(&r->params[i].values[r->params[i].absent]));
+    json_array_append_new(params, pj);
   }
   for (int i = 0; i < r->n_constraints; ++i) {
     char t[2048];

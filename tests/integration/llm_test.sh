@@ -41,6 +41,17 @@ assert r["device"]["name"].startswith("NVIDIA") and r["device"]["sm_count"]>0
 assert "N" in r["problem"]["dims"]
 '
 check "the request holds no tensor data" lacks logs/request-1.json '"src"'
+check "a recipe parameter without an absent value has no absent field" lacks logs/request-1.json '"absent"'
+# a parameter with an absent value (docs/recipes.md): the request names that value
+mkdir logs_fp8
+"$TUNE" run "$SRC/recipes/gemm/fp8.lua" --device "replay:$SRC/data/recorded/h200/gemm.fp8.db" --db fp8.db \
+  --problem m4096n4096k7168_block --strategy llm --proposer "$SCRIPTED --seed 3 --log-dir $PWD/logs_fp8" \
+  --budget 4 --seed 1 >fp8.txt 2>&1
+check "llm run on gemm.fp8 exits 0" test $? -eq 0
+check "the request gives PART_BUFFERS its absent value" python3 -c '
+import json; r=json.load(open("logs_fp8/request-1.json"))
+p={q["name"]: q for q in r["recipe"]["params"]}
+assert p["PART_BUFFERS"].get("absent")==1 and "absent" not in p["BLOCK_M"], p'
 check "the proposer's environment is cleared" python3 -c '
 import json; e=json.load(open("logs/env-1.json"))
 assert "TUNE_TEST_SECRET" not in e and e.get("TUNE_TEST_PASSED")=="visible" and "PATH" in e, sorted(e)'
