@@ -53,17 +53,6 @@ static int load_set(bstate *s, const char *path, tune_recipes **out, tune_err *e
   return TUNE_OK;
 }
 
-/* ---- config values ------------------------------------------------------------------------- */
-
-/* A stored config's value indexes; a param it lacks takes its absent value (recorded before it). */
-static int params_to_vi(const tune_recipe *r, json_t *params, int *vi) {
-  for (int i = 0; i < r->n_params; ++i) {
-    vi[i] = tune_param_index_in(&r->params[i], params);
-    if (vi[i] < 0) return -1;
-  }
-  return 0;
-}
-
 static int name_matches(const char *recipe, const char *want) {
   size_t n = strlen(want);
   return !strcmp(recipe, want) || (!strncmp(recipe, want, n) && recipe[n] == '.');
@@ -307,7 +296,7 @@ int bundle_evaluate(bstate *s, tune_err *err) {
     bentry *be = &s->ent[i];
     tune_recipe *r = s->fam[be->family].r;
     int vi[64];
-    if (r->n_params > 64 || params_to_vi(r, be->best->params, vi)) {
+    if (r->n_params > 64 || tune_recipe_config_indexes(r, be->best->params, vi)) {
       char *pj = json_dumps(be->best->params, JSON_COMPACT);
       tune_fail(err, TUNE_EINVAL, "%s / %s: config %s is not in the recipe's space any more", r->name, be->p->name, pj ? pj : "?");
       free(pj);

@@ -1200,6 +1200,12 @@ int tune_param_index_in(const tune_param *param, const json_t *params_obj) {
   return v ? tune_param_value_index(param, v) : param->absent;
 }
 
+int tune_recipe_config_indexes(const tune_recipe *r, const json_t *params, int *vi) {
+  for (int i = 0; i < r->n_params; ++i)
+    if ((vi[i] = tune_param_index_in(&r->params[i], params)) < 0) return -1;
+  return 0;
+}
+
 /* ---- evaluation -------------------------------------------------------------- */
 
 /* 1 for an arch name "sm_XY..." below sm_90 (clusters need Hopper); 0 for newer or unknown. */

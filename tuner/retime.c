@@ -18,11 +18,7 @@
 static int config_indexes(const tune_recipe *r, const char *params_json, int *vi) {
   json_error_t je;
   json_t *obj = json_loads(params_json, 0, &je);
-  int rc = obj ? 0 : -1;
-  for (int i = 0; !rc && i < r->n_params; ++i) {
-    vi[i] = tune_param_index_in(&r->params[i], obj);
-    if (vi[i] < 0) rc = -1;
-  }
+  int rc = obj ? tune_recipe_config_indexes(r, obj, vi) : -1;
   json_decref(obj);
   return rc;
 }

@@ -143,10 +143,7 @@ static int keys_are_params(const tune_recipe *r, const json_t *obj) {
 static int params_point(const tune_recipe *r, const search_space *space, const json_t *params, uint64_t *pt) {
   if (!json_is_object(params) || !keys_are_params(r, params)) return -1;
   int vi[SEARCH_MAX_PARAMS];
-  for (int i = 0; i < r->n_params; i++) {
-    vi[i] = tune_param_index_in(&r->params[i], params);
-    if (vi[i] < 0) return -1;
-  }
+  if (tune_recipe_config_indexes(r, params, vi)) return -1;
   *pt = search_point_encode(space, vi);
   return 0;
 }
