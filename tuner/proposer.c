@@ -396,9 +396,7 @@ static int values_to_point(tune_llm *l, json_t *values, int *vi, uint64_t *point
   const char *k;
   json_t *v;
   json_object_foreach(values, k, v) {
-    int p = -1;
-    for (int i = 0; i < r->n_params; ++i) if (!strcmp(r->params[i].name, k)) p = i;
-    if (p < 0) { snprintf(why, why_n, "unknown parameter '%.60s'", k); return -1; }
+    if (tune_recipe_param_index(r, k) < 0) { snprintf(why, why_n, "unknown parameter '%.60s'", k); return -1; }
   }
   for (int i = 0; i < r->n_params; ++i) {
     const tune_param *pa = &r->params[i];

@@ -833,9 +833,7 @@ static int parse_fallback(lua_State *L, tune_recipe *r, int t, tune_err *err) {
   lua_pushnil(L);
   while (!rc && lua_next(L, ft)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    int found = 0;
-    for (int i = 0; k && i < r->n_params; ++i) found |= !strcmp(r->params[i].name, k);
-    if (!found) {
+    if (tune_recipe_param_index(r, k) < 0) {
       char names[512] = "";
       for (int i = 0; i < r->n_params; ++i) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", r->params[i].name);
       rc = tune_fail(err, TUNE_ERECIPE, "%s: recipe '%s': fallback: unknown param '%s' (params: %s)", r->file, r->name,
@@ -1198,6 +1196,12 @@ int tune_param_value_index(const tune_param *param, const json_t *v) {
 int tune_param_index_in(const tune_param *param, const json_t *params_obj) {
   const json_t *v = json_object_get(params_obj, param->name);
   return v ? tune_param_value_index(param, v) : param->absent;
+}
+
+int tune_recipe_param_index(const tune_recipe *r, const char *name) {
+  for (int i = 0; name && i < r->n_params; ++i)
+    if (!strcmp(r->params[i].name, name)) return i;
+  return -1;
 }
 
 int tune_recipe_config_indexes(const tune_recipe *r, const json_t *params, int *vi) {

@@ -216,6 +216,8 @@ int tune_param_value_index(const tune_param *param, const json_t *v);
  * value is none of them, or the key is missing and the param has no absent value. Every
  * conversion of a stored or proposed config's JSON back to value indexes goes through this. */
 int tune_param_index_in(const tune_param *param, const json_t *params_obj);
+/* The index of the param called name, -1 when r has none (or name is NULL). */
+int tune_recipe_param_index(const tune_recipe *r, const char *name);
 /* vi[0 .. n_params) of a config given by its params object (tune_param_index_in for each); 0, or
  * -1 when a param has no index. Keys that name no param are not looked at. */
 int tune_recipe_config_indexes(const tune_recipe *r, const json_t *params, int *vi);

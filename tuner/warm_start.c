@@ -130,9 +130,7 @@ static int keys_are_params(const tune_recipe *r, const json_t *obj) {
   const char *k;
   const json_t *v;
   json_object_foreach((json_t *)obj, k, v) {
-    int known = 0;
-    for (int i = 0; i < r->n_params && !known; i++) known = !strcmp(k, r->params[i].name);
-    if (!known) return 0;
+    if (tune_recipe_param_index(r, k) < 0) return 0;
   }
   return 1;
 }
