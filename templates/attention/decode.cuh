@@ -83,6 +83,9 @@
 //                                      numerics); VEC_BYTES and the row groups aside, the knobs above
 //                                      keep their meaning. Needs GQA_PACK 1, VEC_BYTES 16 and
 //                                      BLOCK_N / WARPS a multiple of 16.
+//   KV_TMA     0 | 1 (default 0)        1 (MMA 1, bf16 cache, KV_RING k >= 2): one more warp fills the
+//                                      k-deep ring with bulk tensor copies through the maps k_map and
+//                                      v_map, two more kernel arguments (attention/decode_tma.cuh).
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):
@@ -150,6 +153,12 @@
 #ifndef KV_SCALE_PAGE
 #define KV_SCALE_PAGE 0
 #endif
+#ifndef KV_TMA
+#define KV_TMA 0
+#endif
+#if KV_TMA
+#include "common/tma.cuh"
+#endif
 
 typedef __nv_bfloat16 bf16;
 #if KV_FP8
@@ -167,7 +176,7 @@ constexpr int kVecElems = VEC_BYTES / kKvBytes;      // K/V elements per load
 constexpr int kWords = VEC_BYTES / 4;                // 32-bit words per K/V load
 constexpr int kLanesPerRow = HEAD_DIM / kVecElems;   // lanes reading one KV row
 constexpr int kRowsPerWarp = 32 / kLanesPerRow;      // row groups per warp
-constexpr int kThreads = WARPS * 32;
+constexpr int kThreads = WARPS * 32;                 // threads that compute (KV_TMA: plus one producer warp)
 constexpr int kGroups = WARPS * kRowsPerWarp;        // row groups per block
 constexpr int kRows = BLOCK_N / kGroups;             // rows per group per tile
 constexpr int kHeads = GQA_PACK ? GQA_RATIO : 1;     // query heads per block
@@ -200,6 +209,8 @@ static_assert(KV_RING == 0 || (KV_RING >= 2 && KV_RING <= 8), "KV_RING must be 0
 static_assert(KV_RING == 0 || (VEC_BYTES == 16 && STAGES == 1),
               "KV_RING needs 16-byte loads (cp.async.cg) and STAGES 1 (the ring replaces the register buffer)");
 static_assert(BLOCK_ORDER == 0 || BLOCK_ORDER == 1, "BLOCK_ORDER must be 0 or 1");
+static_assert(KV_TMA == 0 || (KV_TMA == 1 && MMA == 1 && !KV_FP8 && KV_RING >= 2),
+              "KV_TMA must be 0, or 1 with MMA 1, a bf16 cache and KV_RING >= 2");
 static_assert(COMBINE_WARPS >= 1 && COMBINE_WARPS <= 32, "COMBINE_WARPS must be 1..32");
 static_assert(kSmemBytes <= 48 * 1024, "epilogue shared memory over the 48 KiB static limit");
 static_assert(kKvRegs <= 128, "K/V register tiles over 128 registers per thread: smaller BLOCK_N or more WARPS");
@@ -356,6 +367,11 @@ __device__ __forceinline__ void load_q_slice(const bf16 *p, float qs, float (&f)
 #else
 #define DECODE_SCALE_ARGS
 #define DECODE_SCALE_VALS
+#endif
+#if KV_TMA
+#define DECODE_TMA_ARGS , const __grid_constant__ tune::tensormap k_map, const __grid_constant__ tune::tensormap v_map
+#else
+#define DECODE_TMA_ARGS
 #endif
 
 // Block -> (b, KV head, first query head, split, rows of this sequence's length). d_off: this
@@ -820,12 +836,19 @@ __device__ __forceinline__ void combine_stage(bf16 *__restrict__ o, const float 
 #if MMA
 #include "attention/decode_mma.cuh"
 #endif
+#if KV_TMA
+#include "attention/decode_tma.cuh"
+#endif
 
-extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split(DECODE_PARAMS) {
+extern "C" __global__ void __launch_bounds__(decode::kThreads + 32 * KV_TMA) attn_decode_split(DECODE_PARAMS DECODE_TMA_ARGS) {
   using namespace decode;
   __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
-#if MMA
+#if KV_TMA
+  tma::split(q, k_cache, v_cache, block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size, q_stride_b,
+             q_stride_h, o_stride_b, o_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, k_map, v_map,
+             s_acc, s_m, s_l);
+#elif MMA
   mma::split(q, k_cache, v_cache, DECODE_SCALE_VALS block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size,
              q_stride_b, q_stride_h, o_stride_b, o_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2,
              s_acc, s_m, s_l);
@@ -850,6 +873,6 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads) attn_decode_split
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) attn_decode_combine(DECODE_PARAMS) {
+extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) attn_decode_combine(DECODE_PARAMS DECODE_TMA_ARGS) {
   if constexpr (SPLITS > 1) decode::combine_stage(o, partial, B, HQ, o_stride_b, o_stride_h);
 }

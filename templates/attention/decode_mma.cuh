@@ -242,34 +242,39 @@ __device__ __forceinline__ float column_scale(float row_scale, int e) {
   return __shfl_sync(0xffffffffu, row_scale, 4 * (2 * (threadIdx.x % 4) + e));
 }
 
-// Head g's scores of the tile in log2 units, [step][half][column e: key 16 s + 8 r + 2 t + e]; -inf
-// for keys at or past `valid` (the warp's keys left in the split).
-__device__ __forceinline__ void score_stage(const split_ctx &c, const q_frags &qf, const tile_regs &x, int valid,
-                                            float (&sc)[kSteps][2][2]) {
+// Head g's scores of step s of the tile in log2 units, [half][column e: key 16 s + 8 r + 2 t + e];
+// -inf for keys at or past `valid` (the warp's keys left in the split). Reads only step s of x.
+__device__ __forceinline__ void score_step(const split_ctx &c, const q_frags &qf, const tile_regs &x, int s, int valid,
+                                           float (&sc)[2][2]) {
   const int t = c.lane % 4;
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s)
+  for (int r = 0; r < 2; ++r) {
+    float d[2] = {0.f, 0.f};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float d[2] = {0.f, 0.f};
+    for (int h = 0; h < kDChunks; ++h)
 #pragma unroll
-      for (int h = 0; h < kDChunks; ++h)
-#pragma unroll
-        for (int j = 0; j < kKSteps; ++j) {
-          unsigned b0, b1;
-          k_pairs(x.k[s][r][h], j, b0, b1);
-          mma_rows8(d, qf.a0[h][j], qf.a2[h][j], b0, b1);
-        }
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-#if KV_SCALE_PAGE
-        const float qk_scale = c.q_scale * column_scale(x.ks[s][r], e);
-#else
-        const float qk_scale = c.q_scale;
-#endif
-        sc[s][r][e] = 16 * s + 8 * r + 2 * t + e < valid ? d[e] * qk_scale : neg_inf();
+      for (int j = 0; j < kKSteps; ++j) {
+        unsigned b0, b1;
+        k_pairs(x.k[s][r][h], j, b0, b1);
+        mma_rows8(d, qf.a0[h][j], qf.a2[h][j], b0, b1);
       }
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+#if KV_SCALE_PAGE
+      const float qk_scale = c.q_scale * column_scale(x.ks[s][r], e);
+#else
+      const float qk_scale = c.q_scale;
+#endif
+      sc[r][e] = 16 * s + 8 * r + 2 * t + e < valid ? d[e] * qk_scale : neg_inf();
     }
+  }
+}
+
+// The tile's scores, [step][half][column]: score_step of every step.
+__device__ __forceinline__ void score_stage(const split_ctx &c, const q_frags &qf, const tile_regs &x, int valid,
+                                            float (&sc)[kSteps][2][2]) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) score_step(c, qf, x, s, valid, sc[s]);
 }
 
 // Online-softmax step of head g over the tile's scores (turned into weights 2^(s - m) in place).
@@ -303,50 +308,55 @@ __device__ __forceinline__ void softmax_stage(float (&sc)[kSteps][2][2], softmax
   }
 }
 
-// acc += P V over the tile (KV_SCALE_PAGE: each key's weight times its V scale / v_ref).
+// acc += P V over step s of the tile, p its weights [half][column] (KV_SCALE_PAGE: each key's
+// weight times its V scale / v_ref). Reads only step s of x.
+__device__ __forceinline__ void pv_step(const split_ctx &c, const float (&p)[2][2], const tile_regs &x, int s,
+                                        softmax_lane &st) {
+  float w[2][2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+#if KV_SCALE_PAGE
+      w[r][e] = p[r][e] * (column_scale(x.vs[s][r], e) * c.v_ref_inv);
+#else
+      w[r][e] = p[r][e];
+#endif
+    }
+#if KV_FP8
+  const unsigned a0 = tune::pack_f16x2(w[0][0], w[0][1]);
+  const unsigned a2 = tune::pack_f16x2(w[1][0], w[1][1]);
+#pragma unroll
+  for (int h = 0; h < kDChunks; ++h)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      unsigned lo0, hi0, lo1, hi1;  // pairs 2 w and 2 w + 1 of keys g (half 0) and 8 + g (half 1)
+      dequant(x.v[s][0][h].w[w], lo0, hi0);
+      dequant(x.v[s][1][h].w[w], lo1, hi1);
+      tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w], a0, a2, tune::movmatrix_trans(lo0), tune::movmatrix_trans(lo1));
+      tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w + 1], a0, a2, tune::movmatrix_trans(hi0),
+                                tune::movmatrix_trans(hi1));
+    }
+#else
+  unsigned a0[2], a2[2];  // P's bf16 terms [hi, lo] of half 0 and of half 1
+  tune::split_bf16x2(w[0][0], w[0][1], a0[0], a0[1]);
+  tune::split_bf16x2(w[1][0], w[1][1], a2[0], a2[1]);
+#pragma unroll
+  for (int h = 0; h < kDChunks; ++h)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {  // pair w of keys g (half 0) and 8 + g (half 1): output tile h * 4 + w
+      const unsigned b0 = tune::movmatrix_trans(x.v[s][0][h].w[w]), b1 = tune::movmatrix_trans(x.v[s][1][h].w[w]);
+      tune::mma_bf16_16816_rows8(st.acc[h * kOutPerChunk + w], a0[0], a2[0], b0, b1);
+      tune::mma_bf16_16816_rows8(st.acc[h * kOutPerChunk + w], a0[1], a2[1], b0, b1);
+    }
+#endif
+}
+
+// acc += P V over the tile: pv_step of every step.
 __device__ __forceinline__ void pv_stage(const split_ctx &c, const float (&p)[kSteps][2][2], const tile_regs &x,
                                          softmax_lane &st) {
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    float w[2][2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-#if KV_SCALE_PAGE
-        w[r][e] = p[s][r][e] * (column_scale(x.vs[s][r], e) * c.v_ref_inv);
-#else
-        w[r][e] = p[s][r][e];
-#endif
-      }
-#if KV_FP8
-    const unsigned a0 = tune::pack_f16x2(w[0][0], w[0][1]);
-    const unsigned a2 = tune::pack_f16x2(w[1][0], w[1][1]);
-#pragma unroll
-    for (int h = 0; h < kDChunks; ++h)
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        unsigned lo0, hi0, lo1, hi1;  // pairs 2 w and 2 w + 1 of keys g (half 0) and 8 + g (half 1)
-        dequant(x.v[s][0][h].w[w], lo0, hi0);
-        dequant(x.v[s][1][h].w[w], lo1, hi1);
-        tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w], a0, a2, tune::movmatrix_trans(lo0), tune::movmatrix_trans(lo1));
-        tune::mma_f16_16816_rows8(st.acc[h * 8 + 2 * w + 1], a0, a2, tune::movmatrix_trans(hi0),
-                                  tune::movmatrix_trans(hi1));
-      }
-#else
-    unsigned a0[2], a2[2];  // P's bf16 terms [hi, lo] of half 0 and of half 1
-    tune::split_bf16x2(w[0][0], w[0][1], a0[0], a0[1]);
-    tune::split_bf16x2(w[1][0], w[1][1], a2[0], a2[1]);
-#pragma unroll
-    for (int h = 0; h < kDChunks; ++h)
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {  // pair w of keys g (half 0) and 8 + g (half 1): output tile h * 4 + w
-        const unsigned b0 = tune::movmatrix_trans(x.v[s][0][h].w[w]), b1 = tune::movmatrix_trans(x.v[s][1][h].w[w]);
-        tune::mma_bf16_16816_rows8(st.acc[h * kOutPerChunk + w], a0[0], a2[0], b0, b1);
-        tune::mma_bf16_16816_rows8(st.acc[h * kOutPerChunk + w], a0[1], a2[1], b0, b1);
-      }
-#endif
-  }
+  for (int s = 0; s < kSteps; ++s) pv_step(c, p[s], x, s, st);
 }
 
 __device__ __forceinline__ void compute_stage(const split_ctx &c, const q_frags &qf, const tile_regs &x, int valid,

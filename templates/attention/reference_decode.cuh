@@ -14,6 +14,7 @@
 // v_cache, as decode.cuh's KV_FP8: k = e4m3 value * k_scale[hkv], decoded exactly (common/fp8.cuh),
 // the scales applied to every element before any other arithmetic (decode.cuh folds them).
 // KV_SCALE_PAGE (default 0): the scales are [num_pages, HKV], row j's at its page * HKV + hkv.
+// KV_TMA (default 0): 1 adds decode.cuh's two tensor-map parameters at the end (not read).
 #include <cuda_bf16.h>
 
 #if !defined(HEAD_DIM)
@@ -40,6 +41,14 @@ static __device__ float ref_kv_value(const ref_kv_t *cache, long long i, float) 
   return __bfloat162float(cache[i]);
 }
 #define REF_SCALE_ARGS
+#endif
+
+// KV_TMA 1 (attention.decode_tma): the variants' two tensor maps, taken and not read.
+#if defined(KV_TMA) && KV_TMA
+#include "common/tma.cuh"
+#define REF_TMA_ARGS , const __grid_constant__ tune::tensormap, const __grid_constant__ tune::tensormap
+#else
+#define REF_TMA_ARGS
 #endif
 
 struct ref_kv {
@@ -79,7 +88,7 @@ extern "C" __global__ void attn_decode_reference(const __nv_bfloat16 *q, const r
                                                  int HKV, int max_pages, int page_size, long long q_stride_b,
                                                  long long q_stride_h, long long o_stride_b, long long o_stride_h,
                                                  long long kv_stride_page, long long kv_stride_row,
-                                                 long long kv_stride_h, float scale_log2) {
+                                                 long long kv_stride_h, float scale_log2 REF_TMA_ARGS) {
   __shared__ float qs[HEAD_DIM];
   __shared__ float sc[HEAD_DIM];
   const int hq = blockIdx.x, b = blockIdx.y, d = threadIdx.x;

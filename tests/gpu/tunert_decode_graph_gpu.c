@@ -1,11 +1,14 @@
 /* tunert_decode_graph_gpu: the paged-decode serving contract through libtunert under a CUDA graph
  * (tests/gpu/decode_graph_gpu_test.sh).
  *
- *   tunert_decode_graph_gpu BUNDLE
+ *   tunert_decode_graph_gpu BUNDLE [FAMILY [LAYOUT]]
  *
- * For the bundle's first attention.decode problem (B, HQ, HKV, D, page_size, max_pages): q as a view
- * of a fused [B, HQ + 2 * HKV, D] QKV projection, o as [HQ, B, D] and the caches in the HND layout
- * [pages, HKV, page_size, D], all passed by their strides. One eager launch loads the module, then
+ * For the bundle's first problem of FAMILY (default attention.decode; attention.decode_tma takes the
+ * same arguments and two tensor maps, passed as TUNERT_ARG_AUTO) (B, HQ, HKV, D, page_size,
+ * max_pages): q as a view of a fused [B, HQ + 2 * HKV, D] QKV projection, o as [HQ, B, D] and the
+ * caches in LAYOUT, all passed by their strides: `hnd` (default) [pages, HKV, page_size, D]; `nhd`
+ * [pages, page_size, HKV, D] packed, B * max_pages pages; `nhd_pool2` the same in a pool of twice as
+ * many pages, the block table a random half of them (an engine's pool: pages past the batch's). One eager launch loads the module, then
  * one launch sequence is captured (CU_STREAM_CAPTURE_MODE_GLOBAL) and the graph replayed for 4
  * steps, each with other seq_lens written to device memory before the replay (lengths 0, 1, a page
  * boundary +- 1, the maximum, random ones); every output of every step is checked against an fp64
@@ -63,7 +66,7 @@ static float normal(void) {
 }
 
 typedef struct dec {
-  int B, HQ, HKV, D, ps, mp, pages;
+  int B, HQ, HKV, D, ps, mp, pages;             /* pages: in the cache (the pool) */
   int64_t qsb, qsh, osb, osh, ksp, ksr, ksh;  /* strides [elements] */
   uint16_t *q, *k, *v;                          /* host copies (bf16) */
   int32_t *bt;
@@ -94,7 +97,7 @@ static void reference(const dec *p, const int32_t *lens, int b, int hq, double *
 static int64_t dim(const tunert_family_info *fi, const int64_t *dims, const char *name) {
   for (int i = 0; i < fi->n_dims; ++i)
     if (!strcmp(fi->dims[i], name)) return dims[i];
-  fprintf(stderr, "no dim %s in attention.decode\n", name);
+  fprintf(stderr, "no dim %s in the family\n", name);
   exit(1);
 }
 
@@ -105,7 +108,9 @@ static CUdeviceptr upload(const void *h, size_t bytes) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) { fprintf(stderr, "usage: tunert_decode_graph_gpu BUNDLE\n"); return 1; }
+  if (argc < 2 || argc > 4) { fprintf(stderr, "usage: tunert_decode_graph_gpu BUNDLE [FAMILY [hnd|nhd|nhd_pool2]]\n"); return 1; }
+  const char *family = argc > 2 ? argv[2] : "attention.decode", *layout = argc > 3 ? argv[3] : "hnd";
+  if (strcmp(layout, "hnd") && strcmp(layout, "nhd") && strcmp(layout, "nhd_pool2")) { fprintf(stderr, "unknown layout %s\n", layout); return 1; }
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) { printf("skipped: no NVIDIA driver\n"); return 77; }
 #define RESOLVE(f) if (!(cu.f = (__typeof__(cu.f))dlsym(h, STR(f)))) { printf("skipped: libcuda lacks %s\n", STR(f)); return 77; }
@@ -121,21 +126,23 @@ int main(int argc, char **argv) {
   tunert_family_info fi = {.struct_size = sizeof fi};
   const char *pname;
   const int64_t *pd;
-  if (tunert_family_info_get(ctx, "attention.decode", &fi, &e) || tunert_family_problem(ctx, "attention.decode", 0, &pname, &pd, &e)) {
+  if (tunert_family_info_get(ctx, family, &fi, &e) || tunert_family_problem(ctx, family, 0, &pname, &pd, &e)) {
     fprintf(stderr, "%s\n", e.msg);
     return 1;
   }
   dec p = {.B = (int)dim(&fi, pd, "B"), .HQ = (int)dim(&fi, pd, "HQ"), .HKV = (int)dim(&fi, pd, "HKV"), .D = (int)dim(&fi, pd, "D"),
            .ps = (int)dim(&fi, pd, "page_size"), .mp = (int)dim(&fi, pd, "max_pages")};
-  p.pages = p.B * p.mp;
+  const int entries = p.B * p.mp;                                    /* block-table entries */
+  p.pages = strcmp(layout, "nhd_pool2") ? entries : 2 * entries;
   p.qsb = (int64_t)(p.HQ + 2 * p.HKV) * p.D, p.qsh = p.D;          /* fused QKV rows */
   p.osb = p.D, p.osh = (int64_t)p.B * p.D;                           /* o as [HQ, B, D] */
-  p.ksp = (int64_t)p.HKV * p.ps * p.D, p.ksr = p.D, p.ksh = (int64_t)p.ps * p.D; /* HND pages */
+  if (!strcmp(layout, "hnd")) p.ksp = (int64_t)p.HKV * p.ps * p.D, p.ksr = p.D, p.ksh = (int64_t)p.ps * p.D;
+  else p.ksp = (int64_t)p.ps * p.HKV * p.D, p.ksr = (int64_t)p.HKV * p.D, p.ksh = p.D;
   const tunert_selection *sel;
-  if (tunert_select(ctx, "attention.decode", pd, fi.n_dims, &sel, &e)) { fprintf(stderr, "tunert_select: %s\n", e.msg); return 1; }
+  if (tunert_select(ctx, family, pd, fi.n_dims, &sel, &e)) { fprintf(stderr, "tunert_select: %s\n", e.msg); return 1; }
   tunert_selection_info si = {.struct_size = sizeof si};
   tunert_selection_info_get(sel, &si);
-  printf("problem %s, variant %s\n", pname, si.variant);
+  printf("%s problem %s, variant %s, %s caches of %d pages\n", family, pname, si.variant, layout, p.pages);
 
   size_t nq = (size_t)p.B * p.qsb, nkv = (size_t)p.pages * p.ksp, no = (size_t)p.B * p.HQ * p.D;
   p.q = malloc(nq * 2), p.k = malloc(nkv * 2), p.v = malloc(nkv * 2), p.bt = malloc(sizeof(int32_t) * p.pages);
@@ -152,7 +159,7 @@ int main(int argc, char **argv) {
     p.bt[i] = p.bt[j], p.bt[j] = x;
   }
   CUdeviceptr dq = upload(p.q, nq * 2), dk = upload(p.k, nkv * 2), dv = upload(p.v, nkv * 2);
-  CUdeviceptr dbt = upload(p.bt, sizeof(int32_t) * p.pages), dlens = upload(NULL, sizeof(int32_t) * p.B);
+  CUdeviceptr dbt = upload(p.bt, sizeof(int32_t) * entries), dlens = upload(NULL, sizeof(int32_t) * p.B);
   CUdeviceptr dout = upload(NULL, no * 2), dpart = 0;
 
   tunert_arg args[32];

@@ -19,7 +19,9 @@ sys.path.insert(0, sys.argv[2])
 import worker_inputs
 c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 dims, ns, seed = c.execute("""select p.dims_json, r.median_ns, r.seed from results r join problems p on p.id = r.problem_id
-    where p.name = 'b8hq32hkv8d128p32x1024' and r.status = 'ok' order by r.median_ns limit 1""").fetchone()
+    join configs g on g.id = r.config_id
+    where p.name = 'b8hq32hkv8d128p32x1024' and r.status = 'ok' and g.origin not like 'peer:%'
+    order by r.median_ns limit 1""").fetchone()
 d = json.loads(dims)
 full = d["max_pages"] * d["page_size"]
 lens = worker_inputs.randint(seed, 4, d["B"], 1, full)
@@ -30,13 +32,16 @@ PY
 )
 check "B8 L32768 matches a direct computation ($want)" grep -qF "| b8hq32hkv8d128p32x1024 | " out.txt
 check "B8 L32768 row: $want" grep -qF "| $want |" out.txt
+# the recording holds its comparison's peer results too (faster than tune's there): never a best
+n_peer=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from results r join configs g on g.id = r.config_id where g.origin like 'peer:%' and r.status = 'ok'\").fetchone()[0])" "$rec")
+check "the recording has peer results ($n_peer)" test "$n_peer" -gt 0
 
 # a database with no decode result: said, exit 1
 python3 - <<'PY'
 import sqlite3
 c = sqlite3.connect("empty.db")
 c.executescript("create table peaks(kind, value); create table problems(id, recipe_name, name, dims_json);"
-                "create table results(problem_id, status, median_ns, seed);")
+                "create table configs(id, origin); create table results(problem_id, config_id, status, median_ns, seed);")
 PY
 python3 "$tool" empty.db > none.txt 2>&1
 check "no decode result: exit 1" test $? -eq 1

@@ -9,7 +9,7 @@ far from the expected one, and the metric's GB/s is then off by as much. This re
 (tools/peers: worker_inputs, bit for bit with the C code) from the seed stored with each result and
 counts K and V of the drawn lengths plus q and o, as the peers' SDPA reads them.
 
-attention.decode (bf16 cache, 2 bytes per element) and attention.decode_fp8 (e4m3, 1 byte; the
+attention.decode and attention.decode_tma (bf16 cache, 2 bytes per element) and attention.decode_fp8 (e4m3, 1 byte; the
 scales are not counted) are understood; other recipes in the file are skipped.
 """
 import json
@@ -24,14 +24,18 @@ import peer_server  # noqa: E402
 # recipe -> (bytes per K/V element, the worker's lengths for (dims, seed), the metric's mean length)
 RECIPES = {
     "attention.decode": (2, peer_server.decode_lengths, peer_server.decode_mean_len),
+    "attention.decode_tma": (2, peer_server.decode_lengths, peer_server.decode_mean_len),
     "attention.decode_fp8": (1, peer_family_kvfp8.lengths,
                              lambda d: (d["min_len"] + d["max_pages"] * d["page_size"]) / 2),
 }
 
+# tune's own variants only: `tune compare` stores each peer's median as a result too (its config's
+# origin is peer:<name>)
 QUERY = """select p.recipe_name, p.name, p.dims_json, r.median_ns, r.seed
-           from results r join problems p on p.id = r.problem_id
-           where r.status = 'ok' and r.median_ns = (select min(r2.median_ns) from results r2
-             where r2.problem_id = r.problem_id and r2.status = 'ok')
+           from results r join problems p on p.id = r.problem_id join configs c on c.id = r.config_id
+           where r.status = 'ok' and coalesce(c.origin, '') not like 'peer:%'
+             and r.median_ns = (select min(r2.median_ns) from results r2 join configs c2 on c2.id = r2.config_id
+               where r2.problem_id = r.problem_id and r2.status = 'ok' and coalesce(c2.origin, '') not like 'peer:%')
            group by p.id order by p.recipe_name, p.id"""
 
 

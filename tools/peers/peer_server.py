@@ -265,7 +265,7 @@ def family_of(recipe):
         return "gemm", {"dtype": "f16" if recipe.startswith("gemm.f16") else "bf16"}
     if recipe.startswith("attention.prefill"):
         return "prefill", {}
-    if recipe == "attention.decode":
+    if recipe in ("attention.decode", "attention.decode_tma"):  # decode_tma: decode.lua's args, then two maps
         return "decode", {}
     if recipe in ("copy", "elementwise"):
         return recipe, {}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# attention.decode_tma (recipes/attention/decode_tma.lua, templates/attention/decode_tma.cuh): the
+# recipe loads with its domain and fallback, variants of each tile shape compile with NVRTC (no GPU)
+# at head dims 128 and 64 without spills, and a bundle of them (synthetic times) carries the two
+# tensor maps of every entry and a fallback per set of defines. The producer's paths (tensor copies,
+# the cp.async fallback for other layouts and pools) run in tests/gpu/decode_graph_gpu_test.sh.
+. "$(dirname "$0")/lib.sh"
+R="$SRC/recipes/attention/decode_tma.lua"
+compile() { # compile OUT PROBLEM ONLY...
+  local out=$1 prob=$2; shift 2
+  local only=()
+  for o in "$@"; do only+=(--only "$o"); done
+  "$TUNE" run "$R" --compile-only --arch sm_90a --db d.db --problem "$prob" "${only[@]}" >"$out" 2>&1
+}
+KINDS=(SPLITS=4,BLOCK_N=32,WARPS=2,KV_RING=4
+       SPLITS=4,BLOCK_N=64,WARPS=4,KV_RING=3
+       SPLITS=8,BLOCK_N=128,WARPS=8,KV_RING=3
+       SPLITS=1,BLOCK_N=64,WARPS=2,KV_RING=6)
+
+compile d128.txt b32hq32hkv8d128p16x256 "${KINDS[@]}"
+check "head dim 128, GQA 4 compiles" test $? -eq 0
+check "the space after constraints" contains d128.txt "attention.decode_tma: 96 of 216 configs satisfy the constraints"
+check "four variants compiled" contains d128.txt "compile: 4 compiled"
+compile d64.txt b32hq64hkv8d64p16x128 "${KINDS[@]}"
+check "head dim 64, GQA 8 compiles" test $? -eq 0
+
+n_err=$(sql d.db "select count(*) from results where status = 'compile_error'")
+check "no compile errors ($n_err)" test "$n_err" = 0
+n_ok=$(sql d.db "select count(*) from results where error_text = 'compile-only' and registers > 0 and spill_stores = 0")
+check "eight compiled results without spills ($n_ok)" test "$n_ok" = 8
+
+synth_ok d.db
+"$TUNE" bundle --recipe attention.decode_tma --db d.db -o d.bundle --arch sm_90a --no-ptx >bundle.txt 2>&1
+check "bundle written" test $? -eq 0
+n_maps=$(sql d.bundle "select count(*) from entry_tensormaps")
+n_entries=$(sql d.bundle "select count(*) from entries")
+check "two tensor maps per entry ($n_maps for $n_entries entries)" test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
+n_fb=$(grep -c "^  fallback (" bundle.txt)
+check "two fallback entries ($n_fb)" test "$n_fb" = 2
+finish
