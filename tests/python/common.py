@@ -85,6 +85,29 @@ def decode_bundle(on_gpu=False):
     return str(out)
 
 
+def decode_families_bundle(decode_ns, tma_ns):
+    """A bundle of attention.decode and attention.decode_tma for DECODE_PROBLEM, each family's first
+    config compiled (--compile-only) and given a synthetic time on "FAKE GPU" (decode_ns,
+    tma_ns): which family tt.decode takes, for selection tests only (never launched)."""
+    import sqlite3
+    db = pathlib.Path(_TMP.name) / f"decode_families_{decode_ns:g}_{tma_ns:g}.db"
+    out = db.with_suffix(".bundle")
+    if out.exists():
+        return str(out)
+    for recipe, only in (("decode", DECODE_CONFIGS[0]), ("decode_tma", "SPLITS=4,BLOCK_N=64,WARPS=4,KV_RING=3")):
+        _run([TUNE, "run", f"recipes/attention/{recipe}.lua", "--db", str(db), "--strategy", "exhaustive",
+              "--problem", DECODE_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", only])
+    fake_gpu_results(db, decode_ns)
+    con = sqlite3.connect(db)
+    con.execute("update results set median_ns = ? where status = 'ok' and recipe_id in "
+                "(select id from recipes where name = 'attention.decode_tma')", (tma_ns,))
+    con.commit()
+    con.close()
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", "attention.decode", "--recipe", "attention.decode_tma",
+          "--arch", "sm_90a", "--quiet", "-o", str(out)])
+    return str(out)
+
+
 def have_driver():
     try:
         ctypes.CDLL("libcuda.so.1")
@@ -111,10 +134,10 @@ def tmpdir():
     return pathlib.Path(_TMP.name)
 
 
-def check_plan_launch(tc, plan, tensors):
+def check_plan_launch(tc, plan, tensors, refused=None):
     """A plan's tensors (torch, any of tunert's dtypes) as FakeTensors at their addresses and strides,
     its scratch and scalars: the launch passes every check up to the driver (NoDriver here), and the
-    same without the plan's strided names is refused as a layout error."""
+    same without the plan's strided names is refused (refused: the error, default LayoutError)."""
     import torch
     import tunert
     from fake_dlpack import FakeTensor
@@ -125,5 +148,5 @@ def check_plan_launch(tc, plan, tensors):
     args.update(plan.scalars)
     with tc.assertRaises(tunert.NoDriver):
         plan.selection.launch(args, strided=plan.strided, stream=0)
-    with tc.assertRaises(tunert.LayoutError):
+    with tc.assertRaises(refused or tunert.LayoutError):
         plan.selection.launch(args, stream=0)

@@ -5,7 +5,7 @@ import math
 import types
 import unittest
 
-from common import HAVE_TORCH, bundle, check_plan_launch, decode_bundle, needs_torch
+from common import HAVE_TORCH, bundle, check_plan_launch, decode_bundle, decode_families_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -301,6 +301,35 @@ class PlanTest(unittest.TestCase):
                        self.meta(3, 5, dtype=torch.int32))
         self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
         self.assertEqual((p.selection_kind, p.selection.info.arg("page_size").value), ("nearest", 7))
+
+    def test_decode_takes_the_faster_family(self):
+        # tt.decode tries attention.decode and attention.decode_tma: the bundle's faster exact entry
+        # runs, and decode_tma's tensor maps are the runtime's to build (not the op's arguments)
+        B, HQ, HKV, D, page, maxp = 32, 32, 8, 128, 16, 256
+        q = self.meta(B, HQ, D)
+        kc = self.meta(B * maxp + 7, page, HKV, D)
+        bt = self.meta(B, maxp, dtype=torch.int32)
+        lens = self.meta(B, dtype=torch.int32)
+        for decode_ns, tma_ns, want in ((50000.0, 40000.0, "attention.decode_tma"),
+                                        (40000.0, 50000.0, "attention.decode")):
+            tt.use_bundle(decode_families_bundle(decode_ns, tma_ns), no_device=True, arch="sm_90a")
+            p = tt.explain("decode", q, kc, kc, bt, lens)
+            self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+            self.assertEqual((p.selection.info.family, p.selection_kind), (want, "tuned"))
+            self.assertNotIn("k_map", p.tensor_names)
+            self.assertEqual(p.strided, {"q", "k_cache", "v_cache"})
+        # decode_tma's call (the bundle above is decode's; this one decode_tma's): every argument
+        # bound, the maps left to the launch, over an HND pool as the op passes it
+        tt.use_bundle(decode_families_bundle(50000.0, 40000.0), no_device=True, arch="sm_90a")
+        q = torch.zeros(B, HQ, D, dtype=torch.bfloat16)
+        kc = torch.zeros(100, HKV, page, D, dtype=torch.bfloat16).transpose(1, 2)
+        key, candidates, tensors_fn, _ = _ops._decode_problem(0, q, kc, kc, torch.zeros(B, maxp, dtype=torch.int32))
+        p = _state.plan("decode", key, 0, candidates)
+        self.assertEqual(p.selection.info.family, "attention.decode_tma")
+        t, _ = tensors_fn()
+        # without its strided names the pool of 100 pages is refused as the shape of k_cache, which
+        # the maps name (checked before the strides)
+        check_plan_launch(self, p, t, refused=tunert.ShapeMismatch)
 
     def test_decode_call_binds_every_argument(self):
         # what a CUDA call passes, from the op's own tensors_fn on CPU tensors re-labelled as CUDA

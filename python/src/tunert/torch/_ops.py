@@ -255,7 +255,7 @@ def _decode_body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, 
     number of pages, any strides with d contiguous, the same for both: NHD or a permuted HND
     cache), block_table [B, max_pages] (int32 page ids), seq_lens [B] (int32 in device memory,
     clamped to max_pages * page_size; None: every sequence is max_pages * page_size long).
-    Through the attention.decode family."""
+    Through the attention.decode family, or attention.decode_tma where the bundle's is faster."""
     _decode_check("decode", q, k_cache, v_cache, block_table, seq_lens)
     if not q.is_cuda:
         _state.count("decode", "cpu")
@@ -281,12 +281,19 @@ def _kernel_strides_ok(t, multiple=8):
     return True
 
 
-def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family="attention.decode",
+# The families that serve tt.decode, with the same arguments and dims (attention.decode_tma: two
+# tensor maps more, which libtunert builds): where both have an entry for a call, the bundle's
+# fastest exact one runs (_state._preference).
+DECODE_FAMILIES = ("attention.decode", "attention.decode_tma")
+
+
+def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family=DECODE_FAMILIES,
                     kv_multiple=8, extra_tensors=None, extra_pools=(), extra_dims=None, reference=None):
-    """The problem of a decode family over the serving contract of _decode_body (tt.decode's
-    defaults). A family that adds to it passes kv_multiple (its caches' stride rule, see
-    _kernel_strides_ok), extra_tensors ({name: tensor} passed to the kernel as given: their
-    shapes and dtypes must follow from the key, as the op's checks make them; extra_pools names
+    """The problem of a decode family (or a tuple of families, each tried) over the serving contract
+    of _decode_body (tt.decode's defaults). A family that adds to it passes kv_multiple (its
+    caches' stride rule, see _kernel_strides_ok), extra_tensors ({name: tensor} passed to the
+    kernel as given: their shapes and dtypes must follow from the key, as the op's checks make
+    them; extra_pools names
     those, contiguous, whose leading extent is the cache's page count, free as the caches' is),
     extra_dims ({dim: values}: a candidate per value, in order, for a dim that describes how the
     family was tuned rather than the call) and reference (what runs without a tuned kernel)."""
@@ -300,12 +307,13 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
     kv_ok = (_kernel_strides_ok(k_cache, kv_multiple) and _kernel_strides_ok(v_cache, kv_multiple)
              and kv_strides == tuple(v_cache.stride()))
     lens_dt = None if seq_lens is None else seq_lens.dtype
-    key = (family, dev, B, HQ, HKV, D, page, maxp, q_strides, kv_strides, kv_ok, lens_dt, scale, q.dtype,
+    families = (family,) if isinstance(family, str) else tuple(family)
+    key = (families, dev, B, HQ, HKV, D, page, maxp, q_strides, kv_strides, kv_ok, lens_dt, scale, q.dtype,
            k_cache.dtype, v_cache.dtype, block_table.dtype)
 
     def candidates():
         if not kv_ok:
-            return [f"{family}: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} must be "
+            return [f"{' / '.join(families)}: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} must be "
                     f"equal, multiples of {kv_multiple} elements with d contiguous, on 16-byte aligned addresses"]
         dims = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "page_size": page, "max_pages": maxp}
         tensors = {"q": ((B, HQ, D), _dt(q), "strided"), "k_cache": (tuple(k_cache.shape), _dt(k_cache), "strided"),
@@ -323,7 +331,7 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
         dim_sets = [dims]
         for name, values in (extra_dims or {}).items():
             dim_sets = [dict(d, **{name: v}) for d in dim_sets for v in dict.fromkeys(values)]
-        return [(family, d, tensors, d, knobs, needs) for d in dim_sets]
+        return [(f, d, tensors, d, knobs, needs) for f in families for d in dim_sets]
 
     def tensors_fn():
         out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)
