@@ -41,6 +41,8 @@ DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
 # the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config
 DECODE_CONFIGS = ("SPLITS=4,BLOCK_N=32,WARPS=4,VEC_BYTES=16,GQA_PACK=1,STAGES=1,KV_RING=0",
                   "SPLITS=8,BLOCK_N=32,WARPS=4,VEC_BYTES=16,GQA_PACK=1,STAGES=1,KV_RING=3")
+# attention.decode_tma's recorded best tile for the problem (a combine, a 3-slot ring)
+DECODE_TMA_CONFIGS = ("SPLITS=4,BLOCK_N=64,WARPS=4,KV_RING=3",)
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,22 +67,24 @@ def _run(cmd):
 
 
 @functools.lru_cache(maxsize=None)
-def decode_bundle(on_gpu=False):
-    """A bundle of attention.decode for DECODE_PROBLEM. on_gpu: tuned here (`tune run` of
-    DECODE_CONFIGS on cuda:0, verified and measured), as tests/gpu/decode_graph_gpu_test.sh does.
-    Otherwise for selection tests only: the first config compiled (--compile-only) and given a
-    synthetic result on a device named "FAKE GPU" (made-up time: never launch this bundle)."""
-    db = pathlib.Path(_TMP.name) / ("decode_gpu.db" if on_gpu else "decode_fake.db")
+def decode_bundle(on_gpu=False, recipe="decode"):
+    """A bundle of attention.decode (recipe "decode_tma": attention.decode_tma) for DECODE_PROBLEM.
+    on_gpu: tuned here (`tune run` of DECODE_CONFIGS or DECODE_TMA_CONFIGS on cuda:0, verified and
+    measured), as tests/gpu/decode_graph_gpu_test.sh does. Otherwise for selection tests only: the
+    first config compiled (--compile-only) and given a synthetic result on a device named "FAKE
+    GPU" (made-up time: never launch this bundle)."""
+    configs = DECODE_TMA_CONFIGS if recipe == "decode_tma" else DECODE_CONFIGS
+    db = pathlib.Path(_TMP.name) / (f"{recipe}_gpu.db" if on_gpu else f"{recipe}_fake.db")
     out = db.with_suffix(".bundle")
-    run = [TUNE, "run", "recipes/attention/decode.lua", "--db", str(db), "--strategy", "exhaustive",
+    run = [TUNE, "run", f"recipes/attention/{recipe}.lua", "--db", str(db), "--strategy", "exhaustive",
            "--problem", DECODE_PROBLEM]
     if on_gpu:
-        for c in DECODE_CONFIGS:
+        for c in configs:
             _run(run + ["--device", "cuda:0", "--only", c])
     else:
-        _run(run + ["--compile-only", "--arch", "sm_90a", "--only", DECODE_CONFIGS[0]])
+        _run(run + ["--compile-only", "--arch", "sm_90a", "--only", configs[0]])
         fake_gpu_results(db, 50000.0)
-    _run([TUNE, "bundle", "--db", str(db), "--recipe", "attention.decode", "--arch", "sm_90a", "--quiet",
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", f"attention.{recipe}", "--arch", "sm_90a", "--quiet",
           "-o", str(out)])
     return str(out)
 

@@ -144,6 +144,25 @@ class OpsGpuTest(unittest.TestCase):
         ref = tt._ops._decode_ref(q.float(), kc.float(), vc.float(), bt, lens, None)
         self.assertLess(rel_l2(o, ref), 1e-2)
 
+    def test_decode_tma(self):
+        # attention.decode_tma alone in the bundle: tt.decode runs it over the packed pool of the
+        # problem's pages (tensor copies), a packed pool of twice as many (tiles with a page past
+        # the maps' B * max_pages through cp.async) and an HND pool (all tiles), with and without lengths
+        tt.use_bundle(decode_bundle(on_gpu=True, recipe="decode_tma"), strict=False)
+        tt.reset_stats()
+        B, HQ, D = 32, 32, 128
+        for extra, hnd in ((0, False), (B * 256, False), (0, True)):
+            kc, vc, bt, lens = self.decode_inputs(pool_extra=extra, hnd=hnd)
+            q = bf(B, HQ, D)
+            self.assertEqual(tt.explain("decode", q, kc, vc, bt, lens).selection.info.family, "attention.decode_tma")
+            o = tt.decode(q, kc, vc, bt, lens)
+            ref = tt._ops._decode_ref(q.float(), kc.float(), vc.float(), bt, lens, None)
+            self.assertLess(rel_l2(o, ref), 1e-2, f"pool_extra={extra}, hnd={hnd}")
+            self.assertEqual(o[0].abs().max().item(), 0.0)   # length 0: zeros
+            full = tt.decode(q, kc, vc, bt)
+            self.assertLess(rel_l2(full, tt._ops._decode_ref(q.float(), kc.float(), vc.float(), bt, None, None)), 1e-2)
+        self.tuned("decode", 6)
+
     def test_decode_graph_replays_with_new_lengths(self):
         self.use("decode")
         B, HQ, D = 32, 32, 128
