@@ -1,14 +1,14 @@
 // decode_tma.cuh: decode_mma.cuh's split kernel fed by bulk tensor copies (KV_TMA 1). A paged cache
 // read one head at a time is D * 2-byte rows HKV * D * 2 bytes apart; per-lane 16-byte loads of that
-// pattern stream below the rate of a contiguous cache, tensor copies of one page's rows at about
-// that rate (tools/check/decode_stream.cu, docs/benchmarks.md "Paged decode: what limits it").
-// Included by decode.cuh only (after decode_mma.cuh).
+// pattern stream at 84-88 % of the copy bandwidth on an H200, tensor copies of one page's rows at
+// 91-93 %, as fast as a contiguous cache (tools/check/decode_stream.cu, docs/benchmarks.md "Paged
+// decode: what limits it"). Included by decode.cuh only (after decode_mma.cuh).
 //
 // Block: WARPS consumer warps (decode_mma.cuh's thread map and math), then one producer warp. The
 // producer fills a KV_RING-deep ring of tiles in dynamic shared memory, slot = [K rows][V rows], each
 // BLOCK_N rows of D bf16 in key order. A tile is BLOCK_N / R boxes of R = min(page_size, BLOCK_N)
-// rows of one page, one tensor copy of K and one of V per box (lane j issues boxes j, j + 32, ...),
-// completing on the slot's `full` barrier. A consumer warp reads its keys of the slot step by step (16 keys, the
+// rows of one page, one tensor copy of K and one of V per box (lane j issues box j), completing on
+// the slot's `full` barrier. A consumer warp reads its keys of the slot step by step (16 keys, the
 // lane pattern of decode_mma.cuh's loads, from shared memory) as its math needs them, K for the
 // scores, then V for P V, and releases the slot on its `empty` barrier.
 //
@@ -35,7 +35,7 @@ static_assert(KV_RING >= 2 && KV_RING * kSlotBytes <= 200 * 1024, "the ring must
 
 // The ring's barriers: full[s] passes when slot s holds its tile (one expect_tx arrival by lane 0,
 // one cp.async arrival per producer lane, the tensor copies' bytes); empty[s] when every consumer
-// warp has read the last of it (its V for P V).
+// warp has copied it out.
 struct ring_bars {
   unsigned long long full[KV_RING], empty[KV_RING];
 };
@@ -147,7 +147,6 @@ __device__ __forceinline__ void split(DECODE_PARAMS, const tune::tensormap &k_ma
   }
   __syncthreads();
   const bool producer = threadIdx.x >= kThreads;
-  // the producer addresses whole rows (head-dim offset 0)
   const split_ctx c = split_setup(k_cache, v_cache, block_table, seq_lens, HKV, max_pages, page_size, kv_stride_page,
                                   kv_stride_row, kv_stride_h, scale_log2, producer ? 0 : mma::kLaneDims * (threadIdx.x % 4));
   if (producer) {

@@ -36,6 +36,8 @@ BUNDLES = {
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
     "fp8": (("gemm.fp8.db", "gemm.fp8_skinny.db"), "gemm.fp8,gemm.fp8_fast,gemm.fp8_skinny"),
     "decode_fp8": (("attention.decode_fp8.db",), "attention.decode_fp8"),
+    # H200, both decode families with their comparison against cuDNN (vendor entries where it won)
+    "decode_h200": (("h200/attention.decode.db", "attention.decode_tma.db"), "attention.decode,attention.decode_tma"),
 }
 DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
 # the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config
