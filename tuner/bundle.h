@@ -36,6 +36,8 @@ typedef struct tune_bundle_opts {
   int allow_source_change;    /* take results measured with another recipe source */
   int no_ptx;                 /* cubins only */
   int no_vendor;              /* no vendor entries: every tuned problem keeps its kernel */
+  int n_no_vendor_for;        /* --no-vendor-for: families (names or prefixes, as recipes) that */
+  const char *no_vendor_for[TUNE_BUNDLE_MAX_RECIPES]; /* keep their kernels where a peer won */
   int allow_missing_arch;     /* write a bundle where a family has no variant for a requested arch */
   const char *exe;            /* this binary: recipes are also looked up next to it */
   int quiet;

@@ -45,32 +45,39 @@ static const char *usage_bundle =
     "                         a GPU with TUNERT_EARCH); a warning says which\n"
     "  --no-vendor            keep tune's kernel where a vendor library (tune compare's\n"
     "                         peers) measured faster, instead of a vendor entry\n"
+    "  --no-vendor-for LIST   the same for these families only (names or prefixes as\n"
+    "                         --recipe; repeatable, or comma-separated), e.g.\n"
+    "                         attention.decode,attention.decode_tma: their peers read\n"
+    "                         a contiguous cache, not an engine's pages\n"
     "  --allow-source-change  take results measured with an older recipe or template\n"
     "                         source (the bundle records both hashes)\n"
     "  --jobs N               compile threads (default: cores)\n"
     "  --quiet                no per-problem summary (skipped variants are still\n"
     "                         listed)\n";
 
-/* --recipe A,B: each name into o (the texts copied into buf). */
-static void add_recipes(tune_argv *ap, const char *v, tune_bundle_opts *o, char (*buf)[128]) {
+/* --recipe A,B (or --no-vendor-for A,B): each name into names[*n] (the texts copied into buf). */
+static void add_names(tune_argv *ap, const char *flag, const char *v, const char **names, int *n, char (*buf)[128]) {
   char list[1024];
   snprintf(list, sizeof list, "%s", v);
   for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (o->n_recipes == TUNE_BUNDLE_MAX_RECIPES) { tune_argv_error(ap, "too many --recipe"); return; }
-    snprintf(buf[o->n_recipes], sizeof buf[0], "%s", t);
-    o->recipes[o->n_recipes] = buf[o->n_recipes];
-    o->n_recipes++;
+    if (*n == TUNE_BUNDLE_MAX_RECIPES) { tune_argv_error(ap, "too many %s", flag); return; }
+    snprintf(buf[*n], sizeof buf[0], "%s", t);
+    names[*n] = buf[*n];
+    ++*n;
   }
 }
 
 /* The options into o; 0, 2 (usage error, printed) or -1 (--help, printed). */
-static int parse_bundle_opts(int argc, char **argv, tune_bundle_opts *o, char (*recipes_buf)[128]) {
+static int parse_bundle_opts(int argc, char **argv, tune_bundle_opts *o, char (*recipes_buf)[128],
+                             char (*no_vendor_buf)[128]) {
   tune_argv ap;
   tune_argv_init(&ap, "tune bundle", argc, argv);
   while (tune_argv_next(&ap)) {
     const char *v;
     if (tune_argv_flag(&ap, "--help") || tune_argv_flag(&ap, "-h")) { fputs(usage_bundle, stdout); return -1; }
-    if (tune_argv_str(&ap, "--recipe", &v)) add_recipes(&ap, v, o, recipes_buf);
+    if (tune_argv_str(&ap, "--recipe", &v)) add_names(&ap, "--recipe", v, o->recipes, &o->n_recipes, recipes_buf);
+    else if (tune_argv_str(&ap, "--no-vendor-for", &v))
+      add_names(&ap, "--no-vendor-for", v, o->no_vendor_for, &o->n_no_vendor_for, no_vendor_buf);
     else if (tune_argv_str(&ap, "-o", &o->out) || tune_argv_str(&ap, "--out", &o->out)) {}
     else if (tune_argv_str(&ap, "--db", &v)) {
       if (o->n_dbs == TUNE_BUNDLE_MAX_DBS) tune_argv_error(&ap, "at most %d --db", TUNE_BUNDLE_MAX_DBS);
@@ -97,8 +104,8 @@ int tune_cmd_bundle(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;
   o.exe = exe;
-  static char recipes_buf[TUNE_BUNDLE_MAX_RECIPES][128];
-  int prc = parse_bundle_opts(argc, argv, &o, recipes_buf);
+  static char recipes_buf[TUNE_BUNDLE_MAX_RECIPES][128], no_vendor_buf[TUNE_BUNDLE_MAX_RECIPES][128];
+  int prc = parse_bundle_opts(argc, argv, &o, recipes_buf, no_vendor_buf);
   if (prc) return prc < 0 ? 0 : prc;
   if (argc == 0) { fputs(usage_bundle, stderr); return 2; }
   if (!o.n_recipes || !o.out) {

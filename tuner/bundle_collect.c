@@ -53,7 +53,7 @@ static int load_set(bstate *s, const char *path, tune_recipes **out, tune_err *e
   return TUNE_OK;
 }
 
-static int name_matches(const char *recipe, const char *want) {
+int bundle_name_matches(const char *recipe, const char *want) {
   size_t n = strlen(want);
   return !strcmp(recipe, want) || (!strncmp(recipe, want, n) && recipe[n] == '.');
 }
@@ -62,7 +62,7 @@ static int name_matches(const char *recipe, const char *want) {
 
 static int wanted(const tune_bundle_opts *o, const char *recipe) {
   for (int k = 0; k < o->n_recipes; ++k)
-    if (name_matches(recipe, o->recipes[k])) return 1;
+    if (bundle_name_matches(recipe, o->recipes[k])) return 1;
   return 0;
 }
 
@@ -216,7 +216,7 @@ int bundle_collect(bstate *s, tune_err *err) {
     int found = 0;
     for (int i = 0; i < s->bests.n; ++i) {
       const db_bundle_best *row = &s->bests.a[i];
-      if (!name_matches(row->recipe, o->recipes[k]) || model_of(s, row->device) < 0) continue;
+      if (!bundle_name_matches(row->recipe, o->recipes[k]) || model_of(s, row->device) < 0) continue;
       found = 1;
       db_bundle_result res;
       if (db_bundle_result_get(s->dbs[row->db_index], row->result_id, &res, err)) return err->code;

@@ -152,6 +152,8 @@ static inline int bundle_jobs_per_variant(const bstate *s) { return s->n_archs *
 /* collect: the entries (and their families) from the databases; then per entry, the recipe's
  * evaluation and its variant. */
 int bundle_collect(bstate *s, tune_err *err);
+/* Whether recipe is `want` or a family under it (want "attention" takes "attention.decode"). */
+int bundle_name_matches(const char *recipe, const char *want);
 int bundle_evaluate(bstate *s, tune_err *err);
 /* One entry: its recipe's launches, setup and expression texts for config vi. */
 int bundle_entry_eval(bstate *s, bentry *be, const int *vi, tune_err *err);
@@ -161,7 +163,8 @@ int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
 /* vendor (bundle_vendor.c): each tuned entry weighed against the databases' peer timings of its
  * problem on its GPU model in its result's timing mode; where the peer was faster (the latest
  * comparison's verdict "slower", else the peer's median below the entry's) it becomes BUNDLE_VENDOR
- * with the library libtunert names (cublaslt, sdpa, cudnn-sdpa, torch). After bundle_evaluate. */
+ * with the library libtunert names (cublaslt, sdpa, cudnn-sdpa, torch), except in the families of
+ * --no-vendor-for. After bundle_evaluate. */
 int bundle_mark_vendors(bstate *s, tune_err *err);
 
 /* fallback (bundle_fallback.c): per family with a `fallback` config, that config checked on every

@@ -111,13 +111,20 @@ static void weigh_entry(bstate *s, const db_bundle_peers *ps, bentry *be) {
   be->kind = BUNDLE_VENDOR;
 }
 
+/* A family of --no-vendor-for: its entries keep their kernels whatever a peer measured. */
+static int kernel_kept(const tune_bundle_opts *o, const char *family) {
+  for (int k = 0; k < o->n_no_vendor_for; ++k)
+    if (bundle_name_matches(family, o->no_vendor_for[k])) return 1;
+  return 0;
+}
+
 int bundle_mark_vendors(bstate *s, tune_err *err) {
   db_bundle_peers ps;
   memset(&ps, 0, sizeof ps);
   int rc = TUNE_OK;
   for (int d = 0; d < s->n_dbs && !rc; ++d) rc = db_bundle_peers_add(&ps, s->dbs[d], d, err);
   for (int i = 0; i < s->n_entries && !rc; ++i)
-    if (s->ent[i].kind == BUNDLE_TUNED) weigh_entry(s, &ps, &s->ent[i]);
+    if (s->ent[i].kind == BUNDLE_TUNED && !kernel_kept(s->o, s->fam[s->ent[i].family].name)) weigh_entry(s, &ps, &s->ent[i]);
   db_bundle_peers_free(&ps);
   return rc;
 }

@@ -5,7 +5,7 @@
 # timing mode (the latest comparison's verdict "slower", else the peer's best median below the
 # entry's), an oracle here deciding the same from the database; libtunert selects it as kind
 # vendor, a launch without a driver says so (cuBLASLt entries) and other vendors are sent back to
-# the caller (TUNERT_EVENDOR); --no-vendor keeps every kernel.
+# the caller (TUNERT_EVENDOR); --no-vendor keeps every kernel, --no-vendor-for those of the families named.
 . "$(dirname "$0")/lib.sh"
 INSPECT="${TUNERT_INSPECT:?set TUNERT_INSPECT to tools/tunert_inspect}"
 cp "$SRC/data/compare/h100-2026-11-26-all/gemm.db" g.db
@@ -89,6 +89,18 @@ check "--no-vendor: no vendor entry" test "$(sql k.bundle "SELECT count(*) FROM 
 check "--no-vendor: no vendor line" lacks plain.txt 'vendor entry'
 check "--no-vendor: the same variants" test "$(sql k.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")" = \
   "$(sql v.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")"
+
+# --no-vendor-for: kernels in the families named (a name or a prefix), vendor entries elsewhere
+"$TUNE" bundle "${BUNDLE[@]}" --db g.db -o f.bundle --no-vendor-for gemm.splitk > for.txt 2>&1
+check "--no-vendor-for exits 0" test $? -eq 0
+check "--no-vendor-for gemm.splitk: none there" test "$(sql f.bundle "SELECT count(*) FROM entries e JOIN families f ON f.id = e.family_id
+                                                              WHERE e.kind = 'vendor' AND f.name = 'gemm.splitk'")" -eq 0
+check "--no-vendor-for: the same variants" test "$(sql f.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")" = \
+  "$(sql v.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")"
+"$TUNE" bundle "${BUNDLE[@]}" --db g.db -o f2.bundle --no-vendor-for attention,gemm.gemv_rows > for2.txt 2>&1
+check "--no-vendor-for other families: the vendor entries stay" test "$(vendors f2.bundle)" = "$(vendors v.bundle)"
+"$TUNE" bundle "${BUNDLE[@]}" --db g.db -o f3.bundle --no-vendor-for gemm > for3.txt 2>&1
+check "--no-vendor-for a prefix (gemm): none" test "$(sql f3.bundle "SELECT count(*) FROM entries WHERE kind = 'vendor'")" -eq 0
 
 # Without comparison rounds the medians decide, in the entry's timing mode only: a synthetic torch
 # peer (not a measurement) faster than the GEMV at one problem in burst, and at another only in
