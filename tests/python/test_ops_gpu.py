@@ -163,6 +163,20 @@ class OpsGpuTest(unittest.TestCase):
             self.assertLess(rel_l2(full, tt._ops._decode_ref(q.float(), kc.float(), vc.float(), bt, None, None)), 1e-2)
         self.tuned("decode", 6)
 
+    def test_decode_families_recorded_on_the_h200(self):
+        # the H200 recordings' kernels of both decode families (bundled without vendor entries)
+        tt.use_bundle(bundle("decode_h200"), strict=False)
+        tt.reset_stats()
+        B, HQ, D = 32, 32, 128
+        kc, vc, bt, lens = self.decode_inputs()
+        q = bf(B, HQ, D)
+        p = tt.explain("decode", q, kc, vc, bt, lens)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        o = tt.decode(q, kc, vc, bt, lens)
+        ref = tt._ops._decode_ref(q.float(), kc.float(), vc.float(), bt, lens, None)
+        self.assertLess(rel_l2(o, ref), 1e-2)
+        self.tuned("decode", 1)
+
     def test_decode_graph_replays_with_new_lengths(self):
         self.use("decode")
         B, HQ, D = 32, 32, 128

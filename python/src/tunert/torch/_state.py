@@ -94,8 +94,7 @@ def stats():
     """{op: {"tuned": n, "vendor": n, "fallback": n, "cpu": n, "kinds": {kind: n}, "reasons":
     {why: n}}}: calls since the last reset_stats(). "tuned": our kernel ran, and "kinds" says how
     libtunert chose it ("tuned": this problem's, "nearest": a portable one tuned for another
-    problem, "fallback": the family's generic one, "vendor": a vendor entry's kernel, run by the
-    ops of KERNEL_OVER_VENDOR); "vendor": the bundle chose the vendor library
+    problem, "fallback": the family's generic one); "vendor": the bundle chose the vendor library
     and PyTorch ran it; "fallback": the bundle could not serve the problem and PyTorch ran it;
     "cpu": CPU tensors. Counted when the op's Python body runs: a CUDA graph replay or a compiled
     graph's replay runs none, so it counts at capture only."""
@@ -168,19 +167,12 @@ def plan(op, key, device_index, candidates):
     p = plans.get(key)
     if p is not None:
         return p
-    p = _make_plan(device_index, candidates(), op not in KERNEL_OVER_VENDOR)
+    p = _make_plan(device_index, candidates())
     with _lock:
         return plans.setdefault(key, p)
 
 
-# Ops whose PyTorch path is not the call a vendor entry's peer was timed on: the decode peers run
-# SDPA over a contiguous cache, while the op's PyTorch path must gather the pages of its paged cache
-# first. There a vendor entry runs the entry's own kernel (the bundle keeps it), the fastest path the
-# op has, instead of falling back.
-KERNEL_OVER_VENDOR = frozenset({"decode", "decode_fp8"})
-
-
-def _make_plan(device_index, candidates, vendor_path=True):
+def _make_plan(device_index, candidates):
     b = bundle_for(device_index)
     if b is None:
         return Fallback("fallback", "no bundle: call tunert.torch.use_bundle(path)")
@@ -199,7 +191,7 @@ def _make_plan(device_index, candidates, vendor_path=True):
     if not found:
         return Fallback("fallback", "; ".join(reasons) or "no candidate family")
     best = min(found, key=_preference)
-    if best.selection.is_vendor and vendor_path:
+    if best.selection.is_vendor:
         return Fallback("vendor", f"{best.selection.info.family}: the bundle chose the vendor "
                                   f"({best.selection.info.vendor or 'vendor'}) for this problem", best.selection)
     return best
