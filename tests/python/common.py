@@ -40,6 +40,8 @@ BUNDLES = {
     # verdict on a paged cache, hence kernels only (docs/runtime.md, "Vendor entries")
     "decode_h200": (("h200/attention.decode.db", "attention.decode_tma.db"), "attention.decode,attention.decode_tma",
                     ("--no-vendor-for", "attention.decode,attention.decode_tma")),
+    # the same with the vendor entries of the comparison (cuDNN won B32, B128 and D64)
+    "decode_h200_vendor": (("h200/attention.decode.db", "attention.decode_tma.db"), "attention.decode,attention.decode_tma"),
 }
 DECODE_PROBLEM = "b32hq32hkv8d128p16x256"
 # the recipe's fallback config (one split and a combine); GPU: also the graph test's ring config

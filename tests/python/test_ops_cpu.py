@@ -345,6 +345,13 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(p.selection_kind, "tuned")
             families.add(p.selection.info.family)
         self.assertEqual(families, {"attention.decode", "attention.decode_tma"})
+        # bundled with the comparison's vendor entries: the op falls back and says what to do
+        tt.use_bundle(bundle("decode_h200_vendor"), no_device=True, arch="sm_90a")
+        kc = self.meta(32 * 256, 16, 8, 128)
+        p = tt.explain("decode", self.meta(32, 32, 128), kc, kc, self.meta(32, 256, dtype=torch.int32),
+                       self.meta(32, dtype=torch.int32))
+        self.assertEqual(p.kind, "vendor", getattr(p, "reason", ""))
+        self.assertIn("--no-vendor-for attention.decode,attention.decode_tma", p.reason)
 
     def test_decode_call_binds_every_argument(self):
         # what a CUDA call passes, from the op's own tensors_fn on CPU tensors re-labelled as CUDA
