@@ -123,8 +123,10 @@ int bundle_mark_vendors(bstate *s, tune_err *err) {
   memset(&ps, 0, sizeof ps);
   int rc = TUNE_OK;
   for (int d = 0; d < s->n_dbs && !rc; ++d) rc = db_bundle_peers_add(&ps, s->dbs[d], d, err);
-  for (int i = 0; i < s->n_entries && !rc; ++i)
-    if (s->ent[i].kind == BUNDLE_TUNED && !kernel_kept(s->o, s->fam[s->ent[i].family].name)) weigh_entry(s, &ps, &s->ent[i]);
+  for (int i = 0; i < s->n_entries && !rc; ++i) {
+    bentry *be = &s->ent[i];
+    if (be->kind == BUNDLE_TUNED && !kernel_kept(s->o, s->fam[be->family].name)) weigh_entry(s, &ps, be);
+  }
   db_bundle_peers_free(&ps);
   return rc;
 }

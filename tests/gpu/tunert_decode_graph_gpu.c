@@ -8,8 +8,8 @@
  * max_pages): q as a view of a fused [B, HQ + 2 * HKV, D] QKV projection, o as [HQ, B, D] and the
  * caches in LAYOUT, all passed by their strides: `hnd` (default) [pages, HKV, page_size, D]; `nhd`
  * [pages, page_size, HKV, D] packed, B * max_pages pages; `nhd_pool2` the same in a pool of twice as
- * many pages, the block table a random half of them (an engine's pool: pages past the batch's). One eager launch loads the module, then
- * one launch sequence is captured (CU_STREAM_CAPTURE_MODE_GLOBAL) and the graph replayed for 4
+ * many pages, the block table a random half of them (an engine's pool: pages past the batch's).
+ * One eager launch loads the module, then one launch sequence is captured (CU_STREAM_CAPTURE_MODE_GLOBAL) and the graph replayed for 4
  * steps, each with other seq_lens written to device memory before the replay (lengths 0, 1, a page
  * boundary +- 1, the maximum, random ones); every output of every step is checked against an fp64
  * host reference (length 0: exactly 0). Exit: 0 all good, 1 a failure, 77 no driver or GPU. */
@@ -108,9 +108,15 @@ static CUdeviceptr upload(const void *h, size_t bytes) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 4) { fprintf(stderr, "usage: tunert_decode_graph_gpu BUNDLE [FAMILY [hnd|nhd|nhd_pool2]]\n"); return 1; }
+  if (argc < 2 || argc > 4) {
+    fprintf(stderr, "usage: tunert_decode_graph_gpu BUNDLE [FAMILY [hnd|nhd|nhd_pool2]]\n");
+    return 1;
+  }
   const char *family = argc > 2 ? argv[2] : "attention.decode", *layout = argc > 3 ? argv[3] : "hnd";
-  if (strcmp(layout, "hnd") && strcmp(layout, "nhd") && strcmp(layout, "nhd_pool2")) { fprintf(stderr, "unknown layout %s\n", layout); return 1; }
+  if (strcmp(layout, "hnd") && strcmp(layout, "nhd") && strcmp(layout, "nhd_pool2")) {
+    fprintf(stderr, "unknown layout %s\n", layout);
+    return 1;
+  }
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) { printf("skipped: no NVIDIA driver\n"); return 77; }
 #define RESOLVE(f) if (!(cu.f = (__typeof__(cu.f))dlsym(h, STR(f)))) { printf("skipped: libcuda lacks %s\n", STR(f)); return 77; }

@@ -318,8 +318,8 @@ class PlanTest(unittest.TestCase):
             self.assertEqual((p.selection.info.family, p.selection_kind), (want, "tuned"))
             self.assertNotIn("k_map", p.tensor_names)
             self.assertEqual(p.strided, {"q", "k_cache", "v_cache"})
-        # decode_tma's call (the bundle above is decode's; this one decode_tma's): every argument
-        # bound, the maps left to the launch, over an HND pool as the op passes it
+        # decode_tma's call (the bundle where it is the faster family): every argument bound, the
+        # maps left to the launch, over an HND pool as the op passes it
         tt.use_bundle(decode_families_bundle(50000.0, 40000.0), no_device=True, arch="sm_90a")
         q = torch.zeros(B, HQ, D, dtype=torch.bfloat16)
         kc = torch.zeros(100, HKV, page, D, dtype=torch.bfloat16).transpose(1, 2)

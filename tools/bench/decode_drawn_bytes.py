@@ -9,8 +9,9 @@ far from the expected one, and the metric's GB/s is then off by as much. This re
 (tools/peers: worker_inputs, bit for bit with the C code) from the seed stored with each result and
 counts K and V of the drawn lengths plus q and o, as the peers' SDPA reads them.
 
-attention.decode and attention.decode_tma (bf16 cache, 2 bytes per element) and attention.decode_fp8 (e4m3, 1 byte; the
-scales are not counted) are understood; other recipes in the file are skipped.
+attention.decode and attention.decode_tma (bf16 cache, 2 bytes per element) and
+attention.decode_fp8 (e4m3, 1 byte; the scales are not counted) are understood; other recipes in
+the file are skipped.
 """
 import json
 import os

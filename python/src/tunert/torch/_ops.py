@@ -285,6 +285,7 @@ def _kernel_strides_ok(t, multiple=8):
 # tensor maps more, which libtunert builds): where both have an entry for a call, the bundle's
 # fastest exact one runs (_state._preference).
 DECODE_FAMILIES = ("attention.decode", "attention.decode_tma")
+_state.PAGED_DECODE_OPS["decode"] = DECODE_FAMILIES
 
 
 def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family=DECODE_FAMILIES,
@@ -293,8 +294,8 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
     of _decode_body (tt.decode's defaults). A family that adds to it passes kv_multiple (its
     caches' stride rule, see _kernel_strides_ok), extra_tensors ({name: tensor} passed to the
     kernel as given: their shapes and dtypes must follow from the key, as the op's checks make
-    them; extra_pools names
-    those, contiguous, whose leading extent is the cache's page count, free as the caches' is),
+    them; extra_pools names those, contiguous, whose leading extent is the cache's page count,
+    free as the caches' is),
     extra_dims ({dim: values}: a candidate per value, in order, for a dim that describes how the
     family was tuned rather than the call) and reference (what runs without a tuned kernel)."""
     B, HQ, D = q.shape
@@ -313,8 +314,9 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
 
     def candidates():
         if not kv_ok:
-            return [f"{' / '.join(families)}: k_cache strides {kv_strides} and v_cache strides {tuple(v_cache.stride())} must be "
-                    f"equal, multiples of {kv_multiple} elements with d contiguous, on 16-byte aligned addresses"]
+            return [f"{' / '.join(families)}: k_cache strides {kv_strides} and v_cache strides "
+                    f"{tuple(v_cache.stride())} must be equal, multiples of {kv_multiple} elements with d "
+                    "contiguous, on 16-byte aligned addresses"]
         dims = {"B": B, "HQ": HQ, "HKV": HKV, "D": D, "page_size": page, "max_pages": maxp}
         tensors = {"q": ((B, HQ, D), _dt(q), "strided"), "k_cache": (tuple(k_cache.shape), _dt(k_cache), "strided"),
                    "v_cache": (tuple(v_cache.shape), _dt(v_cache), "strided"),

@@ -29,6 +29,7 @@ from . import _ops, _state
 from ._ops import _cuda_kernel, _decode_check, _decode_problem, _decode_ref, _device_index, _run
 
 FAMILY = "attention.decode_fp8"
+_state.PAGED_DECODE_OPS["decode_fp8"] = (FAMILY,)
 KV_STRIDE_ELEMENTS = 16   # decode.cuh with KV_FP8: K/V strides a multiple of 16 elements (16 bytes)
 
 

@@ -168,17 +168,17 @@ def plan(op, key, device_index, candidates):
     if p is not None:
         return p
     p = _make_plan(device_index, candidates())
-    if p.__class__ is Fallback and p.kind == "vendor" and op in VENDOR_NOT_THE_OP:
-        p.reason += f" ({VENDOR_NOT_THE_OP[op]})"
+    if p.__class__ is Fallback and p.kind == "vendor" and op in PAGED_DECODE_OPS:
+        p.reason += (" (its peer read a contiguous cache, while this op gathers the pages first: bundle "
+                     f"with tune bundle --no-vendor-for {','.join(PAGED_DECODE_OPS[op])})")
     with _lock:
         return plans.setdefault(key, p)
 
 
-# Ops whose vendor entries were earned by a call the op does not make: what the reason adds.
-_DECODE_VENDOR = ("its peer read a contiguous cache, while this op gathers the pages first: bundle the "
-                  "decode families with tune bundle --no-vendor-for attention.decode,attention.decode_tma")
-VENDOR_NOT_THE_OP = {"decode": _DECODE_VENDOR, "decode_fp8": _DECODE_VENDOR.replace(
-    "attention.decode,attention.decode_tma", "attention.decode_fp8")}
+# op -> its families, for the ops over a paged KV cache (each op module registers its own): their
+# peers were timed on SDPA over a contiguous cache, a call these ops do not make, so a vendor
+# fallback's reason says how to bundle them without vendor entries.
+PAGED_DECODE_OPS = {}
 
 
 def _make_plan(device_index, candidates):
