@@ -154,6 +154,10 @@ void tune_compile_parse_resources(const char *log, db_binary *b) {
   }
 }
 
+int tune_compile_wgmma_serialized(const char *log) {
+  return log && strstr(log, "wgmma.mma_async instructions are serialized") != NULL;
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

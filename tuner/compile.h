@@ -87,6 +87,10 @@ int tune_compile_batch_kind(tune_compile_job *jobs, int n, int n_threads, tune_c
 void tune_compile_one(tune_compile_job *job);
 /* Parse a ptxas -v report into bin's resource fields (max over kernels). */
 void tune_compile_parse_resources(const char *log, db_binary *bin);
+/* 1 when a ptxas report says it serialized a kernel's wgmma ("Potential Performance Loss:
+ * wgmma.mma_async instructions are serialized ..."): each then waits for the one before, which
+ * costs a tensor-core kernel much of its throughput and shows in no resource count. */
+int tune_compile_wgmma_serialized(const char *log);
 /* "13.0" */
 const char *tune_nvrtc_version(void);
 /* CUDA include folder for <cuda_bf16.h> and friends, NULL when not found. */

@@ -159,6 +159,10 @@ void tune_progress_recipe(const char *recipe, const tune_run_stats *st, double h
   printf("; %d resumed from the database\n", st->resumed);
   printf("compile: %d compiled, %d from the compile cache%s\n", st->compiled, st->cached,
          st->compiled == 0 && st->cached > 0 ? " (nothing to compile)" : "");
+  if (st->wgmma_serialized)
+    printf("warning: ptxas serialized the wgmma of %d variant(s), e.g. %s: each waits for the one before "
+           "(\"Potential Performance Loss\" in the compile log, `tune db show ID`), a loss no resource count shows\n",
+           st->wgmma_serialized, st->wgmma_example);
   if (st->guessed)
     printf("compiled ahead: %d of the strategy's proposals were compiled while earlier ones were measured\n", st->guessed);
   if (st->quick_only || st->quick_full)

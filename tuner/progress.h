@@ -22,6 +22,8 @@ typedef struct tune_run_stats {
   int guessed;                /* compiles started ahead of the strategy and then proposed (speculate.h) */
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
   int compile_only;           /* of the skipped: compiled fine, not timed (--compile-only) */
+  int wgmma_serialized;       /* compiled variants whose ptxas report says their wgmma were serialized */
+  char wgmma_example[2100];   /* the first of them: its progress label */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
   double t_select;            /* [s] in the backend's measure for the selection rounds (reselect.h) */
