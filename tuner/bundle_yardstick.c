@@ -1,6 +1,7 @@
 /* bundle_yardstick.c: a warning where families that serve one problem on one GPU model were timed
  * under different yardsticks (bundle_yardstick.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bundle_yardstick.h"
@@ -10,25 +11,61 @@ static int weighable(const bentry *be) {
   return be->kind == BUNDLE_TUNED && be->model >= 0 && json_is_object(be->best->problem_dims);
 }
 
-/* The same problem as libtunert matches an exact entry: the same dims (names and values), here
- * compared as the dims objects of the results, on the same GPU model. */
-static int same_problem(const bentry *a, const bentry *b) {
-  return a->model == b->model && json_equal(a->best->problem_dims, b->best->problem_dims);
+/* A weighable entry's problem as libtunert matches an exact entry: its GPU model and its dims
+ * (names and values; keys sorted), as one string, so that the entries of a problem sort together. */
+typedef struct keyed_entry {
+  char *key;
+  int idx;
+} keyed_entry;
+
+static int by_key_then_index(const void *a, const void *b) {
+  const keyed_entry *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* The entries of lead's problem from lead on, one per family (the first), into members; every
- * entry of the problem is marked grouped. Returns how many. */
-static int group_of(const bstate *s, int lead, unsigned char *grouped, int *members) {
-  int n = 0;
-  for (int j = lead; j < s->n_entries; ++j) {
-    const bentry *be = &s->ent[j];
-    if (grouped[j] || !weighable(be) || !same_problem(&s->ent[lead], be)) continue;
-    grouped[j] = 1;
+/* One problem's entries: the first of each family, in entry order. */
+typedef struct yard_group {
+  int n, members[BUNDLE_MAX_FAMILIES];
+} yard_group;
+
+static int by_lead(const void *a, const void *b) {
+  const yard_group *x = a, *y = b;
+  return (x->members[0] > y->members[0]) - (x->members[0] < y->members[0]);
+}
+
+/* The run keys[from..to) (one problem, in entry order) as a group. */
+static void group_of(const bstate *s, const keyed_entry *keys, int from, int to, yard_group *g) {
+  g->n = 0;
+  for (int i = from; i < to; ++i) {
+    const bentry *be = &s->ent[keys[i].idx];
     int seen = 0;
-    for (int k = 0; k < n && !seen; ++k) seen = s->ent[members[k]].family == be->family;
-    if (!seen && n < BUNDLE_MAX_FAMILIES) members[n++] = j;
+    for (int k = 0; k < g->n && !seen; ++k) seen = s->ent[g->members[k]].family == be->family;
+    if (!seen && g->n < BUNDLE_MAX_FAMILIES) g->members[g->n++] = keys[i].idx;
   }
-  return n;
+}
+
+/* The weighable entries' keys, sorted; NULL (no warning) when memory runs out. */
+static keyed_entry *sorted_keys(const bstate *s, int *n_out) {
+  keyed_entry *keys = calloc((size_t)s->n_entries + 1, sizeof *keys);
+  int n = 0;
+  for (int i = 0; keys && i < s->n_entries; ++i) {
+    if (!weighable(&s->ent[i])) continue;
+    char *dims = json_dumps(s->ent[i].best->problem_dims, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t len = dims ? strlen(dims) + 16 : 0;
+    char *key = dims ? malloc(len) : NULL;
+    if (key) snprintf(key, len, "%d|%s", s->ent[i].model, dims);
+    free(dims);
+    if (!key) {
+      for (int k = 0; k < n; ++k) free(keys[k].key);
+      free(keys);
+      return NULL;
+    }
+    keys[n++] = (keyed_entry){key, i};
+  }
+  if (keys) qsort(keys, (size_t)n, sizeof *keys, by_key_then_index);
+  *n_out = n;
+  return keys;
 }
 
 /* Whether every member's winner has a recorded timer and protocol, and all have the same timing
@@ -70,15 +107,21 @@ static void print_group(const bstate *s, const int *members, int n) {
 }
 
 void bundle_warn_yardsticks(const bstate *s) {
-  unsigned char grouped[BUNDLE_MAX_ENTRIES] = {0};
-  int members[BUNDLE_MAX_FAMILIES], n_warned = 0;
-  for (int i = 0; i < s->n_entries; ++i) {
-    if (grouped[i] || !weighable(&s->ent[i])) continue;
-    int n = group_of(s, i, grouped, members);
-    if (n < 2 || timed_alike(s, members, n)) continue;
-    if (n_warned++ < BUNDLE_YARDSTICK_MAX_LINES) print_group(s, members, n);
+  int n_keys = 0, n_groups = 0, n_warned = 0;
+  keyed_entry *keys = sorted_keys(s, &n_keys);
+  yard_group *groups = keys ? malloc(((size_t)n_keys + 1) * sizeof *groups) : NULL;
+  for (int i = 0, j; groups && i < n_keys; i = j) {
+    for (j = i + 1; j < n_keys && !strcmp(keys[j].key, keys[i].key); ++j) {}
+    group_of(s, keys, i, j, &groups[n_groups]);
+    if (groups[n_groups].n >= 2 && !timed_alike(s, groups[n_groups].members, groups[n_groups].n)) ++n_groups;
   }
+  if (groups) qsort(groups, (size_t)n_groups, sizeof *groups, by_lead); /* the bundle's entry order */
+  for (int g = 0; groups && g < n_groups; ++g)
+    if (n_warned++ < BUNDLE_YARDSTICK_MAX_LINES) print_group(s, groups[g].members, groups[g].n);
   if (n_warned > BUNDLE_YARDSTICK_MAX_LINES)
     fprintf(stderr, "tune bundle: warning: %d more problems whose families were timed differently (not listed)\n",
             n_warned - BUNDLE_YARDSTICK_MAX_LINES);
+  for (int k = 0; k < n_keys; ++k) free(keys[k].key);
+  free(keys);
+  free(groups);
 }
