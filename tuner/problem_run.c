@@ -578,7 +578,8 @@ static int start_binary(tune_problem_run *x, int i, int samples, int *sent, tune
   res->compile_ms = x->b.origin[c->job] == JOB_CACHED ? 0 : b->compile_ms;
   res->dyn_shared_bytes = (int)c->v.launch[0].shared;
   snprintf(res->binary_key, sizeof res->binary_key, "%s", b->key);
-  if (b->ok && tune_compile_wgmma_serialized(b->log) && rr->st->wgmma_serialized++ == 0)
+  /* counted once per variant: a halving's full timing comes after its quick one (has_quick) */
+  if (b->ok && !c->has_quick && tune_compile_wgmma_serialized(b->log) && rr->st->wgmma_serialized++ == 0)
     snprintf(rr->st->wgmma_example, sizeof rr->st->wgmma_example, "%s", c->label);
   if (!b->ok) {
     res->status = DB_COMPILE_ERROR;
