@@ -75,7 +75,7 @@ typedef struct candidate {
   int vi[SEARCH_MAX_PARAMS]; /* value index per parameter */
   char hash[17];             /* config hash */
   char json[2048];           /* config as JSON */
-  char label[2100];          /* what the progress lines print: the config, and the code's origin */
+  char label[TUNE_LABEL_MAX]; /* what the progress lines print: the config, and the code's origin */
   int64_t config_id;
   tune_variant v;
   int done;                  /* result final (resumed, left out by --only, recorded in the quick pass) */

@@ -15,6 +15,9 @@
 #include "problem_space.h"
 #include "recipe.h"
 
+/* Bytes of a config's progress label (its JSON and its code's origin), with the terminating 0. */
+#define TUNE_LABEL_MAX 2100
+
 /* The counts of one recipe run, summed over its problems. */
 typedef struct tune_run_stats {
   int n_status[DB_STATUS_COUNT]; /* results by status, new and resumed */
@@ -23,7 +26,7 @@ typedef struct tune_run_stats {
   int pruned;                 /* skipped after compiling: cannot launch or under min_occupancy (prune.h) */
   int compile_only;           /* of the skipped: compiled fine, not timed (--compile-only) */
   int wgmma_serialized;       /* compiled variants whose ptxas report says their wgmma were serialized */
-  char wgmma_example[2100];   /* the first of them: its progress label */
+  char wgmma_example[TUNE_LABEL_MAX]; /* the first of them: its progress label */
   int quick_only, quick_full; /* halving: verified variants that kept their quick timing / were then timed fully */
   double t_measure, t_compile; /* [s] wall time in the backend's measure / waiting for the compile pool */
   double t_select;            /* [s] in the backend's measure for the selection rounds (reselect.h) */

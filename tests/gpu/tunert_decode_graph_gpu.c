@@ -9,10 +9,11 @@
  * caches in LAYOUT, all passed by their strides: `hnd` (default) [pages, HKV, page_size, D]; `nhd`
  * [pages, page_size, HKV, D] packed, B * max_pages pages; `nhd_pool2` the same in a pool of twice as
  * many pages, the block table a random half of them (an engine's pool: pages past the batch's).
- * One eager launch loads the module, then one launch sequence is captured (CU_STREAM_CAPTURE_MODE_GLOBAL) and the graph replayed for 4
- * steps, each with other seq_lens written to device memory before the replay (lengths 0, 1, a page
- * boundary +- 1, the maximum, random ones); every output of every step is checked against an fp64
- * host reference (length 0: exactly 0). Exit: 0 all good, 1 a failure, 77 no driver or GPU. */
+ * One eager launch loads the module, then one launch sequence is captured
+ * (CU_STREAM_CAPTURE_MODE_GLOBAL) and the graph replayed for 4 steps, each with other seq_lens
+ * written to device memory before the replay (lengths 0, 1, a page boundary +- 1, the maximum,
+ * random ones); every output of every step is checked against an fp64 host reference (length 0:
+ * exactly 0). Exit: 0 all good, 1 a failure, 77 no driver or GPU. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <math.h>

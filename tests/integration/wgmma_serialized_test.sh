@@ -3,7 +3,8 @@
 # tune_compile_wgmma_serialized), on any CPU (NVRTC only):
 #  - the fixture's SERIALIZED 1 variant (wgmma issued from a function that is not inlined) makes
 #    `tune run` print the warning with that variant; SERIALIZED 0 compiles clean;
-#  - the fastest recorded config of each tensor-core recipe compiles with its wgmma pipelined.
+#  - for each tensor-core recipe, the fastest recorded config of its longest-running problem (the
+#    tensor-core path where a recipe has others) compiles with its wgmma pipelined.
 . "$(dirname "$0")/lib.sh"
 "$TUNE" run "$SRC/tests/fixtures/recipes/wgmma_serialized.lua" --compile-only --arch sm_90a --db w.db >w.txt 2>&1
 check "fixture compiles" test $? -eq 0

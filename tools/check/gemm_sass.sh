@@ -23,10 +23,14 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cubins=()
+: > "$tmp/names"
+n_db=0
 for f in "$@"; do
   case "$f" in
-    *.db)  # name<TAB>cubin file per binary of the compile cache
-      python3 - "$f" "$tmp" > "$tmp/list" <<'PY' || { echo "gemm_sass: cannot read $f" >&2; exit 2; }
+    *.db)  # the database's binaries into a folder of their own: "cubin<TAB>name" lines
+      n_db=$((n_db + 1))
+      mkdir -p "$tmp/$n_db"
+      python3 - "$f" "$tmp/$n_db" > "$tmp/$n_db/list" <<'PY' || { echo "gemm_sass: cannot read $f" >&2; exit 2; }
 import sqlite3, sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 for i, (opts, cubin) in enumerate(db.execute("select options, cubin from binaries where ok = 1 and cubin is not null")):
@@ -34,7 +38,8 @@ for i, (opts, cubin) in enumerate(db.execute("select options, cubin from binarie
     open(path, "wb").write(cubin)
     print(path + "\t" + (" ".join(o[2:] for o in opts.split() if o.startswith("-D")) or "(no defines)"))
 PY
-      while IFS=$'\t' read -r path name; do cubins+=("$path"); echo "$path	$name" >> "$tmp/names"; done < "$tmp/list" ;;
+      while IFS=$'\t' read -r path name; do cubins+=("$path"); done < "$tmp/$n_db/list"
+      cat "$tmp/$n_db/list" >> "$tmp/names" ;;
     *) cubins+=("$f") ;;
   esac
 done
@@ -43,7 +48,7 @@ for f in "${cubins[@]}"; do
     *cuobjdump) sass=$("$tool" -sass "$f" 2>&1) ;;
     *) sass=$("$tool" -c "$f" 2>&1) ;;
   esac
-  name=$(awk -F'\t' -v p="$f" '$1 == p { print $2 }' "$tmp/names" 2>/dev/null)
+  name=$(awk -F'\t' -v p="$f" '$1 == p { print $2 }' "$tmp/names")
   line="${name:-$(basename "$f")}:"
   for op in HGMMA QGMMA HMMA UTMALDG UTMASTG STSM LDGSTS USETMAXREG LDL STL; do
     line="$line $op $(printf '%s\n' "$sass" | grep -cE "[[:space:]]${op}[. ;]")"
