@@ -8,7 +8,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export TUNE=$PWD/build/tune SRC=$PWD
+export TUNE=${TUNE:-$PWD/build/tune} SRC=$PWD
 # the test binaries: build/tests unless the environment names other copies
 export TUNERT_TMAP_GPU=${TUNERT_TMAP_GPU:-$PWD/build/tests/tunert_tmap_gpu}
 export TUNERT_CLUSTER_GPU=${TUNERT_CLUSTER_GPU:-$PWD/build/tests/tunert_cluster_gpu}

@@ -2,7 +2,9 @@
 # device_record.sh PART OUTDIR: re-record a part of the replay data (the main job's, recipes/attention.lua, and gemm.skinny)
 # on the GPU, exhaustive with seed 1 as data/README.md asks, each part within one device call:
 #   serving  decode, then varlen (below)
-#   decode   attention.decode (exhaustive) -> OUTDIR/attention.decode.db
+#   decode   attention.decode (exhaustive; then `tune compare` as varlen's, except in serving) ->
+#            OUTDIR/attention.decode.db
+#   decode_tma  attention.decode_tma, the same -> OUTDIR/attention.decode_tma.db
 #   varlen   attention.varlen (exhaustive on every problem, then `tune compare` against its peers,
 #            3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
 #   varlen_kv  attention.varlen_kv (chunked prefill), the same -> OUTDIR/attention.varlen_kv.db
@@ -22,8 +24,8 @@
 # in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -56,18 +58,20 @@ exhaustive_compared() {
 }
 case $part in
   serving|decode|varlen)
-    if [ "$part" != varlen ]; then
+    if [ "$part" = decode ]; then
+      exhaustive_compared decode
+    elif [ "$part" = serving ]; then
       run attention.decode recipes/attention/decode.lua --strategy exhaustive
       keep attention.decode
     fi
     [ "$part" != decode ] && exhaustive_compared varlen ;;
-  varlen_kv|decode_fp8) exhaustive_compared "$part" ;;
+  varlen_kv|decode_fp8|decode_tma) exhaustive_compared "$part" ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
   skinny) run gemm.skinny recipes/gemm/skinny.lua --strategy exhaustive; keep gemm.skinny ;;
   combine) exhaustive_compared combine moe ;;
-  *) echo "part must be serving, decode, varlen, varlen_kv, decode_fp8, prefill, sm90, skinny or combine" >&2; exit 2 ;;
+  *) echo "part must be serving, decode, decode_tma, varlen, varlen_kv, decode_fp8, prefill, sm90, skinny or combine" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
