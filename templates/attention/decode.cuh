@@ -83,7 +83,7 @@
 //                                      numerics); VEC_BYTES and the row groups aside, the knobs above
 //                                      keep their meaning. Needs GQA_PACK 1, VEC_BYTES 16 and
 //                                      BLOCK_N / WARPS a multiple of 16.
-//   KV_TMA     0 | 1 (default 0)        1 (MMA 1, bf16 cache, KV_RING k >= 2): one more warp fills the
+//   KV_TMA     0 | 1 (default 0)        1 (MMA 1, KV_RING k >= 2, per-head scales if fp8): one more warp fills the
 //                                      k-deep ring with bulk tensor copies through the maps k_map and
 //                                      v_map, two more kernel arguments (attention/decode_tma.cuh).
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
@@ -209,8 +209,8 @@ static_assert(KV_RING == 0 || (KV_RING >= 2 && KV_RING <= 8), "KV_RING must be 0
 static_assert(KV_RING == 0 || (VEC_BYTES == 16 && STAGES == 1),
               "KV_RING needs 16-byte loads (cp.async.cg) and STAGES 1 (the ring replaces the register buffer)");
 static_assert(BLOCK_ORDER == 0 || BLOCK_ORDER == 1, "BLOCK_ORDER must be 0 or 1");
-static_assert(KV_TMA == 0 || (KV_TMA == 1 && MMA == 1 && !KV_FP8 && KV_RING >= 2),
-              "KV_TMA must be 0, or 1 with MMA 1, a bf16 cache and KV_RING >= 2");
+static_assert(KV_TMA == 0 || (KV_TMA == 1 && MMA == 1 && !KV_SCALE_PAGE && KV_RING >= 2),
+              "KV_TMA must be 0, or 1 with MMA 1, KV_RING >= 2 and no per-page scales");
 static_assert(COMBINE_WARPS >= 1 && COMBINE_WARPS <= 32, "COMBINE_WARPS must be 1..32");
 static_assert(kSmemBytes <= 48 * 1024, "epilogue shared memory over the 48 KiB static limit");
 static_assert(kKvRegs <= 128, "K/V register tiles over 128 registers per thread: smaller BLOCK_N or more WARPS");
@@ -845,7 +845,7 @@ extern "C" __global__ void __launch_bounds__(decode::kThreads + 32 * KV_TMA) att
   __shared__ __align__(16) float s_acc[WARPS * kHeads * kD];
   __shared__ float s_m[WARPS * kHeads], s_l[WARPS * kHeads];
 #if KV_TMA
-  tma::split(q, k_cache, v_cache, block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size, q_stride_b,
+  tma::split(q, k_cache, v_cache, DECODE_SCALE_VALS block_table, seq_lens, o, partial, B, HQ, HKV, max_pages, page_size, q_stride_b,
              q_stride_h, o_stride_b, o_stride_h, kv_stride_page, kv_stride_row, kv_stride_h, scale_log2, k_map, v_map,
              s_acc, s_m, s_l);
 #elif MMA

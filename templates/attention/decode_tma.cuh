@@ -1,12 +1,12 @@
 // decode_tma.cuh: decode_mma.cuh's split kernel fed by bulk tensor copies (KV_TMA 1). A paged cache
-// read one head at a time is D * 2-byte rows HKV * D * 2 bytes apart; per-lane 16-byte loads of that
+// read one head at a time is D * kKvBytes-byte rows HKV times that apart; per-lane 16-byte loads of that
 // pattern stream at 84-88 % of the copy bandwidth on an H200, tensor copies of one page's rows at
 // 91-93 %, as fast as a contiguous cache (tools/check/decode_stream.cu, docs/benchmarks.md "Paged
 // decode: what limits it"). Included by decode.cuh only (after decode_mma.cuh).
 //
 // Block: WARPS consumer warps (decode_mma.cuh's thread map and math), then one producer warp. The
 // producer fills a KV_RING-deep ring of tiles in dynamic shared memory, slot = [K rows][V rows], each
-// BLOCK_N rows of D bf16 in key order. A tile is BLOCK_N / R boxes of R = min(page_size, BLOCK_N)
+// BLOCK_N rows of D elements (bf16 or e4m3) in key order. A tile is BLOCK_N / R boxes of R = min(page_size, BLOCK_N)
 // rows of one page, one tensor copy of K and one of V per box (lane j issues box j), completing on
 // the slot's `full` barrier. A consumer warp reads its keys of the slot step by step (16 keys, the
 // lane pattern of decode_mma.cuh's loads, from shared memory) as its math needs them, K for the
@@ -17,7 +17,8 @@
 // result: the producer's lanes copy a tile with cp.async (16 bytes each, completing on the same
 // barrier) when the strides are not the packed ones or when a page of the tile lies past the maps'
 // B * max_pages pages (an engine's pool larger than the batch's pages).
-// Requirements (static_asserts, recipe `requires`): decode_mma.cuh's, a bf16 cache, KV_RING >= 2,
+// Requirements (static_asserts, recipe `requires`): decode_mma.cuh's, KV_RING >= 2, an fp8 cache's
+// scales per head (KV_SCALE_PAGE 0: they stay in split_ctx, the ring holds K and V only),
 // page_size % BLOCK_N == 0 or BLOCK_N % page_size == 0 (a box never leaves its page).
 #pragma once
 
@@ -26,7 +27,7 @@
 namespace decode {
 namespace tma {
 
-constexpr int kRowBytes = kD * 2;                       // one K (or V) row of one head
+constexpr int kRowBytes = kD * kKvBytes;                // one K (or V) row of one head
 constexpr int kTileBytes = BLOCK_N * kRowBytes;         // K (or V) rows of a tile
 constexpr int kSlotBytes = 2 * kTileBytes;              // a ring slot: K rows, then V rows
 constexpr int kChunksPerRow = kRowBytes / 16;
@@ -75,7 +76,7 @@ __device__ __forceinline__ void produce_tile(const split_ctx &c, int t, unsigned
     for (int i = c.lane; i < BLOCK_N * kChunksPerRow; i += 32) {
       const int row = i / kChunksPerRow, chunk = i % kChunksPerRow;
       const int r = min(r0 + row, c.row_end - 1);
-      const long long off = row_offset(c, r, __ldg(c.bt + c.page.div(r))) + chunk * 8;
+      const long long off = row_offset(c, r, __ldg(c.bt + c.page.div(r))) + chunk * (16 / kKvBytes);
       const unsigned dst = slot_addr + row * kRowBytes + chunk * 16;
       tune::g2s_copy16(dst, c.k + off);
       tune::g2s_copy16(dst + kTileBytes, c.v + off);
@@ -104,10 +105,10 @@ __device__ __forceinline__ void read_step(const split_ctx &c, unsigned slot_addr
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = c.warp * mma::kWarpKeys + 16 * s + 8 * r + g;
-    const unsigned row = slot_addr + KV * kTileBytes + key * kRowBytes + mma::kLaneDims * tq * 2;
+    const unsigned row = slot_addr + KV * kTileBytes + key * kRowBytes + mma::kLaneDims * tq * kKvBytes;
 #pragma unroll
     for (int h = 0; h < mma::kDChunks; ++h)
-      tune::s2r_load16(row + mma::kChunkDims * h * 2, (KV ? x.v[s][r][h] : x.k[s][r][h]).w);
+      tune::s2r_load16(row + mma::kChunkDims * h * kKvBytes, (KV ? x.v[s][r][h] : x.k[s][r][h]).w);
   }
 }
 
@@ -147,8 +148,9 @@ __device__ __forceinline__ void split(DECODE_PARAMS, const tune::tensormap &k_ma
   }
   __syncthreads();
   const bool producer = threadIdx.x >= kThreads;
-  const split_ctx c = split_setup(k_cache, v_cache, block_table, seq_lens, HKV, max_pages, page_size, kv_stride_page,
-                                  kv_stride_row, kv_stride_h, scale_log2, producer ? 0 : mma::kLaneDims * (threadIdx.x % 4));
+  const split_ctx c = split_setup(k_cache, v_cache, DECODE_SCALE_VALS block_table, seq_lens, HKV, max_pages, page_size,
+                                  kv_stride_page, kv_stride_row, kv_stride_h, scale_log2,
+                                  producer ? 0 : mma::kLaneDims * (threadIdx.x % 4));
   if (producer) {
     const int hkv = BLOCK_ORDER == 0 ? blockIdx.y % HKV : blockIdx.y / SPLITS;
     const bool packed = kv_stride_h == kD && kv_stride_row == (long long)HKV * kD &&

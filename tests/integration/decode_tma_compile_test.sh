@@ -2,8 +2,10 @@
 # attention.decode_tma (recipes/attention/decode_tma.lua, templates/attention/decode_tma.cuh): the
 # recipe loads with its domain and fallback, variants of each tile shape compile with NVRTC (no GPU)
 # at head dims 128 and 64 without spills, and a bundle of them (synthetic times) carries the two
-# tensor maps of every entry and a fallback per set of defines. The producer's paths (tensor copies,
-# the cp.async fallback for other layouts and pools) run in tests/gpu/decode_graph_gpu_test.sh.
+# tensor maps of every entry and a fallback per set of defines; the same for attention.decode_fp8_tma
+# (the kernel over an e4m3 cache). The producer's paths (tensor copies, the cp.async fallback for
+# other layouts and pools) run in tests/gpu/decode_graph_gpu_test.sh and, for the e4m3 cache, in
+# decode_fp8_tma's own HND problem.
 . "$(dirname "$0")/lib.sh"
 R="$SRC/recipes/attention/decode_tma.lua"
 compile() { # compile OUT PROBLEM ONLY...
@@ -37,4 +39,22 @@ n_entries=$(sql d.bundle "select count(*) from entries")
 check "two tensor maps per entry ($n_maps for $n_entries entries)" test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
 n_fb=$(grep -c "^  fallback (" bundle.txt)
 check "two fallback entries ($n_fb)" test "$n_fb" = 2
+
+# attention.decode_fp8_tma: the same kernel over an e4m3 cache (one byte per element, per-head
+# scales), its tiles compiled without spills for GQA 4 and 8, and bundled with its maps
+F="$SRC/recipes/attention/decode_fp8_tma.lua"
+"$TUNE" run "$F" --compile-only --arch sm_90a --db f.db --problem b32hq32hkv8d128p16x256 \
+  --problem b8hq64hkv8d128p32x1024m1 "${KINDS[@]/#/--only=}" >fp8.txt 2>&1
+check "decode_fp8_tma compiles" test $? -eq 0
+check "decode_fp8_tma: the space after constraints" contains fp8.txt \
+  "attention.decode_fp8_tma: 120 of 216 configs satisfy the constraints"
+n_ok=$(sql f.db "select count(*) from results where error_text = 'compile-only' and registers > 0 and spill_stores = 0")
+check "decode_fp8_tma: eight compiled results without spills ($n_ok)" test "$n_ok" = 8
+synth_ok f.db
+"$TUNE" bundle --recipe attention.decode_fp8_tma --db f.db -o f.bundle --arch sm_90a --no-ptx >fbundle.txt 2>&1
+check "decode_fp8_tma bundle written" test $? -eq 0
+n_maps=$(sql f.bundle "select count(*) from entry_tensormaps")
+n_entries=$(sql f.bundle "select count(*) from entries")
+check "decode_fp8_tma: two tensor maps per entry ($n_maps for $n_entries entries)" \
+  test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
 finish

@@ -8,6 +8,7 @@ code by peer_family_moe_test) at the arg index of seq_lens in recipes/attention/
 the one length the SDPA peers get.
 """
 import os
+import re
 import sys
 import unittest
 
@@ -38,6 +39,8 @@ class PeersTest(unittest.TestCase):
                           ("dequant-sdpa", "decode_fp8", "dequant_sdpa", None),
                           ("dequant-flash-varlen", "decode_fp8", "dequant_varlen", None)])
         self.assertTrue(all(x.opts["api"] is ps for x in p))
+        # the TMA-fed family is timed against the same peers
+        self.assertEqual([x.name for x in kv.peers("attention.decode_fp8_tma", MIXED, ps)], [x.name for x in p])
         # q and o: 2 x 32 x 32 x 128 bf16; K + V at the mean length (1 + 8192) / 2 of 8 heads of 128
         qo = 2 * 32 * 32 * 128 * 2
         kv_elems = 32 * (1 + 8192) * 8 * 128
@@ -83,6 +86,11 @@ class LengthsTest(unittest.TestCase):
         args = arg_names("attention/decode_fp8.lua", "attention/shared/decode.lua")
         self.assertEqual(args.index("seq_lens"), kv.SEQ_LENS_ARG)
         self.assertEqual(args[:7], ["q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "seq_lens"])
+        # decode_fp8_tma.lua copies decode_fp8.lua's args and appends its own two, the maps
+        with open(os.path.join(ROOT, "recipes", "attention", "decode_fp8_tma.lua")) as f:
+            text = f.read()
+        self.assertIn("for i, a in ipairs(base.args) do recipe.args[i] = a end", text)
+        self.assertEqual(re.findall(r'recipe\.args\[#recipe\.args \+ 1\] = \{ "(\w+)"', text), ["k_map", "v_map"])
 
     def test_sdpa_gets_the_mean_rounded_up(self):
         self.assertEqual(kv.sdpa_len([1, 2]), 2)

@@ -10,8 +10,8 @@ far from the expected one, and the metric's GB/s is then off by as much. This re
 counts K and V of the drawn lengths plus q and o, as the peers' SDPA reads them.
 
 attention.decode and attention.decode_tma (bf16 cache, 2 bytes per element) and
-attention.decode_fp8 (e4m3, 1 byte; the scales are not counted) are understood; other recipes in
-the file are skipped.
+attention.decode_fp8 and attention.decode_fp8_tma (e4m3, 1 byte; the scales are not counted) are
+understood; other recipes in the file are skipped.
 """
 import json
 import os
@@ -29,6 +29,7 @@ RECIPES = {
     "attention.decode_fp8": (1, peer_family_kvfp8.lengths,
                              lambda d: (d["min_len"] + d["max_pages"] * d["page_size"]) / 2),
 }
+RECIPES["attention.decode_fp8_tma"] = RECIPES["attention.decode_fp8"]
 
 # tune's own variants only: `tune compare` stores each peer's median as a result too (its config's
 # origin is peer:<name>)
@@ -68,7 +69,7 @@ def main(argv):
         return 2
     found = rows(argv[1])
     if not found:
-        print(f"{argv[1]}: no ok result of attention.decode or attention.decode_fp8", file=sys.stderr)
+        print(f"{argv[1]}: no ok result of a decode recipe", file=sys.stderr)
         return 1
     print("| recipe | problem | best [us] | drawn mean / metric's mean | GB/s (drawn) | % of copy |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -29,7 +29,8 @@ torch is imported by the builders only (the unit test runs without it).
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
-RECIPE = "attention.decode_fp8"
+# attention.decode_fp8_tma: decode_fp8.lua's args (seq_lens at the same index), then two tensor maps
+RECIPES = ("attention.decode_fp8", "attention.decode_fp8_tma")
 FAMILY = "decode_fp8"
 DIMS = ("B", "HQ", "HKV", "D", "page_size", "max_pages", "min_len")
 SEQ_LENS_ARG = 6  # index of seq_lens among recipes/attention/decode_fp8.lua's args (the init's stream)
@@ -55,7 +56,7 @@ def set_bytes(d, kv_bytes):
 
 
 def peers(recipe, dims, api):
-    if recipe != RECIPE:
+    if recipe not in RECIPES:
         return None
     api.require_dims(recipe, dims, DIMS)
     if dims["HQ"] % dims["HKV"]:
