@@ -57,4 +57,11 @@ n_maps=$(sql f.bundle "select count(*) from entry_tensormaps")
 n_entries=$(sql f.bundle "select count(*) from entries")
 check "decode_fp8_tma: two tensor maps per entry ($n_maps for $n_entries entries)" \
   test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
+# decode_fp8's args in its order (the peers draw seq_lens by its index, tools/peers/
+# peer_family_kvfp8.py SEQ_LENS_ARG), then the maps
+args=$(sql f.bundle "select group_concat(name, ',') from (select a.name from args a join families f on f.id = a.family_id
+                     where f.name = 'attention.decode_fp8_tma' order by a.idx)")
+want=q,k_cache,v_cache,k_scale,v_scale,block_table,seq_lens,o,partial,B,HQ,HKV,max_pages,page_size
+want=$want,q_stride_b,q_stride_h,o_stride_b,o_stride_h,kv_stride_page,kv_stride_row,kv_stride_h,scale_log2,k_map,v_map
+check "decode_fp8_tma: decode_fp8's args, then the maps ($args)" test "$args" = "$want"
 finish
