@@ -36,6 +36,11 @@ BUNDLES = {
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
     "fp8": (("gemm.fp8.db", "gemm.fp8_skinny.db"), "gemm.fp8,gemm.fp8_fast,gemm.fp8_skinny"),
     "decode_fp8": (("attention.decode_fp8.db",), "attention.decode_fp8"),
+    "decode_fp8_tma": (("attention.decode_fp8_tma.db",), "attention.decode_fp8_tma"),
+    # H200, both fp8 decode families (the TMA-fed one per-head only), kernels only as decode_h200
+    "decode_fp8_h200": (("h200/attention.decode_fp8.db", "attention.decode_fp8_tma.db"),
+                        "attention.decode_fp8,attention.decode_fp8_tma",
+                        ("--no-vendor-for", "attention.decode_fp8,attention.decode_fp8_tma")),
     # H200, both decode families; their comparison with cuDNN SDPA over a contiguous cache is no
     # verdict on a paged cache, hence kernels only (docs/runtime.md, "Vendor entries")
     "decode_h200": (("h200/attention.decode.db", "attention.decode_tma.db"), "attention.decode,attention.decode_tma",

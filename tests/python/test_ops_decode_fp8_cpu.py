@@ -386,5 +386,65 @@ class PlanTest(unittest.TestCase):
         check_plan_launch(self, p, t)
 
 
+@needs_torch
+class DecodeFp8FamiliesTest(unittest.TestCase):
+    """tt.decode_fp8 over a bundle of both fp8 decode families' H200 recordings: per-head scales try
+    attention.decode_fp8 and attention.decode_fp8_tma and take the bundle's faster exact entry,
+    per-page scales attention.decode_fp8 alone; the cache's strides give decode_fp8_tma's layout."""
+    HKV, D = 8, 128
+
+    def setUp(self):
+        tt.use_bundle(bundle("decode_fp8_h200"), no_device=True, arch="sm_90a", strict=False)
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def meta(self, *shape, dtype=None):
+        return torch.empty(shape, dtype=dtype or torch.bfloat16, device="meta")
+
+    def args(self, B, HQ, page, maxp, kc=None, scale_rows=None):
+        kc = self.meta(B * maxp, page, self.HKV, self.D, dtype=torch.float8_e4m3fn) if kc is None else kc
+        ks = self.meta(*((scale_rows, self.HKV) if scale_rows else (self.HKV,)), dtype=torch.float32)
+        return [self.meta(B, HQ, self.D), kc, kc, ks, ks, self.meta(B, maxp, dtype=torch.int32),
+                self.meta(B, dtype=torch.int32)]
+
+    def plan(self, *shape, **kw):
+        p = tt.explain("decode_fp8", *self.args(*shape, **kw))
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual(p.selection_kind, "tuned")
+        return p
+
+    def test_the_faster_family_per_problem(self):
+        chosen = set()
+        for shape in ((1, 32, 16, 2048), (1, 64, 32, 4096), (32, 32, 16, 256), (128, 32, 32, 64), (64, 64, 16, 512)):
+            p = self.plan(*shape)
+            # each family's exact entry for the problem alone: the op took the faster
+            _, candidates, _, _ = _ops_decode_fp8._problem(0, *self.args(*shape))
+            times = {}
+            for f in _state.PAGED_DECODE_OPS["decode_fp8"]:
+                own = _state._make_plan(0, [c for c in candidates() if not isinstance(c, str) and c[0] == f])
+                if isinstance(own, tt.Plan) and own.selection.info.exact:
+                    times[f] = own.selection.info.measured_ns
+            self.assertEqual(len(times), 2, shape)
+            self.assertEqual(p.selection.info.family, min(times, key=times.get), (shape, times))
+            chosen.add(p.selection.info.family)
+        self.assertEqual(chosen, {"attention.decode_fp8", "attention.decode_fp8_tma"})
+
+    def test_layout_and_scales_choose_the_entries(self):
+        p = self.plan(32, 32, 16, 256, scale_rows=32 * 256)   # per page: attention.decode_fp8's own entries
+        self.assertEqual((p.selection.info.family, p.selection.dims["kv_scale"]), ("attention.decode_fp8", "page"))
+        # the TMA-fed family alone: the cache's strides pick its NHD or HND entry
+        tt.use_bundle(bundle("decode_fp8_tma"), no_device=True, arch="sm_90a", strict=False)
+        p = self.plan(32, 32, 16, 256)
+        self.assertEqual((p.selection.info.tuned_problem, p.selection.dims["layout"]), ("b32hq32hkv8d128p16x256", "nhd"))
+        hnd = self.meta(32 * 256, self.HKV, 16, self.D, dtype=torch.float8_e4m3fn).transpose(1, 2)
+        p = self.plan(32, 32, 16, 256, kc=hnd)
+        self.assertEqual((p.selection.info.tuned_problem, p.selection.dims["layout"]),
+                         ("b32hq32hkv8d128p16x256_hnd", "hnd"))
+        self.assertEqual((p.scalars["kv_stride_row"], p.scalars["kv_stride_h"]), (self.D, 16 * self.D))
+        p = tt.explain("decode_fp8", *self.args(32, 32, 16, 256, scale_rows=32 * 256))
+        self.assertNotIsInstance(p, tt.Plan)   # per-page scales: not this family's
+
+
 if __name__ == "__main__":
     unittest.main()

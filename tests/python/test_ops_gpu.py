@@ -580,5 +580,53 @@ class DecodeFp8GpuTest(unittest.TestCase):
                               test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"))
 
 
+@needs_cuda
+class DecodeFp8TmaGpuTest(unittest.TestCase):
+    """decode_fp8 on a bundle of attention.decode_fp8_tma's H200 recording: its kernel over a packed
+    pool of more pages than the table uses and over an HND one (the producer's cp.async path), mixed
+    lengths with 0 and partial pages, large logits, and a graph replayed with new lengths;
+    DecodeFp8GpuTest's inputs and check. (Which family a bundle of both takes: the CPU tests.)"""
+    HQ, HKV, D = DecodeFp8GpuTest.HQ, DecodeFp8GpuTest.HKV, DecodeFp8GpuTest.D
+    inputs = DecodeFp8GpuTest.inputs
+    check = DecodeFp8GpuTest.check
+
+    def setUp(self):
+        tt.use_bundle(bundle("decode_fp8_tma"), strict=False)
+        tt.reset_stats()
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def tuned(self, a, problem):
+        p = tt.explain("decode_fp8", *a)
+        self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+        self.assertEqual((p.selection.info.family, p.selection_kind, p.selection.info.tuned_problem),
+                         ("attention.decode_fp8_tma", "tuned", problem))
+
+    def test_packed_hnd_and_large_logits(self):
+        for hnd, name in ((False, "b32hq32hkv8d128p16x256"), (True, "b32hq32hkv8d128p16x256_hnd")):
+            q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 256, k_std=100.0, hnd=hnd)
+            q = q * 5   # with K of std 100: logits of std 25 .. 75
+            self.tuned((q, kc, vc, ks, vs, bt, lens), name)
+            self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), q, kc, vc, ks, vs, bt, lens, what=name)
+            self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt), q, kc, vc, ks, vs, bt, None, what=name + ", no lengths")
+        self.assertEqual(tt.stats()["decode_fp8"]["kinds"], {"tuned": 4})
+
+    def test_mixed_lengths_in_a_graph(self):
+        q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 512)
+        self.tuned((q, kc, vc, ks, vs, bt, lens), "b32hq32hkv8d128p16x512m1")
+        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), q, kc, vc, ks, vs, bt, lens)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            o = tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)
+        for step in range(3):
+            lens.copy_(torch.randint(0, 512 * 16 + 1, (32,), device="cuda", dtype=torch.int32))
+            q.copy_(bf(32, self.HQ, self.D))
+            g.replay()
+            torch.cuda.synchronize()
+            self.check(o, q, kc, vc, ks, vs, bt, lens, what=f"replay {step}")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -289,7 +289,8 @@ _state.PAGED_DECODE_OPS["decode"] = DECODE_FAMILIES
 
 
 def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=None, *, family=DECODE_FAMILIES,
-                    kv_multiple=8, extra_tensors=None, extra_pools=(), extra_dims=None, reference=None):
+                    kv_multiple=8, extra_tensors=None, extra_pools=(), extra_dims=None, family_dims=None,
+                    reference=None):
     """The problem of a decode family (or a tuple of families, each tried) over the serving contract
     of _decode_body (tt.decode's defaults). A family that adds to it passes kv_multiple (its
     caches' stride rule, see _kernel_strides_ok), extra_tensors ({name: tensor} passed to the
@@ -297,7 +298,8 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
     them; extra_pools names those, contiguous, whose leading extent is the cache's page count,
     free as the caches' is),
     extra_dims ({dim: values}: a candidate per value, in order, for a dim that describes how the
-    family was tuned rather than the call) and reference (what runs without a tuned kernel)."""
+    family was tuned rather than the call), family_dims ({family: {dim: value}}: dims of that family
+    alone, which follow from the key) and reference (what runs without a tuned kernel)."""
     B, HQ, D = q.shape
     page, HKV = k_cache.shape[1], k_cache.shape[2]
     maxp = block_table.shape[1]
@@ -333,7 +335,9 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
         dim_sets = [dims]
         for name, values in (extra_dims or {}).items():
             dim_sets = [dict(d, **{name: v}) for d in dim_sets for v in dict.fromkeys(values)]
-        return [(f, d, tensors, d, knobs, needs) for f in families for d in dim_sets]
+        own = family_dims or {}
+        return [(f, dict(d, **own.get(f, {})), tensors, dict(d, **own.get(f, {})), knobs, needs)
+                for f in families for d in dim_sets]
 
     def tensors_fn():
         out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)

@@ -1,6 +1,7 @@
 """tunert::decode_fp8: one decode step over a paged fp8 e4m3 KV cache with f32 scales per KV head
 (vLLM's and FlashInfer's k_scale / v_scale) or per page and KV head, family attention.decode_fp8 of
-recipes/attention/decode_fp8.lua (templates/attention/decode.cuh with KV_FP8 1):
+recipes/attention/decode_fp8.lua (templates/attention/decode.cuh with KV_FP8 1), or with per-head
+scales attention.decode_fp8_tma (the same kernel fed by tensor copies) where the bundle's is faster:
 
     o[b, hq] = softmax_j(q[b, hq] . (k[b, j, hkv] * ks) * scale) (v[b, j, hkv] * vs)
     hkv = hq / (HQ / HKV), j < seq_lens[b], page = block_table[b, j // page_size]
@@ -29,7 +30,10 @@ from . import _ops, _state
 from ._ops import _cuda_kernel, _decode_check, _decode_problem, _decode_ref, _device_index, _run
 
 FAMILY = "attention.decode_fp8"
-_state.PAGED_DECODE_OPS["decode_fp8"] = (FAMILY,)
+# the same kernel fed by tensor copies, per-head scales only (dim layout: the cache's strides); where
+# both have an entry for a call, the bundle's fastest exact one runs (_state._preference)
+TMA_FAMILY = "attention.decode_fp8_tma"
+_state.PAGED_DECODE_OPS["decode_fp8"] = (FAMILY, TMA_FAMILY)
 KV_STRIDE_ELEMENTS = 16   # decode.cuh with KV_FP8: K/V strides a multiple of 16 elements (16 bytes)
 
 
@@ -132,17 +136,26 @@ def _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, sca
     return _decode_ref(q.float(), k, v, pages, seq_lens, scale).to(q.dtype)
 
 
+def _cache_layout(k_cache):
+    """attention.decode_fp8_tma's dim layout for a cache: "nhd" where its strides are the packed
+    [pages, page_size, HKV, D] ones the tensor maps describe, else "hnd" (read through cp.async)."""
+    page, HKV, D = k_cache.shape[1:]
+    return "nhd" if tuple(k_cache.stride()) == (page * HKV * D, HKV * D, D, 1) else "hnd"
+
+
 def _problem(dev, q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens=None, scale=None):
-    """(key, candidates, tensors_fn, reference) of _ops._run: tt.decode's problem for this family,
-    with its cache strides, the scale tensors as the kernel reads them, their layout (dim kv_scale)
-    and both min_len values."""
+    """(key, candidates, tensors_fn, reference) of _ops._run: tt.decode's problem for these
+    families (attention.decode_fp8_tma for per-head scales only), with its cache strides, the scale
+    tensors as the kernel reads them, their layout (dim kv_scale) and both min_len values."""
     HKV = k_cache.shape[2]
     layout = _layout(k_scale)
+    families = (FAMILY, TMA_FAMILY) if layout == "head" else (FAMILY,)
     key, candidates, tensors_fn, reference = _decode_problem(
-        dev, q, k_cache, v_cache, block_table, seq_lens, scale, family=FAMILY, kv_multiple=KV_STRIDE_ELEMENTS,
+        dev, q, k_cache, v_cache, block_table, seq_lens, scale, family=families, kv_multiple=KV_STRIDE_ELEMENTS,
         extra_tensors={"k_scale": _kernel_scale(k_scale, HKV), "v_scale": _kernel_scale(v_scale, HKV)},
         extra_pools=("k_scale", "v_scale") if layout == "page" else (),
         extra_dims={"min_len": (1, block_table.shape[1] * k_cache.shape[1]), "kv_scale": (layout,)},
+        family_dims={TMA_FAMILY: {"layout": _cache_layout(k_cache)}},
         reference=lambda: _reference(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens, scale))
     return key + (layout,), candidates, tensors_fn, reference
 
@@ -151,7 +164,8 @@ def _body(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_scale
           v_scale: torch.Tensor, block_table: torch.Tensor, seq_lens: Optional[torch.Tensor] = None,
           scale: Optional[float] = None) -> torch.Tensor:
     """One decode step over a paged fp8 e4m3 KV cache (module docstring); scale None: 1/sqrt(D).
-    Through the attention.decode_fp8 family."""
+    Through the attention.decode_fp8 family, or attention.decode_fp8_tma where the bundle's is faster
+    (per-head scales)."""
     _check(q, k_cache, v_cache, k_scale, v_scale, block_table, seq_lens)
     if not q.is_cuda:
         _state.count("decode_fp8", "cpu")
