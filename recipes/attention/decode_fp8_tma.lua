@@ -83,7 +83,8 @@ recipe.launch[1].block = { "32 * (WARPS + 1)", 1, 1 }
 
 -- decode_fp8.lua's args with the strides of the problem's layout, then the maps: one box is
 -- min(page_size, BLOCK_N) rows of one page and head
-local strides = { kv_stride_row = "layout == 'hnd' and D or HKV * D", kv_stride_h = "layout == 'hnd' and page_size * D or D" }
+local strides = { kv_stride_row = "layout == 'hnd' and D or HKV * D",
+                  kv_stride_h = "layout == 'hnd' and page_size * D or D" }
 recipe.args = {}
 for i, a in ipairs(base.args) do
   if strides[a[1]] then

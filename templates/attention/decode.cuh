@@ -83,9 +83,10 @@
 //                                      numerics); VEC_BYTES and the row groups aside, the knobs above
 //                                      keep their meaning. Needs GQA_PACK 1, VEC_BYTES 16 and
 //                                      BLOCK_N / WARPS a multiple of 16.
-//   KV_TMA     0 | 1 (default 0)        1 (MMA 1, KV_RING k >= 2, per-head scales if fp8): one more warp fills the
-//                                      k-deep ring with bulk tensor copies through the maps k_map and
-//                                      v_map, two more kernel arguments (attention/decode_tma.cuh).
+//   KV_TMA     0 | 1 (default 0)        1 (MMA 1, KV_RING k >= 2, an fp8 cache's scales per head): one
+//                                      more warp fills the k-deep ring with bulk tensor copies through
+//                                      the maps k_map and v_map, two more kernel arguments
+//                                      (attention/decode_tma.cuh).
 // Problem constants (recipe `defines`): HEAD_DIM (64 | 128 | 256), GQA_RATIO (= HQ / HKV).
 //
 // Two kernels, both always launched, in this order (the launch list is the same for every config):

@@ -1,16 +1,17 @@
 // decode_tma.cuh: decode_mma.cuh's split kernel fed by bulk tensor copies (KV_TMA 1). A paged cache
-// read one head at a time is D * kKvBytes-byte rows HKV times that apart; per-lane 16-byte loads of that
-// pattern stream at 84-88 % of the copy bandwidth on an H200, tensor copies of one page's rows at
-// 91-93 %, as fast as a contiguous cache (tools/check/decode_stream.cu, docs/benchmarks.md "Paged
-// decode: what limits it"). Included by decode.cuh only (after decode_mma.cuh).
+// read one head at a time is rows of D * kKvBytes bytes, HKV times that apart; per-lane 16-byte
+// loads of that pattern (bf16) stream at 84-88 % of the copy bandwidth on an H200, tensor copies of
+// one page's rows at 91-93 %, as fast as a contiguous cache (tools/check/decode_stream.cu,
+// docs/benchmarks.md "Paged decode: what limits it"). Included by decode.cuh only (after
+// decode_mma.cuh).
 //
 // Block: WARPS consumer warps (decode_mma.cuh's thread map and math), then one producer warp. The
 // producer fills a KV_RING-deep ring of tiles in dynamic shared memory, slot = [K rows][V rows], each
-// BLOCK_N rows of D elements (bf16 or e4m3) in key order. A tile is BLOCK_N / R boxes of R = min(page_size, BLOCK_N)
-// rows of one page, one tensor copy of K and one of V per box (lane j issues box j), completing on
-// the slot's `full` barrier. A consumer warp reads its keys of the slot step by step (16 keys, the
-// lane pattern of decode_mma.cuh's loads, from shared memory) as its math needs them, K for the
-// scores, then V for P V, and releases the slot on its `empty` barrier.
+// BLOCK_N rows of D elements (bf16 or e4m3) in key order. A tile is BLOCK_N / R boxes of
+// R = min(page_size, BLOCK_N) rows of one page, one tensor copy of K and one of V per box (lane j
+// issues box j), completing on the slot's `full` barrier. A consumer warp reads its keys of the slot
+// step by step (16 keys, the lane pattern of decode_mma.cuh's loads, from shared memory) as its math
+// needs them, K for the scores, then V for P V, and releases the slot on its `empty` barrier.
 //
 // The maps (k_map, v_map) are built by the caller over the cache as packed [B * max_pages][page_size]
 // [HKV][D] (recipes/attention/decode_tma.lua). A cache they do not describe still gives the right
