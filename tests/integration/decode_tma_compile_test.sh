@@ -31,13 +31,21 @@ check "no compile errors ($n_err)" test "$n_err" = 0
 n_ok=$(sql d.db "select count(*) from results where error_text = 'compile-only' and registers > 0 and spill_stores = 0")
 check "eight compiled results without spills ($n_ok)" test "$n_ok" = 8
 
-synth_ok d.db
-"$TUNE" bundle --recipe attention.decode_tma --db d.db -o d.bundle --arch sm_90a --no-ptx >bundle.txt 2>&1
-check "bundle written" test $? -eq 0
-n_maps=$(sql d.bundle "select count(*) from entry_tensormaps")
-n_entries=$(sql d.bundle "select count(*) from entries")
-check "two tensor maps per entry ($n_maps for $n_entries entries)" test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
-n_fb=$(grep -c "^  fallback (" bundle.txt)
+# bundled FAMILY NAME: NAME.db's results (synthetic times) bundled as NAME.bundle (log NAME.txt),
+# with the two tensor maps of every entry
+bundled() {
+  local family=$1 name=$2
+  synth_ok "$name.db"
+  "$TUNE" bundle --recipe "$family" --db "$name.db" -o "$name.bundle" --arch sm_90a --no-ptx >"$name.txt" 2>&1
+  check "$family: bundle written" test $? -eq 0
+  local n_maps n_entries
+  n_maps=$(sql "$name.bundle" "select count(*) from entry_tensormaps")
+  n_entries=$(sql "$name.bundle" "select count(*) from entries")
+  check "$family: two tensor maps per entry ($n_maps for $n_entries entries)" \
+    test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
+}
+bundled attention.decode_tma d
+n_fb=$(grep -c "^  fallback (" d.txt)
 check "two fallback entries ($n_fb)" test "$n_fb" = 2
 
 # attention.decode_fp8_tma: the same kernel over an e4m3 cache (one byte per element, per-head
@@ -50,13 +58,7 @@ check "decode_fp8_tma: the space after constraints" contains fp8.txt \
   "attention.decode_fp8_tma: 120 of 216 configs satisfy the constraints"
 n_ok=$(sql f.db "select count(*) from results where error_text = 'compile-only' and registers > 0 and spill_stores = 0")
 check "decode_fp8_tma: eight compiled results without spills ($n_ok)" test "$n_ok" = 8
-synth_ok f.db
-"$TUNE" bundle --recipe attention.decode_fp8_tma --db f.db -o f.bundle --arch sm_90a --no-ptx >fbundle.txt 2>&1
-check "decode_fp8_tma bundle written" test $? -eq 0
-n_maps=$(sql f.bundle "select count(*) from entry_tensormaps")
-n_entries=$(sql f.bundle "select count(*) from entries")
-check "decode_fp8_tma: two tensor maps per entry ($n_maps for $n_entries entries)" \
-  test "$n_maps" -eq $((2 * n_entries)) -a "$n_entries" -gt 0
+bundled attention.decode_fp8_tma f
 # decode_fp8's args in its order (the peers draw seq_lens by its index, tools/peers/
 # peer_family_kvfp8.py SEQ_LENS_ARG), then the maps
 args=$(sql f.bundle "select group_concat(name, ',') from (select a.name from args a join families f on f.id = a.family_id

@@ -557,8 +557,10 @@ class DecodeFp8GpuTest(unittest.TestCase):
         self.assertEqual((s["tuned"], s["fallback"]), (1, 0), s)
         self.assertIn(next(iter(s["kinds"])), ("nearest", "fallback"))
 
-    def test_graph_replays_with_new_lengths(self):
-        q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 512)
+    def graph_replays(self, a):
+        """decode_fp8 on a (inputs of 32 sequences, 16 rows a page, 512 pages) captured in a CUDA
+        graph, replayed with new lengths, q and K scales, each replay against the reference."""
+        q, kc, vc, ks, vs, bt, lens = a
         tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)   # warm up: plan, module load outside the capture
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
@@ -571,6 +573,9 @@ class DecodeFp8GpuTest(unittest.TestCase):
             g.replay()
             torch.cuda.synchronize()
             self.check(o, q, kc, vc, ks, vs, bt, lens, what=f"replay {step}")
+
+    def test_graph_replays_with_new_lengths(self):
+        self.graph_replays(self.inputs(32, 16, 512))
         self.assertEqual(tt.stats()["decode_fp8"]["tuned"], 2)   # warm-up and capture; replays run no Python
 
     def test_opcheck_on_cuda(self):
@@ -589,6 +594,7 @@ class DecodeFp8TmaGpuTest(unittest.TestCase):
     HQ, HKV, D = DecodeFp8GpuTest.HQ, DecodeFp8GpuTest.HKV, DecodeFp8GpuTest.D
     inputs = DecodeFp8GpuTest.inputs
     check = DecodeFp8GpuTest.check
+    graph_replays = DecodeFp8GpuTest.graph_replays
 
     def setUp(self):
         tt.use_bundle(bundle("decode_fp8_tma"), strict=False)
@@ -613,19 +619,10 @@ class DecodeFp8TmaGpuTest(unittest.TestCase):
         self.assertEqual(tt.stats()["decode_fp8"]["kinds"], {"tuned": 4})
 
     def test_mixed_lengths_in_a_graph(self):
-        q, kc, vc, ks, vs, bt, lens = self.inputs(32, 16, 512)
-        self.tuned((q, kc, vc, ks, vs, bt, lens), "b32hq32hkv8d128p16x512m1")
-        self.check(tt.decode_fp8(q, kc, vc, ks, vs, bt, lens), q, kc, vc, ks, vs, bt, lens)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            o = tt.decode_fp8(q, kc, vc, ks, vs, bt, lens)
-        for step in range(3):
-            lens.copy_(torch.randint(0, 512 * 16 + 1, (32,), device="cuda", dtype=torch.int32))
-            q.copy_(bf(32, self.HQ, self.D))
-            g.replay()
-            torch.cuda.synchronize()
-            self.check(o, q, kc, vc, ks, vs, bt, lens, what=f"replay {step}")
+        a = self.inputs(32, 16, 512)
+        self.tuned(a, "b32hq32hkv8d128p16x512m1")
+        self.check(tt.decode_fp8(*a), *a)
+        self.graph_replays(a)
 
 
 if __name__ == "__main__":
