@@ -48,7 +48,8 @@ recipe.constraints = {
   function(c) return common.ring_bytes(c, 1) <= 192 * 1024 end,
 }
 
--- decode_fp8.lua's, and a box (min(page_size, BLOCK_N) rows) never leaves its page
+-- decode_fp8.lua's GQA rule (its row-group rules follow from the constraints above), and a box
+-- (min(page_size, BLOCK_N) rows) never leaves its page
 recipe.requires = {
   "HQ % HKV == 0 and HQ // HKV <= 8",
   "BLOCK_N % page_size == 0 or page_size % BLOCK_N == 0",

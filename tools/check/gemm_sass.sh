@@ -43,13 +43,14 @@ PY
     *) cubins+=("$f") ;;
   esac
 done
+declare -A names
+while IFS=$'\t' read -r path name; do names[$path]=$name; done < "$tmp/names"
 for f in "${cubins[@]}"; do
   case "$tool" in
     *cuobjdump) sass=$("$tool" -sass "$f" 2>&1) ;;
     *) sass=$("$tool" -c "$f" 2>&1) ;;
   esac
-  name=$(awk -F'\t' -v p="$f" '$1 == p { print $2 }' "$tmp/names")
-  line="${name:-$(basename "$f")}:"
+  line="${names[$f]:-$(basename "$f")}:"
   for op in HGMMA QGMMA HMMA UTMALDG UTMASTG STSM LDGSTS USETMAXREG LDL STL; do
     line="$line $op $(printf '%s\n' "$sass" | grep -cE "[[:space:]]${op}[. ;]")"
   done

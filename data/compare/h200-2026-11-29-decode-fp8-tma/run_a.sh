@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# dev: attention.decode_fp8_tma recorded whole + compared; decode_fp8's two recorded bests per problem re-timed in the same call
+# Call a (README.md), run from the repository root: attention.decode_fp8_tma recorded whole and compared
+# (the comparison failed here: libtune_cupti_py.so was not carried), and attention.decode_fp8's two
+# recorded bests per per-head problem (decode_fp8_bests.txt) re-timed in the same call.
 set -u
 R=$PWD
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$R/build/lib:${LD_LIBRARY_PATH:-}

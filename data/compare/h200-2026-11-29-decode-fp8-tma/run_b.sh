@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# dev: decode graph GPU test; decode + decode_tma re-recorded (template edit); decode_fp8_tma recorded + compared
+# Call b (README.md), run from the repository root: the decode graph GPU test; attention.decode_fp8_tma,
+# attention.decode and attention.decode_tma recorded whole; attention.decode_fp8_tma compared.
 set -u
 R=$PWD
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$R/build/lib:${LD_LIBRARY_PATH:-}

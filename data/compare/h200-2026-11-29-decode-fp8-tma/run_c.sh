@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# dev: the re-recorded bf16 decode families compared with their peers (burst and sustained), into the recordings
+# Call c (README.md), run from the repository root: the re-recorded bf16 decode families compared with
+# their peers (burst and sustained), into copies of the recordings.
 set -u
 R=$PWD
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$R/build/lib:${LD_LIBRARY_PATH:-}

@@ -336,8 +336,12 @@ def _decode_problem(dev, q, k_cache, v_cache, block_table, seq_lens=None, scale=
         for name, values in (extra_dims or {}).items():
             dim_sets = [dict(d, **{name: v}) for d in dim_sets for v in dict.fromkeys(values)]
         own = family_dims or {}
-        return [(f, dict(d, **own.get(f, {})), tensors, dict(d, **own.get(f, {})), knobs, needs)
-                for f in families for d in dim_sets]
+        out = []
+        for f in families:
+            for d in dim_sets:
+                fd = dict(d, **own.get(f, {}))
+                out.append((f, fd, tensors, fd, knobs, needs))
+        return out
 
     def tensors_fn():
         out = torch.empty((B, HQ, D), dtype=q.dtype, device=q.device)
