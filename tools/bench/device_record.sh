@@ -9,6 +9,7 @@
 #            3 rounds, top 2, burst) -> OUTDIR/attention.varlen.db
 #   varlen_kv  attention.varlen_kv (chunked prefill), the same -> OUTDIR/attention.varlen_kv.db
 #   decode_fp8  attention.decode_fp8 (fp8 KV cache), the same -> OUTDIR/attention.decode_fp8.db
+#   decode_fp8_tma  attention.decode_fp8_tma, the same -> OUTDIR/attention.decode_fp8_tma.db
 #   prefill  attention.prefill (mma.sync path) -> OUTDIR/attention.prefill.db
 #   sm90     attention.prefill_sm90 (--only PV_SPLIT=0) -> OUTDIR/attention.prefill_sm90.db
 #   skinny   gemm.skinny (recipes/gemm/skinny.lua, the decode-size GEMM; not part of the main job) ->
@@ -24,8 +25,8 @@
 # in the last call).
 # Every run's log is kept in OUTDIR; the databases are lean (tools/lean_db.py).
 set -u
-part=${1:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
-out=${2:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|prefill|sm90|skinny|combine OUTDIR}
+part=${1:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|decode_fp8_tma|prefill|sm90|skinny|combine OUTDIR}
+out=${2:?usage: device_record.sh serving|decode|decode_tma|varlen|varlen_kv|decode_fp8|decode_fp8_tma|prefill|sm90|skinny|combine OUTDIR}
 cd "$(dirname "$0")/../.." || exit 1
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -65,13 +66,13 @@ case $part in
       keep attention.decode
     fi
     [ "$part" != decode ] && exhaustive_compared varlen ;;
-  varlen_kv|decode_fp8|decode_tma) exhaustive_compared "$part" ;;
+  varlen_kv|decode_fp8|decode_tma|decode_fp8_tma) exhaustive_compared "$part" ;;
   prefill) run attention.prefill recipes/attention/prefill.lua --strategy exhaustive; keep attention.prefill ;;
   sm90) run attention.prefill_sm90 recipes/attention/prefill_sm90.lua --strategy exhaustive --only PV_SPLIT=0
         keep attention.prefill_sm90 ;;
   skinny) run gemm.skinny recipes/gemm/skinny.lua --strategy exhaustive; keep gemm.skinny ;;
   combine) exhaustive_compared combine moe ;;
-  *) echo "part must be serving, decode, decode_tma, varlen, varlen_kv, decode_fp8, prefill, sm90, skinny or combine" >&2; exit 2 ;;
+  *) echo "part must be serving, decode, decode_tma, varlen, varlen_kv, decode_fp8, decode_fp8_tma, prefill, sm90, skinny or combine" >&2; exit 2 ;;
 esac
 echo "end $(date -u +%FT%TZ)" | tee -a "$out/$part.gpu.txt"
 for f in "$out"/*.log; do grep -H -E "results, |GPU busy" "$f" | cut -c1-220; done
