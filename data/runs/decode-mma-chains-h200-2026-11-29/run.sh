@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tensor-core decode kernel (decode_mma.cuh) with its rows-8 mma chained (accumulator rows 8..15
-# carried, not re-zeroed) and the experiment's knobs (x_fp8.lua, x_bf16.lua), against the committed
+# carried, not re-zeroed) and the experiment's knobs (x_fp8.lua and its bf16 twin), against the committed
 # templates (build/old_tree: `git archive HEAD templates recipes`, the knobs at their old values),
 # one call: old, new, old again (drift), burst, CUPTI, exhaustive over the experiment's spaces.
 set -u
@@ -14,11 +14,15 @@ P8=(--problem b1hq32hkv8d128p16x2048 --problem b1hq64hkv8d128p32x4096 --problem 
     --problem b64hq64hkv8d128p16x512)
 P16=(--problem b1hq32hkv8d128p16x2048 --problem b32hq32hkv8d128p16x256 --problem b8hq32hkv8d128p32x1024
      --problem b128hq32hkv8d128p16x64)
+# the bf16 experiment is the e4m3 one on attention.decode (its DEQUANT {0} is a define the bf16
+# path ignores)
+sed -e 's/decode_fp8/decode/g' $D/x_fp8.lua > $W/x_bf16.lua
 one() {  # tag root db extra...
   local tag=$1 root=$2 db=$3; shift 3
   for f in fp8 bf16; do
     local p=("${P8[@]}"); [ $f = bf16 ] && p=("${P16[@]}")
-    timeout -s INT 280 $B run $D/x_$f.lua --root $root "${p[@]}" "$@" --strategy exhaustive --seed 1 --quiet \
+    local x=$D/x_fp8.lua; [ $f = bf16 ] && x=$W/x_bf16.lua
+    timeout -s INT 280 $B run $x --root $root "${p[@]}" "$@" --strategy exhaustive --seed 1 --quiet \
       --jobs 16 --timeout 20000 --db $db >> $W/$tag.log 2>&1
     echo "$tag $f rc $? $(date -u +%FT%TZ)" | tee -a $OUT/gpu.txt
   done
