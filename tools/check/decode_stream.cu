@@ -9,9 +9,9 @@
 //            shared-memory tiles completing on mbarriers; CW consumer warps fold each tile;
 //   tma      the same ring filled by 3-D tensor copies, one box of page_size rows per page.
 // Every sequence has the full length L (no tails), pages in a random permutation. L2 is flushed
-// before every timed launch (argument: memset, the default, writes 256 MiB as tune's burst flush does;
-// read reads them, leaving clean lines; none times launches back to back); CUDA events; median of 15. GB/s counts K + V once;
-// "copy" is a 1 GiB device-to-device cudaMemcpy counted as read + write.
+// before every timed launch (argument: memset, the default, writes 256 MiB as tune's burst flush
+// does; read reads them, leaving clean lines; none times launches back to back); CUDA events; median
+// of 15. GB/s counts K + V once; "copy" is a 1 GiB device-to-device cudaMemcpy counted as read + write.
 // Build: nvcc -arch=sm_90a -O3 -std=c++17 -I templates -I tools/check tools/check/decode_stream.cu -lcuda
 // [-D ELEM_BYTES=1] (an e4m3 cache: rows of D bytes) [-D STREAM_B=1 -D STREAM_L=131072] (the step's shape)
 #include <cuda.h>
@@ -190,7 +190,8 @@ __global__ void __launch_bounds__((CW + 1) * 32) ring_kernel(geo g, const __grid
 // Reads the flush buffer (clean lines in L2 afterwards, nothing to write back).
 __global__ void read_flush_kernel(const uint4 *p, size_t n, unsigned *sink) {
   unsigned x = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) x ^= fold(p[i]);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) x ^= fold(p[i]);
   if (x == 0x12345678u) *sink = x;
 }
 // Before each timed launch: kMemset writes 256 MiB (L2 left full of dirty lines, as tune's burst
@@ -205,7 +206,8 @@ struct bench {
     std::vector<float> t;
     for (int i = 0; i < 17; ++i) {
       if (mode == kMemset) CK(cudaMemset(flush, i, 256u << 20));
-      if (mode == kRead) read_flush_kernel<<<1024, 256>>>(reinterpret_cast<const uint4 *>(flush), (256u << 20) / 16, sink);
+      if (mode == kRead)
+        read_flush_kernel<<<1024, 256>>>(reinterpret_cast<const uint4 *>(flush), (256u << 20) / 16, sink);
       CK(cudaEventRecord(e0));
       launch();
       CK(cudaEventRecord(e1));
@@ -234,7 +236,8 @@ static CUtensorMap make_map(const void *base, int rows) {
   const cuuint64_t dims[3] = {kD, kHKV, (cuuint64_t)rows};
   const cuuint64_t strides[2] = {kRowBytes, (cuuint64_t)kHKV * kRowBytes};
   const cuuint32_t box[3] = {kD, 1, 16}, elem[3] = {1, 1, 1};
-  CUresult r = cuTensorMapEncodeTiled(&m, ELEM_BYTES == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base), dims, strides,
+  const CUtensorMapDataType type = ELEM_BYTES == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  CUresult r = cuTensorMapEncodeTiled(&m, type, 3, const_cast<void *>(base), dims, strides,
                                       box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
@@ -274,6 +277,11 @@ static void run_ring(bench &bh, geo g, const tma_maps &maps, unsigned *sink, con
 
 int main(int argc, char **argv) {
   const char *flush_name = argc > 1 ? argv[1] : "memset";
+  const flush_mode mode = !strcmp(flush_name, "read") ? kRead : !strcmp(flush_name, "none") ? kNone : kMemset;
+  if (argc > 2 || (mode == kMemset && strcmp(flush_name, "memset"))) {
+    fprintf(stderr, "usage: decode_stream [memset|read|none]   (the L2 flush before each timed launch)\n");
+    return 2;
+  }
   const int page_size = 16, max_pages = kL / page_size, pages = kB * max_pages;
   const size_t cache_bytes = (size_t)pages * page_size * kHKV * kRowBytes;
   unsigned char *k, *v, *copy_src;
@@ -283,11 +291,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&k, cache_bytes));
   CK(cudaMalloc(&v, cache_bytes));
   CK(cudaMalloc(&bh.flush, 256u << 20));
-  bh.mode = !strcmp(flush_name, "read") ? kRead : !strcmp(flush_name, "none") ? kNone : kMemset;
-  if (bh.mode == kMemset && strcmp(flush_name, "memset")) {
-    fprintf(stderr, "usage: decode_stream [memset|read|none]   (the L2 flush before each timed launch)\n");
-    return 2;
-  }
+  bh.mode = mode;
   CK(cudaMalloc(&copy_src, 2u << 30));
   CK(cudaMalloc(&table, pages * sizeof(int)));
   CK(cudaMalloc(&sink, 1 << 20));
@@ -304,8 +308,8 @@ int main(int argc, char **argv) {
 
   const float copy_us = bh.median_us([&] { CK(cudaMemcpyAsync(copy_src + (1u << 30), copy_src, 1u << 30, cudaMemcpyDeviceToDevice)); });
   g_copy_gbs = 2.0 * (1u << 30) / copy_us / 1e3;
-  printf("copy 1 GiB: %.1f us, %.1f GB/s (read + write); K+V bytes %.1f MB; flush %s\n", copy_us, g_copy_gbs, kBytes / 1e6,
-         flush_name);
+  printf("copy 1 GiB: %.1f us, %.1f GB/s (read + write); K+V bytes %.1f MB; flush %s\n", copy_us, g_copy_gbs,
+         kBytes / 1e6, flush_name);
 
   tma_maps maps;
   {
