@@ -59,4 +59,19 @@ for r in rows:
 print("rows:", len(rows), "mismatches:", bad)
 PY
 check "both copy spaces listed, k2 as the recording counts it" contains k2.txt "rows: 2 mismatches: 0"
+
+# 3. (a'): within max(bar (a), random's B98 / 2); not reached never passes
+python3 - "$SRC/tools/bench" >ar.txt 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import search_criteria as sc
+half = dict(bar_a=10, feas=dict(random_b98=31))   # random / 2 = 15.5 above the bar
+bar = dict(bar_a=10, feas=dict(random_b98=12))    # the bar above random / 2
+print("half", sc.meets_a_random(half, 15), sc.meets_a_random(half, 16))
+print("bar", sc.meets_a_random(bar, 10), sc.meets_a_random(bar, 11))
+print("unreached", sc.meets_a_random(half, None))
+PY
+check "(a') takes half random's B98 where it is above the bar" contains ar.txt "half True False"
+check "(a') is (a) where the bar is above half random's B98" contains ar.txt "bar True False"
+check "(a') fails a B98 not reached" contains ar.txt "unreached False"
 finish
