@@ -213,7 +213,8 @@ def print_feasibility(rows):
 def meets_a_random(r, b98):
     """(a'), the restatement of (a) proposed where random search needs more than its bar: B98 <=
     max(bar (a), random search's B98 / 2), i.e. (a), or twice as few evaluations as random search."""
-    return b98 is not None and b98 <= max(r["bar_a"], r["feas"]["random_b98"] / 2)
+    random_b98 = r["feas"]["random_b98"] or 0  # None: no config within 2 % (no space that was scored)
+    return b98 is not None and b98 <= max(r["bar_a"], random_b98 / 2)
 
 
 def print_bar_a_random(sets):
