@@ -27,8 +27,9 @@
 // BLOCK_N fp32 registers (at most 192, recipes/gemm/fp8.lua). PART_BUFFERS 2: two `part` sets used in
 // turn, so that block kb + 1's batch is issued before block kb's is waited for and promoted: the
 // tensor cores keep working through the promotion, at the cost of a third set (3 * MT * BLOCK_N / 2
-// registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads the scales of block
-// kb + 1 while block kb is promoted, so their latency is not waited for either.
+// registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads a block's scales one
+// block (PART_BUFFERS 1) or two to three blocks (2) before it is promoted, from row pointers set
+// per tile, so their latency is not waited for either.
 // FAST_ACCUM 1 (tensor and row only): one accumulator
 // over all of K, one batch kept in flight, as cuBLAS's "fast accumulation" (torch._scaled_mm
 // use_fast_accum=True): MT * BLOCK_N / 2 registers, fewer waits, less precision at large K (the
@@ -204,26 +205,47 @@ __device__ __forceinline__ void zero_acc(float (&d)[kMT][kAcc]) {
 }
 
 // Block scales of K block kb for this thread's fragments: sa of its 2 MT rows, sb of the (at most
-// two) 128-column blocks the tile touches; rows past M get 0 (their products are never stored).
+// two) 128-column blocks the tile touches.
 struct BlockScales {
   float a[kMT][2];
   float b0, b1;  // blocks n0 / 128 and n0 / 128 + 1
 };
 
-__device__ __forceinline__ BlockScales load_block_scales(const float *__restrict__ scale_a,
-                                                         const float *__restrict__ scale_b, int m0, int n0, int kb,
-                                                         int M, int N, int k_blocks, int ctid) {
-  BlockScales s;
+// The scale rows of a tile, set once per tile so that a K block's scales are three loads at offset kb
+// (no address arithmetic per block): this thread's rows of scale_a, the tile's one or two rows of
+// scale_b. Rows past M take row M - 1, a second block past N the first: they scale only outputs
+// that are never stored.
+struct ScaleRows {
+  const float *a[kMT][2];
+  const float *b0, *b1;
+};
+
+__device__ __forceinline__ ScaleRows scale_rows(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
+                                                int m0, int n0, int M, int N, int k_blocks, int ctid) {
+  ScaleRows r{};
+  if constexpr (kMode == kScaleBlock) {
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + frag_row(ctid, mt, h);
-      s.a[mt][h] = row < M ? __ldg(scale_a + (size_t)row * k_blocks + kb) : 0.f;
-    }
-  const int nb = n0 / 128, n_blocks = (N + 127) / 128;
-  s.b0 = __ldg(scale_b + (size_t)nb * k_blocks + kb);
-  s.b1 = !kOneScaleBlock && nb + 1 < n_blocks ? __ldg(scale_b + (size_t)(nb + 1) * k_blocks + kb) : 0.f;
+      for (int h = 0; h < 2; ++h) r.a[mt][h] = scale_a + (size_t)min(m0 + frag_row(ctid, mt, h), M - 1) * k_blocks;
+    const int nb = n0 / 128, n_blocks = (N + 127) / 128;
+    r.b0 = scale_b + (size_t)nb * k_blocks;
+    r.b1 = !kOneScaleBlock && nb + 1 < n_blocks ? r.b0 + k_blocks : r.b0;
+  }
+  return r;
+}
+
+// block_scales: K block kb's scales in block mode, nothing to load in the others.
+__device__ __forceinline__ BlockScales block_scales(const ScaleRows &r, int kb) {
+  BlockScales s{};
+  if constexpr (kMode == kScaleBlock) {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) s.a[mt][h] = __ldg(r.a[mt][h] + kb);
+    s.b0 = __ldg(r.b0 + kb);
+    s.b1 = kOneScaleBlock ? 0.f : __ldg(r.b1 + kb);
+  }
   return s;
 }
 
@@ -290,13 +312,6 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const fl
     }
 }
 
-// block_scales: load_block_scales in block mode, nothing to load in the others.
-__device__ __forceinline__ BlockScales block_scales(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
-                                                    int m0, int n0, int kb, int M, int N, int k_blocks, int ctid) {
-  if constexpr (kMode == kScaleBlock) return load_block_scales(scale_a, scale_b, m0, n0, kb, M, N, k_blocks, ctid);
-  return BlockScales{};
-}
-
 // issue_block: once slot `it` holds its K block, issue the block's wgmma batch into part (a fresh
 // accumulation) for warpgroup wg and commit it; not waited for.
 __device__ __forceinline__ void issue_block(float (&part)[kMT][kAcc], unsigned ring, unsigned full, int it, int wg) {
@@ -353,34 +368,42 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
     } else if constexpr (kParts == 1) {
       float part[kMT][kAcc];
       zero_acc(acc);
-      BlockScales bs = block_scales(scale_a, scale_b, m0, n0, 0, M, N, g.k_blocks, tid);
+      const ScaleRows rows = scale_rows(scale_a, scale_b, m0, n0, M, N, g.k_blocks, tid);
+      BlockScales bs = block_scales(rows, 0);
       for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
         issue_block(part, ring, full, it, wg);
         const BlockScales now = bs;
-        if (kb + 1 < g.k_blocks) bs = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
+        if (kb + 1 < g.k_blocks) bs = block_scales(rows, kb + 1);
         retire_block<0>(acc, part, now, empty, it, n0, lane);
       }
     } else {
       // block kb + 1's batch is issued before block kb's is retired: part0 holds the even blocks,
       // part1 the odd ones. Straight-line pairs and a separate tail (no runtime choice of which
       // wait follows an issue), so that ptxas can tell which accumulators a wait frees; otherwise it
-      // serializes every wgmma.
+      // serializes every wgmma. Block scales are loaded a pair of blocks before the pair that uses
+      // them (s: this pair's, n: the next pair's), as ptxas forms the products sa * sb soon after
+      // the loads and would wait there for them (ordering fences do not reach ptxas); an index past
+      // the last block loads the last block's again.
       float part0[kMT][kAcc], part1[kMT][kAcc];
       zero_acc(acc);
-      BlockScales s0 = block_scales(scale_a, scale_b, m0, n0, 0, M, N, g.k_blocks, tid), s1;
+      const ScaleRows rows = scale_rows(scale_a, scale_b, m0, n0, M, N, g.k_blocks, tid);
+      const int last = g.k_blocks - 1;
+      BlockScales s0 = block_scales(rows, 0), s1 = block_scales(rows, min(1, last));
+      BlockScales n0s = block_scales(rows, min(2, last)), n1s = block_scales(rows, min(3, last));
       issue_block(part0, ring, full, it, wg);
       int kb = 0;
       for (; kb + 2 < g.k_blocks; kb += 2) {
         issue_block(part1, ring, full, it + kb + 1, wg);
-        s1 = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
         retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
         issue_block(part0, ring, full, it + kb + 2, wg);
-        s0 = block_scales(scale_a, scale_b, m0, n0, kb + 2, M, N, g.k_blocks, tid);
         retire_block<1>(acc, part1, s1, empty, it + kb + 1, n0, lane);
+        s0 = n0s;
+        s1 = n1s;
+        n0s = block_scales(rows, min(kb + 4, last));
+        n1s = block_scales(rows, min(kb + 5, last));
       }
       if (kb + 1 < g.k_blocks) {  // two blocks left
         issue_block(part1, ring, full, it + kb + 1, wg);
-        s1 = block_scales(scale_a, scale_b, m0, n0, kb + 1, M, N, g.k_blocks, tid);
         retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
         retire_block<0>(acc, part1, s1, empty, it + kb + 1, n0, lane);
       } else {
