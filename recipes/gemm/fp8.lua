@@ -60,7 +60,11 @@ local function in_list(list, m, n, c)
   return false
 end
 
-local function smem_bytes(c) return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 16 * c.STAGES end
+-- the ring, its barriers, the row scales of each consumer warpgroup, alignment slack (fp8_sm90.cuh)
+local SMEM = "1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + 16 * STAGES + CONSUMERS * (BLOCK_N + BLOCK_M // CONSUMERS) * 4"
+local function smem_bytes(c)
+  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 16 * c.STAGES + c.CONSUMERS * (c.BLOCK_N + c.BLOCK_M // c.CONSUMERS) * 4
+end
 
 local function params(fast)
   return {
@@ -194,7 +198,7 @@ local function recipe(name, fast, scales, tolerance)
     launch = {
       grid = { "PERSISTENT == 1 and min(" .. TILES .. ", sm_count) or " .. TILES, 1, 1 },
       block = { "128 * (CONSUMERS + 1)", 1, 1 },
-      shared = "1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + 16 * STAGES",
+      shared = SMEM,
     },
     args = args,
     reference = reference,

@@ -30,6 +30,9 @@
 // registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads a block's scales one
 // block (PART_BUFFERS 1) or two to three blocks (2) before it is promoted, from row pointers set
 // per tile, so their latency is not waited for either.
+// Row scales reach the epilogue through shared memory: when a warpgroup starts a tile it copies the
+// tile's BLOCK_N scale_b and its own rows' scale_a there with 4-byte cp.async, which complete while
+// the tile's K loop runs; the epilogue then reads them without waiting on global loads.
 // FAST_ACCUM 1 (tensor and row only): one accumulator
 // over all of K, one batch kept in flight, as cuBLAS's "fast accumulation" (torch._scaled_mm
 // use_fast_accum=True): MT * BLOCK_N / 2 registers, fewer waits, less precision at large K (the
@@ -52,6 +55,7 @@
 #include "common/cp_async.cuh"
 #include "common/frag_store.cuh"
 #include "common/mbarrier.cuh"
+#include "common/smem_io.cuh"
 #include "common/tile_order.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
@@ -94,7 +98,9 @@ constexpr int kABytes = kBM * 128;
 constexpr int kBBytes = kBN * 128;
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kBarBytes = 2 * kStages * 8;                             // full, empty
-constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes;  // + alignment slack
+constexpr int kRowScaleFloats = kBN + kWgRows;  // per consumer warpgroup: scale_b of the tile, scale_a of its rows
+constexpr int kRowScaleBytes = kCons * kRowScaleFloats * 4;  // allocated in every mode, used in row mode
+constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kBarBytes + kRowScaleBytes;  // + alignment slack
 // setmaxnreg budgets: (kCons + 1) * 128 threads x the register cap at entry hold the totals after
 constexpr int kConsumerRegs = kCons == 1 ? 240 : 232;
 constexpr int kProducerRegs = kCons == 1 ? 56 : 40;
@@ -277,21 +283,49 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kAcc], const float (&p
     }
 }
 
+// warpgroup_sync: a named barrier of the 128 threads of consumer warpgroup wg (ids 1 and 2, constant
+// so that ptxas reserves three barriers, not all sixteen: decode tiles share an SM with other blocks)
+__device__ __forceinline__ void warpgroup_sync(int wg) {
+  if (wg == 0)
+    tune::named_bar_sync(1, 128);
+  else
+    tune::named_bar_sync(2, 128);
+}
+
+// stage_row_scales (row mode, warpgroup wg at the start of tile (m0, n0)): the tile's scale_b and the
+// warpgroup's rows of scale_a into its area of shared memory (`rs`: kBN then kWgRows floats), by
+// cp.async; columns and rows past N and M copy the last element (their outputs are never stored).
+// The named barrier first waits until every thread of the warpgroup has left the previous tile's
+// epilogue, which read the same area.
+__device__ __forceinline__ void stage_row_scales(unsigned rs, const float *__restrict__ scale_a,
+                                                 const float *__restrict__ scale_b, int m0, int n0, int M, int N,
+                                                 int wg, int wtid) {
+  warpgroup_sync(wg);
+  for (int i = wtid; i < kBN; i += 128) tune::g2s_copy4(rs + i * 4, scale_b + min(n0 + i, N - 1));
+  for (int i = wtid; i < kWgRows; i += 128)
+    tune::g2s_copy4(rs + (kBN + i) * 4, scale_a + min(m0 + wg * kWgRows + i, M - 1));
+  tune::cp_async_commit();
+}
+
 // ---------------------------------------------------------------------------------------------
 // epilogue: acc (scaled here in tensor and row modes) -> bf16 c. Each quad's words are transposed so
 // that a lane stores one 8-column chunk's 16 bytes (common/frag_store.cuh); rows past M and chunks
 // past N (N % 16 == 0: a chunk is whole or out) are skipped.
 __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const float *__restrict__ scale_a,
-                                         const float *__restrict__ scale_b, bf16 *__restrict__ c, int m0, int n0, int M,
-                                         int N, int ctid) {
+                                         const float *__restrict__ scale_b, unsigned rs, bf16 *__restrict__ c, int m0,
+                                         int n0, int M, int N, int ctid) {
   const int q = ctid & 3;
   const float st = kMode == kScaleTensor ? __ldg(scale_a) * __ldg(scale_b) : 1.f;
+  if constexpr (kMode == kScaleRow) {
+    tune::cp_async_wait<0>();
+    warpgroup_sync(ctid >> 7);  // every thread's copies of stage_row_scales are done
+  }
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = m0 + frag_row(ctid, mt, h);
-      const float sr = kMode == kScaleRow ? (row < M ? __ldg(scale_a + row) : 0.f) : st;
+      const float sr = kMode == kScaleRow ? tune::s2r_load_f32(rs + (kBN + frag_row(ctid, mt, h) % kWgRows) * 4) : st;
       bf16 *out = c + (size_t)row * N + n0 + 8 * q;
 #pragma unroll
       for (int j0 = 0; j0 < kBN / 8; j0 += 4) {
@@ -301,7 +335,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const fl
           const int j = j0 + p, col = n0 + 8 * j + 2 * q;
           float2 sc = make_float2(sr, sr);
           if constexpr (kMode == kScaleRow) {
-            const float2 sb = col < N ? __ldg(reinterpret_cast<const float2 *>(scale_b + col)) : make_float2(0.f, 0.f);
+            const float2 sb = make_float2(tune::s2r_load_f32(rs + (col - n0) * 4), tune::s2r_load_f32(rs + (col - n0 + 1) * 4));
             sc = make_float2(sr * sb.x, sr * sb.y);
           }
           v[p] = tune::pack_bf16x2(sc.x * acc[mt][4 * j + 2 * h], sc.y * acc[mt][4 * j + 2 * h + 1]);
@@ -340,14 +374,16 @@ __device__ __forceinline__ void retire_block(float (&acc)[kMT][kAcc], float (&pa
 // empty[s] once it no longer reads the slot.
 __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
                                          bf16 *__restrict__ c, int M, int N, int K, unsigned ring, unsigned full,
-                                         unsigned empty) {
+                                         unsigned empty, unsigned row_scales) {
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const Geometry g = geometry(M, N, K);
+  const unsigned rs = row_scales + wg * kRowScaleFloats * 4;  // this warpgroup's row scales (row mode)
   float acc[kMT][kAcc];
   int it = 0;
   for (int tile = (int)blockIdx.x; tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
     tile_origin(tile, g, m0, n0);
+    if constexpr (kMode == kScaleRow) stage_row_scales(rs, scale_a, scale_b, m0, n0, M, N, wg, tid & 127);
     if constexpr (kFast) {
       // one accumulator over K; the batch of block kb - 1 is waited for (and its slot released)
       // while block kb's runs
@@ -411,7 +447,7 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
       }
       it += g.k_blocks;
     }
-    epilogue(acc, scale_a, scale_b, c, m0, n0, M, N, tid);
+    epilogue(acc, scale_a, scale_b, rs, c, m0, n0, M, N, tid);
   }
 }
 
@@ -422,6 +458,7 @@ __device__ __forceinline__ void run(const float *__restrict__ scale_a, const flo
   // 128-byte swizzled tiles need 1024-byte alignment: align the ring by hand
   const unsigned ring = (tune::smem_u32(smem_raw) + 1023u) & ~1023u;
   const unsigned full = ring + kStages * kStageBytes, empty = full + kStages * 8;
+  const unsigned row_scales = empty + kStages * 8;  // kRowScaleBytes
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tune::mbar_init(full + s * 8, 1);             // the producer's arrive.expect_tx
@@ -435,7 +472,7 @@ __device__ __forceinline__ void run(const float *__restrict__ scale_a, const flo
     producer(M, N, K, ring, full, empty, tmA, tmB);
   } else {
     tune::setmaxnreg_inc<kConsumerRegs>();
-    consumer(scale_a, scale_b, c, M, N, K, ring, full, empty);
+    consumer(scale_a, scale_b, c, M, N, K, ring, full, empty, row_scales);
   }
 }
 
