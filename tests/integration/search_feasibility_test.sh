@@ -74,4 +74,17 @@ PY
 check "(a') takes half random's B98 where it is above the bar" contains ar.txt "half True False"
 check "(a') is (a) where the bar is above half random's B98" contains ar.txt "bar True False"
 check "(a') fails a B98 not reached" contains ar.txt "unreached False"
+
+# 4. two held-out recordings of the same spaces (here one recording under two names): refused, as
+# Kernel Tuner's data is keyed by recipe and problem; one name twice: refused before any replay
+cp "$SRC/data/recorded/copy.db" a.db && cp "$SRC/data/recorded/copy.db" b.db
+FEASIBILITY=only DESIGN=copy JOBS=2 OUT="$PWD/dup" bash "$SRC/tools/bench/search_criteria.sh" "$PWD/dup.md" \
+  --held-out a.db="$SRC/recipes/copy.lua" b.db="$SRC/recipes/copy.lua" >dup.txt 2>&1
+check "the same spaces in two held-out recordings: exit 2" test $? -eq 2
+check "it says which space and why" contains dup.txt "copy / 64MiB in .*held-a.json and .*held-b.json: Kernel Tuner's data is keyed"
+mkdir -p other && cp a.db other/a.db
+FEASIBILITY=only DESIGN=copy JOBS=2 OUT="$PWD/dup2" bash "$SRC/tools/bench/search_criteria.sh" "$PWD/dup2.md" \
+  --held-out a.db="$SRC/recipes/copy.lua" other/a.db="$SRC/recipes/copy.lua" >dup2.txt 2>&1
+check "two held-out recordings named alike: exit 2" test $? -eq 2
+check "it says to rename one" contains dup2.txt "two --held-out recordings named a.db"
 finish

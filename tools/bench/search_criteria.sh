@@ -9,6 +9,8 @@
 # --held-out DB: a recording the heuristics never saw (its recipe found as for data/recorded: see
 # search_lib.sh's recipe_of on its file name, or given after '='); reported as a set of its own, and
 # never counted in the design set even when DESIGN names it.
+# Two held-out recordings may not share a file name, nor a space (recipe and problem names): Kernel
+# Tuner's data is keyed by those names, so such recordings are scored in runs of their own.
 # DESIGN: the design set, stems of data/recorded/*.db (default: the recordings the heuristics were
 # chosen on; a recording added since is neither design nor held-out until passed with --held-out).
 # Only spaces recorded in full are scored: a space with unrecorded configs (a --budget recording)
@@ -98,8 +100,32 @@ bench_held() {
   stem=$(basename "$db" .db)
   if [ "$db" != "$h" ]; then r=${h#*=}; else r=$(recipe_of "$stem"); fi
   [ -f "$db" ] && [ -f "$r" ] || { echo "search_criteria: --held-out $h: no database or recipe ($r)" >&2; exit 1; }
+  local f
+  for f in "${held_json[@]}"; do
+    [ "$f" != "$OUT/tune/held-$stem.json" ] || { echo "search_criteria: two --held-out recordings named $stem.db: rename one" >&2; exit 2; }
+  done
   bench "$db" "$r" "held-$stem"
   held_json+=("$OUT/tune/held-$stem.json")
+  distinct_spaces "${held_json[@]}"
+}
+
+# distinct_spaces JSON...: exit 2 when two held-out recordings hold a space of the same recipe and
+# problem name: Kernel Tuner's exported caches and trajectories are keyed by those names, so the
+# two could not be told apart (score such recordings in runs of their own)
+distinct_spaces() {
+  python3 - "$@" <<'PY' || exit 2
+import collections, json, sys
+where = collections.defaultdict(list)
+for f in sys.argv[1:]:
+    for p in json.load(open(f)):
+        where[(p["recipe"], p["problem"])].append(f)
+twice = [(k, v) for k, v in where.items() if len(v) > 1]
+if twice:
+    (recipe, problem), files = twice[0]
+    sys.exit(f"search_criteria: {len(twice)} space(s) in more than one held-out recording, e.g. {recipe} / "
+             f"{problem} in {' and '.join(files)}: Kernel Tuner's data is keyed by recipe and problem, so "
+             "score each recording in a run of its own")
+PY
 }
 
 if [ "$FEASIBILITY" = only ]; then
