@@ -50,7 +50,7 @@ fi
 RECIPES=$ROOT/recipes
 . "$ROOT/tools/bench/search_lib.sh" # recipe_of
 
-[ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,32p' "$0" >&2; exit 2; }
 OUT_FILE=$1
 shift
 held=()
