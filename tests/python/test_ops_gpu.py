@@ -449,6 +449,23 @@ class ServingOpsGpuTest(unittest.TestCase):
         self.assertLess(rel_l2(tt.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), ref), 1e-5)
         self.assertEqual(self.counts("scaled_mm")[2], 1)
 
+    def test_scaled_mm_blockwise_torch_path(self):
+        # the PyTorch path of block scales (no entry, or a vendor entry): cuBLASLt's blockwise
+        # scaling on the operands _blockwise_operands lays out, M off the 4-row grid
+        F = torch.nn.functional
+        if not (hasattr(F, "scaled_mm") and hasattr(F, "ScalingType")):
+            self.skipTest("this torch has no torch.nn.functional.scaled_mm")
+        M, N, K = 1001, 4096, 7168
+        a, b = fp8(M, K), fp8(N, K)
+        f32 = dict(device="cuda", dtype=torch.float32)
+        sa, sb = torch.rand(M, 56, **f32) * 4 + 1 / 64, (torch.rand(32, 56, **f32) * 4 + 1 / 64) / 64
+        a4, sa4, sb4 = tt._ops_fp8._blockwise_operands(a, sa, sb, M, N, K)
+        direct = F.scaled_mm(a4, b.t(), sa4, F.ScalingType.BlockWise1x128, sb4, F.ScalingType.BlockWise128x128,
+                             output_dtype=torch.bfloat16)[:M]
+        ref = tt._ops_fp8._scaled_mm_dequant(a, b, sa, sb, "block", torch.float32)
+        self.assertLess(rel_l2(direct, ref), 5e-3)
+        self.assertTrue(torch.equal(tt._ops_fp8._scaled_mm_blockwise(a, b, sa, sb, torch.bfloat16), direct))
+
     def test_opcheck_on_cuda(self):
         self.use("moe")
         a, w, offs = bf(32, 14336), bf(8, 4096, 14336), expert_offsets(32, 8)

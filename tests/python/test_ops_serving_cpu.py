@@ -159,6 +159,32 @@ class ReferenceTest(unittest.TestCase):
             return
         torch.testing.assert_close(tt.scaled_mm(a, b, sa, sb).float(), want.float(), atol=0.5, rtol=2 ** -7)
 
+    def test_scaled_mm_blockwise_layout(self):
+        # the operands the PyTorch path hands cuBLASLt's blockwise scaling (the layout the peer
+        # tools/peers/peer_family_fp8.py times): a padded to a multiple of 4 rows, scale_a
+        # outer-dim-major, scale_b as [L4, N/128] with strides [1, L4], ones past K/128
+        from tunert.torch import _ops_fp8
+        torch.manual_seed(6)
+        M, N, K = 9, 256, 640                       # K/128 = 5 blocks, L4 = 8; M4 = 12
+        a, sa, sb = fp8(M, K), torch.rand(M, 5) + 0.5, torch.rand(2, 5) + 0.5
+        a4, sa4, sb4 = _ops_fp8._blockwise_operands(a, sa, sb, M, N, K)
+        self.assertEqual((a4.shape, a4.dtype), ((12, K), torch.float8_e4m3fn))
+        self.assertTrue(torch.equal(a4[:M].float(), a.float()))
+        self.assertEqual(a4[M:].float().abs().max().item(), 0.0)
+        self.assertEqual((sa4.shape, sa4.stride()), ((12, 5), (1, 12)))
+        self.assertTrue(torch.equal(sa4[:M], sa))
+        self.assertEqual((sb4.shape, sb4.stride()), ((8, 2), (1, 8)))
+        self.assertTrue(torch.equal(sb4[:5], sb.t()))
+        self.assertEqual(sb4[5:].min().item(), 1.0)
+        # no padding at M % 4 == 0; flat scales (the kernels' argument shapes) read the same
+        a4, sa4, _ = _ops_fp8._blockwise_operands(a[:8], sa[:8].reshape(-1), sb.reshape(-1), 8, N, K)
+        self.assertEqual((a4.shape, sa4.stride()), ((8, K), (1, 8)))
+        # K or N off the 128 grid: not for cuBLASLt; on a CPU the dequantized reference runs
+        self.assertIsNone(_ops_fp8._blockwise_operands(a, sa, sb, M, N, K - 64))
+        self.assertIsNone(_ops_fp8._blockwise_operands(a, sa, sb, M, N - 16, K))
+        c = _ops_fp8._scaled_mm_ref(a, fp8(N, K), sa, sb, "block", torch.bfloat16, False)
+        self.assertEqual((c.shape, c.dtype), ((M, N), torch.bfloat16))
+
     def test_errors(self):
         lens = [2, 3]
         q, k = torch.randn(5, 4, 8), torch.randn(5, 2, 8)

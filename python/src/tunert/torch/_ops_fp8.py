@@ -104,8 +104,8 @@ def _scaled_mm_dequant(a, b, sa, sb, mode, out_dtype):
 def _scaled_mm_ref(a, b, sa, sb, mode, out_dtype, use_fast_accum):
     """The PyTorch equivalent: torch._scaled_mm for per-tensor and per-row scales (b.t() is the
     column-major operand it wants; rowwise scales as [M, 1] and [1, N]) on CUDA, where this torch
-    and GPU run it; else the fp32 dequantized reference (block scales always: torch's blockwise
-    path has layout rules of its own, see tools/peers/peer_family_fp8.py)."""
+    and GPU run it; else the fp32 dequantized reference (block scales always, for now: the blockwise
+    path, _scaled_mm_blockwise, runs here once test_ops_gpu has checked its values on a GPU)."""
     if a.is_cuda and mode != "block" and hasattr(torch, "_scaled_mm"):
         try:
             if mode == "tensor":
@@ -116,6 +116,53 @@ def _scaled_mm_ref(a, b, sa, sb, mode, out_dtype, use_fast_accum):
         except RuntimeError:   # a mode, dtype or arch this torch's kernel does not take
             pass
     return _scaled_mm_dequant(a, b, sa, sb, mode, out_dtype)
+
+
+def _blockwise_operands(a, sa, sb, M, N, K):
+    """a, scale_a, scale_b in the layout cuBLASLt's DeepSeek scaling takes through torch (the peer
+    tools/peers/peer_family_fp8.py times): a padded with zero rows to a multiple of 4, scale_a [M4,
+    K/128] outer-dim-major (strides [1, M4]), scale_b [L4, N/128] with strides [1, L4] (L4: K/128
+    rounded up to 4; the columns past K/128 are ones). None where it cannot run: K or N not a
+    multiple of 128."""
+    if K % 128 or N % 128:
+        return None
+    kb, m4 = K // 128, _cdiv(M, 4) * 4
+    l4 = _cdiv(kb, 4) * 4
+    sa2 = sa.reshape(M, kb)
+    if m4 != M:
+        a = torch.cat([a, torch.zeros((m4 - M, K), dtype=a.dtype, device=a.device)])
+        sa2 = torch.cat([sa2, torch.ones((m4 - M, kb), dtype=sa.dtype, device=sa.device)])
+    sb4 = torch.ones((N // 128, l4), dtype=sb.dtype, device=sb.device)
+    sb4[:, :kb] = sb.reshape(N // 128, kb)
+    return a, sa2.t().contiguous().t(), sb4.t()
+
+
+def _scaled_mm_blockwise(a, b, sa, sb, out_dtype):
+    """The block-scaled product by cuBLASLt's blockwise kernels (torch.nn.functional.scaled_mm with
+    explicit recipes, else torch._scaled_mm), with fp32 promotion as gemm.fp8: the call that earns
+    gemm.fp8's block-mode vendor entries; the fp32 dequantized reference where this torch, GPU or
+    shape cannot. Not yet what the op runs (see _scaled_mm_ref): the comparison's peer output is
+    not checked, so its values wait for test_ops_gpu's test_scaled_mm_blockwise_torch_path."""
+    M, K = a.shape
+    N = b.shape[0]
+    if a.is_cuda and out_dtype == torch.bfloat16:
+        F = torch.nn.functional
+        try:
+            ops = _blockwise_operands(a.contiguous(), sa, sb, M, N, K)
+            if ops is None:
+                return _scaled_mm_dequant(a, b, sa, sb, "block", out_dtype)
+            a4, sa4, sb4 = ops
+            b = b.contiguous()
+            if hasattr(F, "scaled_mm") and hasattr(F, "ScalingType"):
+                st = F.ScalingType
+                c = F.scaled_mm(a4, b.t(), sa4, st.BlockWise1x128, sb4, st.BlockWise128x128,
+                                output_dtype=torch.bfloat16, use_fast_accum=False)
+            else:
+                c = torch._scaled_mm(a4, b.t(), sa4, sb4, out_dtype=torch.bfloat16, use_fast_accum=False)
+            return c[:M]
+        except (RuntimeError, TypeError):   # a torch or GPU without the blockwise path
+            pass
+    return _scaled_mm_dequant(a, b, sa, sb, "block", out_dtype)
 
 
 def _scaled_mm_body(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
