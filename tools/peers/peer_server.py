@@ -50,6 +50,12 @@ CI_TARGET = 0.01               # ... or once the 95 % interval of the median is 
 NO_L2_BYTES = 64 << 20         # the worker's L2 size when the device reports none
 POISON_BYTE = 0xff             # NaN in f32, bf16 and f16: outputs are poisoned before each burst sample
 RMSNORM_EPS = 1e-6             # recipes/rmsnorm.lua
+# ---- the value check: once per problem, each peer's output against a float64 reference ----
+# |got - want| <= VALUE_TOL * (rms(want) + |want|) everywhere. A bf16 output carries 2^-9 of relative
+# rounding, a bf16 intermediate (attention's probabilities, a norm's sum) a few more: 2^-5 never flags
+# rounding, while a wrong layout, scale, mask or tail is off by the order of rms(want) itself.
+VALUE_TOL = 2.0 ** -5
+VALUE_ROWS = 128               # large outputs are checked on their first and last rows (tails included)
 
 TIMINGS = ("burst", "sustained")
 
@@ -564,11 +570,13 @@ class CudaDevice:
 
 class TorchOp:
     """n_sets input/output sets and the call on one of them. fn(set) runs the op; outs(set) are its
-    out= tensors (poisoned before burst samples); results(set, value) the outputs to check."""
+    out= tensors (poisoned before burst samples); results(set, value) the outputs whose shapes are
+    checked; expected(set, value) -> [(what, got, want)]: outputs (or rows of them) beside their
+    float64 reference computed from the set's inputs (check_values). A peer without one is not timed."""
 
-    def __init__(self, sets, fn, outs, results, shapes, library, context=None):
+    def __init__(self, sets, fn, outs, results, shapes, library, context=None, expected=None):
         self.sets, self.fn, self.outs, self.results = sets, fn, outs, results
-        self.shapes, self.library = shapes, library
+        self.shapes, self.library, self.expected = shapes, library, expected
         self.context = context or contextlib.nullcontext
         self.n_sets = len(sets)
 
@@ -577,6 +585,33 @@ class TorchOp:
 
     def outputs(self, i):
         return [(t.data_ptr(), t.numel() * t.element_size()) for t in self.outs(self.sets[i % self.n_sets])]
+
+
+def edge_rows(torch, n, device):
+    """Row indices of an output with n rows that the value check reads: all of them up to
+    2 VALUE_ROWS, else the first and the last VALUE_ROWS (a tail tile is where a peer goes wrong)."""
+    if n <= 2 * VALUE_ROWS:
+        return torch.arange(n, device=device)
+    return torch.cat([torch.arange(VALUE_ROWS, device=device), torch.arange(n - VALUE_ROWS, n, device=device)])
+
+
+def check_values(torch, pairs):
+    """pairs: (what, got, want), want a float64 reference of got's shape. PeerError at the first
+    that disagrees anywhere by more than VALUE_TOL * (rms(want) + |want|), or is not finite."""
+    for what, got, want in pairs:
+        if tuple(got.shape) != tuple(want.shape):
+            raise PeerError(f"{what}: shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
+        g, w = got.to(torch.float64), want.to(torch.float64)
+        if not bool(torch.isfinite(g).all()):
+            raise PeerError(f"wrong values: {what} has {int((~torch.isfinite(g)).sum())} values that are not finite")
+        rms = float(w.square().mean().sqrt()) if w.numel() else 0.0
+        err = (g - w).abs()
+        bad = err > VALUE_TOL * (rms + w.abs())
+        if bool(bad.any()):
+            i = int(torch.argmax((err - VALUE_TOL * (rms + w.abs())).flatten()))
+            raise PeerError(f"wrong values: {what} differs from its float64 reference at {int(bad.sum())} of "
+                            f"{w.numel()} values (flat index {i}: {float(g.flatten()[i]):.6g} against "
+                            f"{float(w.flatten()[i]):.6g}; reference rms {rms:.4g}, tolerance 2^-5 of rms + |want|)")
 
 
 def _gen(torch, seed):
@@ -633,7 +668,13 @@ def build_gemm(torch, peer, n_sets, seed):
                 f"torch.matmul(a, {'b.t()' if col else 'b'}, out=c), {'fp16 in and out (tune: bf16 out, same bytes)' if f16 else 'bf16'}, "
                 f"reduced-precision reduction {'allowed' if red else 'off'} (torch's setting)")
     return TorchOp(sets, lambda s: torch.matmul(s["a"], s["b"], out=s["c"]), lambda s: [s["c"]],
-                   lambda s, r: [r], [(M, N)], library)
+                   lambda s, r: [r], [(M, N)], library, expected=lambda s, r: gemm_expected(torch, s["a"], s["b"], r))
+
+
+def gemm_expected(torch, a, b, c):
+    """c = a @ b on a's edge rows, in float64."""
+    rows = edge_rows(torch, a.shape[0], a.device)
+    return [("c", c[rows], a[rows].double() @ b.double())]
 
 
 def build_attention(torch, peer, n_sets, seed):
@@ -667,7 +708,29 @@ def build_attention(torch, peer, n_sets, seed):
                  f"tune's problem has page {d.get('page_size', d.get('page', '?'))}){drawn}" if decode else "[B,H,S,D]")
         return f"torch {torch.__version__}, {which} via scaled_dot_product_attention, bf16, {where}"
     return TorchOp(sets, lambda s: F.scaled_dot_product_attention(s["q"], s["k"], s["v"], **kw),
-                   lambda s: [], lambda s, r: [r], [(B, HQ, SQ, D)], library, lambda: sdpa_kernel([be]))
+                   lambda s: [], lambda s, r: [r], [(B, HQ, SQ, D)], library, lambda: sdpa_kernel([be]),
+                   expected=lambda s, r: sdpa_expected(torch, s["q"], s["k"], s["v"], r, causal))
+
+
+def attention_ref(torch, q, k, v, causal):
+    """softmax(q k^T / sqrt(D)) v in float64 for q [H, SQ, D] and k, v [HKV, SK, D] (heads grouped as
+    SDPA's enable_gqa: query head h reads KV head h // (H / HKV)); causal aligned at the top left."""
+    H, SQ, D = q.shape
+    g = H // k.shape[0]
+    k64, v64 = k.double().repeat_interleave(g, 0), v.double().repeat_interleave(g, 0)
+    out = torch.empty(H, SQ, D, dtype=torch.float64, device=q.device)
+    for h in range(0, H, 4):  # 4 heads at a time: a 16k x 16k float64 score block is 2 GiB
+        s = q[h:h + 4].double() @ k64[h:h + 4].transpose(1, 2) / math.sqrt(D)
+        if causal:
+            s.masked_fill_(torch.ones(SQ, s.shape[2], dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+        out[h:h + 4] = torch.softmax(s, -1) @ v64[h:h + 4]
+    return out
+
+
+def sdpa_expected(torch, q, k, v, o, causal):
+    """SDPA's [B, H, S, D] output of the first and the last batch entry against attention_ref."""
+    B = q.shape[0]
+    return [(f"o[batch {b}]", o[b], attention_ref(torch, q[b], k[b], v[b], causal)) for b in sorted({0, B - 1})]
 
 
 def build_memory(torch, peer, n_sets, seed):
@@ -700,7 +763,27 @@ def build_memory(torch, peer, n_sets, seed):
     outs = (lambda s: [s[k] for k in ("y", "h") if k in s])
     results = (lambda s, r: [r, s["h"]]) if fam == "rmsnorm" and peer.opts["residual"] else (lambda s, r: [r])
     library = (lambda: f"torch {torch.__version__} eager: {expr or fn.expr}")
-    return TorchOp(sets, fn, outs, results, shapes, library)
+    return TorchOp(sets, fn, outs, results, shapes, library,
+                   expected=lambda s, r: memory_expected(torch, fam, s, results(s, r)))
+
+
+def memory_expected(torch, fam, s, outs):
+    """The memory-bound families' outputs (edge rows of 2-D ones) beside float64 math on their inputs."""
+    if fam == "copy":
+        return [("y", outs[0], s["x"].double())]
+    if fam == "transpose":
+        rows = edge_rows(torch, outs[0].shape[0], outs[0].device)
+        return [("y", outs[0][rows], s["x"].t()[rows].double())]
+    rows = edge_rows(torch, outs[0].shape[0], outs[0].device)
+    x = s["x"][rows].double()
+    if fam == "elementwise":
+        y = torch.addcmul(s["bias"].double(), x, s["scale"].double())
+        return [("y", outs[0][rows], y * torch.sigmoid(y))]
+    if fam == "softmax":
+        return [("y", outs[0][rows], torch.softmax(x, -1))]
+    h = x + s["r"][rows].double() if "r" in s else x
+    y = h * torch.rsqrt(h.square().mean(-1, keepdim=True) + RMSNORM_EPS) * s["w"].double()
+    return [("y", outs[0][rows], y)] + ([("h", outs[1][rows], h)] if "r" in s else [])
 
 
 def _memory_set(torch, fam, d, opts, g):
@@ -783,9 +866,27 @@ class TorchBackend:
             del op
             self._drain()
 
+    def check(self, peer, seed):
+        """The value check alone (no timing) on one input set: None, or PeerError with the reason."""
+        self.dev.open()
+        torch = self.dev.torch
+        op = None
+        try:
+            with torch.inference_mode():
+                op = BUILDERS[peer.family](torch, peer, 1, seed)
+                with op.context():
+                    self._check(torch, op)
+        except torch.cuda.OutOfMemoryError as e:
+            raise PeerError(f"out of memory: {_first_line(e)}")
+        except (RuntimeError, TypeError, ValueError, AttributeError, ImportError) as e:
+            raise PeerError(f"{type(e).__name__}: {_first_line(e)}")
+        finally:
+            del op
+            self._drain()
+
     def _check(self, torch, op):
         """One call, with the reasons a backend gives when it refuses: the output has the
-        problem's shape and no NaN (cheap; the values are not verified)."""
+        problem's shape, no NaN, and the values of its float64 reference (check_values)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -798,6 +899,9 @@ class TorchBackend:
                 raise PeerError(f"output shape {tuple(t.shape)}, expected {tuple(shape)}")
             if bool(torch.isnan(t).any()):
                 raise PeerError("output has NaN")
+        if op.expected is None:
+            raise PeerError("no reference to check its values against: not timed")
+        check_values(torch, op.expected(op.sets[0], r))
 
     def _drain(self):
         """After a peer: its work done, its records dropped, its memory back to the driver."""

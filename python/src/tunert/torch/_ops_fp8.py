@@ -104,8 +104,10 @@ def _scaled_mm_dequant(a, b, sa, sb, mode, out_dtype):
 def _scaled_mm_ref(a, b, sa, sb, mode, out_dtype, use_fast_accum):
     """The PyTorch equivalent: torch._scaled_mm for per-tensor and per-row scales (b.t() is the
     column-major operand it wants; rowwise scales as [M, 1] and [1, N]) on CUDA, where this torch
-    and GPU run it; else the fp32 dequantized reference (block scales always, for now: the blockwise
-    path, _scaled_mm_blockwise, runs here once test_ops_gpu has checked its values on a GPU)."""
+    and GPU run it; block scales by cuBLASLt's blockwise scaling (_scaled_mm_blockwise); else the
+    fp32 dequantized reference."""
+    if a.is_cuda and mode == "block" and not use_fast_accum:
+        return _scaled_mm_blockwise(a, b, sa, sb, out_dtype)
     if a.is_cuda and mode != "block" and hasattr(torch, "_scaled_mm"):
         try:
             if mode == "tensor":
@@ -141,8 +143,7 @@ def _scaled_mm_blockwise(a, b, sa, sb, out_dtype):
     """The block-scaled product by cuBLASLt's blockwise kernels (torch.nn.functional.scaled_mm with
     explicit recipes, else torch._scaled_mm), with fp32 promotion as gemm.fp8: the call that earns
     gemm.fp8's block-mode vendor entries; the fp32 dequantized reference where this torch, GPU or
-    shape cannot. Not yet what the op runs (see _scaled_mm_ref): the comparison's peer output is
-    not checked, so its values wait for test_ops_gpu's test_scaled_mm_blockwise_torch_path."""
+    shape cannot."""
     M, K = a.shape
     N = b.shape[0]
     if a.is_cuda and out_dtype == torch.bfloat16:
