@@ -101,6 +101,14 @@ class AttentionTest(unittest.TestCase):
         q1 = q[:, :, :1]
         ps.check_values(torch, ps.sdpa_expected(torch, q1, k, v, self.sdpa(q1, k, v, False), False))
 
+    def test_long_sequences_are_checked_on_their_edge_rows(self):
+        q, k, v = self.qkv(S=300)
+        o = self.sdpa(q, k, v, True)
+        ps.check_values(torch, ps.sdpa_expected(torch, q, k, v, o, True))
+        o[-1, 0, -1] = -o[-1, 0, -1]
+        with self.assertRaisesRegex(ps.PeerError, r"o\[batch 1\]"):
+            ps.check_values(torch, ps.sdpa_expected(torch, q, k, v, o, True))
+
     def test_a_missing_mask_fails(self):
         q, k, v = self.qkv()
         with self.assertRaises(ps.PeerError):

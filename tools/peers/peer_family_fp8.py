@@ -13,7 +13,9 @@ The peer is torch's scaled matmul on the same e4m3 operands and f32 scales, bf16
           sliced back) and K, N multiples of 128 (other problems are skipped, with that reason).
 b is [N, K] row-major, so b.t() is the column-major [K, N] operand _scaled_mm requires. gemm.fp8 is
 timed with use_fast_accum=False (cuBLAS promotes partial sums, as gemm.fp8 and gemm.fp8_skinny do), gemm.fp8_fast with
-use_fast_accum=True (one tensor-core accumulator, as gemm.fp8_fast). torch is imported by the caller
+use_fast_accum=True (one tensor-core accumulator, as gemm.fp8_fast). The output's first M rows are
+checked on their first and last 128 against fp8_gemm_reference (float64, K block by K block, the
+scales read back from the layout the call was given: block_scales). torch is imported by the caller
 (peer_server) only: nothing here imports it at module import time.
 """
 import math
@@ -47,6 +49,35 @@ def block_layout(M, N, K):
         return None, f"cuBLASLt blockwise scaling needs K and N multiples of 128 (K {K}, N {N})"
     kb = K // 128
     return (-(-M // 4) * 4, kb, -(-kb // 4) * 4), None
+
+
+def fp8_gemm_reference(torch, a, b, scale_a, scale_b):
+    """float64 c = sum over 128-wide K blocks kb of (a_kb @ b_kb^T) * scale_a[:, kb] * scale_b[:, kb]:
+    a [R, K] and b [N, K] e4m3 (exact in float64), scale_a [R, KB] and scale_b [N, KB] the factors of
+    each row of a and of b per K block (a K % 128 tail is the last block). -> [R, N]"""
+    R, K = a.shape
+    c = torch.zeros(R, b.shape[0], dtype=torch.float64, device=a.device)
+    for kb in range(-(-K // 128)):
+        blk = slice(kb * 128, (kb + 1) * 128)
+        c += (a[:, blk].double() @ b[:, blk].double().t()) * scale_a[:, kb:kb + 1].double() * scale_b[:, kb].double()
+    return c
+
+
+def e4m3_rows(torch, x, rows):
+    """x[rows] of an e4m3 tensor, gathered as bytes (every torch indexes uint8; not every one float8)."""
+    return x.view(torch.uint8)[rows].view(x.dtype)
+
+
+def block_scales(torch, sa, sb, scale, rows, N, K):
+    """(scale_a [R, KB], scale_b [N, KB]) for fp8_gemm_reference, of a's rows `rows`, read from the
+    scales in the layout the peer's call takes: tensor [] and []; row [M, 1] and [1, N]; block [M', KB]
+    (1 x 128 blocks) and [L4, N / 128] (128 x 128 blocks, entry [kb, nb]; rows past KB unused)."""
+    kb = -(-K // 128)
+    if scale == "tensor":
+        return sa.reshape(1, 1).expand(len(rows), kb), sb.reshape(1, 1).expand(N, kb)
+    if scale == "row":
+        return sa[rows].expand(-1, kb), sb.reshape(N, 1).expand(N, kb)
+    return sa[rows], sb[:kb].t().repeat_interleave(128, dim=0)[:N]
 
 
 _API = None  # peer_server, as peers() last received it (build_fp8 has no api argument)
@@ -133,7 +164,13 @@ def build_fp8(torch, peer, n_sets, seed):
         pad = f", a padded to {m_rows} rows" if m_rows != M else ""
         return (f"torch {torch.__version__}, cuBLAS {blas or '?'} (CUDA {torch.version.cuda}) via {fn.expr}, "
                 f"e4m3 in, bf16 out, use_fast_accum={fast}{pad}")
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r[:M]], [(M, N)], library)
+
+    def expected(s, c):  # the rows of a past M (zeros, block mode's padding) are not the problem's
+        rows = api.edge_rows(torch, M, c.device)
+        sa, sb = block_scales(torch, s["sa"], s["sb"], scale, rows, N, K)
+        want = fp8_gemm_reference(torch, e4m3_rows(torch, s["a"], rows), s["b"], sa, sb)
+        return [("c [M,N] at its first and last rows", c[:M][rows], want)]
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r[:M]], [(M, N)], library, expected=expected)
 
 
 def _api():

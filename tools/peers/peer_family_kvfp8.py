@@ -25,9 +25,14 @@ user would also run is not timed) of K and V, then
   dequant-flash-varlen  FlashAttention-2 varlen on the packed cache of exactly the drawn lengths
 Neither pages the cache (no torch kernel reads a block table); the pages only cost tune's variants.
 
+Every peer's output is checked against a float64 reference of every sequence it attends (the first
+and last 128 where B > 256): peer_family_varlen.attention_reference over the cache the peer reads,
+dequantized in float64 with the set's scales for the dequant peers (e4m3 times a bf16 scale is exact).
+
 torch is imported by the builders only (the unit test runs without it).
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
+from peer_family_varlen import sequence_check  # noqa: E402 (the same attention reference)
 
 # attention.decode_fp8_tma: decode_fp8.lua's args (seq_lens at the same index), then two tensor maps
 RECIPES = ("attention.decode_fp8", "attention.decode_fp8_tma")
@@ -81,6 +86,9 @@ def build(torch, peer, n_sets, seed):
         op = api.build_attention(torch, sub, n_sets, seed)
         inner = op.library
         op.library = lambda: f"{inner()}; L {L} = the mean length of {how}"
+        # every sequence, one KV head at a time: attention.decode's own reference holds all query
+        # heads' K in float64 (GiBs at a 128k-token cache)
+        op.expected = batched_expected(torch, api, d["B"], False)
         return op
     if kind in ("varlen_bf16", "dequant_varlen"):
         return _varlen(torch, api, d, kind == "dequant_varlen", lens, n_sets, seed, how)
@@ -100,6 +108,44 @@ def _scales(torch, api, g, lo, hi, shape):
 
 def _per_page(d):
     return d.get("kv_scale") == "page"
+
+
+def batched_expected(torch, api, B, per_page):
+    """expected(s, o) of a peer on [B, H, L, D] tensors (one query token per sequence, one length L):
+    o [B, HQ, 1, D] against the reference of each sequence, from q, k, v, or from the e4m3 caches k8,
+    v8 and their scales ks, vs ([B, HKV, L, 1] per token, else [1, HKV, 1, 1])."""
+    def seq(x, b):  # [B, H, L, D] -> sequence b's [L, H, D]
+        return x[b].transpose(0, 1)
+
+    def expected(s, o):
+        def inputs(b):
+            if "k8" in s:
+                sb = b if per_page else 0
+                return seq(s["q"], b), seq(s["k8"], b), seq(s["v8"], b), seq(s["ks"], sb), seq(s["vs"], sb)
+            return seq(s["q"], b), seq(s["k"], b), seq(s["v"], b)
+        rows = api.edge_rows(torch, B, o.device).tolist()
+        got, want = sequence_check(torch, list(range(B + 1)), rows, False, inputs, lambda b: seq(o, b))
+        return [("o [B,HQ,1,D] of each sequence", got, want)]
+    return expected
+
+
+def varlen_expected(torch, api, cu_k, per_page):
+    """expected(s, o) of a FlashAttention varlen peer: q [B, HQ, D], one query token per sequence, the
+    cache packed by cu_k: k, v [T, HKV, D], or the e4m3 k8, v8 with scales ks, vs ([T, HKV, 1] per token,
+    else [1, HKV, 1]). o [B, HQ, D] against the reference of each sequence."""
+    B = len(cu_k) - 1
+
+    def expected(s, o):
+        def inputs(b):
+            lo, hi = cu_k[b], cu_k[b + 1]
+            if "k8" in s:
+                ks, vs = (s[n][lo:hi] if per_page else s[n] for n in ("ks", "vs"))
+                return s["q"][b:b + 1], s["k8"][lo:hi], s["v8"][lo:hi], ks, vs
+            return s["q"][b:b + 1], s["k"][lo:hi], s["v"][lo:hi]
+        rows = api.edge_rows(torch, B, o.device).tolist()
+        got, want = sequence_check(torch, list(range(B + 1)), rows, False, inputs, lambda b: o[b:b + 1])
+        return [("o [B,HQ,D] of each sequence", got, want)]
+    return expected
 
 
 def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
@@ -141,7 +187,8 @@ def _varlen(torch, api, d, fp8, lens, n_sets, seed, how):
 
     def library():
         return f"torch {torch.__version__}, FlashAttention-2 varlen built into torch: {expr}, {how}"
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, D)], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, D)], library,
+                       expected=varlen_expected(torch, api, cu_k_host, _per_page(d)))
 
 
 def _dequant_sdpa(torch, api, d, L, n_sets, seed, how):
@@ -164,7 +211,8 @@ def _dequant_sdpa(torch, api, d, L, n_sets, seed, how):
         return (f"torch {torch.__version__}, k = k8.to(bf16) * k_scale; v = v8.to(bf16) * v_scale (e4m3 "
                 f"[B,HKV,L={L},D], bf16 scales {list(shape)}); scaled_dot_product_attention(q, k, v{', enable_gqa' if kw else ''}) "
                 f"with torch's own backend choice; L = the mean length of {how}")
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, 1, D)], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, 1, D)], library,
+                       expected=batched_expected(torch, api, B, _per_page(d)))
 
 
 BUILDERS = {FAMILY: build}

@@ -25,13 +25,17 @@ moe.grouped_swiglu_masked (a [E, cap, K], counts [E], w [E, 2N, K], h [E, cap, N
 The inputs are those of tune's worker for the same seed: a and w normal(0, 1) from torch's generator
 (other values, same distribution), and the routing itself exactly: offsets and counts are computed
 here as tuner/inputs.c computes them (fill_offsets, randint) from the seed and the arg's index in the
-recipe's args, so both sides time the same token distribution. torch is imported by the caller only.
+recipe's args, so both sides time the same token distribution. Each peer's output is checked
+against a float64 reference (expert_reference, swiglu_reference) on the first and last 128 token
+rows (contiguous) or counted rows in expert order (masked; the padding past the counts, which the
+peers compute and tune's kernels zero, is not compared). torch is imported by the caller only.
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
 # The args' positions in recipes/moe/grouped.lua and moe/swiglu.lua (the worker seeds each input by its index)
 GROUPS_ARG_INDEX = 3
 W13_STD = 0.02  # recipes/moe/swiglu.lua's weights (a trained layer's scale; only the timing is compared)
+WEIGHT_ELEMS = 1 << 24  # an expert's weight rows taken to float64 at a time (128 MB; a whole one is up to ~1 GB)
 
 def fill_offsets(seed, arg_index, parts, total, min_part):
     return worker_inputs.offsets(seed, arg_index, parts, total, min_part)
@@ -39,6 +43,63 @@ def fill_offsets(seed, arg_index, parts, total, min_part):
 
 def fill_randint(seed, arg_index, n, lo, hi):
     return worker_inputs.randint(seed, arg_index, n, lo, hi)
+
+
+def expert_reference(torch, a_rows, w_e):
+    """float64 a_rows @ w_e^T: a_rows [R, K] of one expert, w_e [N, K] its weight. -> [R, N]"""
+    a64, step = a_rows.double(), max(1, WEIGHT_ELEMS // w_e.shape[1])
+    return torch.cat([a64 @ w_e[n:n + step].double().t() for n in range(0, w_e.shape[0], step)], dim=1)
+
+
+def swiglu_reference(torch, a_rows, w_e):
+    """float64 silu(a_rows @ gate^T) * (a_rows @ up^T), w_e [2N, K] the gate rows, then the up rows;
+    silu(x) = x / (1 + exp(-x)) written out. -> [R, N]"""
+    g = expert_reference(torch, a_rows, w_e)
+    gate, up = g[:, :g.shape[1] // 2], g[:, g.shape[1] // 2:]
+    return gate / (1 + torch.exp(-gate)) * up
+
+
+def rows_by_expert(cu, rows):
+    """[(e, positions within expert e's rows)] of sorted rows, expert e owning rows cu[e] .. cu[e + 1]
+    (empty experts skipped)."""
+    out, e = [], 0
+    for t in rows:
+        while t >= cu[e + 1]:
+            e += 1
+        if not out or out[-1][0] != e:
+            out.append((e, []))
+        out[-1][1].append(t - cu[e])
+    return out
+
+
+def contiguous_expected(torch, api, offs, reference, output):
+    """expected(s, r) of a contiguous layout (a [T, K] sorted by expert, expert e owning rows offs[e] ..
+    offs[e + 1]): output(s, r) [T, N] at its first and last rows against reference(torch, a rows, w[e])."""
+    def expected(s, r):
+        c = output(s, r)
+        rows = api.edge_rows(torch, offs[-1], c.device).tolist()
+        want = [reference(torch, s["a"][offs[e]:offs[e + 1]][torch.tensor(pos, device=c.device)], s["w"][e])
+                for e, pos in rows_by_expert(offs, rows)]
+        return [("c [T,N] at its first and last rows", c[torch.tensor(rows, device=c.device)], torch.cat(want))]
+    return expected
+
+
+def masked_expected(torch, api, counts, reference):
+    """expected(s, c) of a masked layout (a [E, cap, K], expert e's first counts[e] rows counted): c
+    [E, cap, N] on the first and last counted rows, in expert order, against reference(torch, a rows, w[e])."""
+    cu = [0]
+    for n in counts:
+        cu.append(cu[-1] + n)
+
+    def expected(s, c):
+        groups = rows_by_expert(cu, api.edge_rows(torch, cu[-1], c.device).tolist())
+        if not groups:  # no counted row at all: nothing a peer computes is used
+            return []
+        e_idx = torch.tensor([e for e, pos in groups for _ in pos], device=c.device)
+        i_idx = torch.tensor([i for _, pos in groups for i in pos], device=c.device)
+        want = [reference(torch, s["a"][e][torch.tensor(pos, device=c.device)], s["w"][e]) for e, pos in groups]
+        return [("c [E,cap,N] at the first and last counted rows", c[e_idx, i_idx], torch.cat(want))]
+    return expected
 
 
 CONTIGUOUS_DIMS = ("E", "N", "K", "T", "min_tokens")
@@ -97,7 +158,8 @@ def build_contiguous(torch, peer, n_sets, seed, api):
         fn = (lambda s: torch._grouped_mm(s["a"], s["w"].transpose(-2, -1), offs=ends))
         expr = "torch._grouped_mm(a, w.transpose(-2, -1), offs=offsets[1:] (int32 ends)), bf16 in and out"
         return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(T, N)],
-                           lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}")
+                           lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}",
+                           expected=contiguous_expected(torch, api, offs, expert_reference, lambda s, r: r))
     # the loop: per set, the slices of the experts that have rows, built once (not timed)
     for s in sets:
         s["calls"] = [(s["a"][lo:hi], s["w"][e].t(), s["c"][lo:hi])
@@ -110,7 +172,8 @@ def build_contiguous(torch, peer, n_sets, seed, api):
     return api.TorchOp(sets, fn, lambda s: [s["c"]], lambda s, r: [s["c"]], [(T, N)],
                        lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
                                 f"torch.matmul(a[lo:hi], w[e].t(), out=c[lo:hi]) for the {n_calls} of {E} experts "
-                                f"with rows, one launch each, row ranges known on the host, bf16"))
+                                f"with rows, one launch each, row ranges known on the host, bf16"),
+                       expected=contiguous_expected(torch, api, offs, expert_reference, lambda s, r: s["c"]))
 
 
 def build_masked(torch, peer, n_sets, seed, api):
@@ -128,7 +191,8 @@ def build_masked(torch, peer, n_sets, seed, api):
                        lambda s: [s["c"]], lambda s, r: [s["c"]], [(E, cap, N)],
                        lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
                                 f"torch.bmm(a, w.transpose(1, 2), out=c) over all {E} x {cap} rows, the padding "
-                                f"past the counts included ({valid} of {E * cap} rows are counted), bf16"))
+                                f"past the counts included ({valid} of {E * cap} rows are counted), bf16"),
+                       expected=masked_expected(torch, api, counts, expert_reference))
 
 
 def _silu_mul(torch, g, N):
@@ -163,7 +227,8 @@ def build_swiglu(torch, peer, n_sets, seed, api):
     else:
         fn = (lambda s: layer(s["a"], s["w"]))
     return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(T, N)],
-                       lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}")
+                       lambda: f"torch {torch.__version__} (CUDA {torch.version.cuda}): {expr}",
+                       expected=contiguous_expected(torch, api, offs, swiglu_reference, lambda s, r: r))
 
 
 def build_swiglu_masked(torch, peer, n_sets, seed, api):
@@ -180,7 +245,8 @@ def build_swiglu_masked(torch, peer, n_sets, seed, api):
                        lambda s: [], lambda s, r: [r], [(E, cap, N)],
                        lambda: (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): "
                                 f"h = torch.bmm(a, w.transpose(1, 2)) over all {E} x {cap} rows ({valid} counted); "
-                                f"F.silu(h[..., :N]) * h[..., N:], bf16"))
+                                f"F.silu(h[..., :N]) * h[..., N:], bf16"),
+                       expected=masked_expected(torch, api, counts, swiglu_reference))
 
 
 def _build(kind):

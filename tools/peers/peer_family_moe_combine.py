@@ -16,7 +16,9 @@ index of each row of y; the inverse of the recipe's pos, built once per problem,
 The routing is the worker's exactly: pos is regenerated here as tuner/inputs.c fills it (init
 {"permutation"}, worker_inputs.permutation) from the seed and the arg's index in the recipe, so both
 sides gather the same rows; y and weights come from torch's generator (same distributions, other
-values). torch is imported by the caller (peer_server) only.
+values). Each peer's out is checked at its first and last 128 tokens against combine_reference, the
+recipe's gather through pos in float64 (not PyTorch's scatter through order). torch is imported by
+the caller (peer_server) only.
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
@@ -50,6 +52,13 @@ def combine_fn(torch, T, H, top_k):
     return combine
 
 
+def combine_reference(torch, y, weights, pos, rows, top_k):
+    """float64 out[t] = sum_j weights[t, j] * y[pos[t * top_k + j]] at the token rows `rows` (an index
+    tensor); pos a tensor on y's device. -> [len(rows), H]"""
+    src = pos.view(-1, top_k)[rows]  # [R, top_k]: the rows of y of each token's slots
+    return (y[src].double() * weights[rows].double()[..., None]).sum(1)
+
+
 def order_of(torch, pos):
     """order [n] int64 on the GPU with order[pos[i]] = i: the row index PyTorch's combine scatters by."""
     p = torch.tensor(pos, dtype=torch.int64, device="cuda")
@@ -61,7 +70,9 @@ def order_of(torch, pos):
 def build_combine(torch, peer, n_sets, seed):
     api = peer.opts["api"]
     T, H, k = peer.dims["T"], peer.dims["H"], peer.dims["top_k"]
-    order = order_of(torch, worker_inputs.permutation(seed, POS_ARG_INDEX, T * k))
+    pos = worker_inputs.permutation(seed, POS_ARG_INDEX, T * k)
+    order = order_of(torch, pos)
+    pos_t = torch.tensor(pos, dtype=torch.int64, device="cuda")
     sets = []
     for i in range(n_sets):
         g = api._gen(torch, seed + i)
@@ -78,7 +89,13 @@ def build_combine(torch, peer, n_sets, seed):
                if peer.opts["compiled"] else "eager")
         return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) {how}: back = empty_like(y); back[order] = y; "
                 f"(back.view(T, top_k, H).float() * weights[..., None]).sum(1).to(bfloat16)")
-    return api.TorchOp(sets, lambda s: body(s["y"], order, s["w"]), lambda s: [], lambda s, r: [r], [(T, H)], library)
+
+    def expected(s, out):
+        rows = api.edge_rows(torch, T, out.device)
+        want = combine_reference(torch, s["y"], s["w"], pos_t, rows, k)
+        return [("out [T,H] at its first and last rows", out[rows], want)]
+    return api.TorchOp(sets, lambda s: body(s["y"], order, s["w"]), lambda s: [], lambda s, r: [r], [(T, H)], library,
+                       expected=expected)
 
 
 BUILDERS = {FAMILY: build_combine}

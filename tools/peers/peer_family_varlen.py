@@ -17,13 +17,20 @@ Peers (each skipped with its reason where this torch lacks it):
   cudnn-sdpa-padded   cuDNN SDPA on the padded layout [B, H, Smax, D] (the baseline of an engine
                       without varlen: B * Smax^2 work instead of sum len^2; padding done outside timing)
 
+Every peer's output is checked against a float64 reference (attention_reference, sequence by
+sequence) at the first and last packed query rows (peer_server.edge_rows of T), valid positions only.
+peer_family_varlen_kv and peer_family_kvfp8 check theirs with the same functions.
+
 torch is imported by the builders only (the unit test runs without it).
 """
+import math
+
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
 
 RECIPE = "attention.varlen"
 DIMS = ("B", "T", "HQ", "HKV", "D", "causal")
 CU_SEQLENS_ARG = 4  # index of cu_seqlens among recipes/attention/varlen.lua's args (the init's stream)
+SCORES_ELEMS = 1 << 25  # float64 scores of one step of the reference (256 MB): a 128k-key sequence fits
 
 
 def offsets(parts, total, min_part, seed, arg_index=CU_SEQLENS_ARG):
@@ -34,6 +41,92 @@ def offsets(parts, total, min_part, seed, arg_index=CU_SEQLENS_ARG):
 def set_bytes(d):
     """q, k, v, o and cu_seqlens of one call."""
     return 2 * d["T"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"]) + 4 * (d["B"] + 1)
+
+
+def attention_reference(torch, q, k, v, causal, rows=None, k_scale=None, v_scale=None):
+    """float64 softmax(q k^T / sqrt(D)) v of one sequence at its query rows `rows` (an index tensor;
+    all rows by default): q [Sq, HQ, D], k and v [Sk, HKV, D], query head h reading KV head
+    h // (HQ / HKV); causal aligned at the end (query i sees keys j <= i + Sk - Sq, the usual mask
+    when Sq == Sk); k_scale, v_scale: factors broadcast against [Sk, HKV, 1] (an fp8 cache's
+    dequantization). One KV head and a few rows at a time, so that the scores stay within
+    SCORES_ELEMS. -> [len(rows), HQ, D]"""
+    Sq, HQ, D = q.shape
+    Sk, HKV = k.shape[0], k.shape[1]
+    g = HQ // HKV
+    rows = torch.arange(Sq, device=q.device) if rows is None else rows
+    out = torch.empty(len(rows), HQ, D, dtype=torch.float64, device=q.device)
+    step = max(1, SCORES_ELEMS // (g * Sk))
+    keys = torch.arange(Sk, device=q.device)
+    for h in range(HKV):
+        kh, vh = k[:, h].double(), v[:, h].double()
+        if k_scale is not None:
+            kh = kh * k_scale[:, h].double()
+        if v_scale is not None:
+            vh = vh * v_scale[:, h].double()
+        heads = slice(h * g, (h + 1) * g)
+        for r0 in range(0, len(rows), step):
+            r = rows[r0:r0 + step]
+            s = (q[r, heads].double() / math.sqrt(D)).transpose(0, 1) @ kh.t()  # [g, R, Sk], one copy
+            if causal:
+                s.masked_fill_(keys[None, :] > r[:, None] + (Sk - Sq), float("-inf"))
+            s -= s.amax(-1, keepdim=True)  # the softmax written out, in place
+            s.exp_()
+            s /= s.sum(-1, keepdim=True)
+            out[r0:r0 + step, heads] = (s @ vh).transpose(0, 1)
+    return out
+
+
+def starts(lens):
+    """The prefix sums 0, lens[0], lens[0] + lens[1], .. (cu_seqlens on the host)."""
+    out = [0]
+    for n in lens:
+        out.append(out[-1] + n)
+    return out
+
+
+def rows_by_sequence(cu, rows):
+    """[(b, positions within sequence b)] of sorted packed rows, sequence b holding rows cu[b] .. cu[b + 1]."""
+    out, b = [], 0
+    for t in rows:
+        while t >= cu[b + 1]:
+            b += 1
+        if not out or out[-1][0] != b:
+            out.append((b, []))
+        out[-1][1].append(t - cu[b])
+    return out
+
+
+def sequence_check(torch, cu_q, rows, causal, inputs_of, output_of):
+    """(got, want) [len(rows), HQ, D] at the packed query rows `rows` (sorted ints), whatever the
+    layout: inputs_of(b) -> (q [Lq, HQ, D], k, v [Lk, HKV, D][, k_scale, v_scale]) of sequence b,
+    output_of(b) -> its output [Lq, HQ, D] (views of the peer's tensors)."""
+    got, want = [], []
+    for b, pos in rows_by_sequence(cu_q, rows):
+        q, k, v, *scales = inputs_of(b)
+        idx = torch.tensor(pos, device=q.device)
+        want.append(attention_reference(torch, q, k, v, causal, idx, *scales))
+        got.append(output_of(b)[idx])
+    return torch.cat(got), torch.cat(want)
+
+
+def packed(q, k, v, cu_q, cu_k):
+    """inputs_of (sequence_check) of packed [T, H, D] tensors: sequence b's rows of each."""
+    return lambda b: (q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], v[cu_k[b]:cu_k[b + 1]])
+
+
+def packed_expected(torch, api, cu_q, causal, cu_k=None, unpack=lambda x: x):
+    """expected(s, o) of a peer whose set and output are packed [T, H, D] tensors (after unpack, e.g.
+    [1, H, T, D] -> [T, H, D]): o against the reference at its first and last query rows. The keys
+    are packed by cu_k (by cu_q when None)."""
+    cu_k = cu_q if cu_k is None else cu_k
+
+    def expected(s, o):
+        o = unpack(o)
+        rows = api.edge_rows(torch, o.shape[0], o.device).tolist()
+        got, want = sequence_check(torch, cu_q, rows, causal, packed(*(unpack(s[n]) for n in "qkv"), cu_q, cu_k),
+                                   lambda b: o[cu_q[b]:cu_q[b + 1]])
+        return [("o [T,HQ,D] at its first and last rows", got, want)]
+    return expected
 
 
 def peers(recipe, dims, api):
@@ -77,7 +170,8 @@ def _flash(torch, api, d, causal, sets, cu, lens, max_len, how):
     def library():
         return (f"torch {torch.__version__}, FlashAttention-2 varlen built into torch via "
                 f"aten._flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, ...), bf16 [T,H,D], {how}")
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["T"], d["HQ"], d["D"])], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["T"], d["HQ"], d["D"])], library,
+                       expected=packed_expected(torch, api, starts(lens), causal))
 
 
 def _varlen_attn(torch, api, d, causal, sets, cu, lens, max_len, how):
@@ -94,7 +188,8 @@ def _varlen_attn(torch, api, d, causal, sets, cu, lens, max_len, how):
 
     def library():
         return f"torch {torch.__version__}, torch.nn.attention.varlen.varlen_attn({kw}), bf16 [T,H,D], {how}"
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["T"], d["HQ"], d["D"])], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["T"], d["HQ"], d["D"])], library,
+                       expected=packed_expected(torch, api, starts(lens), causal))
 
 
 def _flex(torch, api, d, causal, sets, cu, lens, max_len, how):
@@ -118,21 +213,21 @@ def _flex(torch, api, d, causal, sets, cu, lens, max_len, how):
     def library():
         return (f"torch {torch.__version__}, FlexAttention (torch.compile) with a document "
                 f"{'causal ' if causal else ''}block mask over [1,H,T,D], bf16, {how}")
-    return api.TorchOp(hsets, fn, lambda s: [], lambda s, r: [r], [(1, d["HQ"], T, d["D"])], library)
+    unpack = (lambda x: x[0].transpose(0, 1))  # [1, H, T, D] -> [T, H, D]
+    return api.TorchOp(hsets, fn, lambda s: [], lambda s, r: [r], [(1, d["HQ"], T, d["D"])], library,
+                       expected=packed_expected(torch, api, starts(lens), causal, unpack=unpack))
 
 
 def _cudnn_padded(torch, api, d, causal, sets, cu, lens, max_len, how):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
     B, HQ, HKV, D = d["B"], d["HQ"], d["HKV"], d["D"]
-    starts = [0]
-    for n in lens:
-        starts.append(starts[-1] + n)
+    cu_host = starts(lens)
 
     def pad(x, heads):  # [T, H, D] -> [B, H, Smax, D], zeros past each length (outside timing)
         out = torch.zeros(B, heads, max_len, D, dtype=x.dtype, device="cuda")
         for b, n in enumerate(lens):
-            out[b, :, :n] = x[starts[b]:starts[b] + n].transpose(0, 1)
+            out[b, :, :n] = x[cu_host[b]:cu_host[b] + n].transpose(0, 1)
         return out
     psets = [{"q": pad(s["q"], HQ), "k": pad(s["k"], HKV), "v": pad(s["v"], HKV)} for s in sets]
     kw = {"is_causal": causal}
@@ -149,8 +244,16 @@ def _cudnn_padded(torch, api, d, causal, sets, cu, lens, max_len, how):
         return (f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()} (CUDNN_ATTENTION) via "
                 f"scaled_dot_product_attention on the padded layout [B,H,Smax={max_len},D] "
                 f"({B * max_len} rows for {sum(lens)} tokens{'' if causal else ', key-padding mask'}), bf16, {how}")
+
+    def expected(s, o):  # the packed rows' positions in the padded layout; the padding is not compared
+        def seq(x, b):
+            return x[b, :, :lens[b]].transpose(0, 1)
+        rows = api.edge_rows(torch, cu_host[-1], o.device).tolist()
+        got, want = sequence_check(torch, cu_host, rows, causal, lambda b: tuple(seq(s[n], b) for n in "qkv"),
+                                   lambda b: seq(o, b))
+        return [("o [B,HQ,Smax,D] at the first and last tokens' rows", got, want)]
     return api.TorchOp(psets, fn, lambda s: [], lambda s, r: [r], [(B, HQ, max_len, D)], library,
-                       lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]))
+                       lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION]), expected=expected)
 
 
 BUILDERS = {"varlen": build}

@@ -20,9 +20,13 @@ Peers (each skipped with its reason where this torch lacks it):
                       torch.nn.attention.bias.causal_lower_right(Lq, Lk) (what an engine without a
                       varlen kernel runs; the per-sequence views are made outside timing)
 
+Every peer's output is checked against a float64 reference (peer_family_varlen.attention_reference,
+causal bottom-right, sequence by sequence) at the first and last packed query rows.
+
 torch is imported by the builders only (the unit test runs without it).
 """
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
+from peer_family_varlen import packed_expected, sequence_check  # noqa: E402 (the same reference)
 
 RECIPE = "attention.varlen_kv"
 DIMS = ("B", "TQ", "TK", "HQ", "HKV", "D", "causal")
@@ -98,7 +102,8 @@ def _flash(torch, api, d, causal, sets, seqs, how):
     def library():
         return (f"torch {torch.__version__}, FlashAttention-2 varlen built into torch via "
                 f"aten._flash_attention_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, ...), bf16 [T,H,D], {how}")
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["TQ"], d["HQ"], d["D"])], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["TQ"], d["HQ"], d["D"])], library,
+                       expected=packed_expected(torch, api, seqs["cu_q_host"], causal, cu_k=seqs["cu_k_host"]))
 
 
 def _varlen_attn(torch, api, d, causal, sets, seqs, how):
@@ -116,7 +121,8 @@ def _varlen_attn(torch, api, d, causal, sets, seqs, how):
 
     def library():
         return f"torch {torch.__version__}, torch.nn.attention.varlen.varlen_attn({kw}), bf16 [T,H,D], {how}"
-    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["TQ"], d["HQ"], d["D"])], library)
+    return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r], [(d["TQ"], d["HQ"], d["D"])], library,
+                       expected=packed_expected(torch, api, seqs["cu_q_host"], causal, cu_k=seqs["cu_k_host"]))
 
 
 def _flex(torch, api, d, causal, sets, seqs, how):
@@ -145,7 +151,10 @@ def _flex(torch, api, d, causal, sets, seqs, how):
     def library():
         return (f"torch {torch.__version__}, FlexAttention (torch.compile) with a document "
                 f"{'causal (shifted by each prefix) ' if causal else ''}block mask over [1,H,T,D], bf16, {how}")
-    return api.TorchOp(hsets, fn, lambda s: [], lambda s, r: [r], [(1, d["HQ"], TQ, d["D"])], library)
+    unpack = (lambda x: x[0].transpose(0, 1))  # [1, H, T, D] -> [T, H, D]
+    return api.TorchOp(hsets, fn, lambda s: [], lambda s, r: [r], [(1, d["HQ"], TQ, d["D"])], library,
+                       expected=packed_expected(torch, api, seqs["cu_q_host"], causal, cu_k=seqs["cu_k_host"],
+                                                unpack=unpack))
 
 
 def _sdpa_lower_right(torch, api, d, causal, sets, seqs, how):
@@ -189,7 +198,15 @@ def _sdpa_lower_right(torch, api, d, causal, sets, seqs, how):
                 f"{'causal_lower_right(Lq, Lk)' if causal else 'no mask'}"
                 f"{', K/V repeated to the query heads' if expanded else ''} over [1,H,L,D], bf16, {how}")
     shapes = [(1, HQ, q1 - q0, d["D"]) for q0, q1, _, _ in spans]
-    return api.TorchOp(psets, fn, lambda s: [], lambda s, r: r, shapes, library)
+
+    def expected(parts, outs):  # per sequence [1, H, L, D] (K/V maybe repeated: GQA of ratio 1 then)
+        def seq(x):
+            return x[0].transpose(0, 1)
+        rows = api.edge_rows(torch, d["TQ"], outs[0].device).tolist()
+        got, want = sequence_check(torch, seqs["cu_q_host"], rows, causal, lambda b: tuple(map(seq, parts[b])),
+                                   lambda b: seq(outs[b]))
+        return [("o of each sequence [1,HQ,Lq,D] at the first and last packed query rows", got, want)]
+    return api.TorchOp(psets, fn, lambda s: [], lambda s, r: r, shapes, library, expected=expected)
 
 
 BUILDERS = {"varlen_kv": build}
