@@ -62,9 +62,6 @@ end
 
 -- the ring, its barriers, the row scales of each consumer warpgroup, alignment slack (fp8_sm90.cuh)
 local SMEM = "1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + 16 * STAGES + CONSUMERS * (BLOCK_N + BLOCK_M // CONSUMERS) * 4"
-local function smem_bytes(c)
-  return 1024 + c.STAGES * (c.BLOCK_M + c.BLOCK_N) * 128 + 16 * c.STAGES + c.CONSUMERS * (c.BLOCK_N + c.BLOCK_M // c.CONSUMERS) * 4
-end
 
 local function params(fast)
   return {
@@ -77,6 +74,7 @@ local function params(fast)
     { "PART_BUFFERS", fast and { 1 } or { 1, 2 }, absent = 1 }, -- configs recorded before it are PART_BUFFERS 1
     { "PERSISTENT", { 0, 1 } },                -- one wave of blocks walking the tiles
     { "RASTER",     { 1, 8 } },                -- tile order: row-major or groups of 8 tile rows
+    { "RING_POS",   { 0, 1 }, absent = 0 },    -- ring slot from the K index or carried (the template's RingCursor)
   }
 end
 
@@ -85,7 +83,7 @@ local constraints = {
   -- accumulators: the fp32 promotion and PART_BUFFERS wgmma block sets, one set with FAST_ACCUM, at
   -- most 192 fp32 registers per thread of a consumer warpgroup (setmaxnreg gives it 232 or 240)
   "(FAST_ACCUM == 1 and 1 or 1 + PART_BUFFERS) * (BLOCK_M // CONSUMERS // 64) * BLOCK_N // 2 <= 192",
-  function(c) return smem_bytes(c) <= SMEM_LIMIT end,
+  SMEM .. " <= " .. SMEM_LIMIT,
   -- the ring: the deepest two that fit (at most 6), 4 .. 6 for the decode tiles
   function(c)
     if c.BLOCK_M == 64 then return c.STAGES >= 4 end
@@ -193,7 +191,7 @@ local function recipe(name, fast, scales, tolerance)
     defines = { SCALE_MODE = SCALE_MODE },
     -- one warpgroup of 64 x 128 tiles, 4 K blocks deep: any problem of the domain
     fallback = { BLOCK_M = 64, BLOCK_N = 128, CONSUMERS = 1, STAGES = 4, FAST_ACCUM = fast and 1 or 0,
-                 PART_BUFFERS = 1, PERSISTENT = 0, RASTER = 1 },
+                 PART_BUFFERS = 1, PERSISTENT = 0, RASTER = 1, RING_POS = 0 },
     problems = problems(scales, fast),
     launch = {
       grid = { "PERSISTENT == 1 and min(" .. TILES .. ", sm_count) or " .. TILES, 1, 1 },

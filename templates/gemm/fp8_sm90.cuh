@@ -40,7 +40,8 @@
 //
 // Tunables: BLOCK_M 64 | 128, BLOCK_N 32 | 64 | 128 | 160 | 192 | 256, CONSUMERS 1 | 2, STAGES 2..6,
 // FAST_ACCUM 0 | 1 [0], PART_BUFFERS 1 | 2 [1], PERSISTENT 0 | 1 [0] (a grid of at most one wave;
-// block i takes tiles i, i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh).
+// block i takes tiles i, i + gridDim.x, ...), RASTER [1] (tile order, common/tile_order.cuh),
+// RING_POS 0 | 1 [0] (how a K block's ring slot and parity are found: RingCursor below).
 // Tails: any M >= 1; N % 16 == 0, K % 16 == 0 (16-byte rows for TMA), K >= 128. The maps' boxes are
 // {128, min(BLOCK_M, M)} (a) and {128, min(BLOCK_N, N)} (b): TMA zero-fills what lies past M, N or K
 // in a box and the transaction counts the box whole; with M < BLOCK_M (N < BLOCK_N) the rows of the
@@ -75,6 +76,9 @@
 #endif
 #ifndef RASTER
 #define RASTER 1
+#endif
+#ifndef RING_POS
+#define RING_POS 0
 #endif
 
 typedef __nv_bfloat16 bf16;
@@ -119,6 +123,45 @@ static_assert(!(kFast && kParts == 2), "FAST_ACCUM has no part accumulators: PAR
 static_assert((kFast ? 1 : 1 + kParts) * kMT * kAcc <= 192, "accumulators over 192 fp32 registers per thread");
 static_assert(kBN % 32 == 0, "the epilogue stores groups of four 8-column chunks");
 static_assert(kSmemBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+static_assert(RING_POS == 0 || RING_POS == 1, "RING_POS must be 0 or 1");
+
+// A K block's place in the ring: its slot and the parity of the slot's use.
+struct RingPos {
+  int slot;
+  unsigned phase;
+};
+
+// RingCursor: where the K blocks of all of a block's tiles sit in the ring, in one of two forms
+// (RING_POS), each call site naming a block both ways: by `it`, its index over the block's K
+// blocks, and by c, its distance from the cursor (|c| <= kStages).
+//   0: from the index, slot it % kStages and parity (it / kStages) & 1; the cursor holds nothing.
+//   1: carried: the cursor keeps the slot and parity of a block (step() moves it on), and a block c
+//      away wraps at most once: no division.
+// The faster form depends on the scale mode (ptxas keeps the index form's arithmetic on the
+// uniform datapath, the carried form on the vector one beside the promotion), hence a tunable.
+struct RingCursor {
+  int s = 0;
+  unsigned ph = 0;
+  __device__ __forceinline__ RingPos at(int it, int c) const {
+    if constexpr (RING_POS == 0) {
+      return RingPos{it % kStages, (unsigned)(it / kStages) & 1u};
+    } else {
+      const int t = s + c;
+      if (t >= kStages) return RingPos{t - kStages, ph ^ 1u};
+      if (t < 0) return RingPos{t + kStages, ph ^ 1u};
+      return RingPos{t, ph};
+    }
+  }
+  __device__ __forceinline__ void step(int n) {  // n <= kStages
+    if constexpr (RING_POS == 1) {
+      s += n;
+      if (s >= kStages) {
+        s -= kStages;
+        ph ^= 1u;
+      }
+    }
+  }
+};
 
 struct Geometry {
   int tiles_m, tiles_n, tiles;  // output tiles
@@ -166,14 +209,16 @@ __device__ __forceinline__ void producer(int M, int N, int K, unsigned ring, uns
   tune::tma_prefetch_desc(tmA);
   tune::tma_prefetch_desc(tmB);
   const Geometry g = geometry(M, N, K);
-  int it = 0;  // k iteration over all tiles of the block: slot it % kStages, its use it / kStages
+  int it = 0;  // k iteration over all tiles of the block
+  RingCursor cur;
   for (int tile = (int)blockIdx.x; tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
     tile_origin(tile, g, m0, n0);
-    for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
-      const int s = it % kStages;
-      if (it >= kStages) tune::mbar_wait(empty + s * 8, ((it / kStages) - 1) & 1);
-      load_stage(ring + s * kStageBytes, full + s * 8, tmA, tmB, m0, n0, kb, M, N);
+    for (int kb = 0; kb < g.k_blocks; ++kb, ++it, cur.step(1)) {
+      const RingPos p = cur.at(it, 0);
+      // the slot's previous use released it (none before the first kStages)
+      if (it >= kStages) tune::mbar_wait(empty + p.slot * 8, p.phase ^ 1u);
+      load_stage(ring + p.slot * kStageBytes, full + p.slot * 8, tmA, tmB, m0, n0, kb, M, N);
     }
   }
 }
@@ -283,8 +328,8 @@ __device__ __forceinline__ void promote(float (&acc)[kMT][kAcc], const float (&p
     }
 }
 
-// warpgroup_sync: a named barrier of the 128 threads of consumer warpgroup wg (ids 1 and 2, constant
-// so that ptxas reserves three barriers, not all sixteen: decode tiles share an SM with other blocks)
+// warpgroup_sync: a named barrier of the 128 threads of consumer warpgroup wg (ids 1 and 2, constants,
+// so that ptxas reserves three hardware barriers rather than all sixteen)
 __device__ __forceinline__ void warpgroup_sync(int wg) {
   if (wg == 0)
     tune::named_bar_sync(1, 128);
@@ -346,32 +391,32 @@ __device__ __forceinline__ void epilogue(const float (&acc)[kMT][kAcc], const fl
     }
 }
 
-// issue_block: once slot `it` holds its K block, issue the block's wgmma batch into part (a fresh
+// issue_block: once slot p holds its K block, issue the block's wgmma batch into part (a fresh
 // accumulation) for warpgroup wg and commit it; not waited for.
-__device__ __forceinline__ void issue_block(float (&part)[kMT][kAcc], unsigned ring, unsigned full, int it, int wg) {
-  const int s = it % kStages;
-  tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+__device__ __forceinline__ void issue_block(float (&part)[kMT][kAcc], unsigned ring, unsigned full, RingPos p, int wg) {
+  tune::mbar_wait(full + p.slot * 8, p.phase);
   fence_acc(part);
   tune::wgmma_arrive();
-  compute_stage(part, ring + s * kStageBytes, wg, false);
+  compute_stage(part, ring + p.slot * kStageBytes, wg, false);
   tune::wgmma_commit();
 }
 
 // retire_block: wait until at most kPending batches of this warpgroup run (so that part's is done),
-// release part's slot (k iteration it) and promote part with its block's scales s.
+// release part's slot p and promote part with its block's scales s.
 template <int kPending>
 __device__ __forceinline__ void retire_block(float (&acc)[kMT][kAcc], float (&part)[kMT][kAcc], const BlockScales &s,
-                                             unsigned empty, int it, int n0, int lane) {
+                                             unsigned empty, RingPos p, int n0, int lane) {
   tune::wgmma_wait<kPending>();
   fence_acc(part);
-  if (lane == 0) tune::mbar_arrive(empty + (it % kStages) * 8);
+  if (lane == 0) tune::mbar_arrive(empty + p.slot * 8);
   promote(acc, part, s, n0);
 }
 
 // ---------------------------------------------------------------------------------------------
-// consumer: warpgroup wg's rows of each of the block's tiles. Slot s of k iteration `it` (over all
-// tiles of the block) completes phase it / kStages of full[s]; each consumer warp arrives on
-// empty[s] once it no longer reads the slot.
+// consumer: warpgroup wg's rows of each of the block's tiles. K iteration `it` (over all tiles of the
+// block) lies at cur.at(it, c) (c: its distance from the cursor); its slot's full barrier completes
+// in that parity, and each consumer warp arrives on the slot's empty barrier once it no longer
+// reads it.
 __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, const float *__restrict__ scale_b,
                                          bf16 *__restrict__ c, int M, int N, int K, unsigned ring, unsigned full,
                                          unsigned empty, unsigned row_scales) {
@@ -380,6 +425,7 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
   const unsigned rs = row_scales + wg * kRowScaleFloats * 4;  // this warpgroup's row scales (row mode)
   float acc[kMT][kAcc];
   int it = 0;
+  RingCursor cur;
   for (int tile = (int)blockIdx.x; tile < g.tiles; tile += tile_step(g)) {
     int m0, n0;
     tile_origin(tile, g, m0, n0);
@@ -387,30 +433,30 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
     if constexpr (kFast) {
       // one accumulator over K; the batch of block kb - 1 is waited for (and its slot released)
       // while block kb's runs
-      for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
-        const int s = it % kStages;
-        tune::mbar_wait(full + s * 8, (it / kStages) & 1);
+      for (int kb = 0; kb < g.k_blocks; ++kb, ++it, cur.step(1)) {
+        const RingPos p = cur.at(it, 0);
+        tune::mbar_wait(full + p.slot * 8, p.phase);
         fence_acc(acc);
         tune::wgmma_arrive();
-        compute_stage(acc, ring + s * kStageBytes, wg, kb > 0);
+        compute_stage(acc, ring + p.slot * kStageBytes, wg, kb > 0);
         tune::wgmma_commit();
         tune::wgmma_wait<1>();
         fence_acc(acc);
-        if (kb > 0 && lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+        if (kb > 0 && lane == 0) tune::mbar_arrive(empty + cur.at(it - 1, -1).slot * 8);
       }
       tune::wgmma_wait<0>();
       fence_acc(acc);
-      if (lane == 0) tune::mbar_arrive(empty + ((it - 1) % kStages) * 8);
+      if (lane == 0) tune::mbar_arrive(empty + cur.at(it - 1, -1).slot * 8);
     } else if constexpr (kParts == 1) {
       float part[kMT][kAcc];
       zero_acc(acc);
       const ScaleRows rows = scale_rows(scale_a, scale_b, m0, n0, M, N, g.k_blocks, tid);
       BlockScales bs = block_scales(rows, 0);
-      for (int kb = 0; kb < g.k_blocks; ++kb, ++it) {
-        issue_block(part, ring, full, it, wg);
+      for (int kb = 0; kb < g.k_blocks; ++kb, ++it, cur.step(1)) {
+        issue_block(part, ring, full, cur.at(it, 0), wg);
         const BlockScales now = bs;
         if (kb + 1 < g.k_blocks) bs = block_scales(rows, kb + 1);
-        retire_block<0>(acc, part, now, empty, it, n0, lane);
+        retire_block<0>(acc, part, now, empty, cur.at(it, 0), n0, lane);
       }
     } else {
       // block kb + 1's batch is issued before block kb's is retired: part0 holds the even blocks,
@@ -426,24 +472,26 @@ __device__ __forceinline__ void consumer(const float *__restrict__ scale_a, cons
       const int last = g.k_blocks - 1;
       BlockScales s0 = block_scales(rows, 0), s1 = block_scales(rows, min(1, last));
       BlockScales n0s = block_scales(rows, min(2, last)), n1s = block_scales(rows, min(3, last));
-      issue_block(part0, ring, full, it, wg);
+      issue_block(part0, ring, full, cur.at(it, 0), wg);
       int kb = 0;
-      for (; kb + 2 < g.k_blocks; kb += 2) {
-        issue_block(part1, ring, full, it + kb + 1, wg);
-        retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
-        issue_block(part0, ring, full, it + kb + 2, wg);
-        retire_block<1>(acc, part1, s1, empty, it + kb + 1, n0, lane);
+      for (; kb + 2 < g.k_blocks; kb += 2, cur.step(2)) {  // the cursor at block kb
+        issue_block(part1, ring, full, cur.at(it + kb + 1, 1), wg);
+        retire_block<1>(acc, part0, s0, empty, cur.at(it + kb, 0), n0, lane);
+        issue_block(part0, ring, full, cur.at(it + kb + 2, 2), wg);
+        retire_block<1>(acc, part1, s1, empty, cur.at(it + kb + 1, 1), n0, lane);
         s0 = n0s;
         s1 = n1s;
         n0s = block_scales(rows, min(kb + 4, last));
         n1s = block_scales(rows, min(kb + 5, last));
       }
       if (kb + 1 < g.k_blocks) {  // two blocks left
-        issue_block(part1, ring, full, it + kb + 1, wg);
-        retire_block<1>(acc, part0, s0, empty, it + kb, n0, lane);
-        retire_block<0>(acc, part1, s1, empty, it + kb + 1, n0, lane);
+        issue_block(part1, ring, full, cur.at(it + kb + 1, 1), wg);
+        retire_block<1>(acc, part0, s0, empty, cur.at(it + kb, 0), n0, lane);
+        retire_block<0>(acc, part1, s1, empty, cur.at(it + kb + 1, 1), n0, lane);
+        cur.step(2);
       } else {
-        retire_block<0>(acc, part0, s0, empty, it + kb, n0, lane);
+        retire_block<0>(acc, part0, s0, empty, cur.at(it + kb, 0), n0, lane);
+        cur.step(1);
       }
       it += g.k_blocks;
     }

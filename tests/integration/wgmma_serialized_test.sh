@@ -35,7 +35,7 @@ for rd in gemm.lua:gemm.db gemm/skinny.lua:h200/gemm.skinny.db gemm/fp8.lua:h200
   read -r prob only < <(best_only "$SRC/data/recorded/$db")
   out=$(basename "$recipe" .lua)
   "$TUNE" run "$SRC/recipes/$recipe" --compile-only --arch sm_90a --db "$out.db" --problem "$prob" --only "$only" >"$out.txt" 2>&1
-  check "$recipe $prob compiles" contains "$out.txt" "compile: 1 compiled"
+  check "$recipe $prob compiles" contains "$out.txt" "compile: [1-9][0-9]* compiled"
   check "$recipe $prob: wgmma pipelined" lacks "$out.txt" "warning: ptxas serialized"
 done
 finish
