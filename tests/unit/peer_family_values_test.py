@@ -450,7 +450,7 @@ class VarlenTest(Case):
         self.assertTrue(torch.allclose(scaled, varlen.attention_reference(torch, q, k.float() * ks, v.float() * vs, False)))
 
     def test_rows_by_sequence(self):
-        self.assertEqual(varlen.rows_by_sequence([0, 2, 2, 5, 9], [0, 1, 2, 4, 8]),
+        self.assertEqual(varlen.worker_inputs.rows_by_segment([0, 2, 2, 5, 9], [0, 1, 2, 4, 8]),
                          [(0, [0, 1]), (2, [0, 2]), (3, [3])])
         self.assertEqual(varlen.starts([2, 0, 3]), [0, 2, 2, 5])
 

@@ -59,19 +59,6 @@ def swiglu_reference(torch, a_rows, w_e):
     return gate / (1 + torch.exp(-gate)) * up
 
 
-def rows_by_expert(cu, rows):
-    """[(e, positions within expert e's rows)] of sorted rows, expert e owning rows cu[e] .. cu[e + 1]
-    (empty experts skipped)."""
-    out, e = [], 0
-    for t in rows:
-        while t >= cu[e + 1]:
-            e += 1
-        if not out or out[-1][0] != e:
-            out.append((e, []))
-        out[-1][1].append(t - cu[e])
-    return out
-
-
 def contiguous_expected(torch, api, offs, reference, output):
     """expected(s, r) of a contiguous layout (a [T, K] sorted by expert, expert e owning rows offs[e] ..
     offs[e + 1]): output(s, r) [T, N] at its first and last rows against reference(torch, a rows, w[e])."""
@@ -79,7 +66,7 @@ def contiguous_expected(torch, api, offs, reference, output):
         c = output(s, r)
         rows = api.edge_rows(torch, offs[-1], c.device).tolist()
         want = [reference(torch, s["a"][offs[e]:offs[e + 1]][torch.tensor(pos, device=c.device)], s["w"][e])
-                for e, pos in rows_by_expert(offs, rows)]
+                for e, pos in worker_inputs.rows_by_segment(offs, rows)]
         return [("c [T,N] at its first and last rows", c[torch.tensor(rows, device=c.device)], torch.cat(want))]
     return expected
 
@@ -92,7 +79,7 @@ def masked_expected(torch, api, counts, reference):
         cu.append(cu[-1] + n)
 
     def expected(s, c):
-        groups = rows_by_expert(cu, api.edge_rows(torch, cu[-1], c.device).tolist())
+        groups = worker_inputs.rows_by_segment(cu, api.edge_rows(torch, cu[-1], c.device).tolist())
         if not groups:  # no counted row at all: nothing a peer computes is used
             return []
         e_idx = torch.tensor([e for e, pos in groups for _ in pos], device=c.device)

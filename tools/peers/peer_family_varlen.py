@@ -84,24 +84,12 @@ def starts(lens):
     return out
 
 
-def rows_by_sequence(cu, rows):
-    """[(b, positions within sequence b)] of sorted packed rows, sequence b holding rows cu[b] .. cu[b + 1]."""
-    out, b = [], 0
-    for t in rows:
-        while t >= cu[b + 1]:
-            b += 1
-        if not out or out[-1][0] != b:
-            out.append((b, []))
-        out[-1][1].append(t - cu[b])
-    return out
-
-
 def sequence_check(torch, cu_q, rows, causal, inputs_of, output_of):
     """(got, want) [len(rows), HQ, D] at the packed query rows `rows` (sorted ints), whatever the
     layout: inputs_of(b) -> (q [Lq, HQ, D], k, v [Lk, HKV, D][, k_scale, v_scale]) of sequence b,
     output_of(b) -> its output [Lq, HQ, D] (views of the peer's tensors)."""
     got, want = [], []
-    for b, pos in rows_by_sequence(cu_q, rows):
+    for b, pos in worker_inputs.rows_by_segment(cu_q, rows):
         q, k, v, *scales = inputs_of(b)
         idx = torch.tensor(pos, device=q.device)
         want.append(attention_reference(torch, q, k, v, causal, idx, *scales))

@@ -55,3 +55,16 @@ def permutation(seed, arg_index, n):
         j = splitmix64((base + i) & M64) % (i + 1)
         out[i], out[j] = out[j], out[i]
     return out
+
+
+def rows_by_segment(cu, rows):
+    """[(i, positions within segment i)] of sorted rows of a packed layout whose segment i (an
+    expert's tokens, a sequence) holds rows cu[i] .. cu[i + 1]; empty segments are skipped."""
+    out, i = [], 0
+    for t in rows:
+        while t >= cu[i + 1]:
+            i += 1
+        if not out or out[-1][0] != i:
+            out.append((i, []))
+        out[-1][1].append(t - cu[i])
+    return out
