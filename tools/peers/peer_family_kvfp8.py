@@ -86,8 +86,8 @@ def build(torch, peer, n_sets, seed):
         op = api.build_attention(torch, sub, n_sets, seed)
         inner = op.library
         op.library = lambda: f"{inner()}; L {L} = the mean length of {how}"
-        # every sequence, one KV head at a time: attention.decode's own reference holds all query
-        # heads' K in float64 (GiBs at a 128k-token cache)
+        # every sequence, as the dequantizing peers (attention.decode's own check reads the first and
+        # the last batch entry)
         op.expected = batched_expected(torch, api, d["B"], False)
         return op
     if kind in ("varlen_bf16", "dequant_varlen"):
