@@ -184,5 +184,34 @@ class RefusalTest(unittest.TestCase):
             ps.TorchBackend(None)._check(torch, op)
 
 
+class CheckOnceTest(unittest.TestCase):
+    def op(self, factor):
+        calls = []
+
+        def expected(s, r):
+            calls.append(1)
+            return [("y", r, s["a"].double() * 2)]
+        return ps.TorchOp([{"a": normal(4, 4)}], lambda s: s["a"] * factor, lambda s: [], lambda s, r: [r], [(4, 4)],
+                          lambda: "x", expected=expected), calls
+
+    def test_values_are_skipped_when_asked(self):
+        op, calls = self.op(3)  # wrong, but its values are not read
+        ps.TorchBackend(None)._check(torch, op, values=False)
+        self.assertEqual(calls, [])
+        with self.assertRaisesRegex(ps.PeerError, "wrong values"):
+            ps.TorchBackend(None)._check(torch, op)
+        self.assertEqual(calls, [1])
+
+    def test_the_key_tells_peers_problems_options_and_seeds_apart(self):
+        p = ps.Peer("scaled_mm", "fp8", {"M": 16, "N": 64}, 1, scale="row", fast=False)
+        same = ps.Peer("scaled_mm", "fp8", {"N": 64, "M": 16}, 1, scale="row", fast=False)
+        self.assertEqual(ps.value_check_key(p, 1), ps.value_check_key(same, 1))
+        others = [ps.Peer("scaled_mm", "fp8", {"M": 16, "N": 64}, 1, scale="row", fast=True),
+                  ps.Peer("scaled_mm", "fp8", {"M": 32, "N": 64}, 1, scale="row", fast=False),
+                  ps.Peer("cublas", "fp8", {"M": 16, "N": 64}, 1, scale="row", fast=False)]
+        keys = {ps.value_check_key(p, 1), ps.value_check_key(p, 2)} | {ps.value_check_key(o, 1) for o in others}
+        self.assertEqual(len(keys), 5)
+
+
 if __name__ == "__main__":
     unittest.main()
