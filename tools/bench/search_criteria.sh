@@ -160,7 +160,8 @@ from search_criteria import kt_matches
 known = {}
 if sys.argv[2]:
     import gzip
-    known = {(p["recipe"], p["problem"]): p for p in json.load(gzip.open(sys.argv[2], "rt"))["problems"]}
+    f = gzip.open(sys.argv[2], "rt") if sys.argv[2].endswith(".gz") else open(sys.argv[2])  # as search_criteria.py reads it
+    known = {(p["recipe"], p["problem"]): p for p in json.load(f)["problems"]}
 def made(p):  # trajectories already made on this space (not on an earlier recording with other configs)
     k = known.get((p["recipe"], p["problem"]))
     return k is not None and kt_matches(k, p)
