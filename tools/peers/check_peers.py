@@ -2,7 +2,7 @@
 """check_peers.py: the value check of every peer (docs/peers.md) on every problem of tune databases,
 without timing: each peer's output once, against its float64 reference, as `tune compare` checks it
 before it times a peer. Prints one line per (problem, peer) and a count; exits 1 when a peer is
-wrong, 2 on bad usage or a device that cannot be opened.
+wrong, 2 on bad usage, a database that cannot be read or a device that cannot be opened.
 
 usage: check_peers.py [--lib PATH/libtune_cupti_py.so] [--seed N] DB...
 """
@@ -26,7 +26,8 @@ def problems(paths):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default=ps.default_lib(), help="libtune_cupti_py.so (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1, help="the inputs' seed, as a comparison's (default 1)")
     ap.add_argument("db", nargs="+", help="tune databases whose problems are checked")
@@ -54,6 +55,9 @@ def main(argv):
             sys.stdout.flush()
     except ps.DeviceError as e:
         print(f"check_peers: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as e:
+        print(f"check_peers: {e} (reading {', '.join(args.db)})", file=sys.stderr)
         return 2
     print(f"peers checked: {counts['ok']} ok, {counts['wrong']} wrong, {counts['skipped']} skipped")
     return 1 if counts["wrong"] else 0
