@@ -33,7 +33,7 @@ class FakeBackend:
     def check(self, peer, seed):
         self.checked.append((peer.name, peer.dims, seed))
         if peer.family == "copy" and peer.dims["N"] == 1 << 28:
-            raise ps.PeerError("wrong values: y differs from its float64 reference")
+            raise ps.WrongValues("wrong values: y differs from its float64 reference")
         if peer.family == "gemm":
             raise ps.PeerError("RuntimeError: no kernel for this shape")
 

@@ -29,6 +29,7 @@ import peer_family_moe_combine as combine  # noqa: E402
 import peer_family_normfp8 as normfp8  # noqa: E402
 import peer_family_varlen as varlen  # noqa: E402
 import peer_family_varlen_kv as varlen_kv  # noqa: E402
+import peer_reference  # noqa: E402
 
 BF, E4M3 = torch.bfloat16, torch.float8_e4m3fn
 
@@ -443,7 +444,7 @@ class VarlenTest(Case):
         got = varlen.attention_reference(torch, q, k, v, True, rows)
         self.assertEqual(tuple(got.shape), (3, 6, 16))
         self.assertTrue(torch.allclose(got.float(), want[rows], atol=1e-5))
-        with mock.patch.object(varlen, "SCORES_ELEMS", 3 * 11):  # one row at a time
+        with mock.patch.object(peer_reference, "SCORES_ELEMS", 3 * 11):  # one row at a time
             self.assertTrue(torch.allclose(varlen.attention_reference(torch, q, k, v, True, rows), got))
         ks, vs = normal(11, 2, 1, dtype=torch.float32, seed=3).abs(), normal(1, 2, 1, seed=4).abs()
         scaled = varlen.attention_reference(torch, q, k, v, False, None, ks, vs)

@@ -7,6 +7,7 @@ a missing mask, a wrong head grouping, a bad last row) refused. Exits 77 (ctest:
 import os
 import sys
 import unittest
+from unittest import mock
 
 try:
     import torch
@@ -211,6 +212,71 @@ class CheckOnceTest(unittest.TestCase):
                   ps.Peer("cublas", "fp8", {"M": 16, "N": 64}, 1, scale="row", fast=False)]
         keys = {ps.value_check_key(p, 1), ps.value_check_key(p, 2)} | {ps.value_check_key(o, 1) for o in others}
         self.assertEqual(len(keys), 5)
+
+
+class FakeDev:
+    """The device as TorchBackend uses it, on the CPU: no timer, no driver."""
+    l2_bytes = 1 << 20
+
+    def __init__(self):
+        self.torch = torch
+
+    def open(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def collect(self):
+        return []
+
+
+class BackendTest(unittest.TestCase):
+    """TorchBackend.check and .measure on a CPU family whose output is a * factor (the reference: a * 2)."""
+
+    def backend(self, factor=2, build_error=None):
+        calls = {"expected": 0, "built": []}
+
+        def build(torch_, peer, n_sets, seed):
+            calls["built"].append(n_sets)
+            if build_error is not None and len(calls["built"]) == 1:
+                raise build_error
+
+            def expected(s, r):
+                calls["expected"] += 1
+                return [("y", r, s["a"].double() * 2)]
+            return ps.TorchOp([{"a": normal(4, 4, seed=seed + i)} for i in range(n_sets)], lambda s: s["a"] * factor,
+                              lambda s: [], lambda s, r: [r], [(4, 4)], lambda: "fake", expected=expected)
+        patch = mock.patch.dict(ps.BUILDERS, {"fake": build})
+        patch.start()
+        self.addCleanup(patch.stop)
+        return ps.TorchBackend(FakeDev()), ps.Peer("fake-peer", "fake", {"N": 4}, 64), calls
+
+    def test_check_passes_a_right_peer_and_refuses_a_wrong_one(self):
+        backend, peer, _ = self.backend()
+        self.assertIsNone(backend.check(peer, 1))
+        backend, peer, _ = self.backend(factor=3)
+        with self.assertRaises(ps.WrongValues):
+            backend.check(peer, 1)
+
+    def test_measure_checks_values_once_per_peer_and_seed(self):
+        backend, peer, calls = self.backend()
+        with mock.patch.object(ps, "measure_burst", lambda dev, op: {"median_ns": 1.0}), \
+                mock.patch.object(ps, "measure_sustained", lambda dev, op: {"median_ns": 2.0}):
+            for timing in ("burst", "sustained", "burst"):
+                r = backend.measure(peer, timing, 1)
+            self.assertEqual((r["library"], r["timer"], calls["expected"]), ("fake", "cupti", 1))
+            backend.measure(peer, "burst", 2)
+        self.assertEqual(calls["expected"], 2)
+
+    def test_burst_falls_back_to_one_set_when_two_do_not_fit(self):
+        backend, peer, calls = self.backend(build_error=torch.cuda.OutOfMemoryError("no room"))
+        with mock.patch.object(ps, "measure_burst", lambda dev, op: {"median_ns": 1.0}):
+            backend.measure(peer, "burst", 1)
+        self.assertEqual(calls["built"], [ps.BURST_SETS, 1])
+        backend, peer, _ = self.backend(build_error=torch.cuda.OutOfMemoryError("no room"))
+        with self.assertRaisesRegex(ps.PeerError, r"out of memory \(1 set\(s\) of 64 bytes\): no room"):
+            backend.check(peer, 1)
 
 
 if __name__ == "__main__":

@@ -45,13 +45,11 @@ def main(argv):
             for p in peers:
                 try:
                     backend.check(p, args.seed)
-                    verdict = "ok"
+                    verdict, why = "ok", ""
                 except ps.PeerError as e:
-                    verdict = "wrong" if str(e).startswith("wrong values") else "skipped"
-                    print(f"{recipe}/{name} {p.name}: {verdict}: {e}")
+                    verdict, why = "wrong" if isinstance(e, ps.WrongValues) else "skipped", f": {e}"
+                print(f"{recipe}/{name} {p.name}: {verdict}{why}")
                 counts[verdict] += 1
-                if verdict == "ok":
-                    print(f"{recipe}/{name} {p.name}: ok")
             sys.stdout.flush()
     except ps.DeviceError as e:
         print(f"check_peers: {e}", file=sys.stderr)

@@ -26,7 +26,7 @@ user would also run is not timed) of K and V, then
 Neither pages the cache (no torch kernel reads a block table); the pages only cost tune's variants.
 
 Every peer's output is checked against a float64 reference of every sequence it attends (the first
-and last 128 where B > 256): peer_family_varlen.attention_reference over the cache the peer reads,
+and last 128 where B > 256): peer_reference.attention_reference over the cache the peer reads,
 dequantized in float64 with the set's scales for the dequant peers (e4m3 times a bf16 scale is exact).
 
 torch is imported by the builders only (the unit test runs without it).

@@ -139,7 +139,7 @@ def build_normfp8(torch, peer, n_sets, seed):
         bad = e4m3_mismatch(torch, got_y, y)
         if bool(bad.any()):  # peer_server's rule is too tight for 3 mantissa bits: this one is y's
             i = int(bad.flatten().nonzero()[0])
-            raise api.PeerError(f"wrong values: y (e4m3) differs from its float64 reference at {int(bad.sum())} of "
+            raise api.WrongValues(f"wrong values: y (e4m3) differs from its float64 reference at {int(bad.sum())} of "
                                 f"{bad.numel()} values by more than 2^-3 |want| + 2^-9 (flat index {i}: "
                                 f"{float(got_y.flatten()[i]):.6g} against {float(y.flatten()[i]):.6g})")
         pairs = [("h [T,H] at its first and last rows", s["h"][rows], h)]

@@ -23,14 +23,13 @@ peer_family_varlen_kv and peer_family_kvfp8 check theirs with the same functions
 
 torch is imported by the builders only (the unit test runs without it).
 """
-import math
 
 import worker_inputs  # noqa: E402 (tools/peers is on the path of the peer server and the tests)
+from peer_reference import attention_reference  # noqa: E402 (the reference every attention peer is checked against)
 
 RECIPE = "attention.varlen"
 DIMS = ("B", "T", "HQ", "HKV", "D", "causal")
 CU_SEQLENS_ARG = 4  # index of cu_seqlens among recipes/attention/varlen.lua's args (the init's stream)
-SCORES_ELEMS = 1 << 25  # float64 scores of one step of the reference (256 MB): a 128k-key sequence fits
 
 
 def offsets(parts, total, min_part, seed, arg_index=CU_SEQLENS_ARG):
@@ -41,39 +40,6 @@ def offsets(parts, total, min_part, seed, arg_index=CU_SEQLENS_ARG):
 def set_bytes(d):
     """q, k, v, o and cu_seqlens of one call."""
     return 2 * d["T"] * d["D"] * (2 * d["HQ"] + 2 * d["HKV"]) + 4 * (d["B"] + 1)
-
-
-def attention_reference(torch, q, k, v, causal, rows=None, k_scale=None, v_scale=None):
-    """float64 softmax(q k^T / sqrt(D)) v of one sequence at its query rows `rows` (an index tensor;
-    all rows by default): q [Sq, HQ, D], k and v [Sk, HKV, D], query head h reading KV head
-    h // (HQ / HKV); causal aligned at the end (query i sees keys j <= i + Sk - Sq, the usual mask
-    when Sq == Sk); k_scale, v_scale: factors broadcast against [Sk, HKV, 1] (an fp8 cache's
-    dequantization). One KV head and a few rows at a time, so that the scores stay within
-    SCORES_ELEMS. -> [len(rows), HQ, D]"""
-    Sq, HQ, D = q.shape
-    Sk, HKV = k.shape[0], k.shape[1]
-    g = HQ // HKV
-    rows = torch.arange(Sq, device=q.device) if rows is None else rows
-    out = torch.empty(len(rows), HQ, D, dtype=torch.float64, device=q.device)
-    step = max(1, SCORES_ELEMS // (g * Sk))
-    keys = torch.arange(Sk, device=q.device)
-    for h in range(HKV):
-        kh, vh = k[:, h].double(), v[:, h].double()
-        if k_scale is not None:
-            kh = kh * k_scale[:, h].double()
-        if v_scale is not None:
-            vh = vh * v_scale[:, h].double()
-        heads = slice(h * g, (h + 1) * g)
-        for r0 in range(0, len(rows), step):
-            r = rows[r0:r0 + step]
-            s = (q[r, heads].double() / math.sqrt(D)).transpose(0, 1) @ kh.t()  # [g, R, Sk], one copy
-            if causal:
-                s.masked_fill_(keys[None, :] > r[:, None] + (Sk - Sq), float("-inf"))
-            s -= s.amax(-1, keepdim=True)  # the softmax written out, in place
-            s.exp_()
-            s /= s.sum(-1, keepdim=True)
-            out[r0:r0 + step, heads] = (s @ vh).transpose(0, 1)
-    return out
 
 
 def starts(lens):

@@ -20,7 +20,7 @@ Peers (each skipped with its reason where this torch lacks it):
                       torch.nn.attention.bias.causal_lower_right(Lq, Lk) (what an engine without a
                       varlen kernel runs; the per-sequence views are made outside timing)
 
-Every peer's output is checked against a float64 reference (peer_family_varlen.attention_reference,
+Every peer's output is checked against a float64 reference (peer_reference.attention_reference,
 causal bottom-right, sequence by sequence) at the first and last packed query rows.
 
 torch is imported by the builders only (the unit test runs without it).

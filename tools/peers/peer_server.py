@@ -27,6 +27,7 @@ import sys
 import time
 import warnings
 
+import peer_reference  # tools/peers: the float64 attention reference, no torch
 import worker_inputs  # tools/peers: the worker's integer inputs (decode's lengths), no torch
 
 # ---- the burst protocol: tuner/worker.c do_measure and tuner/protocol.h ----
@@ -67,6 +68,10 @@ TIMINGS = ("burst", "sustained")
 
 class PeerError(Exception):
     """A peer that cannot be timed on this problem: it goes to "skipped" with this text."""
+
+
+class WrongValues(PeerError):
+    """A peer whose output is not its reference's: it computes something else (or not well enough)."""
 
 
 class DeviceError(Exception):
@@ -608,7 +613,7 @@ def check_values(torch, pairs):
             raise PeerError(f"{what}: shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
         g, w = got.to(torch.float64), want.to(torch.float64)
         if not bool(torch.isfinite(g).all()):
-            raise PeerError(f"wrong values: {what} has {int((~torch.isfinite(g)).sum())} values that are not finite")
+            raise WrongValues(f"wrong values: {what} has {int((~torch.isfinite(g)).sum())} values that are not finite")
         if not w.numel():
             continue
         norm = float(w.norm())
@@ -619,7 +624,7 @@ def check_values(torch, pairs):
         past, far = int((err > VALUE_TOL * scale).sum()), int((err > VALUE_TOL_MAX * scale).sum())
         l2 = float(err.norm()) / norm if norm else float(err.norm())
         if far or past > VALUE_OUTLIERS * w.numel() or l2 > VALUE_L2:
-            raise PeerError(f"wrong values: {what} differs from its float64 reference: relative L2 {l2:.3g} "
+            raise WrongValues(f"wrong values: {what} differs from its float64 reference: relative L2 {l2:.3g} "
                             f"(at most 2^-5), {past} of {w.numel()} values past 2^-5 of rms + |want| (at most "
                             f"0.1 %), {far} past 2^-2 (none); worst at flat index {worst}: "
                             f"{float(g.flatten()[worst]):.6g} against {float(w.flatten()[worst]):.6g}, "
@@ -724,32 +729,15 @@ def build_attention(torch, peer, n_sets, seed):
                    expected=lambda s, r: sdpa_expected(torch, s["q"], s["k"], s["v"], r, causal))
 
 
-def attention_ref(torch, q, k, v, causal, rows):
-    """softmax(q k^T / sqrt(D)) v in float64 for the query rows `rows` of q [H, SQ, D] against k, v
-    [HKV, SK, D] (heads grouped as SDPA's enable_gqa: query head h reads KV head h // (H / HKV));
-    causal aligned at the top left. One KV head and 256 query rows at a time, so that a long cache
-    or sequence takes a few hundred MiB, not the whole score matrix."""
-    H, _, D = q.shape
-    HKV, SK, _ = k.shape
-    g = H // HKV
-    out = torch.empty(H, len(rows), D, dtype=torch.float64, device=q.device)
-    keys = torch.arange(SK, device=q.device)
-    for j in range(HKV):
-        k64, v64 = k[j].double(), v[j].double()
-        for r0 in range(0, len(rows), 256):
-            r = rows[r0:r0 + 256]
-            s = q[j * g:(j + 1) * g, r].double() @ k64.t() / math.sqrt(D)
-            if causal:
-                s.masked_fill_(keys[None, :] > r[:, None], float("-inf"))
-            out[j * g:(j + 1) * g, r0:r0 + 256] = torch.softmax(s, -1) @ v64
-    return out
-
-
 def sdpa_expected(torch, q, k, v, o, causal):
     """SDPA's [B, H, S, D] output of the first and the last batch entry, on their edge query rows,
-    against attention_ref."""
+    against peer_reference.attention_reference (which takes [S, H, D])."""
     B, rows = q.shape[0], edge_rows(torch, q.shape[2], q.device)
-    return [(f"o[batch {b}]", o[b][:, rows], attention_ref(torch, q[b], k[b], v[b], causal, rows))
+
+    def seq(x, b):
+        return x[b].transpose(0, 1)
+    return [(f"o[batch {b}]", seq(o, b)[rows],
+             peer_reference.attention_reference(torch, seq(q, b), seq(k, b), seq(v, b), causal, rows))
             for b in sorted({0, B - 1})]
 
 
@@ -791,10 +779,9 @@ def memory_expected(torch, fam, s, outs):
     """The memory-bound families' outputs (edge rows of 2-D ones) beside float64 math on their inputs."""
     if fam == "copy":
         return [("y", outs[0], s["x"].double())]
-    if fam == "transpose":
-        rows = edge_rows(torch, outs[0].shape[0], outs[0].device)
-        return [("y", outs[0][rows], s["x"].t()[rows].double())]
     rows = edge_rows(torch, outs[0].shape[0], outs[0].device)
+    if fam == "transpose":
+        return [("y", outs[0][rows], s["x"].t()[rows].double())]
     x = s["x"][rows].double()
     if fam == "elementwise":
         y = torch.addcmul(s["bias"].double(), x, s["scale"].double())
@@ -869,47 +856,44 @@ class TorchBackend:
         return dict(self.dev.info)
 
     def measure(self, peer, timing, seed):
+        self.dev.open()  # l2_bytes below is the opened device's
+        burst = timing == "burst"
+        n_sets = BURST_SETS if burst else rotation_sets(peer.set_bytes, self.dev.l2_bytes)
+        key = value_check_key(peer, seed)
+
+        def timed(torch, op):
+            self._check(torch, op, values=key not in self.values_checked)
+            self.values_checked.add(key)
+            r = (measure_burst if burst else measure_sustained)(self.dev, op)
+            return dict(r, library=op.library(), timer="cupti")
+        return self._with_op(peer, n_sets, seed, timed, one_set_if_oom=burst)
+
+    def check(self, peer, seed):
+        """The value check alone (no timing) on one input set: None, or PeerError with the reason."""
+        self._with_op(peer, 1, seed, self._check)
+
+    def _with_op(self, peer, n_sets, seed, body, one_set_if_oom=False):
+        """body(torch, op) on the peer's op built on n_sets input sets (one_set_if_oom: on one where
+        they do not fit, as the worker), in the op's context; torch's errors as PeerError; the op's
+        memory back to the driver afterwards."""
         self.dev.open()
         torch = self.dev.torch
-        n_sets = BURST_SETS if timing == "burst" else rotation_sets(peer.set_bytes, self.dev.l2_bytes)
         op = None
         try:
             with torch.inference_mode():
                 try:
                     op = BUILDERS[peer.family](torch, peer, n_sets, seed)
                 except torch.cuda.OutOfMemoryError:
-                    if timing != "burst":
+                    if not one_set_if_oom:
                         raise
-                    n_sets = 1  # as the worker: one set where a second does not fit
+                    n_sets = 1
                     self._drain()
                     op = BUILDERS[peer.family](torch, peer, n_sets, seed)
-                key = value_check_key(peer, seed)
                 with op.context():
-                    self._check(torch, op, values=key not in self.values_checked)
-                    self.values_checked.add(key)
-                    r = (measure_burst if timing == "burst" else measure_sustained)(self.dev, op)
-                return dict(r, library=op.library(), timer="cupti")
+                    return body(torch, op)
         except torch.cuda.OutOfMemoryError as e:
             raise PeerError(f"out of memory ({n_sets} set(s) of {peer.set_bytes} bytes): {_first_line(e)}")
         except (RuntimeError, TypeError, ValueError, AttributeError, ImportError) as e:  # e.g. an older torch
-            raise PeerError(f"{type(e).__name__}: {_first_line(e)}")
-        finally:
-            del op
-            self._drain()
-
-    def check(self, peer, seed):
-        """The value check alone (no timing) on one input set: None, or PeerError with the reason."""
-        self.dev.open()
-        torch = self.dev.torch
-        op = None
-        try:
-            with torch.inference_mode():
-                op = BUILDERS[peer.family](torch, peer, 1, seed)
-                with op.context():
-                    self._check(torch, op)
-        except torch.cuda.OutOfMemoryError as e:
-            raise PeerError(f"out of memory: {_first_line(e)}")
-        except (RuntimeError, TypeError, ValueError, AttributeError, ImportError) as e:
             raise PeerError(f"{type(e).__name__}: {_first_line(e)}")
         finally:
             del op

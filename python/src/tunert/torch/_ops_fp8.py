@@ -146,20 +146,18 @@ def _scaled_mm_blockwise(a, b, sa, sb, out_dtype):
     shape cannot."""
     M, K = a.shape
     N = b.shape[0]
-    if a.is_cuda and out_dtype == torch.bfloat16:
+    ops = _blockwise_operands(a.contiguous(), sa, sb, M, N, K) if a.is_cuda and out_dtype == torch.bfloat16 else None
+    if ops is not None:
+        a4, sa4, sb4 = ops
+        bt = b.contiguous().t()
         F = torch.nn.functional
         try:
-            ops = _blockwise_operands(a.contiguous(), sa, sb, M, N, K)
-            if ops is None:
-                return _scaled_mm_dequant(a, b, sa, sb, "block", out_dtype)
-            a4, sa4, sb4 = ops
-            b = b.contiguous()
             if hasattr(F, "scaled_mm") and hasattr(F, "ScalingType"):
                 st = F.ScalingType
-                c = F.scaled_mm(a4, b.t(), sa4, st.BlockWise1x128, sb4, st.BlockWise128x128,
+                c = F.scaled_mm(a4, bt, sa4, st.BlockWise1x128, sb4, st.BlockWise128x128,
                                 output_dtype=torch.bfloat16, use_fast_accum=False)
             else:
-                c = torch._scaled_mm(a4, b.t(), sa4, sb4, out_dtype=torch.bfloat16, use_fast_accum=False)
+                c = torch._scaled_mm(a4, bt, sa4, sb4, out_dtype=torch.bfloat16, use_fast_accum=False)
             return c[:M]
         except (RuntimeError, TypeError):   # a torch or GPU without the blockwise path
             pass
