@@ -46,54 +46,9 @@
 -- result's rel_l2 and max_abs); a correct variant reported wrong by a margin would mean the model of
 -- (2) is off, not the kernel.
 
-local SMEM_LIMIT = 227 * 1024
+local space = require "gemm.shared.fp8"  -- the shapes, parameters and constraints moe.grouped_fp8 shares
 
--- { BLOCK_M, BLOCK_N, CONSUMERS }: tiles of prefill sizes (two consumer warpgroups of 64 rows) and
--- of decode sizes (one warpgroup of 64 rows; small BLOCK_N spreads a 1 x N output over more SMs)
-local SHAPES_LARGE = { { 128, 128, 2 }, { 128, 160, 2 }, { 128, 192, 2 }, { 128, 256, 2 }, { 128, 128, 1 } }
-local SHAPES_DECODE = { { 64, 32, 1 }, { 64, 64, 1 }, { 64, 128, 1 }, { 64, 256, 1 } }
-
-local function in_list(list, m, n, c)
-  for _, s in ipairs(list) do
-    if s[1] == m and s[2] == n and s[3] == c then return true end
-  end
-  return false
-end
-
--- the ring, its barriers, the row scales of each consumer warpgroup, alignment slack (fp8_sm90.cuh)
-local SMEM = "1024 + STAGES * (BLOCK_M + BLOCK_N) * 128 + 16 * STAGES + CONSUMERS * (BLOCK_N + BLOCK_M // CONSUMERS) * 4"
-
-local function params(fast)
-  return {
-    { "BLOCK_M",    { 64, 128 } },
-    { "BLOCK_N",    { 32, 64, 128, 160, 192, 256 } },
-    { "CONSUMERS",  { 1, 2 } },                -- consumer warpgroups (BLOCK_M / CONSUMERS rows each)
-    { "STAGES",     { 3, 4, 5, 6 } },          -- ring of 128-wide K blocks
-    { "FAST_ACCUM", { fast and 1 or 0 } },     -- 1: one wgmma accumulator over K (gemm.fp8_fast)
-    -- 2: the next K block's wgmma run while one block is promoted (a second part accumulator)
-    { "PART_BUFFERS", fast and { 1 } or { 1, 2 }, absent = 1 }, -- configs recorded before it are PART_BUFFERS 1
-    { "PERSISTENT", { 0, 1 } },                -- one wave of blocks walking the tiles
-    { "RASTER",     { 1, 8 } },                -- tile order: row-major or groups of 8 tile rows
-    { "RING_POS",   { 0, 1 }, absent = 0 },    -- ring slot from the K index or carried (the template's RingCursor)
-  }
-end
-
-local constraints = {
-  function(c) return in_list(SHAPES_LARGE, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) or in_list(SHAPES_DECODE, c.BLOCK_M, c.BLOCK_N, c.CONSUMERS) end,
-  -- accumulators: the fp32 promotion and PART_BUFFERS wgmma block sets, one set with FAST_ACCUM, at
-  -- most 192 fp32 registers per thread of a consumer warpgroup (setmaxnreg gives it 232 or 240)
-  "(FAST_ACCUM == 1 and 1 or 1 + PART_BUFFERS) * (BLOCK_M // CONSUMERS // 64) * BLOCK_N // 2 <= 192",
-  SMEM .. " <= " .. SMEM_LIMIT,
-  -- the ring: the deepest two that fit (at most 6), 4 .. 6 for the decode tiles
-  function(c)
-    if c.BLOCK_M == 64 then return c.STAGES >= 4 end
-    local per = (c.BLOCK_M + c.BLOCK_N) * 128
-    return c.STAGES >= math.min(6, (SMEM_LIMIT - 2048) // per) - 1
-  end,
-  -- decode tiles: one or two tile rows, no persistence, no tile order
-  function(c) return c.BLOCK_M == 128 or (c.PERSISTENT == 0 and c.RASTER == 1) end,
-  function(c) return c.BLOCK_M == 64 or c.RASTER == 8 end,
-}
+local SHAPES_LARGE, SHAPES_DECODE, in_list = space.SHAPES_LARGE, space.SHAPES_DECODE, space.in_list
 
 local function is_large(p) return p.M > 128 end
 
@@ -132,12 +87,10 @@ local function problems(scales, fast)
   return t
 end
 
-local KB = "((K + 127) // 128)"
-local NB = "((N + 127) // 128)"
+local KB, NB = space.KB, space.NB
 local SCALE_A_NUMEL = "(scale == 'block' and M * " .. KB .. " or scale == 'row' and M or 1)"
 local SCALE_B_NUMEL = "(scale == 'block' and " .. NB .. " * " .. KB .. " or scale == 'row' and N or 1)"
-local SCALE_LO = "(scale == 'block' and 1 / 64 or 0.5)"
-local SCALE_HI = "(scale == 'block' and 4 or 2)"
+local SCALE_LO, SCALE_HI = space.SCALE_LO, space.SCALE_HI
 
 local args = {
   { "a", tensor = "e4m3", shape = { "M", "K" }, init = { "normal", 0, 1 } },
@@ -155,7 +108,7 @@ local args = {
   { "tmB", tensormap = { tensor = "b", swizzle = 128, box = { 128, "min(BLOCK_N, N)" } } },
 }
 
-local SCALE_MODE = "scale == 'block' and 2 or scale == 'row' and 1 or 0"
+local SCALE_MODE = space.SCALE_MODE
 local TILES = "((M + BLOCK_M - 1) // BLOCK_M) * ((N + BLOCK_N - 1) // BLOCK_N)"
 
 local reference = {
@@ -174,15 +127,15 @@ local metrics = {
 }
 
 local DOMAIN = { "M >= 1", "N >= 16 and N % 16 == 0", "K >= 128 and K % 16 == 0",
-                 "scale == 'tensor' or scale == 'row' or scale == 'block'" }
+                 space.SCALE_DOMAIN }
 
 local function recipe(name, fast, scales, tolerance)
   return {
     name = name,
     template = "templates/gemm/fp8_sm90.cuh",
     kernel = "gemm_fp8",
-    params = params(fast),
-    constraints = constraints,
+    params = space.params(fast),
+    constraints = space.constraints(0),
     domain = fast and { DOMAIN[1], DOMAIN[2], DOMAIN[3], "scale == 'tensor' or scale == 'row'" } or DOMAIN,
     -- every config runs every problem of the domain (tails are the template's): nothing to require
     -- beyond it but the mode the fast path cannot serve
@@ -196,7 +149,7 @@ local function recipe(name, fast, scales, tolerance)
     launch = {
       grid = { "PERSISTENT == 1 and min(" .. TILES .. ", sm_count) or " .. TILES, 1, 1 },
       block = { "128 * (CONSUMERS + 1)", 1, 1 },
-      shared = SMEM,
+      shared = space.SMEM,
     },
     args = args,
     reference = reference,
