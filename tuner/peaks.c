@@ -101,6 +101,8 @@ static int mma_binary(tune_peaks_ahead *ahead, db_binary *bin, tune_err *err) {
 int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks_ahead *ahead,
                       tune_peaks *out, tune_err *err) {
   memset(out, 0, sizeof *out);
+  if (dev->mem_clock_khz > 0 && dev->mem_bus_bits > 0)  /* double data rate: two transfers per clock */
+    out->dram_GBps = 2.0 * dev->mem_clock_khz * 1e3 * (dev->mem_bus_bits / 8) / 1e9;
   if (dev->cc_major == 9 && dev->sm_clock_khz > 0)
     out->tensor_bound = 4096.0 * dev->sm_count * dev->sm_clock_khz * 1e3 / 1e12;
   out->tensor_TFLOPs = out->tensor_bound;
@@ -149,8 +151,13 @@ int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double mma
                      size_t why_n) {
   if (median_ns <= 0) return DB_OK;
   double gbps = bytes / median_ns, tflops = flops / median_ns / 1e3, peak = p->tensor_TFLOPs * mma_rate;
-  if (p->copy_GBps > 0 && bytes > 0 && gbps > 1.05 * p->copy_GBps) {
-    snprintf(why, why_n, "%.0f GB/s exceeds the device's measured copy bandwidth (%.0f GB/s)", gbps, p->copy_GBps);
+  const double bytes_limit = p->dram_GBps > 1.05 * p->copy_GBps ? p->dram_GBps : 1.05 * p->copy_GBps;
+  if (p->copy_GBps > 0 && bytes > 0 && gbps > bytes_limit) {
+    if (p->dram_GBps > 1.05 * p->copy_GBps)
+      snprintf(why, why_n, "%.0f GB/s exceeds the device's DRAM bound (%.0f GB/s: 2 x memory clock x bus width; "
+               "measured copy %.0f GB/s)", gbps, p->dram_GBps, p->copy_GBps);
+    else
+      snprintf(why, why_n, "%.0f GB/s exceeds the device's measured copy bandwidth (%.0f GB/s)", gbps, p->copy_GBps);
     return DB_SUSPICIOUS;
   }
   if (peak > 0 && flops > 0 && tflops > 1.05 * peak) {

@@ -16,6 +16,7 @@
 
 typedef struct tune_peaks {
   double copy_GBps;        /* measured, 0 when unknown */
+  double dram_GBps;        /* the DRAM's bound, 2 x memory clock x bus width; 0 when unknown */
   double tensor_TFLOPs;    /* the matrix limit results are judged by: measured, else the bound */
   int tensor_measured;     /* 1: tensor_TFLOPs was measured by tune's kernel */
   double tensor_bound;     /* computed bound, 0 when unknown for this arch */
@@ -36,8 +37,11 @@ void tune_peaks_ahead_free(tune_peaks_ahead *ahead);
 int tune_peaks_ensure(db_conn *db, int64_t device_id, const db_device *dev, tune_backend *be, tune_peaks_ahead *ahead,
                       tune_peaks *out, tune_err *err);
 
-/* DB_SUSPICIOUS with a reason in why, or DB_OK. The matrix peak is the bf16 one's; mma_rate scales
- * it for the operands' precision (2 for 8-bit operands, which tensor cores run at twice the rate). */
+/* DB_SUSPICIOUS with a reason in why, or DB_OK. Bytes: above the measured copy by 5 %, or above the
+ * DRAM's bound where that is higher (a kernel that mostly reads streams faster than a copy, whose
+ * writes turn the bus around; nothing streams past the bound). The matrix peak is the bf16 one's;
+ * mma_rate scales it for the operands' precision (2 for 8-bit operands, which tensor cores run at
+ * twice the rate). */
 int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double mma_rate, double median_ns, char *why,
                      size_t why_n);
 

@@ -383,7 +383,9 @@ static int recipe_begin(session *s, tune_recipe_run *rr, tune_search_config *sc,
   if (peaks->copy_GBps > 0 && s->be && s->be->measure_copy_peak) {
     char when[48] = "";
     if (peaks->measured_now) snprintf(when, sizeof when, "; measured now, %.2f s", tune_now_s() - t_peaks);
-    printf("device limits: copy %.0f GB/s (measured), dense bf16 %.0f TFLOP/s (%s)%s\n", peaks->copy_GBps,
+    char dram[48] = "";
+    if (peaks->dram_GBps > 0) snprintf(dram, sizeof dram, ", DRAM %.0f GB/s (bound)", peaks->dram_GBps);
+    printf("device limits: copy %.0f GB/s (measured)%s, dense bf16 %.0f TFLOP/s (%s)%s\n", peaks->copy_GBps, dram,
            peaks->tensor_TFLOPs, peaks->tensor_measured ? "measured" : "computed bound", when);
   }
   return TUNE_OK;

@@ -86,7 +86,7 @@ check "a GPU that is not there refused" contains e.txt "ordinals below 2"
 FAKE_GPUS=1 FAKE_MEASURE_MS=1 FAKE_HELLO_MS=300 run --device cuda:0 --db p.db >p.txt 2>&1
 check "a fresh database: exits 0" test $? -eq 0
 check "it measures both limits, and says how long that took" \
-  contains p.txt "device limits: copy 3000 GB/s (measured), dense bf16 800 TFLOP/s (measured); measured now, [0-9.]* s"
+  contains p.txt "device limits: copy 3000 GB/s (measured), DRAM 3352 GB/s (bound), dense bf16 800 TFLOP/s (measured); measured now, [0-9.]* s"
 check "it says how long the worker took to start (at least its 300 ms hello)" python3 -c '
 import re, sys
 m = re.search(r"kernel timer: fake; worker up in ([0-9.]+) s", open(sys.argv[1]).read())
