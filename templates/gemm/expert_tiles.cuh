@@ -82,19 +82,21 @@ template <bool kMasked> __device__ __forceinline__ int expert_of_row(const Exper
   }
 }
 
-// zero_padding (masked): rows count(e) .. M - 1 of every expert's c [E][M][N] bf16, zeroed by thread t
-// of nt of this block (the whole grid shares the work). 16-byte stores: N % 8 == 0. A template of the
-// layout so that a kernel of either layout can name it under `if constexpr`.
+// zero_padding (masked): rows count(e) .. M - 1 of every expert's c [E][M][N] bf16 written with zeros by
+// thread t of nt of this block (the whole grid shares the work): the grid's threads walk c's 16-byte
+// chunks (N % 8 == 0) and store those of padding rows, one or a few chunks per thread, so that no
+// block outlives its tiles by a walk over every expert. A template of the layout so that a kernel of
+// either layout can name it under `if constexpr`.
 template <bool kMasked>
 __device__ __forceinline__ void zero_padding(__nv_bfloat16 *__restrict__ c, const ExpertRows<kMasked> &er, int N, int t,
                                              int nt) {
   static_assert(kMasked, "padding rows exist in the masked layout only");
-  const long long first = (long long)blockIdx.x * nt + t, stride = (long long)gridDim.x * nt;
-  for (int e = 0; e < er.E; ++e) {
-    const int cnt = er.count(e);
-    uint4 *base = reinterpret_cast<uint4 *>(c + ((size_t)e * er.M + cnt) * N);
-    const long long n = (long long)(er.M - cnt) * (N / 8);
-    for (long long i = first; i < n; i += stride) base[i] = make_uint4(0u, 0u, 0u, 0u);
+  const long long row_chunks = N / 8, per_expert = (long long)er.M * row_chunks, total = per_expert * er.E;
+  const long long stride = (long long)gridDim.x * nt;
+  uint4 *out = reinterpret_cast<uint4 *>(c);
+  for (long long j = (long long)blockIdx.x * nt + t; j < total; j += stride) {
+    const int e = (int)(j / per_expert);
+    if ((j - e * per_expert) / row_chunks >= er.count(e)) out[j] = make_uint4(0u, 0u, 0u, 0u);
   }
 }
 

@@ -5,7 +5,7 @@
 //   w [E][N][K] e4m3 (nn.Linear weights per expert), a e4m3, c bf16; LAYOUT as gemm/expert_tiles.cuh:
 //   0 contiguous: a [M][K], c [M][N] sorted by expert, groups = offsets [E + 1];
 //   1 masked: a [E][M][K], c [E][M][N], groups = counts [E]; with ZERO_PAD [1] the rows past a count
-//     are written with zeros (the producer warpgroup's idle threads store them while the mainloop runs).
+//     are written with zeros (the producer warpgroup's warps 1-3 store them while the mainloop runs).
 // Scales (f32, device memory), over the rows of a's 2-D view (M or E * M) and per expert for w:
 //   SCALE_MODE 0 tensor  scale_a [1], scale_w [E]                  (an expert's weight scale)
 //              1 row     scale_a [rows] per token, scale_w [E][N] per expert and channel
@@ -75,13 +75,17 @@ struct ExpertTiles {
   }
 };
 
-// The producer warpgroup's idle threads: the masked layout's padding rows of c, zeroed (ZERO_PAD)
+// The producer warpgroup's idle threads: the masked layout's padding rows of c, zeroed (ZERO_PAD) by
+// its warps 1 .. 3. The first 31 idle threads share a warp with the thread that issues the copies and
+// leave at once: a diverged warp runs its paths in turn, and the copies would wait for the zeroing.
 template <bool kZero> struct PadRows {
   bf16 *c;
   tune::ExpertRows<kMasked> er;
   int N;
   __device__ __forceinline__ void operator()(int t, int nt) const {
-    if constexpr (kZero) tune::zero_padding(c, er, N, t, nt);
+    if constexpr (kZero) {
+      if (t >= 31) tune::zero_padding(c, er, N, t - 31, nt - 31);
+    }
   }
 };
 

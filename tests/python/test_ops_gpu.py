@@ -486,6 +486,84 @@ def e4m3_cache(pages, page, HKV, D, std):
 
 
 @needs_cuda
+class MoeFp8GpuTest(unittest.TestCase):
+    """grouped_scaled_mm(_masked) on a bundle of the H200 recording of moe.grouped_fp8 (tail problems
+    of every scaling, Mixtral decode rows), against the fp32 dequantized PyTorch path; the vendor
+    calls its vendor entries run (the comparison's peers) against the same."""
+    E, N, K = 8, 1040, 1072   # the recipes' tail problems: N, K no tile's or scale block's multiple
+
+    def setUp(self):
+        tt.use_bundle(bundle("moe_fp8"), strict=False)
+        tt.reset_stats()
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def scales(self, mode, rows, E, N, K):
+        f32 = dict(device="cuda", dtype=torch.float32)
+        kb, nb = -(-K // 128), -(-N // 128)
+        if mode == "tensor":
+            return torch.rand(1, **f32) + 0.5, (torch.rand(E, **f32) + 0.5) / K ** 0.5
+        if mode == "row":
+            return torch.rand(rows, **f32) + 0.5, (torch.rand(E, N, **f32) + 0.5) / K ** 0.5
+        return torch.rand(rows, kb, **f32) * 4 + 1 / 64, (torch.rand(E, nb, kb, **f32) * 4 + 1 / 64) / K ** 0.5
+
+    def test_contiguous_every_scaling_tuned(self):
+        E, N, K, T = self.E, self.N, self.K, 1000   # e8n1040k1072t1000m0_{tensor,row,block}
+        a, w, offs = fp8(T, K), fp8(E, N, K), expert_offsets(T, E, empty=(2, 6))
+        for mode in ("tensor", "row", "block"):
+            sa, sw = self.scales(mode, T, E, N, K)
+            ref = tt._ops_moe_fp8._contiguous_ref(a, w, offs, sa, sw, mode, torch.float32)
+            self.assertLess(rel_l2(tt.grouped_scaled_mm(a, w, offs, sa, sw), ref), 5e-3, mode)
+            self.assertEqual(tt.explain("grouped_scaled_mm", a, w, offs, sa, sw).selection_kind, "tuned", mode)
+        s = tt.stats()["grouped_scaled_mm"]
+        self.assertEqual((s["tuned"], s["fallback"]), (3, 0), s)
+
+    def test_masked_zeros_past_counts(self):
+        E, N, K, cap = self.E, self.N, self.K, 300   # e8n1040k1072cap300m0_block
+        a, w = fp8(E, cap, K), fp8(E, N, K)
+        counts = torch.tensor([300, 0, 3, 1, 150, 299, 0, 64], dtype=torch.int32, device="cuda")
+        sa, sw = self.scales("block", E * cap, E, N, K)
+        c = tt.grouped_scaled_mm_masked(a, w, counts, sa, sw)
+        ref = tt._ops_moe_fp8._masked_ref(a, w, counts, sa, sw, "block", torch.float32)
+        for e, n in enumerate(counts.tolist()):
+            if n:
+                self.assertLess(rel_l2(c[e, :n], ref[e, :n]), 5e-3, e)
+            self.assertEqual(c[e, n:].abs().max().item() if n < cap else 0.0, 0.0, e)
+        self.assertEqual(tt.stats()["grouped_scaled_mm_masked"]["tuned"], 1)
+
+    def test_untuned_routing_and_mixtral_decode(self):
+        E, N, K, T = 8, 4096, 14336, 32   # e8n4096k14336t32m1_row; then an untuned T
+        w = fp8(E, N, K)
+        for T, kind in ((32, "tuned"), (40, "nearest")):
+            a, offs = fp8(T, K), expert_offsets(T, E, empty=(1,))
+            sa, sw = self.scales("row", T, E, N, K)
+            ref = tt._ops_moe_fp8._contiguous_ref(a, w, offs, sa, sw, "row", torch.float32)
+            self.assertLess(rel_l2(tt.grouped_scaled_mm(a, w, offs, sa, sw), ref), 5e-3, T)
+            self.assertEqual(tt.explain("grouped_scaled_mm", a, w, offs, sa, sw).selection_kind, kind, T)
+
+    def test_vendor_calls(self):
+        # what a vendor entry of these families runs: torch._scaled_grouped_mm (row) and the
+        # per-expert library loop (cuBLASLt; blockwise for block scales, K and N multiples of 128)
+        E, N, K, T = 4, 1024, 1024, 300
+        a, w, offs = fp8(T, K), fp8(E, N, K), expert_offsets(T, E, empty=(1,))
+        for mode in ("tensor", "row", "block"):
+            sa, sw = self.scales(mode, T, E, N, K)
+            ref = tt._ops_moe_fp8._contiguous_ref(a, w, offs, sa, sw, mode, torch.float32)
+            loop = tt._ops_moe_fp8._contiguous_ref(a, w, offs, sa, sw, mode, torch.bfloat16, tt._ops_moe_fp8._vendor_mm)
+            self.assertLess(rel_l2(loop, ref), 5e-3, mode)
+        sa, sw = self.scales("row", T, E, N, K)
+        grouped = tt._ops_moe_fp8._scaled_grouped(a, w, offs, sa, sw, "row", torch.bfloat16)
+        self.assertLess(rel_l2(grouped, tt._ops_moe_fp8._contiguous_ref(a, w, offs, sa, sw, "row", torch.float32)), 5e-3)
+        cap = 64
+        am, counts = fp8(E, cap, K), torch.tensor([64, 0, 5, 33], dtype=torch.int32, device="cuda")
+        sa, sw = self.scales("block", E * cap, E, N, K)
+        got = tt._ops_moe_fp8._masked_vendor(am, w, counts, sa, sw, "block", torch.bfloat16)
+        ref = tt._ops_moe_fp8._masked_ref(am, w, counts, sa, sw, "block", torch.float32)
+        self.assertLess(rel_l2(got, ref), 5e-3)
+
+
+@needs_cuda
 class DecodeFp8GpuTest(unittest.TestCase):
     """decode_fp8 on a bundle of the recorded attention.decode_fp8.db against the fp32 reference over
     the dequantized cache: large logits (K std 32 in e4m3, k_scale 0.05 .. 0.15: the recipe's init),
