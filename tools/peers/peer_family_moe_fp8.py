@@ -138,10 +138,12 @@ def operands(torch, api, g, rows, pad, E, N, K, scale):
 
 def expert_scales(s, e, lo, m, scale, N):
     """(sa_e, sw_e) of expert e's call over rows lo .. lo + m, as _scaled_mm takes them: the rows'
-    scales copied (row: [m, 1]; block: [m, K/128] outer-dim-major, strides [1, m]), sw[e] a view."""
+    scales copied (row: [m, 1]; block: [m, K/128] outer-dim-major, strides [1, m]), sw[e] a view (a
+    copy in tensor mode: a view of one element of sw [E] sits 4 bytes past the last one, and
+    cuBLASLt refuses scale pointers that are not 16-byte aligned)."""
     sa, sw = s["sa"], s["sw"]
     if scale == "tensor":
-        return sa, sw[e]
+        return sa, sw[e].clone()
     if scale == "row":
         return sa[lo:lo + m].reshape(m, 1).clone(), sw[e].reshape(1, N)
     return sa[lo:lo + m].t().contiguous().t(), sw[e].t()

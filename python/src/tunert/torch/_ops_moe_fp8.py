@@ -110,8 +110,10 @@ def _check(op, a, w, groups, sa, sw, mode, masked):
 
 def _vendor_mm(a, b, sa, sb, mode, out_dtype):
     """One expert's product by the library call the comparison's cublas-loop peer times
-    (torch._scaled_mm, cuBLASLt's blockwise scaling for block scales: _ops_fp8._scaled_mm_ref)."""
-    return _scaled_mm_ref(a, b, sa, sb, mode, out_dtype, False)
+    (torch._scaled_mm, cuBLASLt's blockwise scaling for block scales: _ops_fp8._scaled_mm_ref). A
+    per-tensor weight scale is an element of scale_w [E]: copied, as cuBLASLt refuses scale pointers
+    that are not 16-byte aligned."""
+    return _scaled_mm_ref(a, b, sa, sb.clone() if mode == "tensor" else sb, mode, out_dtype, False)
 
 
 def _contiguous_ref(a, w, offsets, sa, sw, mode, out_dtype, mm=_scaled_mm_dequant):
