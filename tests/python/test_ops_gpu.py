@@ -542,6 +542,25 @@ class MoeFp8GpuTest(unittest.TestCase):
             self.assertLess(rel_l2(tt.grouped_scaled_mm(a, w, offs, sa, sw), ref), 5e-3, T)
             self.assertEqual(tt.explain("grouped_scaled_mm", a, w, offs, sa, sw).selection_kind, kind, T)
 
+    def test_moe_layer_fp8_on_the_tuned_problems(self):
+        # Mixtral-8x7B in FP8 with row scales, 16 tokens top-2: both expert GEMMs are tuned problems
+        # (e8n28672k4096t32m1_row, e8n4096k14336t32m1_row) when every expert gets a row
+        E, H, I, T = 8, 4096, 14336, 16
+        x = torch.randn(T, H, device="cuda").to(torch.bfloat16)
+        router_w = torch.zeros(E, H, device="cuda", dtype=torch.bfloat16)
+        for t in range(T):   # token t prefers experts t % 8 and (t + 1) % 8: every expert gets rows
+            x[t, :E] = 0
+            x[t, t % E], x[t, (t + 1) % E] = 8, 4
+        router_w[:, :E] = torch.eye(E, device="cuda", dtype=torch.bfloat16)
+        w13, w2 = fp8(E, 2 * I, H), fp8(E, H, I)
+        s13 = (torch.rand(E, 2 * I, device="cuda") + 0.5) / H ** 0.5
+        s2 = (torch.rand(E, H, device="cuda") + 0.5) / I ** 0.5
+        y = tt.moe_layer_fp8(x, router_w, w13, s13, w2, s2, 2)
+        ref = tt.moe_layer_fp8_torch(x, router_w, w13, s13, w2, s2, 2)
+        self.assertLess(rel_l2(y, ref), 1e-2)
+        s = tt.stats()["grouped_scaled_mm"]
+        self.assertEqual((s["tuned"], s["fallback"]), (2, 0), s)
+
     def test_vendor_calls(self):
         # what a vendor entry of these families runs: torch._scaled_grouped_mm (row) and the
         # per-expert library loop (cuBLASLt; blockwise for block scales, K and N multiples of 128)

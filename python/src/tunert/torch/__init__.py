@@ -12,6 +12,7 @@
     c = tt.grouped_mm(a, w, offsets)         # MoE experts, moe.grouped (grouped_mm_masked: masked)
     c = tt.scaled_mm(a8, b8, sa, sb)         # FP8 e4m3, gemm.fp8 (tensor / row / block scales)
     c = tt.grouped_scaled_mm(a8, w8, offsets, sa, sw)  # FP8 MoE experts, moe.grouped_fp8 (masked: _masked)
+    y = tt.moe_layer_fp8(x, router_w, w13, s13, w2, s2, top_k)  # MoE MLP on e4m3 experts
     print(tt.stats())                        # tuned / vendor / fallback / cpu calls per op
 
 A problem the bundle cannot serve runs the PyTorch equivalent (counted; strict mode raises);
@@ -25,6 +26,7 @@ from ._ops_moe_layer import moe_combine
 from ._ops_fp8 import scaled_mm, scaled_mm_op
 from ._ops_moe_fp8 import (grouped_scaled_mm, grouped_scaled_mm_masked, grouped_scaled_mm_masked_op,
                            grouped_scaled_mm_op)
+from ._ops_moe_layer_fp8 import moe_layer_fp8, moe_layer_fp8_torch
 from ._ops_decode_fp8 import decode_fp8
 from ._ops_norm_fp8 import rmsnorm_add_fp8, rmsnorm_add_fp8_op, rmsnorm_add_fp8_static_op
 from ._state import Fallback, Plan, bundle_path, is_strict, reset_stats, set_strict, stats, use_bundle
@@ -34,6 +36,6 @@ __all__ = ["use_bundle", "set_strict", "is_strict", "bundle_path", "stats", "res
            "linear", "attention", "prefill", "decode", "rmsnorm", "rmsnorm_add", "softmax",
            "attention_varlen", "grouped_mm", "grouped_mm_masked", "scaled_mm",
            "grouped_swiglu", "moe_layer", "moe_layer_torch", "rmsnorm_add_fp8",
-           "decode_fp8", "grouped_scaled_mm", "grouped_scaled_mm_masked",
+           "decode_fp8", "grouped_scaled_mm", "grouped_scaled_mm_masked", "moe_layer_fp8", "moe_layer_fp8_torch",
            "rmsnorm_op", "softmax_op", "scaled_mm_op",
            "grouped_scaled_mm_op", "grouped_scaled_mm_masked_op", "Plan", "Fallback"]

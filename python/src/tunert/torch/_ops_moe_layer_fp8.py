@@ -1,0 +1,132 @@
+"""tunert::moe_layer_fp8: moe_layer's Mixture-of-Experts MLP with FP8 e4m3 experts, as FP8 checkpoints
+of MoE models ship them (DeepSeek-V3's 128 x 128 weight blocks, per-channel or per-tensor scales):
+
+    y = tt.moe_layer_fp8(x, router_w, w13, w13_scale, w2, w2_scale, top_k)
+
+x [T, H] bf16; router_w [E, H]; w13 [E, 2I, H] and w2 [E, H, I] e4m3 (gate rows, then up rows, as
+moe_layer), their f32 scales in one of grouped_scaled_mm's scalings, which the layer takes from the
+scales' shapes: block (w13_scale [E, ceil(2I/128), ceil(H/128)], w2_scale [E, ceil(H/128),
+ceil(I/128)]), row ([E, 2I], [E, H]) or tensor ([E], [E]). The routing, the permutation and the
+weighted combination are moe_layer's (route, permute, tunert::moe_combine); each expert GEMM's input
+is quantized to e4m3 in the weights' scaling (quantize: per token and 128 of K, per token, or one
+scale for the batch; scale = amax / 448, e4m3's largest), then multiplied by
+tunert::grouped_scaled_mm (moe.grouped_fp8 through the bundle; its PyTorch path elsewhere), with
+silu(gate) * up in fp32 between the two, rounded to bf16 once. The quantization and SwiGLU are
+PyTorch ops; moe_layer_fp8_torch is the same layer with every GEMM on the PyTorch path.
+"""
+import torch
+import torch.nn.functional as F
+
+from ..errors import DeviceMismatch, DTypeMismatch
+from . import _state
+from ._ops_fp8 import _cdiv
+from ._ops_moe_fp8 import _contiguous_ref, grouped_scaled_mm
+from ._ops_moe_layer import SCORINGS, _combine_tuned, _layer, combine
+
+E4M3_MAX = 448.0
+
+
+def quantize(x, mode):
+    """(x8, scale) of x [R, K]: x8 e4m3 [R, K] with x ~ x8 * scale, scale f32 [R, ceil(K/128)] (block:
+    per row and 128 of K), [R] (row) or [1] (tensor): each group's absolute maximum over 448, 1 where
+    the group is all zeros (so that zeros stay zeros and nothing divides by zero)."""
+    xf = x.float()
+    if mode == "block":
+        R, K = xf.shape
+        kb = _cdiv(K, 128)
+        groups = F.pad(xf, (0, kb * 128 - K)).view(R, kb, 128)
+        scale = _scale_of(groups.abs().amax(-1))
+        return _to_e4m3((groups / scale[..., None]).view(R, kb * 128)[:, :K]), scale
+    if mode == "row":
+        scale = _scale_of(xf.abs().amax(-1))
+        return _to_e4m3(xf / scale[:, None]), scale
+    scale = _scale_of(xf.abs().amax().reshape(1))
+    return _to_e4m3(xf / scale), scale
+
+
+def _scale_of(amax):
+    return torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
+
+
+def _to_e4m3(v):
+    """v within +-448 (the rounding of the division can pass it by an ulp: clamped, as a cast past the
+    largest e4m3 value is not)."""
+    return v.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).contiguous()
+
+
+def _mode_of(w13_scale, w2_scale):
+    """The scaling of the two weight scales: their rank names it (block 3, row 2, tensor 1), one for both."""
+    modes = {3: "block", 2: "row", 1: "tensor"}
+    m13, m2 = modes.get(w13_scale.dim()), modes.get(w2_scale.dim())
+    _state.check(m13 is not None and m13 == m2,
+                 lambda: f"tunert.torch.moe_layer_fp8: w13_scale {tuple(w13_scale.shape)}, w2_scale "
+                 f"{tuple(w2_scale.shape)}: want both block ([E, N/128, K/128]), row ([E, N]) or tensor ([E])")
+    return m13
+
+
+def _experts(w13_scale, w2_scale, mode, gemm):
+    """(swiglu, down) for _layer over e4m3 weights: each input quantized in `mode`, then
+    gemm(a8, w8, offsets, scale_a, scale_w)."""
+    def swiglu(a, w13, offsets):
+        a8, sa = quantize(a, mode)
+        g = gemm(a8, w13, offsets, sa, w13_scale).float()
+        I = w13.shape[1] // 2
+        return (F.silu(g[:, :I]) * g[:, I:]).to(torch.bfloat16)
+
+    def down(h, w2, offsets):
+        h8, sh = quantize(h, mode)
+        return gemm(h8, w2, offsets, sh, w2_scale)
+    return swiglu, down
+
+
+def _gemm_torch(mode):
+    """grouped_scaled_mm's PyTorch path (fp32 dequantized, one rounding to bf16) for every expert GEMM."""
+    return lambda a8, w8, offsets, sa, sw: _contiguous_ref(a8, w8, offsets, sa, sw, mode, torch.bfloat16)
+
+
+def _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring):
+    E = w13.shape[0] if w13.dim() == 3 else -1
+    _state.check(x.dim() == 2 and router_w.dim() == 2 and w13.dim() == 3 and w2.dim() == 3
+                 and router_w.shape == (E, x.shape[1]) and w13.shape[1] % 2 == 0 and w13.shape[2] == x.shape[1]
+                 and w2.shape == (E, x.shape[1], w13.shape[1] // 2),
+                 lambda: f"tunert.torch.moe_layer_fp8: x {tuple(x.shape)}, router_w {tuple(router_w.shape)}, w13 "
+                 f"{tuple(w13.shape)}, w2 {tuple(w2.shape)}: want x [T, H], router_w [E, H], w13 [E, 2I, H], "
+                 f"w2 [E, H, I]")
+    _state.check(1 <= top_k <= E, lambda: f"tunert.torch.moe_layer_fp8: top_k {top_k}: want 1 .. {E} (the experts)")
+    _state.check(scoring in SCORINGS,
+                 lambda: f"tunert.torch.moe_layer_fp8: scoring {scoring!r}: want one of {SCORINGS}")
+    if x.dtype != torch.bfloat16:
+        raise DTypeMismatch(f"tunert.torch.moe_layer_fp8: x is {x.dtype}, want torch.bfloat16")
+    for name, t in (("router_w", router_w), ("w13", w13), ("w13_scale", w13_scale), ("w2", w2),
+                    ("w2_scale", w2_scale)):
+        if t.device != x.device and x.device.type != "meta":
+            raise DeviceMismatch(f"tunert.torch.moe_layer_fp8: {name} on {t.device}, x on {x.device}: keep them on "
+                                 f"one device")
+    return _mode_of(w13_scale, w2_scale)
+
+
+def moe_layer_fp8_torch(x, router_w, w13, w13_scale, w2, w2_scale, top_k, renormalize=True, scoring="softmax"):
+    """moe_layer_fp8 with every expert GEMM on grouped_scaled_mm's PyTorch path (fp32 dequantized) and
+    the combination in PyTorch: the same quantization, routing and roundings, the reference."""
+    mode = _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring)
+    swiglu, down = _experts(w13_scale, w2_scale, mode, _gemm_torch(mode))
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down, combine)
+
+
+@torch.library.custom_op("tunert::moe_layer_fp8", mutates_args=())
+def moe_layer_fp8(x: torch.Tensor, router_w: torch.Tensor, w13: torch.Tensor, w13_scale: torch.Tensor,
+                  w2: torch.Tensor, w2_scale: torch.Tensor, top_k: int, renormalize: bool = True,
+                  scoring: str = "softmax") -> torch.Tensor:
+    """A Mixture-of-Experts MLP with e4m3 experts (see the module): x [T, H] bf16 -> [T, H] bf16, each
+    token's top_k experts by softmax (or sigmoid) of x @ router_w.T. The expert GEMMs are
+    tunert.torch.grouped_scaled_mm (moe.grouped_fp8), the combination tunert.torch.moe_combine."""
+    mode = _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring)
+    if x.shape[0] == 0:
+        return x.new_empty(x.shape)
+    swiglu, down = _experts(w13_scale, w2_scale, mode, grouped_scaled_mm)
+    return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down, _combine_tuned)
+
+
+@moe_layer_fp8.register_fake
+def _(x, router_w, w13, w13_scale, w2, w2_scale, top_k, renormalize=True, scoring="softmax"):
+    return x.new_empty(x.shape)
