@@ -36,7 +36,7 @@ BUNDLES = {
     "moe": (("moe.grouped.db",), "moe.grouped,moe.grouped_masked"),
     "fp8": (("gemm.fp8.db", "gemm.fp8_skinny.db"), "gemm.fp8,gemm.fp8_fast,gemm.fp8_skinny"),
     "decode_fp8": (("attention.decode_fp8.db",), "attention.decode_fp8"),
-    "moe_fp8": (("h200/moe.grouped_fp8.db",), "moe.grouped_fp8,moe.grouped_fp8_masked"),
+    "moe_fp8": (("moe.grouped_fp8.db",), "moe.grouped_fp8,moe.grouped_fp8_masked"),
     "decode_fp8_tma": (("attention.decode_fp8_tma.db",), "attention.decode_fp8_tma"),
     # H200, both fp8 decode families (the TMA-fed one per-head only), kernels only as decode_h200
     "decode_fp8_h200": (("h200/attention.decode_fp8.db", "attention.decode_fp8_tma.db"),
