@@ -265,16 +265,21 @@ def moe_layer_torch(x, router_w, w13, w2, top_k, renormalize=True, scoring="soft
     return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, _swiglu_ref, _grouped_ref, combine)
 
 
-def _check_layer(x, router_w, w13, w2, top_k, scoring):
+def check_layer_shapes(op, x, router_w, w13, w2, top_k, scoring):
+    """The shapes, top_k and scoring of a layer op's arguments (moe_layer, moe_layer_fp8)."""
     E = w13.shape[0] if w13.dim() == 3 else -1
     _state.check(x.dim() == 2 and router_w.dim() == 2 and w13.dim() == 3 and w2.dim() == 3
                  and router_w.shape == (E, x.shape[1]) and w13.shape[1] % 2 == 0 and w13.shape[2] == x.shape[1]
                  and w2.shape == (E, x.shape[1], w13.shape[1] // 2),
-                 lambda: f"tunert.torch.moe_layer: x {tuple(x.shape)}, router_w {tuple(router_w.shape)}, w13 "
+                 lambda: f"tunert.torch.{op}: x {tuple(x.shape)}, router_w {tuple(router_w.shape)}, w13 "
                  f"{tuple(w13.shape)}, w2 {tuple(w2.shape)}: want x [T, H], router_w [E, H], w13 [E, 2I, H], "
                  f"w2 [E, H, I]")
-    _state.check(1 <= top_k <= E, lambda: f"tunert.torch.moe_layer: top_k {top_k}: want 1 .. {E} (the experts)")
-    _state.check(scoring in SCORINGS, lambda: f"tunert.torch.moe_layer: scoring {scoring!r}: want one of {SCORINGS}")
+    _state.check(1 <= top_k <= E, lambda: f"tunert.torch.{op}: top_k {top_k}: want 1 .. {E} (the experts)")
+    _state.check(scoring in SCORINGS, lambda: f"tunert.torch.{op}: scoring {scoring!r}: want one of {SCORINGS}")
+
+
+def _check_layer(x, router_w, w13, w2, top_k, scoring):
+    check_layer_shapes("moe_layer", x, router_w, w13, w2, top_k, scoring)
     if not (x.dtype == w13.dtype == w2.dtype):
         raise DTypeMismatch(f"tunert.torch.moe_layer: x {x.dtype}, w13 {w13.dtype}, w2 {w2.dtype}: want one dtype")
     for name, t in (("router_w", router_w), ("w13", w13), ("w2", w2)):

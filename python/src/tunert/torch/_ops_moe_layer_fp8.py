@@ -21,7 +21,7 @@ from ..errors import DeviceMismatch, DTypeMismatch
 from . import _state
 from ._ops_fp8 import _cdiv
 from ._ops_moe_fp8 import _contiguous_ref, grouped_scaled_mm
-from ._ops_moe_layer import SCORINGS, _combine_tuned, _layer, combine
+from ._ops_moe_layer import _combine_tuned, _layer, check_layer_shapes, combine
 
 E4M3_MAX = 448.0
 
@@ -85,16 +85,7 @@ def _gemm_torch(mode):
 
 
 def _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring):
-    E = w13.shape[0] if w13.dim() == 3 else -1
-    _state.check(x.dim() == 2 and router_w.dim() == 2 and w13.dim() == 3 and w2.dim() == 3
-                 and router_w.shape == (E, x.shape[1]) and w13.shape[1] % 2 == 0 and w13.shape[2] == x.shape[1]
-                 and w2.shape == (E, x.shape[1], w13.shape[1] // 2),
-                 lambda: f"tunert.torch.moe_layer_fp8: x {tuple(x.shape)}, router_w {tuple(router_w.shape)}, w13 "
-                 f"{tuple(w13.shape)}, w2 {tuple(w2.shape)}: want x [T, H], router_w [E, H], w13 [E, 2I, H], "
-                 f"w2 [E, H, I]")
-    _state.check(1 <= top_k <= E, lambda: f"tunert.torch.moe_layer_fp8: top_k {top_k}: want 1 .. {E} (the experts)")
-    _state.check(scoring in SCORINGS,
-                 lambda: f"tunert.torch.moe_layer_fp8: scoring {scoring!r}: want one of {SCORINGS}")
+    check_layer_shapes("moe_layer_fp8", x, router_w, w13, w2, top_k, scoring)
     if x.dtype != torch.bfloat16:
         raise DTypeMismatch(f"tunert.torch.moe_layer_fp8: x is {x.dtype}, want torch.bfloat16")
     for name, t in (("router_w", router_w), ("w13", w13), ("w13_scale", w13_scale), ("w2", w2),
