@@ -151,9 +151,9 @@ int tune_peaks_judge(const tune_peaks *p, double bytes, double flops, double mma
                      size_t why_n) {
   if (median_ns <= 0) return DB_OK;
   double gbps = bytes / median_ns, tflops = flops / median_ns / 1e3, peak = p->tensor_TFLOPs * mma_rate;
-  const double bytes_limit = p->dram_GBps > 1.05 * p->copy_GBps ? p->dram_GBps : 1.05 * p->copy_GBps;
-  if (p->copy_GBps > 0 && bytes > 0 && gbps > bytes_limit) {
-    if (p->dram_GBps > 1.05 * p->copy_GBps)
+  const int dram_limits = p->dram_GBps > 1.05 * p->copy_GBps;  /* the DRAM bound is the higher limit */
+  if (p->copy_GBps > 0 && bytes > 0 && gbps > (dram_limits ? p->dram_GBps : 1.05 * p->copy_GBps)) {
+    if (dram_limits)
       snprintf(why, why_n, "%.0f GB/s exceeds the device's DRAM bound (%.0f GB/s: 2 x memory clock x bus width; "
                "measured copy %.0f GB/s)", gbps, p->dram_GBps, p->copy_GBps);
     else

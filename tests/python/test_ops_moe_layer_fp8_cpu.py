@@ -35,7 +35,7 @@ def layer_args(mode, T=24, H=272, I=144, E=4, seed=0):
     """x [T, H] bf16 and e4m3 experts with their scales; H, I past a 128 multiple (partial scale blocks)."""
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(T, H, generator=g) * 3).to(torch.bfloat16)
-    x[3] = 0   # a token of zeros: its groups keep scale 1
+    x[3] = 0   # a token of zeros: its groups take the floor scale
     router_w = torch.randn(E, H, generator=g).to(torch.bfloat16)
     w13, w2 = e4m3(g, E, 2 * I, H), e4m3(g, E, H, I)
     return x, router_w, w13, weight_scales(g, mode, E, 2 * I, H), w2, weight_scales(g, mode, E, H, I)
@@ -54,7 +54,7 @@ def quantize_plain(v, mode):
     out = torch.empty_like(v)
     for rs, ks in groups:
         amax = v[rs, ks].abs().max().item()
-        s = amax / 448 if amax > 0 else 1.0
+        s = max(amax / 448, 1 / (448 * 512))   # floored: a zero group's scale stays finite
         s = float(torch.tensor(s, dtype=torch.float32))   # the scale is stored in f32
         q = (v[rs, ks] / s).clamp(-448, 448).float().to(torch.float8_e4m3fn).double()
         out[rs, ks] = q * s

@@ -51,6 +51,20 @@ def block_layout(M, N, K):
     return (-(-M // 4) * 4, kb, -(-kb // 4) * 4), None
 
 
+def scale_ranges(scale, K):
+    """((lo, hi) of scale_a, (lo, hi) of scale_b) as the fp8 recipes draw them (recipes/gemm/shared/fp8.lua):
+    U(1/64, 4) in block mode, else U(0.5, 2); scale_b's again / sqrt(K)."""
+    lo, hi = (1 / 64, 4.0) if scale == "block" else (0.5, 2.0)
+    rk = 1 / math.sqrt(K)
+    return (lo, hi), (lo * rk, hi * rk)
+
+
+def blas_version(api):
+    """The loaded cuBLASLt's version (cuBLAS's where cuBLASLt is not loaded), or "?"."""
+    return (api._loaded_version("libcublasLt.so", "cublasLtGetProperty")
+            or api._loaded_version("libcublas.so", "cublasGetProperty") or "?")
+
+
 def fp8_gemm_reference(torch, a, b, scale_a, scale_b):
     """float64 c = sum over 128-wide K blocks kb of (a_kb @ b_kb^T) * scale_a[:, kb] * scale_b[:, kb]:
     a [R, K] and b [N, K] e4m3 (exact in float64), scale_a [R, KB] and scale_b [N, KB] the factors of
@@ -103,19 +117,18 @@ def _operands(torch, api, g, M, N, K, scale, m_rows):
     a = torch.zeros(m_rows, K, dtype=torch.float8_e4m3fn, device="cuda")
     a[:M] = api._normal(torch, g, (M, K), f32).to(torch.float8_e4m3fn)
     b = api._normal(torch, g, (N, K), f32).to(torch.float8_e4m3fn)
-    lo, hi = (1 / 64, 4.0) if scale == "block" else (0.5, 2.0)
-    rk = 1 / math.sqrt(K)
+    ra, rb = scale_ranges(scale, K)
     if scale == "tensor":
-        sa = api._uniform(torch, g, (), f32, lo, hi)
-        sb = api._uniform(torch, g, (), f32, lo * rk, hi * rk)
+        sa = api._uniform(torch, g, (), f32, *ra)
+        sb = api._uniform(torch, g, (), f32, *rb)
     elif scale == "row":
-        sa = api._uniform(torch, g, (M, 1), f32, lo, hi)
-        sb = api._uniform(torch, g, (1, N), f32, lo * rk, hi * rk)
+        sa = api._uniform(torch, g, (M, 1), f32, *ra)
+        sb = api._uniform(torch, g, (1, N), f32, *rb)
     else:
         _, kb, l4 = block_layout(m_rows, N, K)[0]
-        sa = api._uniform(torch, g, (m_rows, kb), f32, lo, hi).t().contiguous().t()
+        sa = api._uniform(torch, g, (m_rows, kb), f32, *ra).t().contiguous().t()
         sb = torch.ones(N // 128, l4, dtype=f32, device="cuda")
-        sb[:, :kb] = api._uniform(torch, g, (N // 128, kb), f32, lo * rk, hi * rk)
+        sb[:, :kb] = api._uniform(torch, g, (N // 128, kb), f32, *rb)
         sb = sb.t()
     return {"a": a, "b": b, "sa": sa, "sb": sb}
 
@@ -159,10 +172,8 @@ def build_fp8(torch, peer, n_sets, seed):
                    f"scale_b {'[]' if scale == 'tensor' else '[1,N]'})")
 
     def library():
-        blas = api._loaded_version("libcublasLt.so", "cublasLtGetProperty") or api._loaded_version(
-            "libcublas.so", "cublasGetProperty")
         pad = f", a padded to {m_rows} rows" if m_rows != M else ""
-        return (f"torch {torch.__version__}, cuBLAS {blas or '?'} (CUDA {torch.version.cuda}) via {fn.expr}, "
+        return (f"torch {torch.__version__}, cuBLAS {blas_version(api)} (CUDA {torch.version.cuda}) via {fn.expr}, "
                 f"e4m3 in, bf16 out, use_fast_accum={fast}{pad}")
 
     def expected(s, c):  # the rows of a past M (zeros, block mode's padding) are not the problem's

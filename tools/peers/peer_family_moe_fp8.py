@@ -122,25 +122,24 @@ def operands(torch, api, g, rows, pad, E, N, K, scale):
     a = torch.zeros(rows + pad, K, dtype=torch.float8_e4m3fn, device="cuda")
     a[:rows] = e4m3_normal(torch, api, g, (rows, K))
     w = e4m3_normal(torch, api, g, (E, N, K))
-    lo, hi = (1 / 64, 4.0) if scale == "block" else (0.5, 2.0)
-    rk = 1 / math.sqrt(K)
+    ra, rw = fp8.scale_ranges(scale, K)
     if scale == "tensor":
-        return a, w, api._uniform(torch, g, (), f32, lo, hi), api._uniform(torch, g, (E,), f32, lo * rk, hi * rk)
+        return a, w, api._uniform(torch, g, (), f32, *ra), api._uniform(torch, g, (E,), f32, *rw)
     if scale == "row":
-        return a, w, api._uniform(torch, g, (rows,), f32, lo, hi), api._uniform(torch, g, (E, N), f32, lo * rk, hi * rk)
+        return a, w, api._uniform(torch, g, (rows,), f32, *ra), api._uniform(torch, g, (E, N), f32, *rw)
     _, kb, l4 = fp8.block_layout(rows, N, K)[0]
     sa = torch.ones(rows + pad, kb, dtype=f32, device="cuda")
-    sa[:rows] = api._uniform(torch, g, (rows, kb), f32, lo, hi)
+    sa[:rows] = api._uniform(torch, g, (rows, kb), f32, *ra)
     sw = torch.ones(E, N // 128, l4, dtype=f32, device="cuda")
-    sw[:, :, :kb] = api._uniform(torch, g, (E, N // 128, kb), f32, lo * rk, hi * rk)
+    sw[:, :, :kb] = api._uniform(torch, g, (E, N // 128, kb), f32, *rw)
     return a, w, sa, sw
 
 
 def expert_scales(s, e, lo, m, scale, N):
     """(sa_e, sw_e) of expert e's call over rows lo .. lo + m, as _scaled_mm takes them: the rows'
     scales copied (row: [m, 1]; block: [m, K/128] outer-dim-major, strides [1, m]), sw[e] a view (a
-    copy in tensor mode: a view of one element of sw [E] sits 4 bytes past the last one, and
-    cuBLASLt refuses scale pointers that are not 16-byte aligned)."""
+    copy in tensor mode: a view of one element of sw [E] is only 4-byte aligned, the likely reason
+    cuBLASLt refused these calls with NOT_SUPPORTED)."""
     sa, sw = s["sa"], s["sw"]
     if scale == "tensor":
         return sa, sw[e].clone()
@@ -172,11 +171,6 @@ def expected_of(torch, api, family, segs, scale, N, K):
             rows.append(p + lo)
         return [(what, c[torch.cat(rows)], torch.cat(want))]
     return expected
-
-
-def _blas(api):
-    return (api._loaded_version("libcublasLt.so", "cublasLtGetProperty")
-            or api._loaded_version("libcublas.so", "cublasGetProperty") or "?")
 
 
 def _require_aligned(api, what, N, K):
@@ -259,7 +253,7 @@ def build_loop(torch, api, peer, n_sets, seed, segs):
                         "m = the expert's rows rounded up to 4, the extra rows overwritten by the next expert's call)"}
 
     def library():
-        return (f"torch {torch.__version__}, cuBLAS {_blas(api)} (CUDA {torch.version.cuda}): torch._scaled_mm("
+        return (f"torch {torch.__version__}, cuBLAS {fp8.blas_version(api)} (CUDA {torch.version.cuda}): torch._scaled_mm("
                 f"a[lo:lo+m], w[e].t(), {layouts[scale]}, out_dtype=bf16, use_fast_accum=False, out=c[lo:lo+m]) "
                 f"for the {n_calls} of {E} experts with rows, one launch each, row ranges known on the host, "
                 f"written in place into one c (no copy), e4m3 in, bf16 out")

@@ -111,8 +111,8 @@ def _check(op, a, w, groups, sa, sw, mode, masked):
 def _vendor_mm(a, b, sa, sb, mode, out_dtype):
     """One expert's product by the library call the comparison's cublas-loop peer times
     (torch._scaled_mm, cuBLASLt's blockwise scaling for block scales: _ops_fp8._scaled_mm_ref). A
-    per-tensor weight scale is an element of scale_w [E]: copied, as cuBLASLt refuses scale pointers
-    that are not 16-byte aligned."""
+    per-tensor weight scale is an element of scale_w [E]: copied, as a view of it is only 4-byte
+    aligned (the likely reason cuBLASLt refused the peer's per-tensor calls)."""
     return _scaled_mm_ref(a, b, sa, sb.clone() if mode == "tensor" else sb, mode, out_dtype, False)
 
 
@@ -141,6 +141,11 @@ def _scaled_grouped(a, w, offsets, sa, sw, mode, out_dtype):
         except (RuntimeError, TypeError):   # an arch, alignment or signature this torch does not take
             pass
     return _contiguous_ref(a, w, offsets, sa, sw, mode, out_dtype, _vendor_mm)
+
+
+def _flat_scales(scale_a, scale_w):
+    """The scales as the recipes' 1-D tensors of their element counts."""
+    return {"scale_a": scale_a.contiguous().reshape(-1), "scale_w": scale_w.contiguous().reshape(-1)}
 
 
 def _with_vendors(reference, vendors):
@@ -193,7 +198,7 @@ def _contiguous_problem(dev, a, w, offsets, scale_a, scale_w, out_dtype=None, mo
     def tensors_fn():
         c = torch.empty((T, N), dtype=odt, device=a.device)
         return {"a": a.contiguous(), "w": w.contiguous(), "c": c, "offsets": offsets.contiguous(),
-                "scale_a": scale_a.contiguous().reshape(na), "scale_w": scale_w.contiguous().reshape(nw)}, c
+                **_flat_scales(scale_a, scale_w)}, c
 
     def reference():
         return _contiguous_ref(a, w, offsets, scale_a, scale_w, m, odt)
@@ -209,6 +214,11 @@ def _(a, w, offsets, scale_a, scale_w, out_dtype=None, mode=None):
 
 # ---- masked: a [E, cap, K], counts int32 [E] ----
 
+def _by_expert(sa, mode, E, cap, K):
+    """scale_a of the masked layout as [E, cap] (row) or [E, cap, ceil(K/128)] (block); tensor as it is."""
+    return sa if mode == "tensor" else sa.reshape((E, cap) + ((_cdiv(K, 128),) if mode == "block" else ()))
+
+
 def _masked_ref(a, w, counts, sa, sw, mode, out_dtype):
     """The PyTorch path: per expert, all cap rows dequantized and multiplied as _contiguous_ref does,
     then the rows at and past the count set to zero (a count past cap keeps every row, a negative
@@ -217,8 +227,7 @@ def _masked_ref(a, w, counts, sa, sw, mode, out_dtype):
     E, cap, K = a.shape
     N = w.shape[1]
     c = torch.empty((E, cap, N), dtype=out_dtype, device=a.device)
-    if mode != "tensor":
-        sa = sa.reshape((E, cap) + ((_cdiv(K, 128),) if mode == "block" else ()))
+    sa = _by_expert(sa, mode, E, cap, K)
     pad = torch.arange(cap, device=a.device)[None, :] >= counts.to(a.device)[:, None]   # [E, cap]
     for e in range(E):
         ce = _scaled_mm_dequant(a[e], w[e], sa if mode == "tensor" else sa[e], sw[e], mode, out_dtype)
@@ -231,8 +240,7 @@ def _masked_vendor(a, w, counts, sa, sw, mode, out_dtype):
     expert over its counted rows, zeros past them."""
     E, cap, K = a.shape
     c = torch.zeros((E, cap, w.shape[1]), dtype=out_dtype, device=a.device)
-    if mode != "tensor":
-        sa = sa.reshape((E, cap) + ((_cdiv(K, 128),) if mode == "block" else ()))
+    sa = _by_expert(sa, mode, E, cap, K)
     for e, n in enumerate(counts.tolist()):
         n = min(max(n, 0), cap)
         if n:
@@ -284,7 +292,7 @@ def _masked_problem(dev, a, w, counts, scale_a, scale_w, out_dtype=None, mode=No
     def tensors_fn():
         c = torch.empty((E, cap, N), dtype=odt, device=a.device)
         return {"a": a.contiguous(), "w": w.contiguous(), "c": c, "counts": counts.contiguous(),
-                "scale_a": scale_a.contiguous().reshape(na), "scale_w": scale_w.contiguous().reshape(nw)}, c
+                **_flat_scales(scale_a, scale_w)}, c
 
     def reference():
         return _masked_ref(a, w, counts, scale_a, scale_w, m, odt)

@@ -9,7 +9,7 @@ scales' shapes: block (w13_scale [E, ceil(2I/128), ceil(H/128)], w2_scale [E, ce
 ceil(I/128)]), row ([E, 2I], [E, H]) or tensor ([E], [E]). The routing, the permutation and the
 weighted combination are moe_layer's (route, permute, tunert::moe_combine); each expert GEMM's input
 is quantized to e4m3 in the weights' scaling (quantize: per token and 128 of K, per token, or one
-scale for the batch; scale = amax / 448, e4m3's largest), then multiplied by
+scale for the batch; scale = amax / 448, e4m3's largest, floored as rmsnorm_add_fp8's), then multiplied by
 tunert::grouped_scaled_mm (moe.grouped_fp8 through the bundle; its PyTorch path elsewhere), with
 silu(gate) * up in fp32 between the two, rounded to bf16 once. The quantization and SwiGLU are
 PyTorch ops; moe_layer_fp8_torch is the same layer with every GEMM on the PyTorch path.
@@ -22,36 +22,25 @@ from . import _state
 from ._ops_fp8 import _cdiv
 from ._ops_moe_fp8 import _contiguous_ref, grouped_scaled_mm
 from ._ops_moe_layer import _combine_tuned, _layer, check_layer_shapes, combine
-
-E4M3_MAX = 448.0
+from ._ops_norm_fp8 import e4m3_scale, to_e4m3
 
 
 def quantize(x, mode):
     """(x8, scale) of x [R, K]: x8 e4m3 [R, K] with x ~ x8 * scale, scale f32 [R, ceil(K/128)] (block:
-    per row and 128 of K), [R] (row) or [1] (tensor): each group's absolute maximum over 448, 1 where
-    the group is all zeros (so that zeros stay zeros and nothing divides by zero)."""
+    per row and 128 of K), [R] (row) or [1] (tensor), each group's by rmsnorm_add_fp8's rule
+    (_ops_norm_fp8.e4m3_scale: the absolute maximum onto 448, floored so that a zero group's is finite)."""
     xf = x.float()
     if mode == "block":
         R, K = xf.shape
         kb = _cdiv(K, 128)
         groups = F.pad(xf, (0, kb * 128 - K)).view(R, kb, 128)
-        scale = _scale_of(groups.abs().amax(-1))
-        return _to_e4m3((groups / scale[..., None]).view(R, kb * 128)[:, :K]), scale
+        scale = e4m3_scale(groups.abs().amax(-1))
+        return to_e4m3((groups / scale[..., None]).view(R, kb * 128)[:, :K]).contiguous(), scale
     if mode == "row":
-        scale = _scale_of(xf.abs().amax(-1))
-        return _to_e4m3(xf / scale[:, None]), scale
-    scale = _scale_of(xf.abs().amax().reshape(1))
-    return _to_e4m3(xf / scale), scale
-
-
-def _scale_of(amax):
-    return torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
-
-
-def _to_e4m3(v):
-    """v within +-448 (the rounding of the division can pass it by an ulp: clamped, as a cast past the
-    largest e4m3 value is not)."""
-    return v.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).contiguous()
+        scale = e4m3_scale(xf.abs().amax(-1))
+        return to_e4m3(xf / scale[:, None]), scale
+    scale = e4m3_scale(xf.abs().amax().reshape(1))
+    return to_e4m3(xf / scale), scale
 
 
 def _mode_of(w13_scale, w2_scale):

@@ -28,13 +28,24 @@ E4M3_MAX = 448.0
 MIN_SCALE = 1.0 / (448.0 * 512.0)   # a zero row's scale stays finite (vLLM's floor)
 
 
+def e4m3_scale(amax):
+    """The dynamic scale of a group of values: its absolute maximum onto e4m3's largest, floored."""
+    return (amax / E4M3_MAX).clamp(min=MIN_SCALE)
+
+
+def to_e4m3(v):
+    """v (already divided by its scale) as e4m3: clamped first, as a cast past the largest value is not
+    saturated (the division's rounding can pass it by an ulp)."""
+    return v.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+
+
 def _quantize(x, residual, w, eps, scale):
     """The PyTorch equivalent, out of place: (y, per-token scale or None, h)."""
     h = (x.float() + residual.float()).to(residual.dtype)   # h as stored, then normalized
     hf = h.float()
     v = hf * w.float() * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)
-    s = (v.abs().amax(-1, keepdim=True) / E4M3_MAX).clamp(min=MIN_SCALE) if scale is None else scale.float().reshape(())
-    y = (v / s).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    s = e4m3_scale(v.abs().amax(-1, keepdim=True)) if scale is None else scale.float().reshape(())
+    y = to_e4m3(v / s)
     return y, (s.squeeze(-1) if scale is None else None), h
 
 
