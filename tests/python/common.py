@@ -132,6 +132,22 @@ def have_driver():
         return False
 
 
+def fake_bundle(name, recipe_file, recipes, config, problems, median_ns):
+    """Path of a bundle of `recipes` (comma-separated) for selection tests only: config compiled
+    (--compile-only) for each of problems from recipe_file (relative to SRC) and given a made-up
+    median on a device named "FAKE GPU" (fake_gpu_results): never launch it."""
+    db = pathlib.Path(_TMP.name) / f"{name}.db"
+    out = db.with_suffix(".bundle")
+    cmd = [TUNE, "run", str(SRC / recipe_file), "--db", str(db), "--strategy", "exhaustive", "--compile-only",
+           "--arch", "sm_90a", "--only", config]
+    for p in problems:
+        cmd += ["--problem", p]
+    _run(cmd)
+    fake_gpu_results(db, median_ns)
+    _run([TUNE, "bundle", "--db", str(db), "--recipe", recipes, "--arch", "sm_90a", "--quiet", "-o", str(out)])
+    return str(out)
+
+
 def fake_gpu_results(db, median_ns):
     """Give every compile-only result of db an ok twin with a made-up median on a device named
     "FAKE GPU" (sm_90a), so that `tune bundle` takes it: bundles for selection tests, never launched."""

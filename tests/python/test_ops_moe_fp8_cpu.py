@@ -6,7 +6,7 @@ compiled variants with synthetic results (no GPU, no driver)."""
 import functools
 import unittest
 
-from common import HAVE_TORCH, SRC, TUNE, _run, bundle, fake_gpu_results, needs_torch, tmpdir
+from common import HAVE_TORCH, bundle, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -322,17 +322,8 @@ def fp8_moe_bundle():
     compiled (--compile-only) and given a synthetic result on a device named "FAKE GPU" (a made-up
     time: never launch this bundle). The scaling is a define: only the scalings of PROBLEMS have
     entries (contiguous: row and block; masked: block and tensor)."""
-    db = tmpdir() / "moe_fp8_fake.db"
-    out = db.with_suffix(".bundle")
-    cmd = [TUNE, "run", str(SRC / "recipes" / "moe" / "grouped_fp8.lua"), "--db", str(db), "--strategy", "exhaustive",
-           "--compile-only", "--arch", "sm_90a", "--only", FALLBACK]
-    for p in PROBLEMS:
-        cmd += ["--problem", p]
-    _run(cmd)
-    fake_gpu_results(db, 50000.0)
-    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.grouped_fp8,moe.grouped_fp8_masked", "--arch", "sm_90a",
-          "--quiet", "-o", str(out)])
-    return str(out)
+    return fake_bundle("moe_fp8_fake", "recipes/moe/grouped_fp8.lua", "moe.grouped_fp8,moe.grouped_fp8_masked",
+                       FALLBACK, PROBLEMS, 50000.0)
 
 
 def check_launch(tc, plan, tensors):

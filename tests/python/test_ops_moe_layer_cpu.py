@@ -4,7 +4,7 @@ torch.compile tracing, and the plans read through explain() with meta tensors.""
 import functools
 import unittest
 
-from common import HAVE_TORCH, SRC, TUNE, _run, bundle, fake_gpu_results, needs_torch, tmpdir
+from common import HAVE_TORCH, bundle, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -61,14 +61,8 @@ def swiglu_bundle():
     """moe.grouped_swiglu for SWIGLU_PROBLEM, for selection tests only: the recipe's fallback config
     compiled (--compile-only) and given a synthetic result on a device named "FAKE GPU" (a made-up
     time: never launch this bundle)."""
-    db = tmpdir() / "swiglu_fake.db"
-    out = db.with_suffix(".bundle")
-    _run([TUNE, "run", str(SRC / "recipes" / "moe" / "swiglu.lua"), "--db", str(db), "--strategy", "exhaustive",
-          "--problem", SWIGLU_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", SWIGLU_FALLBACK])
-    fake_gpu_results(db, 50000.0)
-    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.grouped_swiglu", "--arch", "sm_90a", "--quiet",
-          "-o", str(out)])
-    return str(out)
+    return fake_bundle("swiglu_fake", "recipes/moe/swiglu.lua", "moe.grouped_swiglu", SWIGLU_FALLBACK,
+                       (SWIGLU_PROBLEM,), 50000.0)
 
 
 COMBINE_PROBLEM = "qwen3_t100h4096k8"
@@ -79,13 +73,8 @@ COMBINE_FALLBACK = "VEC_BYTES=16,BLOCK=128,TOKENS=1,VECS=2,LOADS=4"
 def combine_bundle():
     """moe.combine for COMBINE_PROBLEM, for selection tests only: the recipe's fallback config
     compiled (--compile-only) with a synthetic result on "FAKE GPU" (never launch this bundle)."""
-    db = tmpdir() / "combine_fake.db"
-    out = db.with_suffix(".bundle")
-    _run([TUNE, "run", str(SRC / "recipes" / "moe" / "combine.lua"), "--db", str(db), "--strategy", "exhaustive",
-          "--problem", COMBINE_PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", COMBINE_FALLBACK])
-    fake_gpu_results(db, 20000.0)
-    _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.combine", "--arch", "sm_90a", "--quiet", "-o", str(out)])
-    return str(out)
+    return fake_bundle("combine_fake", "recipes/moe/combine.lua", "moe.combine", COMBINE_FALLBACK, (COMBINE_PROBLEM,),
+                       20000.0)
 
 
 def combine_args(T=9, H=16, k=3, E=5, seed=0, dtype=None):

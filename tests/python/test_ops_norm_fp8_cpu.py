@@ -3,10 +3,9 @@ and static scales, saturation, the in-place residual), argument errors, fake imp
 torch.compile tracing, and the plans (tuned, nearest, fallback) read through explain() with meta tensors
 against a bundle of rmsnorm.fp8 / rmsnorm.fp8_static made here with synthetic times (no GPU)."""
 import functools
-import pathlib
 import unittest
 
-from common import HAVE_TORCH, SRC, TUNE, _run, fake_gpu_results, needs_torch, tmpdir
+from common import HAVE_TORCH, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -152,17 +151,8 @@ def norm_fp8_bundle():
     """rmsnorm.fp8 and rmsnorm.fp8_static with the recipe's fallback config compiled (--compile-only)
     for PROBLEMS and given a synthetic result on a device named "FAKE GPU" (a made-up time: for
     selection only, never launched)."""
-    db = pathlib.Path(tmpdir()) / "norm_fp8.db"
-    out = db.with_suffix(".bundle")
-    cmd = [TUNE, "run", "recipes/rmsnorm/fp8.lua", "--db", str(db), "--compile-only", "--arch", "sm_90a",
-           "--only", FALLBACK]
-    for p in PROBLEMS:
-        cmd += ["--problem", p]
-    _run(cmd)
-    fake_gpu_results(db, 20000.0)
-    _run([TUNE, "bundle", "--db", str(db), "--recipe", "rmsnorm.fp8,rmsnorm.fp8_static", "--arch", "sm_90a",
-          "--quiet", "-o", str(out)])
-    return str(out)
+    return fake_bundle("norm_fp8", "recipes/rmsnorm/fp8.lua", "rmsnorm.fp8,rmsnorm.fp8_static", FALLBACK, PROBLEMS,
+                       20000.0)
 
 
 @needs_torch

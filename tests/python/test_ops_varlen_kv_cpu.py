@@ -6,7 +6,7 @@ one compile-only variant with a made-up result (never launched)."""
 import math
 import unittest
 
-from common import HAVE_TORCH, _run, fake_gpu_results, needs_torch, tmpdir, TUNE
+from common import HAVE_TORCH, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -141,13 +141,8 @@ class PlanTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        db = tmpdir() / "varlen_kv_fake.db"
-        cls.path = str(db.with_suffix(".bundle"))
-        _run([TUNE, "run", "recipes/attention/varlen_kv.lua", "--db", str(db), "--strategy", "exhaustive",
-              "--problem", PROBLEM, "--compile-only", "--arch", "sm_90a", "--only", FALLBACK])
-        fake_gpu_results(db, 200000.0)
-        _run([TUNE, "bundle", "--db", str(db), "--recipe", "attention.varlen_kv", "--arch", "sm_90a", "--quiet",
-              "-o", cls.path])
+        cls.path = fake_bundle("varlen_kv_fake", "recipes/attention/varlen_kv.lua", "attention.varlen_kv", FALLBACK,
+                               (PROBLEM,), 200000.0)
 
     def setUp(self):
         tt.use_bundle(self.path, no_device=True, arch="sm_90a", strict=False)
