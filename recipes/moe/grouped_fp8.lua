@@ -26,12 +26,10 @@
 
 local space = require "gemm.shared.fp8"
 
-local TABLE_BYTES = (256 + 1 + 8) * 4  -- expert_tiles.cuh kTileTableBytes: after the mainloop's shared memory
+local experts = require "moe.shared.experts"
+local TABLE_BYTES = experts.TABLE_BYTES  -- after the kernel's own shared memory
 local SMEM = "(" .. space.SMEM .. " + " .. TABLE_BYTES .. ")"
 local TILES_N = "((N + BLOCK_N - 1) // BLOCK_N)"
--- upper bounds of the tile count (sum over experts of ceil(rows_e / BLOCK_M) <= T // BLOCK_M + E)
-local TILES_CONTIGUOUS = "((T // BLOCK_M + E) * " .. TILES_N .. ")"
-local TILES_MASKED = "(E * ((cap + BLOCK_M - 1) // BLOCK_M) * " .. TILES_N .. ")"
 local function grid_x(tiles) return "PERSISTENT == 1 and min(" .. tiles .. ", sm_count) or " .. tiles end
 
 -- Tiles by rows per expert: fewer than 16 (decode), the tiles of 64 rows; more than 512, the tiles of
@@ -83,13 +81,19 @@ local function masked_problems()
 end
 
 local KB, NB = space.KB, space.NB
-local function scale_args(rows)
+-- the rows of a's and c's 2-D views
+local function view_rows(layout) return layout == "contiguous" and "T" or "E * cap" end
+-- the scales' element counts (SCALE_MODE's shapes in grouped_fp8_sm90.cuh)
+local function scale_numel(layout)
+  local rows = view_rows(layout)
+  return "(scale == 'block' and " .. rows .. " * " .. KB .. " or scale == 'row' and " .. rows .. " or 1)",
+      "(scale == 'block' and E * " .. NB .. " * " .. KB .. " or scale == 'row' and E * N or E)"
+end
+local function scale_args(layout)
+  local a, w = scale_numel(layout)
   return {
-    { "scale_a", tensor = "f32",
-      shape = { "(scale == 'block' and " .. rows .. " * " .. KB .. " or scale == 'row' and " .. rows .. " or 1)" },
-      init = { "uniform", space.SCALE_LO, space.SCALE_HI } },
-    { "scale_w", tensor = "f32",
-      shape = { "(scale == 'block' and E * " .. NB .. " * " .. KB .. " or scale == 'row' and E * N or E)" },
+    { "scale_a", tensor = "f32", shape = { a }, init = { "uniform", space.SCALE_LO, space.SCALE_HI } },
+    { "scale_w", tensor = "f32", shape = { w },
       init = { "uniform", space.SCALE_LO .. " / sqrt(K)", space.SCALE_HI .. " / sqrt(K)" } },
   }
 end
@@ -98,7 +102,7 @@ end
 -- tools/peers/peer_family_moe_fp8.py, seed the routing by the groups' index, 3)
 local function args(layout)
   local contiguous = layout == "contiguous"
-  local rows = contiguous and "T" or "E * cap"
+  local rows = view_rows(layout)
   local t = contiguous and {
     { "a", tensor = "e4m3", shape = { "T", "K" }, init = { "normal", 0, 1 } },
     { "w", tensor = "e4m3", shape = { "E", "N", "K" }, init = { "normal", 0, 1 } },
@@ -110,7 +114,7 @@ local function args(layout)
     { "c", tensor = "bf16", shape = { "E", "cap", "N" }, output = true },
     { "counts", tensor = "i32", shape = { "E" }, init = { "randint", "min_count", "cap" } },
   }
-  for _, s in ipairs(scale_args(rows)) do t[#t + 1] = s end
+  for _, s in ipairs(scale_args(layout)) do t[#t + 1] = s end
   t[#t + 1] = { "E", scalar = "i32", value = "E" }
   t[#t + 1] = { "M", scalar = "i32", value = contiguous and "T" or "cap" }
   t[#t + 1] = { "N", scalar = "i32", value = "N" }
@@ -123,11 +127,10 @@ local function args(layout)
 end
 
 local function reference(layout)
-  local rows = layout == "contiguous" and "T" or "E * cap"
   return {
     source = "templates/gemm/reference_grouped_fp8.cuh",
     kernel = "grouped_gemm_fp8_reference",
-    grid = { "(N + 15) // 16", "(" .. rows .. " + 15) // 16", 1 },
+    grid = { "(N + 15) // 16", "(" .. view_rows(layout) .. " + 15) // 16", 1 },
     block = { 16, 16, 1 },
     shared = 0,
     defines = function(p)
@@ -140,7 +143,8 @@ local DOMAIN = { "E >= 1 and E <= 256", "N >= 16 and N % 16 == 0", "K >= 128 and
 
 local function recipe(layout)
   local contiguous = layout == "contiguous"
-  local rows = contiguous and "T" or "E * (min_count + cap) / 2"
+  local counted_rows = contiguous and "T" or "E * (min_count + cap) / 2"  -- expected (masked: counts are uniform)
+  local scale_a_numel, scale_w_numel = scale_numel(layout)
   local domain = { DOMAIN[1], DOMAIN[2], DOMAIN[3], DOMAIN[4], contiguous and "T >= 1" or "cap >= 1" }
   return {
     name = contiguous and "moe.grouped_fp8" or "moe.grouped_fp8_masked",
@@ -160,7 +164,7 @@ local function recipe(layout)
                  PERSISTENT = 0, RASTER = 1, RING_POS = 0 },
     problems = contiguous and contiguous_problems() or masked_problems(),
     launch = {
-      grid = { grid_x(contiguous and TILES_CONTIGUOUS or TILES_MASKED), 1, 1 },
+      grid = { grid_x(experts.tiles(layout, TILES_N)), 1, 1 },
       block = { "128 * (CONSUMERS + 1)", 1, 1 },
       shared = SMEM,
     },
@@ -169,11 +173,9 @@ local function recipe(layout)
     -- gemm.fp8's, for the same reasons (recipes/gemm/fp8.lua): the inputs keep |c| the same size
     tolerance = { rel_l2 = 5e-3, max_abs = 0.5 },
     metrics = {
-      flops = "2 * " .. rows .. " * N * K",
-      bytes = (contiguous and "T * K" or "E * cap * K") .. " + E * N * K + 2 * " .. (contiguous and "T" or "E * cap")
-          .. " * N + 4 * ((scale == 'block' and " .. (contiguous and "T" or "E * cap") .. " * " .. KB .. " or scale == 'row' and "
-          .. (contiguous and "T" or "E * cap") .. " or 1) + (scale == 'block' and E * " .. NB .. " * " .. KB
-          .. " or scale == 'row' and E * N or E))",
+      flops = "2 * " .. counted_rows .. " * N * K",
+      bytes = view_rows(layout) .. " * K + E * N * K + 2 * " .. view_rows(layout) .. " * N + 4 * (" .. scale_a_numel
+          .. " + " .. scale_w_numel .. ")",
     },
   }
 end

@@ -34,7 +34,8 @@
 -- the gate sums are ~ N(0, 0.02^2 K), std 0.9 .. 1.7 here, where silu is not yet linear.
 
 local SMEM_LIMIT = 227 * 1024
-local TABLE_BYTES = (256 + 1 + 8) * 4  -- grouped_sm90.cuh kTableBytes: the expert table after the barriers
+local experts = require "moe.shared.experts"
+local TABLE_BYTES = experts.TABLE_BYTES  -- after the kernel's own shared memory
 
 -- { BLOCK_M, BLOCK_N, CONSUMERS } of WS 1, and the tiles of one consumer warpgroup of WS 2 (ping-pong)
 local SHAPES = {
@@ -65,9 +66,6 @@ local THREADS = "128 * (CONSUMERS + 1)"
 local PER_SM = "max(1, min(233472 // (" .. SMEM .. " + 1024), 2048 // " .. THREADS
     .. ", 65536 // (" .. THREADS .. " * 168)))"
 local TILES_N = "((N + BLOCK_N // 2 - 1) // (BLOCK_N // 2))"  -- a tile stores BLOCK_N / 2 columns of h
--- upper bounds of the tile count (sum over experts of ceil(rows_e / BLOCK_M) <= T // BLOCK_M + E)
-local TILES_CONTIGUOUS = "((T // BLOCK_M + E) * " .. TILES_N .. ")"
-local TILES_MASKED = "(E * ((cap + BLOCK_M - 1) // BLOCK_M) * " .. TILES_N .. ")"
 local function grid_x(tiles) return "PERSISTENT == 1 and min(" .. tiles .. ", sm_count * " .. PER_SM .. ") or " .. tiles end
 
 local params = {
@@ -222,7 +220,7 @@ local function recipe(layout)
     fallback = FALLBACK,
     problems = contiguous and contiguous_problems() or masked_problems(),
     launch = {
-      grid = { grid_x(contiguous and TILES_CONTIGUOUS or TILES_MASKED), 1, 1 },
+      grid = { grid_x(experts.tiles(layout, TILES_N)), 1, 1 },
       block = { THREADS, 1, 1 },
       shared = SMEM,
     },

@@ -10,8 +10,8 @@
 //   expert_of_tile       the expert of an m tile of the flattened list (binary search of the table)
 //   expert_of_row        the expert of a row (the references' way: -1 for rows no expert owns)
 //   zero_padding         masked: the rows past the counts of c, written with zeros by a grid's threads
-// E <= kMaxExperts. The bf16 grouped GEMM (gemm/grouped_sm90.cuh) keeps its own copy of the first
-// three, written before this header; its recordings name that text.
+// E <= kMaxExperts. Both grouped GEMMs (gemm/grouped_sm90.cuh bf16, gemm/grouped_fp8_sm90.cuh) and
+// the references of both (the row's expert) use it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -53,15 +53,20 @@ __device__ __forceinline__ void build_tile_table(const ExpertRows<kMasked> &er, 
   if (t == 0) tile0[0] = 0;
 }
 
-// The last e with tile0[e] <= m_tile (experts without tiles share their tile0 with the next).
-__device__ __forceinline__ int expert_of_tile(const int *tile0, int E, int m_tile) {
-  int lo = 0, hi = E - 1;
+// The last i of 0 .. n - 1 with prefix[i] <= x (prefix non-decreasing, prefix[0] <= x).
+__device__ __forceinline__ int last_at_or_below(const int *prefix, int n, int x) {
+  int lo = 0, hi = n - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (tile0[mid] <= m_tile) lo = mid;
+    if (prefix[mid] <= x) lo = mid;
     else hi = mid - 1;
   }
   return lo;
+}
+
+// The expert of m tile m_tile (experts without tiles share their tile0 with the next).
+__device__ __forceinline__ int expert_of_tile(const int *tile0, int E, int m_tile) {
+  return last_at_or_below(tile0, E, m_tile);
 }
 
 // The expert that owns row `row` of the 2-D view, or -1 (a masked row past its count, a contiguous
@@ -72,13 +77,7 @@ template <bool kMasked> __device__ __forceinline__ int expert_of_row(const Exper
     return e < er.E && row - e * er.M < er.count(e) ? e : -1;
   } else {
     if (row < er.g[0] || row >= er.g[er.E]) return -1;
-    int lo = 0, hi = er.E - 1;  // the last e with offsets[e] <= row
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (er.g[mid] <= row) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return last_at_or_below(er.g, er.E, row);
   }
 }
 

@@ -26,7 +26,7 @@
 //   acc += part (tensor, row: their scales do not depend on k) or acc += sa * sb * part (block).
 // PART_BUFFERS 1: the consumer waits for each block's wgmma before promoting it (wgmma_wait<0>);
 // with CONSUMERS 2 the other warpgroup's wgmma fill that gap. Two accumulator sets per thread: MT *
-// BLOCK_N fp32 registers (at most 192, recipes/gemm/fp8.lua). PART_BUFFERS 2: two `part` sets used in
+// BLOCK_N fp32 registers (at most 192, recipes/gemm/shared/fp8.lua). PART_BUFFERS 2: two `part` sets used in
 // turn, so that block kb + 1's batch is issued before block kb's is waited for and promoted: the
 // tensor cores keep working through the promotion, at the cost of a third set (3 * MT * BLOCK_N / 2
 // registers: 128-column tiles of one m64 tile per warpgroup). Block mode loads a block's scales one
@@ -523,8 +523,9 @@ struct NoIdle {
 };
 
 // roles (every thread, after the block's __syncthreads): the producer warpgroup's first thread
-// issues every copy and its other 127 threads call idle(t, 127) with t = 0 .. 126 (work that needs
-// no registers, such as zeroing padding); the consumer warpgroups compute.
+// issues every copy and its warps 1 .. 3 call idle(t, 96) with t = 0 .. 95 (work that needs no
+// registers, such as zeroing padding); the consumer warpgroups compute. The rest of warp 0 leaves at
+// once: a diverged warp runs its paths in turn, so idle work there would hold up the copies.
 template <class Tiles, class Idle>
 __device__ __forceinline__ void roles(const Tiles &ts, const Smem &s, const float *__restrict__ scale_a,
                                       bf16 *__restrict__ c, const tune::tensormap &tmA, const tune::tensormap &tmB,
@@ -533,7 +534,7 @@ __device__ __forceinline__ void roles(const Tiles &ts, const Smem &s, const floa
     tune::setmaxnreg_dec<kProducerRegs>();
     const int t = (int)threadIdx.x - kCons * 128;
     if (t == 0) producer(ts, s.ring, s.full, s.empty, tmA, tmB);
-    else idle(t - 1, 127);
+    else if (t >= 32) idle(t - 32, 96);
   } else {
     tune::setmaxnreg_inc<kConsumerRegs>();
     consumer(ts, scale_a, c, s.ring, s.full, s.empty, s.row_scales);

@@ -14,9 +14,9 @@ namespace fp8gemm {
 
 struct DenseTiles {
   const float *scale_b;
-  int M, N, tiles_m, tiles_n, tiles, k_blocks, a_rows, b_rows;
-  __device__ __forceinline__ DenseTiles(const float *sb, int M_, int N_, int K)
-      : scale_b(sb), M(M_), N(N_), a_rows(M_), b_rows(N_) {
+  int N, tiles_m, tiles_n, tiles, k_blocks, a_rows, b_rows;  // a_rows = M, b_rows = N
+  __device__ __forceinline__ DenseTiles(const float *sb, int M, int N_, int K)
+      : scale_b(sb), N(N_), a_rows(M), b_rows(N_) {
     tiles_m = (M + kBM - 1) / kBM;
     tiles_n = (N + kBN - 1) / kBN;
     tiles = tiles_m * tiles_n;
@@ -28,7 +28,7 @@ struct DenseTiles {
     Tile t;
     t.m0 = rc.m * kBM;
     t.n0 = rc.n * kBN;
-    t.row_end = M;
+    t.row_end = a_rows;
     t.b_row = t.n0;
     t.sb = scale_b;
     return t;

@@ -75,17 +75,14 @@ struct ExpertTiles {
   }
 };
 
-// The producer warpgroup's idle threads: the masked layout's padding rows of c, zeroed (ZERO_PAD) by
-// its warps 1 .. 3. The first 31 idle threads share a warp with the thread that issues the copies and
-// leave at once: a diverged warp runs its paths in turn, and the copies would wait for the zeroing.
+// The producer warpgroup's idle warps (fp8_mainloop_sm90.cuh roles): the masked layout's padding
+// rows of c, zeroed (ZERO_PAD).
 template <bool kZero> struct PadRows {
   bf16 *c;
   tune::ExpertRows<kMasked> er;
   int N;
   __device__ __forceinline__ void operator()(int t, int nt) const {
-    if constexpr (kZero) {
-      if (t >= 31) tune::zero_padding(c, er, N, t - 31, nt - 31);
-    }
+    if constexpr (kZero) tune::zero_padding(c, er, N, t, nt);
   }
 };
 

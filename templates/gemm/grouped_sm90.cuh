@@ -49,7 +49,7 @@
 // Tunables: BLOCK_M 64 | 128, BLOCK_N 64 | 128 | 256, CONSUMERS 1 | 2, STAGES 3..5, WS 1 | 2,
 // USE_TMA 0 | 1, PRODUCER_WARPS (cp.async copying warps), PERSISTENT 0 | 1, RASTER; ranges as
 // gemm_sm90.cuh static_asserts them. Shapes: N % 8 == 0, K % 8 == 0 (USE_TMA: K >= 64), E 1..256.
-// Launch: block = 128 * (CONSUMERS + 1); dynamic shared memory = gemm90::kSmemBytes + kTableBytes (the
+// Launch: block = 128 * (CONSUMERS + 1); dynamic shared memory = gemm90::kSmemBytes + tune::kTileTableBytes (the
 // expert table after the ring's barriers): recipes/moe/grouped.lua.
 #include <cuda_bf16.h>
 
@@ -81,14 +81,13 @@ typedef __nv_bfloat16 bf16;
 
 #include "common/activation.cuh"
 #include "common/tma.cuh"
+#include "gemm/expert_tiles.cuh"
 #include "gemm/gemm_sm90.cuh"
 
 namespace grouped90 {
 
 using namespace gemm90;
 
-constexpr int kMaxExperts = 256;
-constexpr int kTableBytes = (kMaxExperts + 1 + 8) * 4;  // the m-tile prefix sums and the scan's warp sums
 constexpr bool kMasked = LAYOUT == 1;
 constexpr int kLoadWarps = USE_TMA ? 1 : PRODUCER_WARPS;  // producer warps that fill the ring
 constexpr bool kSwiglu = SWIGLU == 1;
@@ -98,42 +97,10 @@ constexpr int kWBoxRows = kOutN;                 // weight rows of one box (SWIG
 static_assert(LAYOUT == 0 || LAYOUT == 1, "LAYOUT must be 0 (contiguous) or 1 (masked)");
 static_assert(kWS, "the grouped GEMM runs with a producer warpgroup (WS 1 or 2)");
 static_assert(kBM <= 128, "BLOCK_M must be 64 or 128");
-static_assert(kThreads >= kMaxExperts, "one thread per expert builds the tile table");
-static_assert(kSmemBytes + kTableBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
+static_assert(kThreads >= tune::kMaxExperts, "one thread per expert builds the tile table");
+static_assert(kSmemBytes + tune::kTileTableBytes <= 227 * 1024, "shared memory over the 227 KiB per-block limit of sm_90");
 static_assert(SWIGLU == 0 || SWIGLU == 1, "SWIGLU must be 0 or 1");
 static_assert(!kSwiglu || USE_TMA, "SWIGLU loads its gate and up boxes with TMA (USE_TMA 1)");
-
-// The experts: where their rows are and how many m tiles each has (tile0, in shared memory).
-struct Groups {
-  const int *g;        // offsets [E + 1] or counts [E]
-  int E, M;            // experts; rows (contiguous) or capacity per expert (masked)
-  const int *tile0;    // tile0[e]: the first m tile of expert e; tile0[E]: all m tiles
-  __device__ __forceinline__ int row0(int e) const { return kMasked ? e * M : g[e]; }
-  __device__ __forceinline__ int count(int e) const {
-    return kMasked ? min(max(g[e], 0), M) : max(g[e + 1] - g[e], 0);
-  }
-  __device__ __forceinline__ int rows() const { return kMasked ? E * M : M; }  // rows of the 2-D views
-};
-
-// tile0 from the counts: thread e < E holds expert e's m tiles, a block-wide inclusive scan (warp
-// shuffles, then the 8 warp sums) gives tile0[e + 1]. Every thread of the block calls it; tile0 is
-// read after the block's next __syncthreads.
-__device__ __forceinline__ void build_table(const Groups &gr, int *tile0, int *warp_sum) {
-  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  int v = t < gr.E ? (gr.count(t) + kBM - 1) / kBM : 0;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int u = __shfl_up_sync(0xffffffffu, v, d);
-    if (lane >= d) v += u;
-  }
-  if (lane == 31 && w < kMaxExperts / 32) warp_sum[w] = v;
-  __syncthreads();
-  if (t < kMaxExperts) {
-    for (int i = 0; i < w; ++i) v += warp_sum[i];
-    tile0[t + 1] = v;
-  }
-  if (t == 0) tile0[0] = 0;
-}
 
 struct Tile {
   int m0, n0;     // first row (of the 2-D views) and first column of c
@@ -142,11 +109,13 @@ struct Tile {
                   // box's in [E * 2N][K], e * 2N + n0; the up box's is N further)
 };
 
+// The experts' rows (gemm/expert_tiles.cuh) and the m tiles of each (tile0, in shared memory).
 struct Sched {
-  Groups gr;
+  tune::ExpertRows<kMasked> er;
+  const int *tile0;  // tile0[e]: the first m tile of expert e; tile0[E]: all m tiles
   int N, tiles_m, tiles_n, tiles;
-  __device__ __forceinline__ Sched(const Groups &g, int N_) : gr(g), N(N_) {
-    tiles_m = gr.tile0[gr.E];
+  __device__ __forceinline__ Sched(const tune::ExpertRows<kMasked> &r, const int *t0, int N_) : er(r), tile0(t0), N(N_) {
+    tiles_m = tile0[er.E];
     tiles_n = (N + kOutN - 1) / kOutN;
     tiles = tiles_m * tiles_n;
   }
@@ -154,34 +123,16 @@ struct Sched {
   __device__ __forceinline__ int step() const { return PERSISTENT ? (int)gridDim.x : tiles; }
   __device__ __forceinline__ Tile at(int tile) const {
     const tune::tile_rc rc = tune::tile_order_grouped(tile, tiles_m, tiles_n, RASTER);
-    // the expert: the last e with tile0[e] <= rc.m (experts without tiles share their tile0 with the next)
-    int lo = 0, hi = gr.E - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (gr.tile0[mid] <= rc.m) lo = mid;
-      else hi = mid - 1;
-    }
+    const int e = tune::expert_of_tile(tile0, er.E, rc.m);
     Tile t;
-    const int r0 = gr.row0(lo);
-    t.m0 = r0 + (rc.m - gr.tile0[lo]) * kBM;
-    t.row_end = r0 + gr.count(lo);
+    const int r0 = er.row0(e);
+    t.m0 = r0 + (rc.m - tile0[e]) * kBM;
+    t.row_end = r0 + er.count(e);
     t.n0 = rc.n * kOutN;
-    t.w_row = lo * w_rows() + t.n0;
+    t.w_row = e * w_rows() + t.n0;
     return t;
   }
 };
-
-// ZERO_PAD (masked): rows count(e) .. M - 1 of every expert's c, zeroed by thread t of nt of this block
-// (the whole grid shares the work). Rows of a 16-byte aligned run: N % 8 == 0.
-__device__ __forceinline__ void zero_padding(bf16 *__restrict__ c, const Groups &gr, int N, int t, int nt) {
-  const long long first = (long long)blockIdx.x * nt + t, stride = (long long)gridDim.x * nt;
-  for (int e = 0; e < gr.E; ++e) {
-    const int cnt = gr.count(e);
-    uint4 *base = reinterpret_cast<uint4 *>(c + ((size_t)e * gr.M + cnt) * N);
-    const long long n = (long long)(gr.M - cnt) * (N / 8);
-    for (long long i = first; i < n; i += stride) base[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
-}
 
 // The producer warpgroup: as gemm90::producer, over this block's tiles of the grouped list.
 __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 *__restrict__ w, bf16 *__restrict__ c,
@@ -189,11 +140,12 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
                                          const tune::tensormap *tmA, const tune::tensormap *tmW) {
   const int t = threadIdx.x - kCons * 128;
   if constexpr (kMasked && ZERO_PAD) {
+    // ZERO_PAD: rows count(e) .. M - 1 of every expert's c (gemm/expert_tiles.cuh zero_padding)
     if (kLoadWarps < 4 && t >= kLoadWarps * 32) {  // the warps that do not load
-      zero_padding(c, s.gr, s.N, t - kLoadWarps * 32, 128 - kLoadWarps * 32);
+      tune::zero_padding(c, s.er, s.N, t - kLoadWarps * 32, 128 - kLoadWarps * 32);
       return;
     }
-    if (kLoadWarps == 4) zero_padding(c, s.gr, s.N, t, 128);  // every warp loads: zero first
+    if (kLoadWarps == 4) tune::zero_padding(c, s.er, s.N, t, 128);  // every warp loads: zero first
   }
   if (t >= kProdThreads) return;
   const int k_tiles = (K + kBK - 1) / kBK;
@@ -202,7 +154,7 @@ __device__ __forceinline__ void producer(const bf16 *__restrict__ a, const bf16 
   tune::tma_prefetch_desc(*tmW);
   // boxes clipped to the tensors (the recipe's maps): what a slot's copies complete
   const unsigned slot_bytes =
-      (unsigned)(min(kBM, s.gr.rows()) + (kSwiglu ? 2 : 1) * min(kWBoxRows, s.gr.E * s.w_rows())) * 128u;
+      (unsigned)(min(kBM, s.er.rows()) + (kSwiglu ? 2 : 1) * min(kWBoxRows, s.er.E * s.w_rows())) * 128u;
 #else
   (void)tmA;
   (void)tmW;
@@ -331,9 +283,8 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
   // the tile table after the barriers (dynamic: static shared memory would be padded to the ring's
   // 1024-byte alignment)
   int *tile0 = reinterpret_cast<int *>(smem_raw + (full + kBarBytes - base));
-  int *warp_sum = tile0 + kMaxExperts + 1;
-  const Groups gr{groups, E, M, tile0};
-  build_table(gr, tile0, warp_sum);
+  const tune::ExpertRows<kMasked> er{groups, E, M};
+  tune::build_tile_table<kBM>(er, tile0, tile0 + tune::kMaxExperts + 1);
   if (threadIdx.x == 0) {
     for (int st = 0; st < kStages; ++st) {
       tune::mbar_init(full + st * 8, kProdThreads);
@@ -346,7 +297,7 @@ __device__ __forceinline__ void run(const bf16 *__restrict__ a, const bf16 *__re
     tune::fence_mbar_init();
   }
   __syncthreads();  // the barriers and the tile table
-  const Sched s(gr, N);
+  const Sched s(er, tile0, N);
   if (threadIdx.x >= kCons * 128) {
     tune::setmaxnreg_dec<kProducerRegs>();
     producer(a, w, c, s, K, ring, full, empty, tmA, tmW);

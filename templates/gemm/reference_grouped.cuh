@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 
 #include "common/tma.cuh"
+#include "gemm/expert_tiles.cuh"
 
 #ifndef LAYOUT
 #error "reference_grouped.cuh needs -D LAYOUT=0|1"
@@ -26,19 +27,7 @@ typedef __nv_bfloat16 bf16;
 
 // The expert of row `row` of the 2-D view (-1: a masked row past its count, or a row no expert owns).
 __device__ __forceinline__ int expert_of(const int *groups, int E, int M, int row) {
-#if LAYOUT == 1
-  const int e = row / M;
-  return row - e * M < min(max(groups[e], 0), M) ? e : -1;
-#else
-  if (row < groups[0] || row >= groups[E]) return -1;
-  int lo = 0, hi = E - 1;  // the last e with offsets[e] <= row
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (groups[mid] <= row) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-#endif
+  return tune::expert_of_row(tune::ExpertRows<LAYOUT == 1>{groups, E, M}, row);
 }
 
 #if !SWIGLU
