@@ -145,7 +145,8 @@ local function recipe(dynamic)
 
     domain = { "T >= 1", "N >= 8", "N % 8 == 0", "N <= 1048576",
                dynamic and "quant == 'group' or quant == 'token'" or "quant == 'static'" },
-    fallback = { ROW_MODE = 1, BLOCK = 256, VEC_BYTES = 16, LOADS = 2, CACHE_ROW = 0 },
+    -- a row per block of 128 threads: no tuned problem prunes it (a pass of 1024 columns)
+    fallback = { ROW_MODE = 1, BLOCK = 128, VEC_BYTES = 16, LOADS = 2, CACHE_ROW = 0 },
 
     launch = {
       grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", 1, 1 },
