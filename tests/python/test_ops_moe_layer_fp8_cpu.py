@@ -1,15 +1,15 @@
 """tunert.torch.moe_layer_fp8 on any CPU: the activation quantization against its definition, the
 layer against a float64 computation written here from the formula (routing, every routed row's
 quantization, the two expert GEMMs per 128-wide K block, SwiGLU, the weighted sum), the op against
-moe_layer_fp8_torch, the argument errors and the fake implementation. No GPU, no bundle: the expert
-GEMMs take grouped_scaled_mm's PyTorch path here (tests/python/test_ops_gpu.py runs the tuned ones)."""
+moe_layer_fp8_torch, SwiGLU's quantization through tunert.torch.swiglu_quant_fp8, the argument errors
+and the fake implementation. No GPU, no bundle: the expert GEMMs take grouped_scaled_mm's PyTorch path
+here (tests/python/test_ops_gpu.py runs the tuned ones)."""
 import unittest
 
 from common import HAVE_TORCH, needs_torch
 
 if HAVE_TORCH:
     import torch
-    import torch.nn.functional as F
     import tunert.torch as tt
     from tunert.errors import DTypeMismatch, InvalidArgument
     from tunert.torch import _ops_moe_layer_fp8 as lf
@@ -75,7 +75,7 @@ def dequant_weights(w8, s, mode):
 
 def layer_plain(x, router_w, w13, s13, w2, s2, top_k, mode):
     """The layer in float64 from the formula, the bf16 roundings where the op rounds (the expert
-    GEMMs' outputs, SwiGLU's output, the final sum)."""
+    GEMMs' outputs, the final sum); SwiGLU's output is quantized as it is, as swiglu_quant_fp8 does."""
     weights, ids = tt._ops_moe_layer.route(x, router_w, top_k)   # moe_layer's routing (tested there)
     T, H = x.shape
     I = w13.shape[1] // 2
@@ -85,8 +85,8 @@ def layer_plain(x, router_w, w13, s13, w2, s2, top_k, mode):
     W13, W2 = dequant_weights(w13, s13, mode), dequant_weights(w2, s2, mode)
     xq = quantize_plain(x[rows].float(), mode)
     g = torch.stack([xq[i] @ W13[e].t() for i, e in enumerate(e_of.tolist())]).to(torch.bfloat16).double()
-    h = (g[:, :I] / (1 + torch.exp(-g[:, :I])) * g[:, I:]).to(torch.bfloat16)
-    hq = quantize_plain(h.float(), mode)
+    h = g[:, :I] / (1 + torch.exp(-g[:, :I])) * g[:, I:]
+    hq = quantize_plain(h, mode)
     y = torch.stack([hq[i] @ W2[e].t() for i, e in enumerate(e_of.tolist())]).to(torch.bfloat16).double()
     out = torch.zeros(T, H, dtype=torch.float64)
     w_flat = weights.reshape(-1).double()
@@ -137,6 +137,16 @@ class LayerTest(unittest.TestCase):
             args = layer_args(mode, seed=3)
             torch.testing.assert_close(tt.moe_layer_fp8(*args, top_k=3, scoring="sigmoid"),
                                        tt.moe_layer_fp8_torch(*args, top_k=3, scoring="sigmoid"), msg=mode)
+
+    def test_swiglu_quant_fp8_between_the_gemms(self):
+        # block and row: one call in the down GEMM's scaling; tensor: token scales, then one static pass
+        want = {"block": (1, 0), "row": (1, 0), "tensor": (1, 1)}
+        for mode in MODES:
+            tt.reset_stats()
+            tt.moe_layer_fp8(*layer_args(mode), top_k=2)
+            st = tt.stats()
+            got = tuple(st.get(op, {}).get("cpu", 0) for op in ("swiglu_quant_fp8", "swiglu_quant_fp8_static"))
+            self.assertEqual(got, want[mode], mode)
 
     def test_a_wrong_scale_block_shows(self):
         # the test can fail: one weight block scaled twice over moves the tokens routed to it

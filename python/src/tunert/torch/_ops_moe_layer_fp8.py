@@ -10,9 +10,13 @@ ceil(I/128)]), row ([E, 2I], [E, H]) or tensor ([E], [E]). The routing, the perm
 weighted combination are moe_layer's (route, permute, tunert::moe_combine); each expert GEMM's input
 is quantized to e4m3 in the weights' scaling (quantize: per token and 128 of K, per token, or one
 scale for the batch; scale = amax / 448, e4m3's largest, floored as rmsnorm_add_fp8's), then multiplied by
-tunert::grouped_scaled_mm (moe.grouped_fp8 through the bundle; its PyTorch path elsewhere), with
-silu(gate) * up in fp32 between the two, rounded to bf16 once. The quantization and SwiGLU are
-PyTorch ops; moe_layer_fp8_torch is the same layer with every GEMM on the PyTorch path.
+tunert::grouped_scaled_mm (moe.grouped_fp8 through the bundle; its PyTorch path elsewhere). Between
+the two, the gate/up GEMM's bf16 output goes through tunert.torch.swiglu_quant_fp8 (moe.swiglu_fp8
+through the bundle): silu(gate) * up in fp32, quantized to e4m3 in the down GEMM's scaling without a
+bf16 h in between (block: quant "group", row: "token"; tensor: the rows' "token" scales first, whose
+maximum is the batch's scale by the same rule, then "static" with it: two passes, as a dynamic
+per-tensor quantization needs). The layer input's quantization is a PyTorch op; moe_layer_fp8_torch
+is the same layer with every GEMM and the SwiGLU quantization on their PyTorch paths.
 """
 import torch
 import torch.nn.functional as F
@@ -23,6 +27,10 @@ from ._ops_fp8 import _cdiv
 from ._ops_moe_fp8 import _contiguous_ref, grouped_scaled_mm
 from ._ops_moe_layer import _combine_tuned, _layer, check_layer_shapes, combine
 from ._ops_norm_fp8 import e4m3_scale, to_e4m3
+from ._ops_swiglu_fp8 import _quantize as _swiglu_quant_torch
+from ._ops_swiglu_fp8 import swiglu_quant_fp8
+
+QUANT_OF = {"block": "group", "row": "token"}   # the weights' scaling -> swiglu_quant_fp8's quant
 
 
 def quantize(x, mode):
@@ -53,17 +61,25 @@ def _mode_of(w13_scale, w2_scale):
     return m13
 
 
-def _experts(w13_scale, w2_scale, mode, gemm):
-    """(swiglu, down) for _layer over e4m3 weights: each input quantized in `mode`, then
-    gemm(a8, w8, offsets, scale_a, scale_w)."""
+def swiglu_quantize(g, mode, act=swiglu_quant_fp8):
+    """(h8, scale) of silu(gate) * up of the gate/up GEMM's output g [R, 2I], in `mode` (the scale
+    shapes of quantize): act(g, quant[, scale]) is swiglu_quant_fp8 or its PyTorch path. tensor: the
+    batch's scale is the largest of the rows' (e4m3_scale is monotone), then one static pass."""
+    if mode != "tensor":
+        return act(g, QUANT_OF[mode])
+    _, rows = act(g, "token")
+    return act(g, "static", rows.amax().reshape(1))
+
+
+def _experts(w13_scale, w2_scale, mode, gemm, act=swiglu_quant_fp8):
+    """(swiglu, down) for _layer over e4m3 weights: the layer input quantized in `mode`, the gate/up
+    output quantized by swiglu_quantize(.., act), each GEMM gemm(a8, w8, offsets, scale_a, scale_w)."""
     def swiglu(a, w13, offsets):
         a8, sa = quantize(a, mode)
-        g = gemm(a8, w13, offsets, sa, w13_scale).float()
-        I = w13.shape[1] // 2
-        return (F.silu(g[:, :I]) * g[:, I:]).to(torch.bfloat16)
+        return swiglu_quantize(gemm(a8, w13, offsets, sa, w13_scale), mode, act)
 
     def down(h, w2, offsets):
-        h8, sh = quantize(h, mode)
+        h8, sh = h
         return gemm(h8, w2, offsets, sh, w2_scale)
     return swiglu, down
 
@@ -86,10 +102,11 @@ def _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring):
 
 
 def moe_layer_fp8_torch(x, router_w, w13, w13_scale, w2, w2_scale, top_k, renormalize=True, scoring="softmax"):
-    """moe_layer_fp8 with every expert GEMM on grouped_scaled_mm's PyTorch path (fp32 dequantized) and
-    the combination in PyTorch: the same quantization, routing and roundings, the reference."""
+    """moe_layer_fp8 with every expert GEMM on grouped_scaled_mm's PyTorch path (fp32 dequantized), the
+    SwiGLU quantization on swiglu_quant_fp8's and the combination in PyTorch: the same quantization,
+    routing and roundings, the reference."""
     mode = _check_layer(x, router_w, w13, w13_scale, w2, w2_scale, top_k, scoring)
-    swiglu, down = _experts(w13_scale, w2_scale, mode, _gemm_torch(mode))
+    swiglu, down = _experts(w13_scale, w2_scale, mode, _gemm_torch(mode), _swiglu_quant_torch)
     return _layer(x, router_w, w13, w2, top_k, renormalize, scoring, swiglu, down, combine)
 
 
