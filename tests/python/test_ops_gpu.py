@@ -741,3 +741,66 @@ class DecodeFp8TmaGpuTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_cuda
+class SwigluFp8GpuTest(unittest.TestCase):
+    """swiglu_quant_fp8 on a bundle tuned here (moe.swiglu_fp8 / moe.swiglu_fp8_static: a few configs
+    of each kind on cuda:0, each verified by the tuner against the fp64 reference), against its
+    PyTorch path on the same CUDA tensors: tuned problems and portable entries for untuned T and N in
+    every mode, and the PyTorch fallback outside the domain (N % 8 != 0)."""
+    CONFIGS = ("ROW_MODE=0,BLOCK=256,VEC_BYTES=16,LOADS=2,CACHE_ROW=0",
+               "ROW_MODE=1,BLOCK=128,VEC_BYTES=8,LOADS=4,CACHE_ROW=0",
+               "ROW_MODE=1,BLOCK=256,VEC_BYTES=16,LOADS=1,CACHE_ROW=1")
+    PROBLEMS = ("t512n2048_group", "t37n1096_group", "t512n2048_token", "t37n1096_token", "t37n1096_static")
+
+    @classmethod
+    def setUpClass(cls):
+        from common import SRC, TUNE, _run, tmpdir
+        db, out = tmpdir() / "swiglu_fp8_gpu.db", tmpdir() / "swiglu_fp8_gpu.bundle"
+        run = [TUNE, "run", str(SRC / "recipes/moe/swiglu_fp8.lua"), "--db", str(db), "--strategy", "exhaustive",
+               "--device", "cuda:0"]
+        for p in cls.PROBLEMS:
+            run += ["--problem", p]
+        for c in cls.CONFIGS:
+            _run(run + ["--only", c])
+        _run([TUNE, "bundle", "--db", str(db), "--recipe", "moe.swiglu_fp8,moe.swiglu_fp8_static", "--arch",
+              f"sm_{''.join(map(str, torch.cuda.get_device_capability()))}a", "--quiet", "-o", str(out)])
+        cls.path = str(out)
+
+    def setUp(self):
+        tt.use_bundle(self.path, strict=False)
+        tt.reset_stats()
+
+    def tearDown(self):
+        tt.use_bundle(None, strict=False)
+
+    def check(self, T, N, quant, kind):
+        x = bf(T, 2 * N, scale=2.0)
+        scale = torch.tensor([20 / 448], device="cuda") if quant == "static" else None
+        y, s = tt.swiglu_quant_fp8(x, quant, scale)
+        y_ref, s_ref = tt._ops_swiglu_fp8._quantize(x, quant, scale)
+        what = f"T {T} N {N} {quant}"
+        op = "swiglu_quant_fp8_static" if quant == "static" else "swiglu_quant_fp8"
+        self.assertEqual(tt.stats()[op]["tuned" if kind else "fallback"], 1, what)
+        if kind:   # an untuned problem: a nearest tuned entry, or the family's generic one
+            self.assertIn(tt.explain("swiglu_quant_fp8", x, quant, scale).selection_kind,
+                          ("tuned",) if kind == "tuned" else ("nearest", "fallback"), what)
+        torch.testing.assert_close(s, s_ref, rtol=1e-5, atol=0, msg=what)
+        # one e4m3 step where fp32 h / scale and h * (1 / scale) straddle a midpoint: rare, never two
+        diff = (y.float() - y_ref.float()).abs()
+        self.assertLessEqual(float((diff > 0).float().mean()), 1e-3, what)
+        self.assertTrue(bool((diff <= y_ref.float().abs() * 2.0 ** -3 + 2.0 ** -9).all()), what)
+        tt.reset_stats()
+
+    def test_tuned_problems(self):
+        for T, N, quant in ((512, 2048, "group"), (37, 1096, "group"), (512, 2048, "token"), (37, 1096, "token"),
+                            (37, 1096, "static")):
+            self.check(T, N, quant, "tuned")
+
+    def test_untuned_problems(self):
+        for T, N, quant in ((3, 7168, "group"), (1000, 1000, "token"), (65, 14336, "static"), (1, 8, "group")):
+            self.check(T, N, quant, "nearest")
+
+    def test_outside_the_domain(self):
+        self.check(5, 1004, "group", None)
