@@ -23,7 +23,8 @@
 -- a row per warp or per block (ROW_MODE, BLOCK), the load width (VEC_BYTES 8 or 16: 4 or 8 columns,
 -- y stored 4 or 8 bytes at a time), LOADS passes of gate and up vectors in flight per thread, and in
 -- the token mode CACHE_ROW: the row's h kept in registers (ITERS vectors a thread) rather than read
--- again for the quantization pass. The group mode needs no row reduction: a group's 128 columns are
+-- again for the quantization pass; in the group and static modes, which need no row-wide reduction,
+-- SPLIT blocks per row along N (grid.y), so that a few rows (decode) still spread over the SMs. The group mode needs no row reduction: a group's 128 columns are
 -- 16 or 32 lanes of one warp in one pass, reduced by shuffles. Every field libtunert evaluates is an
 -- expression: bundled variants serve untuned T and N. Domain: T >= 1, N % 8 == 0 (every vector of
 -- gate, up and y aligned for both widths; no scalar path); tails of N are masked per vector, a
@@ -108,6 +109,8 @@ local function recipe(dynamic)
       { "VEC_BYTES", { 16, 8 } },                -- bytes per bf16 load (y: half as many)
       { "LOADS",     { 2, 1, 4 } },              -- passes of gate and up vectors loaded ahead
       { "CACHE_ROW", dynamic and { 0, 1 } or { 0 } },  -- token mode: the row's h held in registers
+      -- group and static modes: blocks per row along N (a few rows still spread over the SMs)
+      { "SPLIT",     { 1, 4, 16 }, absent = 1 },
     },
 
     constraints = {
@@ -115,14 +118,21 @@ local function recipe(dynamic)
       "CACHE_ROW == 0 or LOADS == 1",  -- the cached row is loaded at once: LOADS does not apply
     },
 
-    -- the template's capacity of the cached row (its static_assert)
-    requires = { "CACHE_ROW == 0 or " .. ITERS .. " * (VEC_BYTES // 2) <= 64" },
+    -- the template's capacity of the cached row and its split rule (its static_asserts)
+    requires = { "CACHE_ROW == 0 or " .. ITERS .. " * (VEC_BYTES // 2) <= 64", "SPLIT == 1 or quant ~= 'token'" },
 
     applies = function(c, p)
       local ve = c.VEC_BYTES // 2
       local tpr = threads_per_row(c)
       if p.quant ~= "token" and c.CACHE_ROW == 1 then
         return false, "one pass over the row: nothing to cache"
+      end
+      if c.SPLIT > 1 then
+        if p.quant == "token" then return false, "token: the row's scale needs all of it in one block" end
+        local passes = (p.N + tpr * ve - 1) // (tpr * ve)
+        if c.SPLIT > passes then return false, "more splits than passes over the row" end
+        local row_blocks = c.ROW_MODE == 0 and (p.T + c.BLOCK // 32 - 1) // (c.BLOCK // 32) or p.T
+        if row_blocks >= 512 then return false, "enough rows to fill the SMs unsplit" end
       end
       if tpr * ve > 2 * p.N then
         return false, "a pass covers over twice the row: most threads idle"
@@ -146,10 +156,10 @@ local function recipe(dynamic)
     domain = { "T >= 1", "N >= 8", "N % 8 == 0", "N <= 1048576",
                dynamic and "quant == 'group' or quant == 'token'" or "quant == 'static'" },
     -- a row per block of 128 threads: no tuned problem prunes it (a pass of 1024 columns)
-    fallback = { ROW_MODE = 1, BLOCK = 128, VEC_BYTES = 16, LOADS = 2, CACHE_ROW = 0 },
+    fallback = { ROW_MODE = 1, BLOCK = 128, VEC_BYTES = 16, LOADS = 2, CACHE_ROW = 0, SPLIT = 1 },
 
     launch = {
-      grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", 1, 1 },
+      grid = { "ROW_MODE == 0 and (T + BLOCK // 32 - 1) // (BLOCK // 32) or T", "SPLIT", 1 },
       block = { "BLOCK", 1, 1 },
       shared = 0,
     },

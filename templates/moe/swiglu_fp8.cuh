@@ -30,6 +30,9 @@
 //   LOADS      1 | 2 | 4    passes whose gate and up vectors are loaded before the first is used
 //                           (the loads in flight per thread, what hides DRAM latency)
 //   CACHE_ROW  0 | 1        token mode: h of the whole row held in registers (ITERS vectors a thread)
+//   SPLIT      1 | 4 | 16   group and static modes: blocks per row along N (grid.y), each taking a run
+//                           of its passes: a few rows (decode) still spread over the SMs, as these
+//                           modes need no row-wide reduction
 // Problem constants: QUANT; ITERS (CACHE_ROW 1: ceil(N / (kThreads * kVec)), from the recipe).
 // Domain: N % 8 == 0, so that every vector of gate, up and y is aligned for either width (no scalar
 // path); T >= 1 and any N: the last pass is masked per vector.
@@ -42,6 +45,9 @@
 #if !defined(QUANT) || !defined(ROW_MODE) || !defined(BLOCK) || !defined(VEC_BYTES) || !defined(LOADS) || \
     !defined(CACHE_ROW)
 #error "swiglu_fp8.cuh needs -D QUANT ROW_MODE BLOCK VEC_BYTES LOADS CACHE_ROW"
+#endif
+#ifndef SPLIT
+#define SPLIT 1
 #endif
 #if CACHE_ROW && !defined(ITERS)
 #error "swiglu_fp8.cuh needs -D ITERS (vectors per thread held in registers) with CACHE_ROW 1"
@@ -60,6 +66,7 @@ static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a 
 static_assert(VEC_BYTES == 8 || VEC_BYTES == 16, "VEC_BYTES must be 8 or 16");
 static_assert(LOADS == 1 || LOADS == 2 || LOADS == 4, "LOADS must be 1, 2 or 4");
 static_assert(CACHE_ROW == 0 || QUANT == 2, "CACHE_ROW 1 is the token mode's (the others make one pass)");
+static_assert(SPLIT >= 1 && (SPLIT == 1 || QUANT != 2), "SPLIT > 1 needs a mode without a row reduction (group, static)");
 // h in registers: ITERS * kVec floats, plus the raw vectors while they are converted
 static_assert(!CACHE_ROW || (ITERS >= 1 && ITERS * VEC_BYTES / 2 <= 64), "cached row slice over 64 floats per thread");
 
@@ -81,6 +88,8 @@ struct row_ctx {
   unsigned char *y;  // the row's output: y + row * N
   long long row;     // row index: the slot of its scales
   int n;             // N: columns of h
+  int end;           // one past the last column this block handles (n, or its split's end)
+  int pass0, pass1;  // the passes over the row this block makes: [pass0, pass1)
   int t;             // thread index within the row
   bool active;       // false: a warp past the last row (warp mode)
 };
@@ -95,16 +104,17 @@ __device__ __forceinline__ row_ctx tile_setup(const bf16 *x, unsigned char *y, i
     row = blockIdx.x;
     t = threadIdx.x;
   }
-  return {x + row * 2 * N, y + row * N, row, N, t, row < T};
+  // split blockIdx.y of SPLIT takes its share of the row's passes (the same for all its threads)
+  const int passes = (N + kThreads * kVec - 1) / (kThreads * kVec);
+  const int split = SPLIT == 1 ? 0 : (int)blockIdx.y;  // a constant 0 unsplit: no live registers for it
+  const int pass0 = (int)((long long)passes * split / SPLIT), pass1 = (int)((long long)passes * (split + 1) / SPLIT);
+  const int end = SPLIT == 1 ? N : min(N, pass1 * kThreads * kVec);
+  return {x + row * 2 * N, y + row * N, row, N, end, pass0, pass1, t, row < T};
 }
 
-// First column of the thread's vector in pass j; the vector is whole when < n, else past the end.
+// First column of the thread's vector in pass j; the vector is whole when < end, else not this
+// block's (past the row or in the next split's passes).
 __device__ __forceinline__ int vec_col(const row_ctx &c, int j) { return (j * kThreads + c.t) * kVec; }
-
-// Passes over the row (uniform over the row's threads).
-__device__ __forceinline__ int row_passes(const row_ctx &c) {
-  return (c.n + kThreads * kVec - 1) / (kThreads * kVec);
-}
 
 // The gate and up vectors of NV passes from pass j0 (zeros past the row's end: h = 0 there, which
 // raises no maximum and is never stored).
@@ -113,7 +123,7 @@ __device__ __forceinline__ void load_stage(const row_ctx &c, int j0, vec (&g)[NV
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
     const int e = vec_col(c, j0 + j);
-    if (e < c.n) {
+    if (e < c.end) {
       g[j] = tune::load_words<1, VEC_BYTES>(c.gate + e);
       u[j] = tune::load_words<1, VEC_BYTES>(c.gate + c.n + e);
     } else {
@@ -139,9 +149,9 @@ __device__ __forceinline__ void compute_stage(const vec (&g)[NV], const vec (&u)
   }
 }
 
-// y = e4m3(h * q) of the vector at column e, if it is in the row.
+// y = e4m3(h * q) of the vector at column e, if it is this block's.
 __device__ __forceinline__ void epilogue(const row_ctx &c, int e, const float (&h)[kVec], float q) {
-  if (e >= c.n) return;
+  if (e >= c.end) return;
   out_vec o;
 #pragma unroll
   for (int i = 0; i < out_vec::kN; ++i)
@@ -152,11 +162,11 @@ __device__ __forceinline__ void epilogue(const row_ctx &c, int e, const float (&
 __device__ __forceinline__ float scale_of(float amax) { return fmaxf(amax / kE4m3Max, kMinScale); }
 
 // QUANT 1: one pass; each vector's group maximum from its kGroupLanes lanes, whose first writes the
-// group's scale. Passes past the row's end (LOADS > 1) shuffle zeros and store nothing.
+// group's scale (a pass covers whole groups, so a split never cuts one). Passes past the block's
+// (LOADS > 1) shuffle zeros and store nothing.
 __device__ __forceinline__ void group_row(const row_ctx &c, float *__restrict__ scale) {
-  const int passes = row_passes(c);
   const int groups = (c.n + kGroup - 1) / kGroup;
-  for (int j0 = 0; j0 < passes; j0 += LOADS) {
+  for (int j0 = c.pass0; j0 < c.pass1; j0 += LOADS) {
     vec g[LOADS], u[LOADS];
     float h[LOADS][kVec], m[LOADS];
     load_stage(c, j0, g, u);
@@ -165,7 +175,7 @@ __device__ __forceinline__ void group_row(const row_ctx &c, float *__restrict__ 
     for (int j = 0; j < LOADS; ++j) {
       const float s = scale_of(tune::warp_reduce_max<kGroupLanes>(m[j]));
       const int e = vec_col(c, j0 + j);
-      if (c.t % kGroupLanes == 0 && e < c.n) scale[c.row * groups + e / kGroup] = s;
+      if (c.t % kGroupLanes == 0 && e < c.end) scale[c.row * groups + e / kGroup] = s;
       epilogue(c, e, h[j], 1.f / s);
     }
   }
@@ -197,9 +207,8 @@ __device__ __forceinline__ void token_row(const row_ctx &c, float *__restrict__ 
 #pragma unroll
     for (int j = 0; j < kIters; ++j) epilogue(c, vec_col(c, j), h[j], q);
   } else {
-    const int passes = row_passes(c);
     float mx = 0.f;
-    for (int j0 = 0; j0 < passes; j0 += LOADS) {
+    for (int j0 = 0; j0 < c.pass1; j0 += LOADS) {
       vec g[LOADS], u[LOADS];
       float h[LOADS][kVec], m[LOADS];
       load_stage(c, j0, g, u);
@@ -208,7 +217,7 @@ __device__ __forceinline__ void token_row(const row_ctx &c, float *__restrict__ 
       for (int j = 0; j < LOADS; ++j) mx = fmaxf(mx, m[j]);
     }
     const float q = token_factor(c, mx, scale, smem);
-    for (int j0 = 0; j0 < passes; j0 += LOADS) {  // the same loads and arithmetic: the same h
+    for (int j0 = 0; j0 < c.pass1; j0 += LOADS) {  // the same loads and arithmetic: the same h
       vec g[LOADS], u[LOADS];
       float h[LOADS][kVec], m[LOADS];
       load_stage(c, j0, g, u);
@@ -221,8 +230,7 @@ __device__ __forceinline__ void token_row(const row_ctx &c, float *__restrict__ 
 
 // QUANT 3: one pass with the given scale's reciprocal.
 __device__ __forceinline__ void static_row(const row_ctx &c, float q) {
-  const int passes = row_passes(c);
-  for (int j0 = 0; j0 < passes; j0 += LOADS) {
+  for (int j0 = c.pass0; j0 < c.pass1; j0 += LOADS) {
     vec g[LOADS], u[LOADS];
     float h[LOADS][kVec], m[LOADS];
     load_stage(c, j0, g, u);
@@ -234,7 +242,7 @@ __device__ __forceinline__ void static_row(const row_ctx &c, float q) {
 
 }  // namespace sg
 
-// grid: ROW_MODE 0: ceil(T / (BLOCK / 32)); ROW_MODE 1: T. block BLOCK.
+// grid: (ROW_MODE 0: ceil(T / (BLOCK / 32)); ROW_MODE 1: T, SPLIT). block BLOCK.
 // scale: QUANT 1 [T][ceil(N / 128)] written, QUANT 2 [T] written, QUANT 3 [1] read.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 swiglu_fp8_kernel(const bf16 *__restrict__ x, unsigned char *__restrict__ y, float *__restrict__ scale, int T, int N) {

@@ -7,13 +7,15 @@
 . "$(dirname "$0")/lib.sh"
 "$TUNE" run "$SRC/recipes/moe/swiglu_fp8.lua" --compile-only --arch sm_90a --db s.db >run.txt 2>&1
 check "the recipes compile" test $? -eq 0
-check "dynamic space" contains run.txt "moe.swiglu_fp8: 56 of 96 configs satisfy the constraints"
-check "static space" contains run.txt "moe.swiglu_fp8_static: 42 of 48 configs satisfy the constraints"
+check "dynamic space" contains run.txt "moe.swiglu_fp8: 168 of 288 configs satisfy the constraints"
+check "static space" contains run.txt "moe.swiglu_fp8_static: 126 of 144 configs satisfy the constraints"
 check "group mode: nothing cached" contains run.txt "one pass over the row: nothing to cache"
 check "the register model prunes" contains run.txt "does not fit the register cap"
 check "idle threads pruned" contains run.txt "most threads idle"
-check "every dynamic problem's configs" contains run.txt "moe.swiglu_fp8: 746 results, 746 compiled (compile-only, not timed)"
-check "every static problem's configs" contains run.txt "moe.swiglu_fp8_static: 144 results, 144 compiled (compile-only, not timed)"
+check "token mode: no split rows" contains run.txt "token: the row's scale needs all of it in one block"
+check "many rows: no split" contains run.txt "enough rows to fill the SMs unsplit"
+check "every dynamic problem's configs" contains run.txt "moe.swiglu_fp8: 863 results, 863 compiled (compile-only, not timed)"
+check "every static problem's configs" contains run.txt "moe.swiglu_fp8_static: 240 results, 240 compiled (compile-only, not timed)"
 
 n_err=$(sql s.db "select count(*) from results where status <> 'ok' and error_text <> 'compile-only'")
 check "no compile errors ($n_err)" test "$n_err" = 0
@@ -22,6 +24,9 @@ check "compiled without spills ($n_spill spilled or unknown)" test "$n_spill" = 
 n_cached=$(sql s.db "select count(*) from results r join configs c on c.id = r.config_id join problems p on p.id = r.problem_id
   where c.params_json like '%\"CACHE_ROW\":1%' and p.name like '%_token'")
 check "token mode's cached rows compile ($n_cached)" test "$n_cached" -ge 10
+n_split=$(sql s.db "select count(*) from results r join configs c on c.id = r.config_id join problems p on p.id = r.problem_id
+  where c.params_json not like '%\"SPLIT\":1%' and (p.name like '%_group' or p.name like '%_static')")
+check "split rows compile in the group and static modes ($n_split)" test "$n_split" -ge 100
 n_name=$(sql s.db "select group_concat(lowered_name) from (select distinct lowered_name from binaries order by 1)")
 check "the kernel and its reference ($n_name)" test "$n_name" = "swiglu_fp8_kernel,swiglu_fp8_reference"
 

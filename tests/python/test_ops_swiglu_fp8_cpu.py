@@ -205,8 +205,8 @@ class PlanTest(unittest.TestCase):
     def tearDown(self):
         tt.use_bundle(None, strict=False)
 
-    def explain(self, T, N, quant="group", scale=None, dtype=torch.bfloat16):
-        x = torch.empty(T, 2 * N, dtype=dtype, device="meta")
+    def explain(self, T, N, quant="group", scale=None, dtype=None):
+        x = torch.empty(T, 2 * N, dtype=dtype or torch.bfloat16, device="meta")
         return tt.explain("swiglu_quant_fp8", x, quant, scale)
 
     def test_tuned_and_nearest(self):
