@@ -110,7 +110,7 @@ local function recipe(dynamic)
       { "LOADS",     { 2, 1, 4 } },              -- passes of gate and up vectors loaded ahead
       { "CACHE_ROW", dynamic and { 0, 1 } or { 0 } },  -- token mode: the row's h held in registers
       -- group and static modes: blocks per row along N (a few rows still spread over the SMs)
-      { "SPLIT",     { 1, 4, 16 }, absent = 1 },
+      { "SPLIT",     { 1, 4, 16, 64 }, absent = 1 },
     },
 
     constraints = {

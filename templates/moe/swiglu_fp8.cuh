@@ -30,7 +30,7 @@
 //   LOADS      1 | 2 | 4    passes whose gate and up vectors are loaded before the first is used
 //                           (the loads in flight per thread, what hides DRAM latency)
 //   CACHE_ROW  0 | 1        token mode: h of the whole row held in registers (ITERS vectors a thread)
-//   SPLIT      1 | 4 | 16   group and static modes: blocks per row along N (grid.y), each taking a run
+//   SPLIT      1 .. 64      group and static modes: blocks per row along N (grid.y), each taking a run
 //                           of its passes: a few rows (decode) still spread over the SMs, as these
 //                           modes need no row-wide reduction
 // Problem constants: QUANT; ITERS (CACHE_ROW 1: ceil(N / (kThreads * kVec)), from the recipe).
