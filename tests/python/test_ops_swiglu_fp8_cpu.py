@@ -131,6 +131,17 @@ class ReferenceTest(unittest.TestCase):
         y2, s2 = lf.quantize(h, "tensor")
         self.assertTrue(torch.equal(y.float(), y2.float()) and torch.equal(s, s2), "tensor")
 
+    def test_vendor_entry_runs_the_peers_function(self):
+        # a bundle's vendor entry "torch-compile" (the peer that beat the kernels) runs the same
+        # function; on CPU it is the eager path, which must give the reference's values
+        from tunert.torch import _ops_swiglu_fp8 as sg
+        x, scale = inputs(5, 264, 12), torch.tensor([20 / 448])
+        for quant, sc in (("group", None), ("token", None), ("static", scale)):
+            ref = sg._problem(None, x, quant, sc)[3]
+            y, s = ref.vendor_impls["torch-compile"]()
+            y2, s2 = ref()
+            self.assertTrue(torch.equal(y.float(), y2.float()) and torch.equal(s, s2), quant)
+
     def test_errors(self):
         x = inputs(2, 64, 1)
         with self.assertRaisesRegex(tunert.InvalidArgument, "quant"):

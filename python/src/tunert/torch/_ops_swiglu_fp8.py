@@ -18,6 +18,7 @@ The scales are scale_a of moe.grouped_fp8 as they are: group for its scale 'bloc
 token for 'row', static for 'tensor'. The tuned kernel (sm_90a) needs N % 8 == 0; other N, and x
 not bf16, take the PyTorch path (counted as a fallback).
 """
+import warnings
 from typing import Tuple
 
 import torch
@@ -53,6 +54,26 @@ def _quantize(x, quant, scale=None):
         s = e4m3_scale(h.abs().amax(-1))
         return to_e4m3(h / s[..., None]), s
     return to_e4m3(h / scale.float().reshape(())), scale
+
+
+_compiled = {}  # quant -> _quantize of that mode under torch.compile
+
+
+def _quantize_compiled(x, quant, scale):
+    """The vendor entry "torch-compile" (tools/peers/peer_family_swiglu_fp8.py): _quantize under
+    torch.compile, as the peer timed it (inductor fuses it into one kernel; it beats the tuned kernels
+    on a few static-scale problems of few rows). Eager where torch.compile cannot run (a warning)."""
+    if x.device.type != "cuda":
+        return _quantize(x, quant, scale)
+    fn = _compiled.get(quant)
+    if fn is None:
+        fn = _compiled[quant] = torch.compile(lambda x_, s_: _quantize(x_, quant, s_))
+    try:
+        return fn(x, scale)
+    except Exception as e:  # noqa: BLE001 - no triton / inductor here: the eager path is the same math
+        warnings.warn(f"tunert.torch.swiglu_quant_fp8: torch.compile failed ({type(e).__name__}: {e}); running eagerly")
+        _compiled[quant] = lambda x_, s_: _quantize(x_, quant, s_)
+        return _quantize(x, quant, scale)
 
 
 def _check(op, x, quant, scale):
@@ -140,6 +161,8 @@ def _problem(dev, x, quant="group", scale=None):
     def reference():
         return _quantize(x, quant, scale)
 
+    # the vendor entries' implementations, by the peer names that earn them
+    reference.vendor_impls = {"torch-compile": lambda: _quantize_compiled(x, quant, scale)}
     return key, candidates, tensors_fn, reference
 
 
