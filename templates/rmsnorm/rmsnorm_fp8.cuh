@@ -30,6 +30,7 @@
 // A row that does not start at a vector boundary (H % (VEC_BYTES / 2) != 0) takes the scalar path.
 #include <cuda_fp8.h>
 
+#include "common/fp8_pack.cuh"
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 
@@ -66,11 +67,6 @@ static_assert(QUANT == 1 || QUANT == 2, "QUANT must be 1 (dynamic per token) or 
 constexpr float kE4m3Max = 448.f;
 constexpr float kMinScale = 1.f / (448.f * 512.f);
 constexpr int kOutBytes = VEC_BYTES / 2;  // e4m3 bytes of one vector
-
-// Two fp32 -> two e4m3 bytes (lo first in memory), nearest even, saturated (cvt.rn.satfinite on sm_89+).
-__device__ __forceinline__ unsigned e4m3x2(float lo, float hi) {
-  return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3);
-}
 
 // OB = kOutBytes e4m3 bytes at p (OB-aligned), from the packed pairs in q.
 template <int OB = kOutBytes>
@@ -123,8 +119,8 @@ __device__ __forceinline__ void quant_stage(const vec (&hv)[N], const bf16 *__re
     unsigned pairs[vec::kN];
 #pragma unroll
     for (int w = 0; w < vec::kN; ++w)
-      pairs[w] = e4m3x2(tune::bf16_lo(hv[j].w[w]) * tune::bf16_lo(wv.w[w]) * inv_rms * q,
-                        tune::bf16_hi(hv[j].w[w]) * tune::bf16_hi(wv.w[w]) * inv_rms * q);
+      pairs[w] = tune::f32x2_to_e4m3x2(tune::bf16_lo(hv[j].w[w]) * tune::bf16_lo(wv.w[w]) * inv_rms * q,
+                                       tune::bf16_hi(hv[j].w[w]) * tune::bf16_hi(wv.w[w]) * inv_rms * q);
     store_e4m3(y + c.off + e, pairs);
   }
 }

@@ -182,3 +182,26 @@ def check_plan_launch(tc, plan, tensors, refused=None):
         plan.selection.launch(args, strided=plan.strided, stream=0)
     with tc.assertRaises(refused or tunert.LayoutError):
         plan.selection.launch(args, stream=0)
+
+
+# torch.library.opcheck's checks of an op: its schema (no input changed that mutates_args does not
+# name), autograd registration, fake tensor and AOT dispatch
+OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def _shapes(out):
+    return [(tuple(t.shape), t.dtype) for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def assert_fake_shapes(tc, samples):
+    """Each (op, args, kwargs) of samples gives under FakeTensorMode outputs of the shapes and dtypes
+    its real call gives (the op's registered fake implementation)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for op, args, kwargs in samples:
+        real = op(*args, **kwargs)
+        with FakeTensorMode() as mode:
+            def fake(v):
+                return mode.from_tensor(v) if isinstance(v, torch.Tensor) else v
+            out = op(*[fake(a) for a in args], **{k: fake(v) for k, v in kwargs.items()})
+        tc.assertEqual(_shapes(real), _shapes(out), str(op))

@@ -5,11 +5,11 @@ import math
 import types
 import unittest
 
-from common import HAVE_TORCH, bundle, check_plan_launch, decode_bundle, decode_families_bundle, needs_torch
+from common import (HAVE_TORCH, assert_fake_shapes, bundle, check_plan_launch, decode_bundle, decode_families_bundle,
+                    needs_torch)
 
 if HAVE_TORCH:
     import torch
-    import torch.nn.functional as F
     import tunert
     import tunert.torch as tt
     from tunert.torch import _ops, _state
@@ -131,15 +131,7 @@ class FakeAndOpcheckTest(unittest.TestCase):
                 torch.library.opcheck(op, args, kwargs)
 
     def test_fake_shapes(self):
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        for op, args, kwargs in op_samples():
-            real = op(*args, **kwargs)
-            with FakeTensorMode() as mode:
-                fargs = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
-                fk = {k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
-                fake = op(*fargs, **fk)
-            for r, f in zip(real if isinstance(real, tuple) else (real,), fake if isinstance(fake, tuple) else (fake,)):
-                self.assertEqual((tuple(r.shape), r.dtype), (tuple(f.shape), f.dtype), str(op))
+        assert_fake_shapes(self, op_samples())
 
     def test_meta(self):
         x = torch.empty(4, 16, device="meta", dtype=torch.bfloat16)

@@ -6,7 +6,7 @@ against a bundle of moe.swiglu_fp8 / moe.swiglu_fp8_static made here with synthe
 import functools
 import unittest
 
-from common import HAVE_TORCH, fake_bundle, needs_torch
+from common import HAVE_TORCH, OPCHECK_UTILS, assert_fake_shapes, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -172,18 +172,10 @@ class FakeAndOpcheckTest(unittest.TestCase):
     def test_opcheck_on_cpu(self):
         for op, args, kwargs in op_samples():
             with self.subTest(op=str(op), kwargs=sorted(kwargs)):
-                torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_autograd_registration",
-                                                                    "test_faketensor", "test_aot_dispatch_dynamic"))
+                torch.library.opcheck(op, args, kwargs, test_utils=OPCHECK_UTILS)
 
     def test_fake_shapes(self):
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        for op, args, kwargs in op_samples():
-            real = op(*args, **kwargs)
-            real = real if isinstance(real, tuple) else (real,)
-            with FakeTensorMode() as mode:
-                fake = op(*[mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
-            fake = fake if isinstance(fake, tuple) else (fake,)
-            self.assertEqual([(tuple(t.shape), t.dtype) for t in real], [(tuple(t.shape), t.dtype) for t in fake])
+        assert_fake_shapes(self, op_samples())
 
     def test_compile_traces_it(self):
         def dequant(x):
