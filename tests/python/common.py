@@ -205,3 +205,15 @@ def assert_fake_shapes(tc, samples):
                 return mode.from_tensor(v) if isinstance(v, torch.Tensor) else v
             out = op(*[fake(a) for a in args], **{k: fake(v) for k, v in kwargs.items()})
         tc.assertEqual(_shapes(real), _shapes(out), str(op))
+
+
+E4M3_STEP = 2.0 ** -3   # one e4m3 rounding step relative to the value (3 mantissa bits), at most
+
+
+def assert_dequantized(tc, y, s, want):
+    """y (e4m3) * scale s is want to half an e4m3 step: relative 2^-4 below the saturation at 448 * s,
+    or the subnormal step's half, 2^-10 * s (y, s and want broadcast together)."""
+    import torch
+    err = (y.double() * s - want).abs()
+    bound = torch.maximum(want.abs().clamp(max=448 * s) * E4M3_STEP / 2 * 1.0001, 2.0 ** -10 * s * 1.0001)
+    tc.assertTrue(bool((err <= bound).all()), f"worst {float((err / bound).max())} of the bound")

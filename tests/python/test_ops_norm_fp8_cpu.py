@@ -5,14 +5,13 @@ against a bundle of rmsnorm.fp8 / rmsnorm.fp8_static made here with synthetic ti
 import functools
 import unittest
 
-from common import HAVE_TORCH, OPCHECK_UTILS, assert_fake_shapes, fake_bundle, needs_torch
+from common import HAVE_TORCH, OPCHECK_UTILS, assert_dequantized, assert_fake_shapes, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
     import tunert
     import tunert.torch as tt
 
-E4M3_STEPS = 2.0 ** -3   # one e4m3 rounding step relative to the value (3 mantissa bits), at most
 
 
 def plain(x, r, w, eps, scale=None):
@@ -38,13 +37,6 @@ class ReferenceTest(unittest.TestCase):
         tt.use_bundle(None)
         tt.reset_stats()
 
-    def check_dequantized(self, y, s, v):
-        """y * scale is v to one e4m3 step (relative 2^-3, or the subnormal step 2^-9 * scale)."""
-        deq = y.double() * s
-        err = (deq - v).abs()
-        bound = torch.maximum(v.abs().clamp(max=448 * s) * E4M3_STEPS / 2 * 1.0001, 2.0 ** -10 * s * 1.0001)
-        self.assertTrue(bool((err <= bound).all()), f"worst {float((err / bound).max())} of the bound")
-
     def test_dynamic_per_token(self):
         for T, H in ((7, 4096), (3, 2049), (1, 5120)):
             x, r, w = inputs(T, H, H)
@@ -55,7 +47,7 @@ class ReferenceTest(unittest.TestCase):
             self.assertTrue(torch.equal(res, h), "the residual is updated in place to bf16(x + r)")
             torch.testing.assert_close(s.double(), want_s.squeeze(-1), rtol=1e-6, atol=0)
             self.assertTrue(bool((y.float().abs().amax(-1) == 448).all()), "each row's amax lands on 448")
-            self.check_dequantized(y, s.double()[:, None], v)
+            assert_dequantized(self, y, s.double()[:, None], v)
         self.assertEqual(tt.stats()["rmsnorm_add_fp8"]["cpu"], 3)
 
     def test_static_saturates(self):
@@ -70,7 +62,7 @@ class ReferenceTest(unittest.TestCase):
         sat = q.abs() > 448
         self.assertTrue(bool(sat.any()), "the static scale is below some rows' amax")
         self.assertTrue(torch.equal(y.float()[sat], q[sat].sign().float() * 448))
-        self.check_dequantized(y, scale.double(), v.clamp(-448 * scale.double(), 448 * scale.double()))
+        assert_dequantized(self, y, scale.double(), v.clamp(-448 * scale.double(), 448 * scale.double()))
 
     def test_zero_row_and_non_contiguous_residual(self):
         x = torch.zeros(2, 64, dtype=torch.bfloat16)

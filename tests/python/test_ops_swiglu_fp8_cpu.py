@@ -6,7 +6,7 @@ against a bundle of moe.swiglu_fp8 / moe.swiglu_fp8_static made here with synthe
 import functools
 import unittest
 
-from common import HAVE_TORCH, OPCHECK_UTILS, assert_fake_shapes, fake_bundle, needs_torch
+from common import HAVE_TORCH, OPCHECK_UTILS, assert_dequantized, assert_fake_shapes, fake_bundle, needs_torch
 
 if HAVE_TORCH:
     import torch
@@ -14,7 +14,6 @@ if HAVE_TORCH:
     import tunert.torch as tt
     from tunert.torch import _ops_moe_layer_fp8 as lf
 
-E4M3_STEPS = 2.0 ** -3   # one e4m3 rounding step relative to the value (3 mantissa bits), at most
 
 
 def cdiv(a, b):
@@ -46,13 +45,6 @@ class ReferenceTest(unittest.TestCase):
         tt.use_bundle(None)
         tt.reset_stats()
 
-    def check_dequantized(self, y, s, h):
-        """y * scale is h to one e4m3 step (relative 2^-3, or the subnormal step 2^-9 * scale)."""
-        deq = y.double() * s
-        err = (deq - h).abs()
-        bound = torch.maximum(h.abs().clamp(max=448 * s) * E4M3_STEPS / 2 * 1.0001, 2.0 ** -10 * s * 1.0001)
-        self.assertTrue(bool((err <= bound).all()), f"worst {float((err / bound).max())} of the bound")
-
     def test_group_scales(self):
         for T, N in ((7, 2048), (3, 1096), (1, 1000), (2, 8)):   # 1096, 1000, 8: a partial last group
             x = inputs(T, N, N)
@@ -63,7 +55,7 @@ class ReferenceTest(unittest.TestCase):
             torch.testing.assert_close(s.double(), want_s, rtol=1e-6, atol=0)
             for k in range(0, N, 128):   # each group's largest lands on 448
                 self.assertTrue(bool((y.float()[:, k:k + 128].abs().amax(-1) == 448).all()), (T, N, k))
-            self.check_dequantized(y, s.double().repeat_interleave(128, 1)[:, :N], h)
+            assert_dequantized(self, y, s.double().repeat_interleave(128, 1)[:, :N], h)
         self.assertEqual(tt.stats()["swiglu_quant_fp8"]["cpu"], 4)
 
     def test_groups_differ(self):
@@ -83,7 +75,7 @@ class ReferenceTest(unittest.TestCase):
             self.assertEqual((y.shape, s.shape), ((T, N), (T,)))
             torch.testing.assert_close(s.double(), want_s, rtol=1e-6, atol=0)
             self.assertTrue(bool((y.float().abs().amax(-1) == 448).all()), "each row's amax lands on 448")
-            self.check_dequantized(y, per, h)
+            assert_dequantized(self, y, per, h)
 
     def test_static_saturates(self):
         x = inputs(8, 1024, 5)
@@ -95,7 +87,7 @@ class ReferenceTest(unittest.TestCase):
         sat = q.abs() > 448
         self.assertTrue(bool(sat.any()), "the static scale is below some rows' amax")
         self.assertTrue(torch.equal(y.float()[sat], q[sat].sign().float() * 448))
-        self.check_dequantized(y, per, h.clamp(-448 * per, 448 * per))
+        assert_dequantized(self, y, per, h.clamp(-448 * per, 448 * per))
         self.assertEqual(tt.stats()["swiglu_quant_fp8_static"]["cpu"], 1)
 
     def test_zeros_take_the_floor(self):

@@ -60,13 +60,18 @@ def _check(op, x, residual, w, scale):
     if not hasattr(torch, "float8_e4m3fn"):
         raise DTypeMismatch(f"tunert.torch.{op}: this torch has no float8_e4m3fn")
     if scale is not None:
-        if scale.dtype != torch.float32:
-            raise DTypeMismatch(f"tunert.torch.{op}: scale is {scale.dtype}, want torch.float32")
-        if scale.device != x.device and x.device.type != "meta":
-            raise DeviceMismatch(f"tunert.torch.{op}: scale on {scale.device}, x on {x.device}")
-        if scale.numel() != 1:
-            raise InvalidArgument(f"tunert.torch.{op}: scale {tuple(scale.shape)}: want one element (a static "
-                                  f"per-tensor scale), or None for per-token scales")
+        check_static_scale(op, x, scale, ", or None for per-token scales")
+
+
+def check_static_scale(op, x, scale, otherwise=""):
+    """scale: a static per-tensor scale, one f32 element on x's device (otherwise: what else the op takes)."""
+    if scale.dtype != torch.float32:
+        raise DTypeMismatch(f"tunert.torch.{op}: scale is {scale.dtype}, want torch.float32")
+    if scale.device != x.device and x.device.type != "meta":
+        raise DeviceMismatch(f"tunert.torch.{op}: scale on {scale.device}, x on {x.device}")
+    if scale.numel() != 1:
+        raise InvalidArgument(f"tunert.torch.{op}: scale {tuple(scale.shape)}: want one element (a static "
+                              f"per-tensor scale){otherwise}")
 
 
 def _body(op, x, residual, w, eps, scale):

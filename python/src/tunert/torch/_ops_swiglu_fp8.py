@@ -24,10 +24,10 @@ from typing import Tuple
 import torch
 import torch.nn.functional as F
 
-from ..errors import DeviceMismatch, DTypeMismatch, InvalidArgument
+from ..errors import DTypeMismatch, InvalidArgument
 from . import _ops, _state
 from ._ops import _cuda_kernel, _device_index, _dt, _run
-from ._ops_norm_fp8 import e4m3_scale, to_e4m3
+from ._ops_norm_fp8 import check_static_scale, e4m3_scale, to_e4m3
 
 GROUP = 128      # columns of a group's scale (quant "group")
 QUANTS = ("group", "token", "static")
@@ -92,13 +92,7 @@ def _check(op, x, quant, scale):
         return
     if scale is None:
         raise InvalidArgument(f"tunert.torch.{op}: quant 'static' needs a scale (f32, one element)")
-    if scale.dtype != torch.float32:
-        raise DTypeMismatch(f"tunert.torch.{op}: scale is {scale.dtype}, want torch.float32")
-    if scale.device != x.device and x.device.type != "meta":
-        raise DeviceMismatch(f"tunert.torch.{op}: scale on {scale.device}, x on {x.device}")
-    if scale.numel() != 1:
-        raise InvalidArgument(f"tunert.torch.{op}: scale {tuple(scale.shape)}: want one element (a static "
-                              f"per-tensor scale)")
+    check_static_scale(op, x, scale)
 
 
 def _body(op, x, quant, scale):
