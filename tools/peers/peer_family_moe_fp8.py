@@ -138,8 +138,8 @@ def operands(torch, api, g, rows, pad, E, N, K, scale):
 def expert_scales(s, e, lo, m, scale, N):
     """(sa_e, sw_e) of expert e's call over rows lo .. lo + m, as _scaled_mm takes them: the rows'
     scales copied (row: [m, 1]; block: [m, K/128] outer-dim-major, strides [1, m]), sw[e] a view (a
-    copy in tensor mode: a view of one element of sw [E] is only 4-byte aligned, the likely reason
-    cuBLASLt refused these calls with NOT_SUPPORTED)."""
+    copy in tensor mode: cuBLASLt refused these calls with NOT_SUPPORTED while it was a view of one
+    element of sw [E], 4-byte aligned; the copy runs)."""
     sa, sw = s["sa"], s["sw"]
     if scale == "tensor":
         return sa, sw[e].clone()

@@ -112,7 +112,7 @@ def _vendor_mm(a, b, sa, sb, mode, out_dtype):
     """One expert's product by the library call the comparison's cublas-loop peer times
     (torch._scaled_mm, cuBLASLt's blockwise scaling for block scales: _ops_fp8._scaled_mm_ref). A
     per-tensor weight scale is an element of scale_w [E]: copied, as a view of it is only 4-byte
-    aligned (the likely reason cuBLASLt refused the peer's per-tensor calls)."""
+    aligned (cuBLASLt refused the peer's per-tensor calls while they were views; copies run)."""
     return _scaled_mm_ref(a, b, sa, sb.clone() if mode == "tensor" else sb, mode, out_dtype, False)
 
 
