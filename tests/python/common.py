@@ -189,6 +189,14 @@ def check_plan_launch(tc, plan, tensors, refused=None):
 OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 
+def opcheck_all(tc, samples, utils=OPCHECK_UTILS):
+    """torch.library.opcheck of each (op, args, kwargs) of samples, a subtest each."""
+    import torch
+    for op, args, kwargs in samples:
+        with tc.subTest(op=str(op), kwargs=sorted(kwargs)):
+            torch.library.opcheck(op, args, kwargs, test_utils=utils)
+
+
 def _shapes(out):
     return [(tuple(t.shape), t.dtype) for t in (out if isinstance(out, tuple) else (out,))]
 

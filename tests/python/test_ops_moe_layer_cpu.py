@@ -4,7 +4,7 @@ torch.compile tracing, and the plans read through explain() with meta tensors.""
 import functools
 import unittest
 
-from common import HAVE_TORCH, OPCHECK_UTILS, assert_fake_shapes, bundle, fake_bundle, needs_torch
+from common import HAVE_TORCH, assert_fake_shapes, bundle, fake_bundle, needs_torch, opcheck_all
 
 if HAVE_TORCH:
     import torch
@@ -229,9 +229,7 @@ class ReferenceTest(unittest.TestCase):
 @needs_torch
 class FakeAndOpcheckTest(unittest.TestCase):
     def test_opcheck_on_cpu(self):
-        for op, args, kwargs in op_samples():
-            with self.subTest(op=str(op), kwargs=sorted(kwargs)):
-                torch.library.opcheck(op, args, kwargs, test_utils=OPCHECK_UTILS)
+        opcheck_all(self, op_samples())
 
     def test_fake_shapes(self):
         assert_fake_shapes(self, op_samples())

@@ -5,7 +5,7 @@ against a bundle of rmsnorm.fp8 / rmsnorm.fp8_static made here with synthetic ti
 import functools
 import unittest
 
-from common import HAVE_TORCH, OPCHECK_UTILS, assert_dequantized, assert_fake_shapes, fake_bundle, needs_torch
+from common import HAVE_TORCH, assert_dequantized, assert_fake_shapes, fake_bundle, needs_torch, opcheck_all
 
 if HAVE_TORCH:
     import torch
@@ -107,9 +107,7 @@ def op_samples():
 @needs_torch
 class FakeAndOpcheckTest(unittest.TestCase):
     def test_opcheck_on_cpu(self):
-        for op, args, kwargs in op_samples():
-            with self.subTest(op=str(op), kwargs=sorted(kwargs)):
-                torch.library.opcheck(op, args, kwargs, test_utils=OPCHECK_UTILS)
+        opcheck_all(self, op_samples())
 
     def test_fake_shapes(self):
         assert_fake_shapes(self, op_samples())
