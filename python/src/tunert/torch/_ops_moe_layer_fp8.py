@@ -19,14 +19,12 @@ per-tensor quantization needs). The layer input's quantization is a PyTorch op; 
 is the same layer with every GEMM and the SwiGLU quantization on their PyTorch paths.
 """
 import torch
-import torch.nn.functional as F
 
 from ..errors import DeviceMismatch, DTypeMismatch
 from . import _state
-from ._ops_fp8 import _cdiv
 from ._ops_moe_fp8 import _contiguous_ref, grouped_scaled_mm
 from ._ops_moe_layer import _combine_tuned, _layer, check_layer_shapes, combine
-from ._ops_norm_fp8 import e4m3_scale, to_e4m3
+from ._ops_norm_fp8 import quantize_e4m3
 from ._ops_swiglu_fp8 import _quantize as _swiglu_quant_torch
 from ._ops_swiglu_fp8 import swiglu_quant_fp8
 
@@ -37,18 +35,7 @@ def quantize(x, mode):
     """(x8, scale) of x [R, K]: x8 e4m3 [R, K] with x ~ x8 * scale, scale f32 [R, ceil(K/128)] (block:
     per row and 128 of K), [R] (row) or [1] (tensor), each group's by rmsnorm_add_fp8's rule
     (_ops_norm_fp8.e4m3_scale: the absolute maximum onto 448, floored so that a zero group's is finite)."""
-    xf = x.float()
-    if mode == "block":
-        R, K = xf.shape
-        kb = _cdiv(K, 128)
-        groups = F.pad(xf, (0, kb * 128 - K)).view(R, kb, 128)
-        scale = e4m3_scale(groups.abs().amax(-1))
-        return to_e4m3((groups / scale[..., None]).view(R, kb * 128)[:, :K]).contiguous(), scale
-    if mode == "row":
-        scale = e4m3_scale(xf.abs().amax(-1))
-        return to_e4m3(xf / scale[:, None]), scale
-    scale = e4m3_scale(xf.abs().amax().reshape(1))
-    return to_e4m3(xf / scale), scale
+    return quantize_e4m3(x.float(), {"block": "group", "row": "row", "tensor": "tensor"}[mode])
 
 
 def _mode_of(w13_scale, w2_scale):

@@ -39,6 +39,23 @@ def to_e4m3(v):
     return v.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
 
 
+def quantize_e4m3(h, per, group=128):
+    """(y e4m3, scale f32) of h [..., K] with h ~ y * scale, each scale by e4m3_scale: per "group" (of
+    `group` columns, the last partial: scale [..., ceil(K / group)]), "row" ([...]) or "tensor" ([1])."""
+    if per == "group":
+        lead, K = h.shape[:-1], h.shape[-1]
+        kb = -(-K // group)
+        groups = torch.nn.functional.pad(h.reshape(-1, K), (0, kb * group - K)).view(-1, kb, group)
+        s = e4m3_scale(groups.abs().amax(-1))
+        y = to_e4m3((groups / s[..., None]).view(-1, kb * group)[:, :K]).contiguous()
+        return y.view(*lead, K), s.view(*lead, kb)
+    if per == "row":
+        s = e4m3_scale(h.abs().amax(-1))
+        return to_e4m3(h / s[..., None]), s
+    s = e4m3_scale(h.abs().amax().reshape(1))
+    return to_e4m3(h / s), s
+
+
 def _quantize(x, residual, w, eps, scale):
     """The PyTorch equivalent, out of place: (y, per-token scale or None, h)."""
     h = (x.float() + residual.float()).to(residual.dtype)   # h as stored, then normalized

@@ -27,14 +27,11 @@ import torch.nn.functional as F
 from ..errors import DTypeMismatch, InvalidArgument
 from . import _ops, _state
 from ._ops import _cuda_kernel, _device_index, _dt, _run
-from ._ops_norm_fp8 import check_static_scale, e4m3_scale, to_e4m3
+from ._ops_fp8 import _cdiv
+from ._ops_norm_fp8 import check_static_scale, quantize_e4m3, to_e4m3
 
 GROUP = 128      # columns of a group's scale (quant "group")
 QUANTS = ("group", "token", "static")
-
-
-def _cdiv(a, b):
-    return -(-a // b)
 
 
 def _quantize(x, quant, scale=None):
@@ -43,17 +40,9 @@ def _quantize(x, quant, scale=None):
     N = x.shape[-1] // 2
     xf = x.float()
     h = F.silu(xf[..., :N]) * xf[..., N:]
-    if quant == "group":
-        lead, kb = h.shape[:-1], _cdiv(N, GROUP)
-        h2 = h.reshape(-1, N)
-        groups = F.pad(h2, (0, kb * GROUP - N)).view(h2.shape[0], kb, GROUP)
-        s = e4m3_scale(groups.abs().amax(-1))
-        y = to_e4m3((groups / s[..., None]).view(h2.shape[0], kb * GROUP)[:, :N]).contiguous()
-        return y.view(*lead, N), s.view(*lead, kb)
-    if quant == "token":
-        s = e4m3_scale(h.abs().amax(-1))
-        return to_e4m3(h / s[..., None]), s
-    return to_e4m3(h / scale.float().reshape(())), scale
+    if quant == "static":
+        return to_e4m3(h / scale.float().reshape(())), scale
+    return quantize_e4m3(h, "row" if quant == "token" else "group", GROUP)
 
 
 _compiled = {}  # quant -> _quantize of that mode under torch.compile
