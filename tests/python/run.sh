@@ -23,4 +23,4 @@ if [ "${MODE:-cpu}" = gpu ]; then
   [ $rc -ne 0 ] && { echo "SKIP: torch is not importable by $PY"; exit 77; }
   exec "$PY" -m unittest -v test_ops_gpu
 fi
-exec "$PY" -m unittest -v test_binding test_ops_cpu test_ops_serving_cpu test_ops_moe_layer_cpu test_ops_moe_layer_fp8_cpu test_ops_moe_fp8_cpu test_ops_norm_fp8_cpu test_ops_swiglu_fp8_cpu test_ops_decode_fp8_cpu test_ops_varlen_kv_cpu test_llama_cpu test_ops_gpu
+exec "$PY" -m unittest -v test_binding test_ops_cpu test_ops_serving_cpu test_ops_moe_layer_cpu test_ops_moe_layer_fp8_cpu test_bench_moe_fp8_peer_cpu test_ops_moe_fp8_cpu test_ops_norm_fp8_cpu test_ops_swiglu_fp8_cpu test_ops_decode_fp8_cpu test_ops_varlen_kv_cpu test_llama_cpu test_ops_gpu

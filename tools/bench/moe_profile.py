@@ -3,6 +3,7 @@
 implementations of tools/bench/moe_layer.py (torch, compile, tune).
 
     python3 tools/bench/moe_profile.py --bundle moe.bundle --model qwen3-235b --tokens 4096
+    python3 tools/bench/moe_profile.py --bundle moe_fp8.bundle --model deepseek-v3 --tokens 1 --fp8 row
 
 torch.profiler (CUDA activity) over --calls eager calls of each after a warm-up; printed per
 implementation: the kernels by total GPU time (per call, us) and their sum. A diagnostic for
@@ -45,19 +46,20 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--top", type=int, default=12, help="kernels listed per implementation")
+    ap.add_argument("--fp8", choices=("row", "tensor", "block"), help="e4m3 experts in this scaling (the FP8 layer)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("moe_profile.py: no CUDA device for torch")
+    import moe_fp8_peer
     import tunert.torch as tt
-    from tunert.torch import _ops_moe_layer as ml
     tt.use_bundle(args.bundle)
-    E, H, I, top_k, scoring, renorm = moe_layer.MODELS[args.model]
-    router_w, w13, w2 = moe_layer.weights(E, H, I)
+    E, H, I = moe_layer.MODELS[args.model][:3]
+    if args.fp8:
+        layers, _ = moe_layer.fp8_layers(tt, args.model, moe_fp8_peer.fp8_weights(E, H, I, args.fp8), args.fp8)
+    else:
+        layers, _ = moe_layer.bf16_layers(tt, args.model, moe_layer.weights(E, H, I))
     x = moe_layer.normal(torch.Generator(device="cuda").manual_seed(args.tokens), args.tokens, H)
-    compiled = torch.compile(ml.moe_layer_torch, dynamic=False)
-    fns = {"torch": lambda: ml.moe_layer_torch(x, router_w, w13, w2, top_k, renorm, scoring),
-           "compile": lambda: compiled(x, router_w, w13, w2, top_k, renorm, scoring),
-           "tune": lambda: tt.moe_layer(x, router_w, w13, w2, top_k, renorm, scoring)}
+    fns = {k: (lambda layer=layer: layer(x)) for k, layer in layers.items()}
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: {args.model}, {args.tokens} tokens, "
           f"per call over {args.calls} eager calls (us)")
     for name, fn in fns.items():

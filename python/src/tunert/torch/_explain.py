@@ -9,7 +9,7 @@ def explain(op, *args, device=0, **kwargs):
     inspected on a machine without a GPU (use_bundle(path, no_device=True, arch="sm_90a")).
     op: linear, attention (prefill), decode, decode_fp8, rmsnorm, rmsnorm_add, rmsnorm_add_fp8, softmax,
     attention_varlen, grouped_mm, grouped_mm_masked, grouped_scaled_mm, grouped_scaled_mm_masked,
-    grouped_swiglu, moe_combine, scaled_mm (an
+    grouped_swiglu, moe_combine, scaled_mm, swiglu_quant_fp8 (an
     unknown name raises KeyError listing them)."""
     fn = _ops.PROBLEMS.get(op)
     if fn is None:
