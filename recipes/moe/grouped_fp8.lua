@@ -15,14 +15,17 @@
 --
 -- Problems: DeepSeek-V3 (E 256, hidden 7168, expert intermediate 2048, top-8; block and row scales):
 -- gate+up fused (N 4096, K 7168) and down (N 7168, K 2048) at 64 tokens (T 512) and 1024 tokens (T
--- 8192); Mixtral-8x7B in FP8 (E 8, top-2; tensor and row scales): gate+up (N 28672, K 4096) and down
--- (N 4096, K 14336) at 16 tokens (T 32) and 2048 (T 4096); a tail (N, K no tile's or scale block's
--- multiple, empty experts) in every scaling. Routing: the skewed `offsets` of recipes/moe/grouped.lua
--- (min_tokens 1: every expert's weights are read). Masked: DeepSeek-V3's at a capacity of 16 (decode,
--- block scales) and 256 (gate+up), and the tail.
+-- 8192), and at decode, 1 and 8 tokens (T 8, 64) routed to a few of the 256 experts (min_tokens 0:
+-- a launch sized for every expert's tiles has mostly empty blocks there, where a persistent variant
+-- can win; these entries serve a layer's decode steps); Mixtral-8x7B in FP8 (E 8, top-2; tensor and
+-- row scales): gate+up (N 28672, K 4096) and down (N 4096, K 14336) at 16 tokens (T 32) and 2048 (T
+-- 4096); a tail (N, K no tile's or scale block's multiple, empty experts) in every scaling. Routing:
+-- the skewed `offsets` of recipes/moe/grouped.lua (min_tokens 1: every expert's weights are read).
+-- Masked: DeepSeek-V3's at a capacity of 16 (decode, block scales) and 256 (gate+up), and the tail.
 --
 -- Metrics: flops 2 * rows * N * K (masked: the expected counted rows); bytes: a and w (1 byte each;
--- every expert's weights, read once), c (bf16), the scales.
+-- every expert's weights, read once; min_tokens 0: one expert's, the least the drawn routing reads,
+-- so that a bandwidth never reads above what moved), c (bf16), the scales.
 
 local space = require "gemm.shared.fp8"
 
@@ -62,6 +65,7 @@ local function contiguous_problems()
   end
   for _, s in ipairs(DEEPSEEK) do
     for _, T in ipairs({ 512, 8192 }) do add(s, T, 1, "block"); add(s, T, 1, "row") end
+    for _, T in ipairs({ 8, 64 }) do add(s, T, 0, "block"); add(s, T, 0, "row") end
   end
   for _, s in ipairs(MIXTRAL) do
     for _, T in ipairs({ 32, 4096 }) do add(s, T, 1, "tensor"); add(s, T, 1, "row") end
@@ -144,6 +148,7 @@ local DOMAIN = { "E >= 1 and E <= 256", "N >= 16 and N % 16 == 0", "K >= 128 and
 local function recipe(layout)
   local contiguous = layout == "contiguous"
   local counted_rows = contiguous and "T" or "E * (min_count + cap) / 2"  -- expected (masked: counts are uniform)
+  local experts_read = contiguous and "(min_tokens > 0 and E or 1)" or "E"
   local scale_a_numel, scale_w_numel = scale_numel(layout)
   local domain = { DOMAIN[1], DOMAIN[2], DOMAIN[3], DOMAIN[4], contiguous and "T >= 1" or "cap >= 1" }
   return {
@@ -174,7 +179,7 @@ local function recipe(layout)
     tolerance = { rel_l2 = 5e-3, max_abs = 0.5 },
     metrics = {
       flops = "2 * " .. counted_rows .. " * N * K",
-      bytes = view_rows(layout) .. " * K + E * N * K + 2 * " .. view_rows(layout) .. " * N + 4 * (" .. scale_a_numel
+      bytes = view_rows(layout) .. " * K + " .. experts_read .. " * N * K + 2 * " .. view_rows(layout) .. " * N + 4 * (" .. scale_a_numel
           .. " + " .. scale_w_numel .. ")",
     },
   }

@@ -16,8 +16,8 @@
 // The tile source, ExpertTiles: every block first builds the prefix sums of the experts' m tiles in
 // shared memory (expert_tiles.cuh), so that tile t of the flattened list (all experts' m tiles x the
 // n tiles, ordered by RASTER) maps to its expert by a binary search. The grid depends on the dims only
-// (one CUDA graph serves every routing): the upper bound (M // BLOCK_M + E) * ceil(N / BLOCK_N)
-// (contiguous) or E * ceil(M / BLOCK_M) * ceil(N / BLOCK_N) (masked) of the tiles, or one wave with
+// (one CUDA graph serves every routing): the upper bound (M // BLOCK_M + min(E, M)) * ceil(N /
+// BLOCK_N) (contiguous) or E * ceil(M / BLOCK_M) * ceil(N / BLOCK_N) (masked) of the tiles, or one wave with
 // PERSISTENT; blocks past the real tile count only zero padding. A tile that runs past its expert's
 // rows reads the next expert's rows of a (TMA zero fill past the tensor); those rows are never stored.
 // b's map views w as [E * N][K] (a box at row e * N + n0; rows past N feed columns never stored).

@@ -34,9 +34,9 @@
 // one scan over the counts), so that tile t of the flattened list (common/tile_order.cuh over
 // total m tiles x n tiles, RASTER) maps to its expert by a binary search. The grid depends on the
 // problem's dims only, never on the counts (one CUDA graph serves every routing): an upper bound of
-// the tile count, (M // BLOCK_M + E) * ceil(N / BLOCK_N) (contiguous: sum of ceil(c_e / BLOCK_M) <=
-// M // BLOCK_M + E) or E * ceil(M / BLOCK_M) * ceil(N / BLOCK_N) (masked); blocks past the real tile
-// count do nothing. PERSISTENT 1: at most one wave of blocks, block b takes tiles b, b + gridDim.x, ...
+// the tile count, (M // BLOCK_M + min(E, M)) * ceil(N / BLOCK_N) (contiguous: sum of ceil(c_e /
+// BLOCK_M) <= M // BLOCK_M + the experts with rows; recipes/moe/shared/experts.lua) or E * ceil(M /
+// BLOCK_M) * ceil(N / BLOCK_N) (masked); blocks past the real tile count do nothing. PERSISTENT 1: at most one wave of blocks, block b takes tiles b, b + gridDim.x, ...
 // A tile that runs past its expert's rows reads the next expert's rows of a (or TMA zero fill past
 // the tensor, cp.async zero fill past the expert); those rows of the accumulator are never stored.
 //
