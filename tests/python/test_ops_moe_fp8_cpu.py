@@ -393,6 +393,34 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(p.kind, "fallback")
         self.assertIn("'c' is bf16 in the bundle, f32 here", p.reason)
 
+    def test_launch_covers_every_routing_and_no_more(self):
+        # the contiguous grid is fixed by the dims (one CUDA graph serves every routing): (T // 64 +
+        # min(E, T)) row tiles of the fallback's 64 x 128 times the column tiles, at least the most
+        # tiles any routing of T rows over E experts makes (every routing, for 2 and 3 experts), and at
+        # a decode step's 8 rows over 256 experts the 8 row tiles those rows can need, not 256
+        tt.use_bundle(fp8_moe_bundle(), no_device=True, arch="sm_90a", strict=False)
+        N = 256   # two column tiles
+
+        def grid(E, T):
+            p = tt.explain("grouped_scaled_mm", *self.contiguous(E, N, 1024, T, "row"))
+            self.assertIsInstance(p, tt.Plan, getattr(p, "reason", ""))
+            (launch,) = p.selection.info.launches
+            return launch.grid[0]
+
+        def routings(T, E):
+            if E == 1:
+                yield (T,)
+                return
+            for r in range(T + 1):
+                for rest in routings(T - r, E - 1):
+                    yield (r,) + rest
+        for E in (2, 3):
+            for T in (1, 2, 63, 64, 65, 129, 200):
+                most = max(sum(cdiv(r, 64) for r in parts) for parts in routings(T, E))
+                self.assertGreaterEqual(grid(E, T), most * 2, (E, T))
+        self.assertEqual(grid(256, 8), 8 * 2)
+        self.assertEqual(grid(8, 4096), (64 + 8) * 2)
+
     def test_masked(self):
         tt.use_bundle(fp8_moe_bundle(), no_device=True, arch="sm_90a", strict=False)
         p = tt.explain("grouped_scaled_mm_masked", *self.masked(256, 4096, 7168, 16, "block"))
