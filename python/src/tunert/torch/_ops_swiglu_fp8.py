@@ -65,23 +65,29 @@ def _quantize_compiled(x, quant, scale):
         return _quantize(x, quant, scale)
 
 
-def _check(op, x, quant, scale):
+def _check_quant(op, quant, scale):
+    """quant one of QUANTS, with a scale exactly when it is 'static': what swiglu_quant_fp8 needs to
+    pick its op (the ops check the rest)."""
     if quant not in QUANTS:
         raise InvalidArgument(f"tunert.torch.{op}: quant {quant!r}: want one of {QUANTS}")
+    if quant != "static":
+        if scale is not None:
+            raise InvalidArgument(f"tunert.torch.{op}: quant {quant!r} computes its scales: pass no scale "
+                                  f"(quant 'static' reads one)")
+    elif scale is None:
+        raise InvalidArgument(f"tunert.torch.{op}: quant 'static' needs a scale (f32, one element)")
+
+
+def _check(op, x, quant, scale):
+    _check_quant(op, quant, scale)
     if x.dim() < 1 or x.shape[-1] % 2 or x.shape[-1] == 0:
         raise InvalidArgument(f"tunert.torch.{op}: x {tuple(x.shape)}: want [..., 2N] (gate columns, then up)")
     if x.dtype != torch.bfloat16:
         raise DTypeMismatch(f"tunert.torch.{op}: x is {x.dtype}, want torch.bfloat16")
     if not hasattr(torch, "float8_e4m3fn"):
         raise DTypeMismatch(f"tunert.torch.{op}: this torch has no float8_e4m3fn")
-    if quant != "static":
-        if scale is not None:
-            raise InvalidArgument(f"tunert.torch.{op}: quant {quant!r} computes its scales: pass no scale "
-                                  f"(quant 'static' reads one)")
-        return
-    if scale is None:
-        raise InvalidArgument(f"tunert.torch.{op}: quant 'static' needs a scale (f32, one element)")
-    check_static_scale(op, x, scale)
+    if quant == "static":
+        check_static_scale(op, x, scale)
 
 
 def _body(op, x, quant, scale):
@@ -167,7 +173,7 @@ def swiglu_quant_fp8(x, quant="group", scale=None):
     """silu(x[..., :N]) * x[..., N:] quantized to e4m3 in one pass: returns (y [..., N], scale), the
     scale [..., ceil(N/128)] (quant "group"), [...] ("token"), or the given f32 one-element scale
     ("static"). See the module."""
-    _check("swiglu_quant_fp8", x, quant, scale)
+    _check_quant("swiglu_quant_fp8", quant, scale)   # the op bodies check x and the scale
     if quant == "static":
         return swiglu_quant_fp8_static_op(x, scale), scale
     return swiglu_quant_fp8_op(x, quant)
