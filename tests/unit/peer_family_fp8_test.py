@@ -28,6 +28,7 @@ class PeersTest(unittest.TestCase):
             (p,) = fp8.peers("gemm.fp8", dims(64, 4096, 14336, scale), ps)
             self.assertEqual((p.name, p.family), ("scaled_mm", "fp8"))
             self.assertEqual(p.opts, {"scale": scale, "fast": False})
+            self.assertIs(p.api, ps)
             self.assertEqual(p.set_bytes, 64 * 14336 + 4096 * 14336 + 2 * 64 * 4096 + scales_bytes)
 
     def test_block_scales_count_their_blocks(self):

@@ -37,7 +37,7 @@ class PeersTest(unittest.TestCase):
                           ("flash-varlen-bf16", "decode_fp8", "varlen_bf16", None),
                           ("dequant-sdpa", "decode_fp8", "dequant_sdpa", None),
                           ("dequant-flash-varlen", "decode_fp8", "dequant_varlen", None)])
-        self.assertTrue(all(x.opts["api"] is ps for x in p))
+        self.assertTrue(all(x.api is ps for x in p))
         # the TMA-fed family is timed against the same peers
         self.assertEqual([x.name for x in kv.peers("attention.decode_fp8_tma", MIXED, ps)], [x.name for x in p])
         # q and o: 2 x 32 x 32 x 128 bf16; K + V at the mean length (1 + 8192) / 2 of 8 heads of 128

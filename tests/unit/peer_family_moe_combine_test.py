@@ -30,7 +30,7 @@ class PeersTest(unittest.TestCase):
         found = mc.peers("moe.combine", QWEN3, ps)
         self.assertEqual([(p.name, p.family, p.opts["compiled"]) for p in found],
                          [("torch", "moe_combine", False), ("torch-compile", "moe_combine", True)])
-        self.assertIs(found[0].opts["api"], ps)
+        self.assertIs(found[0].api, ps)
         # y read and out written in bf16, pos and weights 4 bytes per routed row
         want = 2 * 4096 * 8 * 4096 + 2 * 4096 * 4096 + 8 * 4096 * 8
         self.assertEqual({p.set_bytes for p in found}, {want})

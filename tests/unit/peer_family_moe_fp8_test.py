@@ -3,7 +3,7 @@
 
 The recipe -> peer mapping of moe.grouped_fp8 and moe.grouped_fp8_masked per scale mode (names,
 family, options, bytes of a set), its errors and peer_server's routing; then each peer built on the
-CPU (peer_family_values_test's CpuTorch and api): the loop's _scaled_mm calls run there in tensor and
+CPU (peer_family_values_test's CpuTorch and on_cpu): the loop's _scaled_mm calls run there in tensor and
 row mode, torch._scaled_grouped_mm is validated by torch's own meta checks and emulated, block mode's
 cuBLASLt layouts are checked by shape and stride. The peer's output, and an output computed here from
 the set's scales in the recipe's layout (not from the call's), must pass the builder's expected()
@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 import peer_server as ps  # noqa: E402
 import peer_family_moe_fp8 as mf  # noqa: E402
 import worker_inputs  # noqa: E402
-from peer_family_values_test import API, CT, CpuTorch, Case, build  # noqa: E402
+from peer_family_values_test import CT, CpuTorch, Case, build, on_cpu  # noqa: E402
 
 BF = torch.bfloat16
 SEED = 5  # CONTIGUOUS's routing then has an empty expert (min_tokens 0)
@@ -53,7 +53,7 @@ class PeersTest(unittest.TestCase):
             found = mf.peers("moe.grouped_fp8", dims(CONTIGUOUS, scale), ps)
             self.assertEqual([p.name for p in found], names)
             self.assertEqual({p.family for p in found}, {"moe_grouped_fp8"})
-            self.assertTrue(all(p.opts["api"] is ps for p in found))
+            self.assertTrue(all(p.api is ps for p in found))
         impls = [p.opts["impl"] for p in mf.peers("moe.grouped_fp8", dims(CONTIGUOUS, "row"), ps)]
         self.assertEqual(impls, ["grouped", "loop"])
 
@@ -215,8 +215,8 @@ class LoopTest(Case):
         for recipe, base in (("moe.grouped_fp8", CONTIGUOUS), ("moe.grouped_fp8_masked", MASKED)):
             with self.subTest(recipe=recipe):
                 d = dims(base, "block", **BLOCK)
-                (peer,) = mf.peers(recipe, d, API)
-                op = mf.BUILDERS[peer.family](BlockTorch(), peer, 1, SEED)
+                (peer,) = mf.peers(recipe, d, ps)
+                op = mf.BUILDERS[peer.family](BlockTorch(), on_cpu(peer), 1, SEED)
                 segs, s = mf.segments(mf.FAMILIES[recipe], d, SEED), op.sets[0]
                 rows = d.get("T") or d["E"] * d["cap"]
                 live = [g for g in segs if g[2] > g[1]]
@@ -313,8 +313,8 @@ class OlderTorch(CpuTorch):
 
 
 def build_grouped(tt, d, seed=SEED):
-    (peer,) = [p for p in mf.peers("moe.grouped_fp8", d, API) if p.name == "torch-scaled-grouped-mm"]
-    return mf.BUILDERS[peer.family](tt, peer, 1, seed)
+    (peer,) = [p for p in mf.peers("moe.grouped_fp8", d, ps) if p.name == "torch-scaled-grouped-mm"]
+    return mf.BUILDERS[peer.family](tt, on_cpu(peer), 1, seed)
 
 
 class GroupedTest(Case):

@@ -35,7 +35,7 @@ class PeersTest(unittest.TestCase):
         self.assertEqual([p.opts["impl"] for p in found], ["grouped_mm", "loop"])
         want = 2 * (32 * 4096 + 8 * 28672 * 4096 + 32 * 28672) + 4 * 9
         self.assertEqual([p.set_bytes for p in found], [want, want])
-        self.assertIs(found[0].opts["api"], ps)
+        self.assertIs(found[0].api, ps)
 
     def test_masked(self):
         found = moe.peers("moe.grouped_masked", MASKED, ps)

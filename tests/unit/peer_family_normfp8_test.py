@@ -26,6 +26,7 @@ class PeersTest(unittest.TestCase):
 
     def test_dynamic_has_eager_and_compiled(self):
         found = nf.peers("rmsnorm.fp8", dims(4096, 8192, "dynamic"), ps)
+        self.assertIs(found[0].api, ps)
         self.assertEqual([(p.name, p.family) for p in found],
                          [("torch", "rmsnorm_fp8"), ("torch-compile", "rmsnorm_fp8")])
         self.assertEqual([p.opts for p in found], [{"quant": "dynamic", "compiled": False},

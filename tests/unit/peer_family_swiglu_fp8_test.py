@@ -26,6 +26,7 @@ class PeersTest(unittest.TestCase):
 
     def test_group_has_eager_and_compiled(self):
         found = sf.peers("moe.swiglu_fp8", dims(8192, 2048, "group"), ps)
+        self.assertIs(found[0].api, ps)
         self.assertEqual([(p.name, p.family) for p in found],
                          [("torch", "moe_swiglu_fp8"), ("torch-compile", "moe_swiglu_fp8")])
         self.assertEqual([p.opts for p in found], [{"quant": "group", "compiled": False},

@@ -65,14 +65,20 @@ def cpu_uniform(torch_, g, shape, dtype, lo, hi):
     return torch.empty(shape, dtype=dtype).uniform_(lo, hi, generator=g)
 
 
-# peer_server as the family modules see it, with its generators on the CPU
+# peer_server as the family builders see it (peer.api), with its generators on the CPU
 API = types.SimpleNamespace(**{k: getattr(ps, k) for k in dir(ps) if not k.startswith("__")})
 API._gen, API._normal, API._uniform = cpu_gen, cpu_normal, cpu_uniform
 
 
+def on_cpu(peer):
+    """peer with API for its server: its builder draws the inputs on the CPU."""
+    peer.api = API
+    return peer
+
+
 def build(mod, recipe, dims, name, seed=11):
     """The op of the peer `name` of this problem, built on the CPU."""
-    (peer,) = [p for p in mod.peers(recipe, dims, API) if p.name == name]
+    (peer,) = [on_cpu(p) for p in mod.peers(recipe, dims, ps) if p.name == name]
     return mod.BUILDERS[peer.family](CT, peer, 1, seed)
 
 

@@ -34,7 +34,7 @@ class PeersTest(unittest.TestCase):
                           ("sdpa-lower-right", "varlen_kv", "sdpa_lower_right")])
         # q and o: 4096 tokens x 32 heads; k and v: 69632 tokens x 8 heads; 128 bf16 each; two 5-entry i32 arrays
         self.assertEqual(p[0].set_bytes, 2 * 128 * (2 * 4096 * 32 + 2 * 69632 * 8) + 2 * 4 * 5)
-        self.assertIs(p[0].opts["api"], ps)
+        self.assertIs(p[0].api, ps)
 
     def test_refused_dims(self):
         with self.assertRaisesRegex(ps.PeerError, "lack TK, causal"):

@@ -28,7 +28,7 @@ class PeersTest(unittest.TestCase):
                           ("flex-document", "varlen", "flex"), ("cudnn-sdpa-padded", "varlen", "cudnn_padded")])
         # q and o at 32 heads, k and v at 8, 16384 tokens of 128 bf16; cu_seqlens 65 i32
         self.assertEqual(p[0].set_bytes, 2 * 16384 * 128 * (2 * 32 + 2 * 8) + 4 * 65)
-        self.assertIs(p[0].opts["api"], ps)
+        self.assertIs(p[0].api, ps)
 
     def test_refused_dims(self):
         with self.assertRaisesRegex(ps.PeerError, "lack T, causal"):

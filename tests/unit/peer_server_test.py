@@ -9,6 +9,7 @@ and checks that it refuses cleanly where there is no driver.
 usage: peer_server_test.py [TestClass ...]
 """
 import ctypes
+import importlib.util
 import io
 import json
 import os
@@ -78,6 +79,15 @@ class SustainedRulesTest(unittest.TestCase):
         self.assertEqual(ps.calls_per_sample(0.0), 10000)
 
 
+def load_server_as(name):
+    """A second peer_server module from its file, registered under name (as a script is under __main__)."""
+    spec = importlib.util.spec_from_file_location(name, ps.__file__)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class PeersForTest(unittest.TestCase):
     GEMM = {"M": 4096, "N": 4096, "K": 4096, "b_layout": "col"}
     PREFILL = {"B": 4, "HQ": 32, "HKV": 8, "S": 4096, "D": 128, "causal": True}
@@ -122,6 +132,17 @@ class PeersForTest(unittest.TestCase):
         self.assertEqual(self.names("transpose.bf16", {"R": 2, "C": 3}), [("torch", "transpose", {"dtype": "bf16"})])
         self.assertEqual(ps.peers_for("transpose.f32", {"R": 2, "C": 3})[0].set_bytes, 2 * 6 * 4)
         self.assertEqual(self.names("elementwise", {"rows": 2, "cols": 3}), [("torch", "elementwise", {})])
+
+    def test_a_peer_knows_its_server_under_any_name(self):
+        """peer.api is the module that made the peer, whatever its name (the server runs as __main__):
+        peer_server's own peers and a family module's alike."""
+        combine = {"T": 4, "H": 8, "top_k": 2}
+        self.assertIs(ps.peers_for("gemm", self.GEMM)[0].api, ps)
+        self.assertIs(ps.peers_for("moe.combine", combine)[0].api, ps)
+        other = load_server_as("peer_server_elsewhere")
+        self.addCleanup(sys.modules.pop, "peer_server_elsewhere")
+        self.assertIsNot(other, ps)
+        self.assertIs(other.peers_for("moe.combine", combine)[0].api, other)
 
     def test_no_peer_and_missing_dims(self):
         self.assertEqual(ps.peers_for("layernorm", {}), [])

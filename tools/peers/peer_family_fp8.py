@@ -94,14 +94,9 @@ def block_scales(torch, sa, sb, scale, rows, N, K):
     return sa[rows], sb[:kb].t().repeat_interleave(128, dim=0)[:N]
 
 
-_API = None  # peer_server, as peers() last received it (build_fp8 has no api argument)
-
-
 def peers(recipe, dims, api):
-    global _API
     if recipe not in RECIPES:
         return None
-    _API = api
     api.require_dims(recipe, dims, DIMS)
     if dims["scale"] not in SCALES:
         raise api.PeerError(f"scale {dims['scale']!r}: tensor, row or block")
@@ -152,7 +147,7 @@ def _block_call(torch, fast):
 
 
 def build_fp8(torch, peer, n_sets, seed):
-    api = _api()
+    api = peer.api
     d, scale, fast = peer.dims, peer.opts["scale"], peer.opts["fast"]
     M, N, K = d["M"], d["N"], d["K"]
     m_rows = M
@@ -182,15 +177,6 @@ def build_fp8(torch, peer, n_sets, seed):
         want = fp8_gemm_reference(torch, e4m3_rows(torch, s["a"], rows), s["b"], sa, sb)
         return [("c [M,N] at its first and last rows", c[:M][rows], want)]
     return api.TorchOp(sets, fn, lambda s: [], lambda s, r: [r[:M]], [(M, N)], library, expected=expected)
-
-
-def _api():
-    """peer_server (its Peer, PeerError, TorchOp and helpers): as peers() received it, else the
-    module that loaded this one."""
-    if _API is not None:
-        return _API
-    import sys
-    return sys.modules.get("peer_server") or sys.modules["__main__"]
 
 
 BUILDERS = {FAMILY: build_fp8}

@@ -66,14 +66,13 @@ def peers(recipe, dims, api):
     api.require_dims(recipe, dims, DIMS)
     if dims["HQ"] % dims["HKV"]:
         raise api.PeerError(f"HQ {dims['HQ']} is not a multiple of HKV {dims['HKV']}")
-    # api rides along: build() gets no other handle on the server that loaded this module
     return [api.Peer(name, FAMILY, dims, set_bytes(dims, 1 if kind.startswith("dequant") else 2),
-                     kind=kind, backend=backend, api=api)
+                     kind=kind, backend=backend)
             for name, kind, backend in PEERS]
 
 
 def build(torch, peer, n_sets, seed):
-    api, d, kind = peer.opts["api"], peer.dims, peer.opts["kind"]
+    api, d, kind = peer.api, peer.dims, peer.opts["kind"]
     lens = lengths(d, seed)
     if min(lens) < 1:
         raise api.PeerError(f"a sequence of length 0 (min_len {d['min_len']}): the peers need keys")

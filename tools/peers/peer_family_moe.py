@@ -114,22 +114,22 @@ def peers(recipe, dims, api):
     api.require_dims(recipe, dims, DIMS[family])
     nbytes = set_bytes(family, dims)
     if family == "moe_grouped":
-        return [api.Peer("torch-grouped-mm", family, dims, nbytes, impl="grouped_mm", api=api),
-                api.Peer("cublas-loop", family, dims, nbytes, impl="loop", api=api)]
+        return [api.Peer("torch-grouped-mm", family, dims, nbytes, impl="grouped_mm"),
+                api.Peer("cublas-loop", family, dims, nbytes, impl="loop")]
     if family == "moe_grouped_swiglu":
-        return [api.Peer("torch-grouped-mm-silu", family, dims, nbytes, impl="eager", api=api),
-                api.Peer("torch-compile", family, dims, nbytes, impl="compile", api=api)]
+        return [api.Peer("torch-grouped-mm-silu", family, dims, nbytes, impl="eager"),
+                api.Peer("torch-compile", family, dims, nbytes, impl="compile")]
     if family == "moe_grouped_swiglu_masked":
-        return [api.Peer("cublas-bmm-padded-silu", family, dims, nbytes, impl="bmm", api=api)]
-    return [api.Peer("cublas-bmm-padded", family, dims, nbytes, impl="bmm", api=api)]
+        return [api.Peer("cublas-bmm-padded-silu", family, dims, nbytes, impl="bmm")]
+    return [api.Peer("cublas-bmm-padded", family, dims, nbytes, impl="bmm")]
 
 
 def _blas(api):
     return api._loaded_version("libcublas.so", "cublasGetProperty") or "?"
 
 
-def build_contiguous(torch, peer, n_sets, seed, api):
-    d = peer.dims
+def build_contiguous(torch, peer, n_sets, seed):
+    api, d = peer.api, peer.dims
     E, N, K, T = d["E"], d["N"], d["K"], d["T"]
     offs = fill_offsets(seed, GROUPS_ARG_INDEX, E, T, d["min_tokens"])
     ends = torch.tensor(offs[1:], dtype=torch.int32, device="cuda")
@@ -163,8 +163,8 @@ def build_contiguous(torch, peer, n_sets, seed, api):
                        expected=contiguous_expected(torch, api, offs, expert_reference, lambda s, r: s["c"]))
 
 
-def build_masked(torch, peer, n_sets, seed, api):
-    d = peer.dims
+def build_masked(torch, peer, n_sets, seed):
+    api, d = peer.api, peer.dims
     E, N, K, cap = d["E"], d["N"], d["K"], d["cap"]
     sets = []
     for i in range(n_sets):
@@ -187,8 +187,8 @@ def _silu_mul(torch, g, N):
     return torch.nn.functional.silu(g[..., :N]) * g[..., N:]
 
 
-def build_swiglu(torch, peer, n_sets, seed, api):
-    d = peer.dims
+def build_swiglu(torch, peer, n_sets, seed):
+    api, d = peer.api, peer.dims
     E, N, K, T = d["E"], d["N"], d["K"], d["T"]
     if not hasattr(torch, "_grouped_mm"):
         raise api.PeerError(f"torch {torch.__version__} has no torch._grouped_mm")
@@ -218,8 +218,8 @@ def build_swiglu(torch, peer, n_sets, seed, api):
                        expected=contiguous_expected(torch, api, offs, swiglu_reference, lambda s, r: r))
 
 
-def build_swiglu_masked(torch, peer, n_sets, seed, api):
-    d = peer.dims
+def build_swiglu_masked(torch, peer, n_sets, seed):
+    api, d = peer.api, peer.dims
     E, N, K, cap = d["E"], d["N"], d["K"], d["cap"]
     sets = []
     for i in range(n_sets):
@@ -236,12 +236,5 @@ def build_swiglu_masked(torch, peer, n_sets, seed, api):
                        expected=masked_expected(torch, api, counts, swiglu_reference))
 
 
-def _build(kind):
-    """build(torch, peer, n_sets, seed) with the api that peers() was given (peer.opts["api"])."""
-    def build(torch, peer, n_sets, seed):
-        return kind(torch, peer, n_sets, seed, peer.opts["api"])
-    return build
-
-
-BUILDERS = {"moe_grouped": _build(build_contiguous), "moe_grouped_masked": _build(build_masked),
-            "moe_grouped_swiglu": _build(build_swiglu), "moe_grouped_swiglu_masked": _build(build_swiglu_masked)}
+BUILDERS = {"moe_grouped": build_contiguous, "moe_grouped_masked": build_masked,
+            "moe_grouped_swiglu": build_swiglu, "moe_grouped_swiglu_masked": build_swiglu_masked}

@@ -39,8 +39,8 @@ def peers(recipe, dims, api):
         return None
     api.require_dims(recipe, dims, DIMS)
     nbytes = set_bytes(dims["T"], dims["H"], dims["top_k"])
-    return [api.Peer("torch", FAMILY, dims, nbytes, compiled=False, api=api),
-            api.Peer("torch-compile", FAMILY, dims, nbytes, compiled=True, api=api)]
+    return [api.Peer("torch", FAMILY, dims, nbytes, compiled=False),
+            api.Peer("torch-compile", FAMILY, dims, nbytes, compiled=True)]
 
 
 def combine_fn(torch, T, H, top_k):
@@ -68,7 +68,7 @@ def order_of(torch, pos):
 
 
 def build_combine(torch, peer, n_sets, seed):
-    api = peer.opts["api"]
+    api = peer.api
     T, H, k = peer.dims["T"], peer.dims["H"], peer.dims["top_k"]
     pos = worker_inputs.permutation(seed, POS_ARG_INDEX, T * k)
     order = order_of(torch, pos)

@@ -82,9 +82,9 @@ def peers(recipe, dims, api):
     if dims["scale"] not in fp8.SCALES:
         raise api.PeerError(f"scale {dims['scale']!r}: tensor, row or block")
     nbytes = set_bytes(family, dims)
-    loop = api.Peer("cublas-loop", family, dims, nbytes, impl="loop", api=api)
+    loop = api.Peer("cublas-loop", family, dims, nbytes, impl="loop")
     if contiguous(family) and dims["scale"] == "row":  # _scaled_grouped_mm is rowwise only
-        return [api.Peer("torch-scaled-grouped-mm", family, dims, nbytes, impl="grouped", api=api), loop]
+        return [api.Peer("torch-scaled-grouped-mm", family, dims, nbytes, impl="grouped"), loop]
     return [loop]
 
 
@@ -180,19 +180,19 @@ def _require_aligned(api, what, N, K):
 
 
 def build(torch, peer, n_sets, seed):
-    """build(torch, peer, n_sets, seed) with the api that peers() was given (peer.opts["api"])."""
-    api, d = peer.opts["api"], peer.dims
+    """The op of the peer's impl on this seed's routing; block mode refused where cuBLASLt cannot run it."""
+    api, d = peer.api, peer.dims
     if d["scale"] == "block":
         _, why = fp8.block_layout(1, d["N"], d["K"])
         if why:
             raise api.PeerError(why)
     segs = segments(peer.family, d, seed)
     kind = build_grouped if peer.opts["impl"] == "grouped" else build_loop
-    return kind(torch, api, peer, n_sets, seed, segs)
+    return kind(torch, peer, n_sets, seed, segs)
 
 
-def build_grouped(torch, api, peer, n_sets, seed, segs):
-    d = peer.dims
+def build_grouped(torch, peer, n_sets, seed, segs):
+    api, d = peer.api, peer.dims
     E, N, K, T = d["E"], d["N"], d["K"], d["T"]
     if not hasattr(torch, "_scaled_grouped_mm"):
         raise api.PeerError(f"torch {torch.__version__} has no torch._scaled_grouped_mm")
@@ -227,8 +227,8 @@ def loop_calls(s, segs, scale, N, K):
     return calls
 
 
-def build_loop(torch, api, peer, n_sets, seed, segs):
-    d, family = peer.dims, peer.family
+def build_loop(torch, peer, n_sets, seed, segs):
+    api, d, family = peer.api, peer.dims, peer.family
     E, N, K, scale = d["E"], d["N"], d["K"], d["scale"]
     _require_aligned(api, "torch._scaled_mm", N, K)
     rows = token_rows(family, d)

@@ -39,11 +39,9 @@ def set_bytes(T, H, quant):
 
 
 def peers(recipe, dims, api):
-    global _API
     quant = RECIPES.get(recipe)
     if quant is None:
         return None
-    _API = api
     api.require_dims(recipe, dims, DIMS)
     if dims["quant"] != quant:
         raise api.PeerError(f"{recipe} has quant {quant!r}, not {dims['quant']!r}")
@@ -52,11 +50,11 @@ def peers(recipe, dims, api):
             api.Peer("torch-compile", FAMILY, dims, nbytes, quant=quant, compiled=True)]
 
 
-def norm_fp8(torch, H, dynamic):
+def norm_fp8(torch, api, H, dynamic):
     """The PyTorch function both peers time: fn(set) -> (y, scale) or y."""
     import torch.nn.functional as F
     if not hasattr(F, "rms_norm"):
-        raise _api().PeerError(f"torch {torch.__version__} has no F.rms_norm")
+        raise api.PeerError(f"torch {torch.__version__} has no F.rms_norm")
     fp8 = torch.float8_e4m3fn
 
     def fn(x, r, w, h, scale):
@@ -100,11 +98,11 @@ def _set(torch, api, g, T, H, dynamic):
 
 
 def build_normfp8(torch, peer, n_sets, seed):
-    api = _api()
+    api = peer.api
     T, H = peer.dims["T"], peer.dims["H"]
     dynamic, compiled = peer.opts["quant"] == "dynamic", peer.opts["compiled"]
     sets = [_set(torch, api, api._gen(torch, seed + i), T, H, dynamic) for i in range(n_sets)]
-    body = norm_fp8(torch, H, dynamic)
+    body = norm_fp8(torch, api, H, dynamic)
     if compiled:
         torch._dynamo.reset()  # kernels for this problem's shape, no automatic dynamic shapes
         body = torch.compile(body, dynamic=False)
@@ -147,18 +145,6 @@ def build_normfp8(torch, peer, n_sets, seed):
             pairs.append(("scale [T,1] at its first and last rows", out[1][rows], scale))
         return pairs
     return api.TorchOp(sets, fn, lambda s: [s["h"]], results, shapes, library, expected=expected)
-
-
-_API = None  # peer_server, as peers() last received it (the builder has no api argument)
-
-
-def _api():
-    """peer_server (its Peer, PeerError, TorchOp and helpers): as peers() received it, else the
-    module that loaded this one."""
-    if _API is not None:
-        return _API
-    import sys
-    return sys.modules.get("peer_server") or sys.modules["__main__"]
 
 
 BUILDERS = {FAMILY: build_normfp8}

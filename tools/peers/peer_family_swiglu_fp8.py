@@ -45,11 +45,9 @@ def set_bytes(T, N, quant):
 
 
 def peers(recipe, dims, api):
-    global _API
     quants = RECIPES.get(recipe)
     if quants is None:
         return None
-    _API = api
     api.require_dims(recipe, dims, DIMS)
     quant = dims["quant"]
     if quant not in quants:
@@ -107,7 +105,7 @@ def _set(torch, api, g, T, N, quant):
 
 
 def build_swiglu_fp8(torch, peer, n_sets, seed):
-    api = _api()
+    api = peer.api
     T, N = peer.dims["T"], peer.dims["N"]
     quant, compiled = peer.opts["quant"], peer.opts["compiled"]
     dynamic = quant != "static"
@@ -155,18 +153,6 @@ def build_swiglu_fp8(torch, peer, n_sets, seed):
             return [(f"scale {list(scale_shape)} at its first and last rows", out[1][rows], scale)]
         return []
     return api.TorchOp(sets, fn, lambda s: [], results, shapes, library, expected=expected)
-
-
-_API = None  # peer_server, as peers() last received it (the builder has no api argument)
-
-
-def _api():
-    """peer_server (its Peer, PeerError, TorchOp and helpers): as peers() received it, else the
-    module that loaded this one."""
-    if _API is not None:
-        return _API
-    import sys
-    return sys.modules.get("peer_server") or sys.modules["__main__"]
 
 
 BUILDERS = {FAMILY: build_swiglu_fp8}

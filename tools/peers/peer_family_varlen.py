@@ -90,14 +90,13 @@ def peers(recipe, dims, api):
     if dims["T"] < dims["B"]:
         raise api.PeerError(f"T {dims['T']} < B {dims['B']}: no sequence of length >= 1 for each")
     n = set_bytes(dims)
-    # api rides along: build() gets no other handle on the server that loaded this module
-    return [api.Peer(name, "varlen", dims, n, backend=backend, api=api)
+    return [api.Peer(name, "varlen", dims, n, backend=backend)
             for name, backend in (("flash-varlen", "flash"), ("torch-varlen-attn", "varlen_attn"),
                                   ("flex-document", "flex"), ("cudnn-sdpa-padded", "cudnn_padded"))]
 
 
 def build(torch, peer, n_sets, seed):
-    api = peer.opts["api"]  # the server that asked peers() (TorchOp, helpers)
+    api = peer.api
     d = peer.dims
     B, T, HQ, HKV, D, causal = d["B"], d["T"], d["HQ"], d["HKV"], d["D"], bool(d["causal"])
     cu_host = offsets(B, T, 1, seed)

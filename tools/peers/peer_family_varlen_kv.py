@@ -62,14 +62,13 @@ def peers(recipe, dims, api):
     if dims["TK"] < dims["TQ"]:
         raise api.PeerError(f"TK {dims['TK']} < TQ {dims['TQ']}: fewer keys than queries")
     n = set_bytes(dims)
-    # api rides along: build() gets no other handle on the server that loaded this module
-    return [api.Peer(name, "varlen_kv", dims, n, backend=backend, api=api)
+    return [api.Peer(name, "varlen_kv", dims, n, backend=backend)
             for name, backend in (("flash-varlen", "flash"), ("torch-varlen-attn", "varlen_attn"),
                                   ("flex-document", "flex"), ("sdpa-lower-right", "sdpa_lower_right"))]
 
 
 def build(torch, peer, n_sets, seed):
-    api = peer.opts["api"]  # the server that asked peers() (TorchOp, helpers)
+    api = peer.api
     d = peer.dims
     B, TQ, TK, HQ, HKV, D = d["B"], d["TQ"], d["TK"], d["HQ"], d["HKV"], d["D"]
     causal = bool(d["causal"])

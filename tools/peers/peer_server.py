@@ -254,10 +254,13 @@ def measure_sustained(dev, op, now=time.monotonic):
 
 class Peer:
     """One peer of one problem: its name, the family's op, the dims it needs, and the bytes of
-    one input/output set (sustained mode rotates sets)."""
+    one input/output set (sustained mode rotates sets). api is the server, the module that defines
+    this class (its PeerError, TorchOp, helpers), under whatever name it runs (__main__ as a script,
+    peer_server when imported): a family module's builder reaches the server through its peer."""
 
     def __init__(self, name, family, dims, set_bytes, **opts):
         self.name, self.family, self.dims, self.set_bytes, self.opts = name, family, dims, set_bytes, opts
+        self.api = sys.modules[Peer.__module__]
 
     def __repr__(self):
         return f"Peer({self.name}, {self.family})"
@@ -353,9 +356,11 @@ def _family_modules():
     """The peer_family_*.py modules next to this file, imported once: each family that is not one of
     the above keeps its peers in a module of its own, with
       peers(recipe, dims, api) -> None when the recipe is not its own, else a list of api.Peer
-      BUILDERS = {family: build(torch, peer, n_sets, seed) -> api.TorchOp}
-    where api is this module (Peer, PeerError, require_dims, TorchOp, _gen, _normal, _uniform,
-    _loaded_version).
+      BUILDERS = {family: build(torch, peer, n_sets, seed) -> peer.api.TorchOp}
+    where api is this module (Peer, PeerError, WrongValues, require_dims, TorchOp, edge_rows,
+    build_attention, _gen, _normal, _uniform, _loaded_version). A builder reaches it as peer.api
+    only, and hands it to helpers that get no peer: a test gives a peer a stand-in server (inputs
+    on the CPU) by setting its api.
     Modules must not import torch at import time (the unit tests run without it)."""
     global _FAMILY_MODULES
     if _FAMILY_MODULES is None:
