@@ -55,6 +55,22 @@ static int check_sources(bstate *s, tune_err *err) {
   return TUNE_OK;
 }
 
+/* The family's tuned entries that no peer timing weighed (bundle_mark_vendors), counted: for them the
+ * bundle cannot say that the vendor library is not faster. */
+static void print_unweighed(const bstate *s, int fi) {
+  if (s->o->no_vendor || bundle_vendor_kept(s->o, s->fam[fi].name)) return;
+  int tuned = 0, unweighed = 0;
+  for (int i = 0; i < s->n_entries; ++i) {
+    const bentry *be = &s->ent[i];
+    if (be->family != fi || be->kind == BUNDLE_FALLBACK) continue;
+    ++tuned;
+    unweighed += !be->weighed;
+  }
+  if (unweighed)
+    printf("  not weighed against a vendor library: %d of %d entries (no peer timing of their problem on their "
+           "GPU model in these databases; tune compare measures one)\n", unweighed, tuned);
+}
+
 /* Per family and problem what was bundled, per arch what was skipped, and what was written; with
  * --quiet only the skipped variants (bundle_print_archs). */
 static void print_summary(const bstate *s, double secs) {
@@ -81,6 +97,7 @@ static void print_summary(const bstate *s, double secs) {
         printf("  %-22s %10s  vendor entry: %s measured faster (%s; %s)\n", "", "", be->vendor, vt, be->vendor_why);
       }
     }
+    print_unweighed(s, fi);
   }
   bundle_print_archs(s);
   long size = 0;

@@ -75,6 +75,8 @@ typedef struct bentry {
   char vendor[32];             /* BUNDLE_VENDOR: "cublaslt", "cudnn-sdpa", "sdpa", "torch" */
   double vendor_ns;            /* BUNDLE_VENDOR: the peer's median [ns] */
   char vendor_why[200];        /* BUNDLE_VENDOR: the measurement that decided it, in words */
+  int weighed;                 /* a peer's timing of its problem on its GPU model was in the databases:
+                                  bundle_mark_vendors weighed the entry against it */
   char fallback_hash[17];      /* BUNDLE_FALLBACK: its config hash (best->config_hash points here) */
   const tune_problem *p;
   const db_bundle_best *best;  /* the best result (borrowed from bstate.bests) */
@@ -166,6 +168,8 @@ int bundle_entry_variant(bstate *s, bentry *be, const int *vi, tune_err *err);
  * with the library libtunert names (cublaslt, sdpa, cudnn-sdpa, torch), except in the families of
  * --no-vendor-for. After bundle_evaluate. */
 int bundle_mark_vendors(bstate *s, tune_err *err);
+/* A family of --no-vendor-for: its entries keep their kernels whatever a peer measured. */
+int bundle_vendor_kept(const tune_bundle_opts *o, const char *family);
 
 /* fallback (bundle_fallback.c): per family with a `fallback` config, that config checked on every
  * tuned problem (it must run there; its expressions must give Lua's values) and one entry per

@@ -90,6 +90,7 @@ static void weigh_entry(bstate *s, const db_bundle_peers *ps, bentry *be) {
   vkey k = {s->fam[be->family].name, b->problem_hash, s->models[be->model].name, b->timing};
   const db_bundle_peer *any = best_peer(ps, &k, NULL);
   if (!any) return;
+  be->weighed = 1;
   verdict v;
   comparison_verdict(ps, &k, &v);
   char tt[32], pt[32];
@@ -111,8 +112,7 @@ static void weigh_entry(bstate *s, const db_bundle_peers *ps, bentry *be) {
   be->kind = BUNDLE_VENDOR;
 }
 
-/* A family of --no-vendor-for: its entries keep their kernels whatever a peer measured. */
-static int kernel_kept(const tune_bundle_opts *o, const char *family) {
+int bundle_vendor_kept(const tune_bundle_opts *o, const char *family) {
   for (int k = 0; k < o->n_no_vendor_for; ++k)
     if (bundle_name_matches(family, o->no_vendor_for[k])) return 1;
   return 0;
@@ -125,7 +125,7 @@ int bundle_mark_vendors(bstate *s, tune_err *err) {
   for (int d = 0; d < s->n_dbs && !rc; ++d) rc = db_bundle_peers_add(&ps, s->dbs[d], d, err);
   for (int i = 0; i < s->n_entries && !rc; ++i) {
     bentry *be = &s->ent[i];
-    if (be->kind == BUNDLE_TUNED && !kernel_kept(s->o, s->fam[be->family].name)) weigh_entry(s, &ps, be);
+    if (be->kind == BUNDLE_TUNED && !bundle_vendor_kept(s->o, s->fam[be->family].name)) weigh_entry(s, &ps, be);
   }
   db_bundle_peers_free(&ps);
   return rc;

@@ -65,6 +65,30 @@ check "vendor_ns is the peer's median" test "$(sql v.bundle "SELECT vendor_ns FR
 check "a vendor entry keeps its kernel (older readers launch it)" \
   test "$(sql v.bundle "SELECT count(*) FROM entries WHERE kind = 'vendor' AND variant_id IS NULL")" -eq 0
 
+# the entries no peer timing weighed, counted per family: the oracle's (no peer result of their problem)
+unweighed() { python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+bundle = sqlite3.connect("file:" + sys.argv[2] + "?mode=ro", uri=True)
+entries = bundle.execute("""select f.name, e.problem_hash, e.device_name from entries e join families f on f.id = e.family_id
+                            where e.kind != 'fallback' order by f.id""").fetchall()
+counts = {}
+for fam, ph, dev in entries:
+    peer = db.execute("""select count(*) from results r join configs c on c.id = r.config_id join recipes rc on rc.id = r.recipe_id
+        join problems p on p.id = r.problem_id join devices d on d.id = r.device_id
+        where c.origin like 'peer:%' and r.median_ns > 0 and r.timing = 'burst' and rc.name = ? and p.hash = ? and d.name = ?""",
+        (fam, ph, dev)).fetchone()[0]
+    n, u = counts.get(fam, (0, 0))
+    counts[fam] = (n + 1, u + (peer == 0))
+for fam, (n, u) in counts.items():
+    if u: print(fam, u, "of", n)
+PY
+}
+unweighed g.db v.bundle > want_unweighed.txt
+awk '/^[a-z][^ ]* \(recipes/ {fam = $1} /not weighed against a vendor library/ {print fam, $7, $8, $9}' bundle.txt > got_unweighed.txt
+check "some entries had no peer timing" test -s want_unweighed.txt
+check "a line per family counts the entries no peer timing weighed" diff want_unweighed.txt got_unweighed.txt
+
 # libtunert: the selection says vendor; a launch needs the driver (cuBLASLt runs it)
 "$INSPECT" v.bundle --arch sm_90a --select gemm.splitk M=128,N=8192,K=8192,b_layout=0 --try-launch > sel.txt 2>&1
 check "selected as a vendor entry" contains sel.txt 'kind:     vendor cublaslt'
@@ -87,6 +111,7 @@ fi
 check "--no-vendor exits 0" test $? -eq 0
 check "--no-vendor: no vendor entry" test "$(sql k.bundle "SELECT count(*) FROM entries WHERE kind = 'vendor'")" -eq 0
 check "--no-vendor: no vendor line" lacks plain.txt 'vendor entry'
+check "--no-vendor: nothing weighed, nothing said of it" lacks plain.txt 'not weighed'
 check "--no-vendor: the same variants" test "$(sql k.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")" = \
   "$(sql v.bundle "SELECT group_concat(problem_name || variant_id) FROM entries")"
 
