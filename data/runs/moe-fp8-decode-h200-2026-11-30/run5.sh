@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# run4's moe.grouped recording (data/recorded/h200/moe.grouped.db) compared with the peers on the two
-# problems where cuBLAS had won before (Mixtral's at T 8192), burst, so that the bundle keeps its
-# vendor entries where they still win.
+# Not run yet (the session's device time ran out): run4's moe.grouped recording and run3's
+# moe.grouped_swiglu recording (data/recorded/h200/) compared with the peers, burst, every problem,
+# so that their bundles get back the vendor entries where cuBLAS wins (Mixtral's T 8192 problems
+# before). Needs build/gpu2 (a stripped tune, libtune_cupti_py.so) carried; copy the two
+# databases that come back over data/recorded/h200/.
 set -u
 OUT=${OUT:?}
 cd "$(dirname "$0")/../../.."
@@ -12,8 +14,11 @@ export TUNE_CUPTI_PY=$G/libtune_cupti_py.so
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $OUT/gpu.txt
 echo "start $(date -u +%FT%TZ)" | tee -a $OUT/gpu.txt
 cp data/recorded/h200/moe.grouped.db /tmp/g.db
-timeout -s INT 75 $G/tune compare recipes/moe/grouped.lua --problem e8n28672k4096t8192m1 --problem e8n4096k14336t8192m1 \
-  --rounds 3 --top-k 2 --timing burst --db /tmp/g.db > $OUT/moe.grouped.compare.txt 2>&1
-echo "compare rc $? $(date -u +%FT%TZ)" | tee -a $OUT/gpu.txt
+cp data/recorded/h200/moe.grouped_swiglu.db /tmp/s.db
+timeout -s INT 200 $G/tune compare recipes/moe/grouped.lua --rounds 3 --top-k 2 --timing burst --db /tmp/g.db > $OUT/moe.grouped.compare.txt 2>&1
+echo "compare moe.grouped rc $? $(date -u +%FT%TZ)" | tee -a $OUT/gpu.txt
 python3 tools/lean_db.py /tmp/g.db $OUT/moe.grouped.db
-grep -E "^\| " $OUT/moe.grouped.compare.txt | cut -c1-160
+timeout -s INT 200 $G/tune compare recipes/moe/swiglu.lua --rounds 3 --top-k 2 --timing burst --db /tmp/s.db > $OUT/moe.grouped_swiglu.compare.txt 2>&1
+echo "compare moe.grouped_swiglu rc $? $(date -u +%FT%TZ)" | tee -a $OUT/gpu.txt
+python3 tools/lean_db.py /tmp/s.db $OUT/moe.grouped_swiglu.db
+grep -E "^\| " $OUT/moe.grouped.compare.txt $OUT/moe.grouped_swiglu.compare.txt | grep -v -- "---\|problem |" | cut -d'|' -f2-8 | cut -c1-150
