@@ -16,10 +16,10 @@
 -- Problems: DeepSeek-V3 (E 256, hidden 7168, expert intermediate 2048, top-8; block and row scales):
 -- gate+up fused (N 4096, K 7168) and down (N 7168, K 2048) at 64 tokens (T 512) and 1024 tokens (T
 -- 8192), and at decode, 1 and 8 tokens (T 8, 64) routed to a few of the 256 experts (min_tokens 0:
--- a launch sized for every expert's tiles has mostly empty blocks there, where a persistent variant
--- can win; these entries serve a layer's decode steps); Mixtral-8x7B in FP8 (E 8, top-2; tensor and
--- row scales): gate+up (N 28672, K 4096) and down (N 4096, K 14336) at 16 tokens (T 32) and 2048 (T
--- 4096); a tail (N, K no tile's or scale block's multiple, empty experts) in every scaling. Routing:
+-- a launch sized for every expert's tiles would be mostly empty blocks there; these entries serve a
+-- layer's decode steps); Mixtral-8x7B in FP8 (E 8, top-2; tensor and row scales): gate+up (N
+-- 28672, K 4096) and down (N 4096, K 14336) at 16 tokens (T 32) and 2048 (T 4096); a tail (N, K no
+-- tile's or scale block's multiple, empty experts) in every scaling. Routing:
 -- the skewed `offsets` of recipes/moe/grouped.lua (min_tokens 1: every expert's weights are read).
 -- Masked: DeepSeek-V3's at a capacity of 16 (decode, block scales) and 256 (gate+up), and the tail.
 --

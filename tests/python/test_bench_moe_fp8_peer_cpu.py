@@ -44,6 +44,22 @@ class PeerLayerTest(unittest.TestCase):
             wrong = self.run_peer(mode, x, router_w, swapped, s13_swapped, w2, s2, 2, True, "softmax")
             self.assertGreater(rel_l2(wrong, ref), 0.2, mode)
 
+    def test_tensor_scales_reach_the_grouped_call_as_row_scales(self):
+        # torch._scaled_grouped_mm (CUDA only) takes row scales: the peer's gemm expands a tensor scale
+        # to them; the grouped call replaced by the row-scaled PyTorch path must give the tensor one's
+        from tunert.torch import _ops_moe_fp8 as mf
+        x, _, w13, s13, _, _ = layer_args("tensor")
+        a8, sa = lf.quantize(x, "tensor")
+        offsets = torch.tensor([0, 5, 5, 20, x.shape[0]], dtype=torch.int32)
+        saved = mf._grouped_rowwise
+        mf._grouped_rowwise = lambda a, w, o, sa_, sw_: mf._contiguous_ref(a, w, o, sa_, sw_, "row", torch.bfloat16)
+        try:
+            got = peer._grouped_gemm("tensor")(a8, w13, offsets, sa, s13)
+        finally:
+            mf._grouped_rowwise = saved
+        want = mf._contiguous_ref(a8, w13, offsets, sa, s13, "tensor", torch.bfloat16)
+        self.assertLess(rel_l2(got, want), 1e-2)
+
     def test_weight_scales_shapes_and_size(self):
         g = torch.Generator().manual_seed(0)
         E, N, K, std = 3, 300, 260, 0.02

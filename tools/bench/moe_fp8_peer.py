@@ -53,11 +53,10 @@ def _grouped_gemm(mode):
                                                                    torch.bfloat16, mf._vendor_mm)
 
     def gemm(a8, w8, offsets, sa, sw):
-        E, N = w8.shape[0], w8.shape[1]
         if mode == "tensor":   # the scales each row and channel gets, as _scaled_grouped_mm takes them
-            sa, sw = sa.reshape(1).expand(a8.shape[0]), sw.reshape(E, 1).expand(E, N)
-        return torch._scaled_grouped_mm(a8, w8.transpose(-2, -1), sa.reshape(-1).contiguous(),
-                                        sw.reshape(E, N).contiguous(), offs=offsets[1:], out_dtype=torch.bfloat16)
+            E, N = w8.shape[0], w8.shape[1]
+            sa, sw = sa.reshape(1).expand(a8.shape[0]).contiguous(), sw.reshape(E, 1).expand(E, N).contiguous()
+        return mf._grouped_rowwise(a8, w8, offsets, sa, sw)   # no loop fallback: a failure is reported
     return gemm
 
 

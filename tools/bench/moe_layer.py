@@ -21,8 +21,8 @@ router is random (normal weights): a near-uniform routing with the natural sprea
 blocks, per channel, per expert), "tune" being tunert.torch.moe_layer_fp8 (moe.grouped_fp8 for both
 GEMMs, moe.swiglu_fp8 between them, moe.combine) and "torch" the layer as a PyTorch model runs it
 (tools/bench/moe_fp8_peer.py: torch._scaled_grouped_mm, or torch._scaled_mm per expert for block
-scales, whose host read of the expert offsets keeps it out of a CUDA graph: block runs eagerly and
-without "compile", whose graph that host loop would break at every expert).
+scales, whose host read of the expert offsets keeps it out of a CUDA graph: block runs eagerly, and
+"compile" is not run for it).
 """
 import argparse
 import ctypes

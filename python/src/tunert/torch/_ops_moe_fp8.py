@@ -131,13 +131,19 @@ def _contiguous_ref(a, w, offsets, sa, sw, mode, out_dtype, mm=_scaled_mm_dequan
     return c
 
 
+def _grouped_rowwise(a, w, offsets, sa, sw):
+    """torch._scaled_grouped_mm over the experts' rows with row scales (sa [T], sw [E, N]): one launch,
+    bf16 out; raises where this torch, GPU or shape does not take it."""
+    return torch._scaled_grouped_mm(a, w.transpose(-2, -1), sa.reshape(-1), sw.reshape(w.shape[0], -1),
+                                    offs=offsets[1:], out_dtype=torch.bfloat16)
+
+
 def _scaled_grouped(a, w, offsets, sa, sw, mode, out_dtype):
-    """Row scales in one launch, torch._scaled_grouped_mm (the torch-scaled-grouped-mm peer), where this
+    """Row scales in one launch, _grouped_rowwise (the torch-scaled-grouped-mm peer), where this
     torch, GPU and shape take it; else the library loop."""
     if mode == "row" and out_dtype == torch.bfloat16 and hasattr(torch, "_scaled_grouped_mm"):
         try:
-            return torch._scaled_grouped_mm(a, w.transpose(-2, -1), sa.reshape(-1), sw.reshape(w.shape[0], -1),
-                                            offs=offsets[1:], out_dtype=torch.bfloat16)
+            return _grouped_rowwise(a, w, offsets, sa, sw)
         except (RuntimeError, TypeError):   # an arch, alignment or signature this torch does not take
             pass
     return _contiguous_ref(a, w, offsets, sa, sw, mode, out_dtype, _vendor_mm)
